@@ -1,0 +1,628 @@
+//! The error taxonomy: what kind of failure, whether a retry can help, and what the agent is told.
+//!
+//! Every failure the client reports is an [`Error`] of one [`ErrorKind`]. JSON-RPC error codes from
+//! servers map to kinds through an [`ErrorCodeTable`] that a harness can extend. Each error renders
+//! a short, stable, agent-facing sentence ([`Error::agent_message`]) that says what happened and
+//! what to do, without internal detail or secrets.
+
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::jsonrpc::{codes, ErrorObject};
+
+/// What kind of failure an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The connection failed, closed or could not be established.
+    Network,
+    /// No answer within the deadline.
+    Timeout,
+    /// Credentials missing, expired or rejected.
+    Auth,
+    /// The tool (or server-side handler) failed.
+    Tool,
+    /// No such tool.
+    ToolNotFound,
+    /// The arguments were rejected.
+    InvalidParams,
+    /// Authenticated, but not allowed.
+    PermissionDenied,
+    /// A resource could not be found or read.
+    Resource,
+    /// The peer broke the protocol (malformed message, unsupported version, …).
+    Protocol,
+    /// A circuit breaker is open for the server or tool.
+    CircuitOpen,
+    /// The server is marked unavailable after repeated reconnect failures.
+    ServerUnavailable,
+    /// A cached result is known to be stale.
+    StaleCache,
+}
+
+impl ErrorKind {
+    /// Every kind, for tables and tests.
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::Network,
+        ErrorKind::Timeout,
+        ErrorKind::Auth,
+        ErrorKind::Tool,
+        ErrorKind::ToolNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::PermissionDenied,
+        ErrorKind::Resource,
+        ErrorKind::Protocol,
+        ErrorKind::CircuitOpen,
+        ErrorKind::ServerUnavailable,
+        ErrorKind::StaleCache,
+    ];
+
+    /// Whether retrying the same call may succeed. Never retryable: a wrong tool name, bad
+    /// arguments, failed or insufficient credentials, and protocol violations — the same request
+    /// would fail the same way.
+    pub const fn is_retryable(self) -> bool {
+        match self {
+            ErrorKind::Network
+            | ErrorKind::Timeout
+            | ErrorKind::Tool
+            | ErrorKind::Resource
+            | ErrorKind::CircuitOpen
+            | ErrorKind::ServerUnavailable
+            | ErrorKind::StaleCache => true,
+            ErrorKind::Auth
+            | ErrorKind::ToolNotFound
+            | ErrorKind::InvalidParams
+            | ErrorKind::PermissionDenied
+            | ErrorKind::Protocol => false,
+        }
+    }
+
+    /// A stable snake_case name (used as the OpenTelemetry `error.type`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Network => "network_error",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Auth => "auth_error",
+            ErrorKind::Tool => "tool_error",
+            ErrorKind::ToolNotFound => "tool_not_found",
+            ErrorKind::InvalidParams => "invalid_params",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::Resource => "resource_error",
+            ErrorKind::Protocol => "protocol_error",
+            ErrorKind::CircuitOpen => "circuit_open",
+            ErrorKind::ServerUnavailable => "server_unavailable",
+            ErrorKind::StaleCache => "stale_cache",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The breaker cool-down the agent is told about when none is known.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// A failure, with its kind, the technical detail, and what the agent should be told.
+///
+/// Cheap to clone (the source is shared), so one transport failure can fail many requests.
+#[derive(Clone)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    code: Option<i64>,
+    data: Option<Value>,
+    subject: Option<String>,
+    field: Option<String>,
+    retry_after: Option<Duration>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Error {
+    /// An error of `kind` with a technical message (for logs and developers).
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            code: None,
+            data: None,
+            subject: None,
+            field: None,
+            retry_after: None,
+            source: None,
+        }
+    }
+
+    /// A [`ErrorKind::Network`] error.
+    pub fn network(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Network, message)
+    }
+
+    /// A [`ErrorKind::Timeout`] error.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Timeout, message)
+    }
+
+    /// A [`ErrorKind::Protocol`] error.
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Protocol, message)
+    }
+
+    /// Classifies a JSON-RPC error response through `table`.
+    pub fn from_error_object(error: ErrorObject, table: &ErrorCodeTable) -> Self {
+        let kind = table.classify(error.code, &error.message);
+        let field = match kind {
+            ErrorKind::InvalidParams => invalid_field(&error),
+            _ => None,
+        };
+        Error {
+            kind,
+            message: error.message,
+            code: Some(error.code),
+            data: error.data,
+            subject: None,
+            field,
+            retry_after: None,
+            source: None,
+        }
+    }
+
+    /// Names the tool, resource or prompt the error is about (used in [`Error::agent_message`]).
+    pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
+        self.subject = Some(subject.into());
+        self
+    }
+
+    /// Names the offending argument field of an [`ErrorKind::InvalidParams`] error.
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// When a retry will next be attempted (e.g. a breaker's cool-down).
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether a retry may succeed (see [`ErrorKind::is_retryable`]).
+    pub fn is_retryable(&self) -> bool {
+        self.kind.is_retryable()
+    }
+
+    /// The technical message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The JSON-RPC error code, when the server sent one.
+    pub fn code(&self) -> Option<i64> {
+        self.code
+    }
+
+    /// The JSON-RPC error data, when the server sent some.
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// The tool, resource or prompt the error is about.
+    pub fn subject(&self) -> Option<&str> {
+        self.subject.as_deref()
+    }
+
+    /// The offending field of an invalid-params error, when known.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// When a retry will next be attempted, when known.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    /// The sentence an agent (and the model behind it) is shown: what happened to which tool,
+    /// and what to do. Stable wording; no internal detail beyond the tool's own failure text.
+    pub fn agent_message(&self) -> String {
+        let tool = self.subject.as_deref().unwrap_or("(unknown)");
+        match self.kind {
+            ErrorKind::Network | ErrorKind::Timeout | ErrorKind::ServerUnavailable => {
+                format!("tool {tool} is unavailable: server not responding")
+            }
+            ErrorKind::CircuitOpen => format!(
+                "tool {tool} is temporarily disabled: the server failed repeatedly; retrying automatically in {}s",
+                self.retry_after.unwrap_or(DEFAULT_RETRY_AFTER).as_secs()
+            ),
+            ErrorKind::ToolNotFound => {
+                format!("tool {tool} does not exist: check the tool name and server configuration")
+            }
+            ErrorKind::Auth => {
+                format!("tool {tool} authentication failed: reconnect the MCP server")
+            }
+            ErrorKind::InvalidParams => match &self.field {
+                Some(field) => format!("tool {tool} parameter error: field {field} is malformed"),
+                None => format!("tool {tool} parameter error: {}", self.message),
+            },
+            ErrorKind::StaleCache => {
+                format!("tool {tool} returned a stale cached result: fetching fresh data")
+            }
+            ErrorKind::PermissionDenied => {
+                format!("tool {tool} is not permitted: the server denied access")
+            }
+            ErrorKind::Resource => format!("resource {tool} is unavailable: {}", self.message),
+            ErrorKind::Protocol => {
+                format!("tool {tool} is unavailable: the server broke the protocol")
+            }
+            ErrorKind::Tool => format!("tool {tool} failed: {}", self.message),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        if let Some(code) = self.code {
+            write!(f, " (code {code})")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(code) = self.code {
+            d.field("code", &code);
+        }
+        if let Some(subject) = &self.subject {
+            d.field("subject", subject);
+        }
+        if let Some(field) = &self.field {
+            d.field("field", field);
+        }
+        if let Some(source) = &self.source {
+            d.field("source", &source.to_string());
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Finds the argument an invalid-params error is about: `data.field`, `data.path`,
+/// `data.param`, or a quoted name after the word "field"/"argument"/"parameter" in the message.
+fn invalid_field(error: &ErrorObject) -> Option<String> {
+    if let Some(data) = error.data.as_ref().and_then(Value::as_object) {
+        for key in ["field", "path", "param", "argument"] {
+            match data.get(key) {
+                Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
+                Some(Value::Array(parts)) if !parts.is_empty() => {
+                    let joined: Vec<String> = parts
+                        .iter()
+                        .map(|p| match p {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect();
+                    return Some(joined.join("."));
+                }
+                _ => {}
+            }
+        }
+    }
+    let lower = error.message.to_ascii_lowercase();
+    for word in ["field ", "argument ", "parameter "] {
+        if let Some(pos) = lower.find(word) {
+            let rest = &error.message[pos + word.len()..];
+            let name: String = rest
+                .trim_start_matches(['\'', '"', '`'])
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                .collect();
+            if !name.is_empty() {
+                return Some(name);
+            }
+        }
+    }
+    None
+}
+
+/// One rule of an [`ErrorCodeTable`]: codes in a range (and optionally a message containing a
+/// phrase, compared case-insensitively) map to a kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorCodeRule {
+    codes: RangeInclusive<i64>,
+    message_contains: Option<String>,
+    kind: ErrorKind,
+}
+
+impl ErrorCodeRule {
+    /// Codes in `codes` map to `kind`.
+    pub fn new(codes: RangeInclusive<i64>, kind: ErrorKind) -> Self {
+        ErrorCodeRule {
+            codes,
+            message_contains: None,
+            kind,
+        }
+    }
+
+    /// Only when the message contains `phrase` (case-insensitive).
+    pub fn when_message_contains(mut self, phrase: &str) -> Self {
+        self.message_contains = Some(phrase.to_ascii_lowercase());
+        self
+    }
+
+    fn matches(&self, code: i64, lowercase_message: &str) -> bool {
+        self.codes.contains(&code)
+            && self
+                .message_contains
+                .as_deref()
+                .is_none_or(|p| lowercase_message.contains(p))
+    }
+}
+
+/// Maps JSON-RPC error codes (and, where servers disagree on codes, message phrases) to kinds.
+/// The first matching rule wins; rules added with [`ErrorCodeTable::with_rule`] come before the
+/// defaults, so a harness can override any mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorCodeTable {
+    rules: Vec<ErrorCodeRule>,
+    fallback: ErrorKind,
+}
+
+impl Default for ErrorCodeTable {
+    /// The mapping for the MCP specification and what the official SDKs send:
+    ///
+    /// | code | kind |
+    /// |---|---|
+    /// | -32602 with "unknown tool" / "tool not found" / "no such tool" | ToolNotFound |
+    /// | -32602 | InvalidParams |
+    /// | -32700, -32600, -32601 | Protocol |
+    /// | -32603 | Tool |
+    /// | -32002 | Resource (resource not found) |
+    /// | -32001 | Timeout (the TypeScript SDK's request timeout) |
+    /// | -32000 | Network (the TypeScript SDK's connection closed) |
+    /// | anything else | Tool |
+    fn default() -> Self {
+        use ErrorKind::*;
+        ErrorCodeTable {
+            rules: vec![
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, ToolNotFound)
+                    .when_message_contains("unknown tool"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, ToolNotFound)
+                    .when_message_contains("tool not found"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, ToolNotFound)
+                    .when_message_contains("no such tool"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, InvalidParams),
+                ErrorCodeRule::new(codes::PARSE_ERROR..=codes::PARSE_ERROR, Protocol),
+                ErrorCodeRule::new(codes::METHOD_NOT_FOUND..=codes::INVALID_REQUEST, Protocol),
+                ErrorCodeRule::new(codes::INTERNAL_ERROR..=codes::INTERNAL_ERROR, Tool),
+                ErrorCodeRule::new(
+                    codes::RESOURCE_NOT_FOUND..=codes::RESOURCE_NOT_FOUND,
+                    Resource,
+                ),
+                ErrorCodeRule::new(-32001..=-32001, Timeout),
+                ErrorCodeRule::new(-32000..=-32000, Network),
+            ],
+            fallback: Tool,
+        }
+    }
+}
+
+impl ErrorCodeTable {
+    /// A table with no rules: every code maps to `fallback`.
+    pub fn empty(fallback: ErrorKind) -> Self {
+        ErrorCodeTable {
+            rules: Vec::new(),
+            fallback,
+        }
+    }
+
+    /// Adds a rule that takes precedence over every rule already in the table.
+    pub fn with_rule(mut self, rule: ErrorCodeRule) -> Self {
+        self.rules.insert(0, rule);
+        self
+    }
+
+    /// Shorthand: `code` maps to `kind`, ahead of the existing rules.
+    pub fn with_code(self, code: i64, kind: ErrorKind) -> Self {
+        self.with_rule(ErrorCodeRule::new(code..=code, kind))
+    }
+
+    /// The kind for an error with this code and message.
+    pub fn classify(&self, code: i64, message: &str) -> ErrorKind {
+        let lower = message.to_ascii_lowercase();
+        self.rules
+            .iter()
+            .find(|r| r.matches(code, &lower))
+            .map_or(self.fallback, |r| r.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn retryability_follows_the_seed() {
+        for kind in ErrorKind::ALL {
+            let expected = !matches!(
+                kind,
+                ErrorKind::ToolNotFound
+                    | ErrorKind::InvalidParams
+                    | ErrorKind::Auth
+                    | ErrorKind::PermissionDenied
+                    | ErrorKind::Protocol
+            );
+            assert_eq!(kind.is_retryable(), expected, "{kind}");
+        }
+    }
+
+    #[test]
+    fn default_table_maps_every_standard_code() {
+        let t = ErrorCodeTable::default();
+        let cases = [
+            (-32700, "Parse error", ErrorKind::Protocol),
+            (-32600, "Invalid Request", ErrorKind::Protocol),
+            (-32601, "Method not found", ErrorKind::Protocol),
+            (
+                -32602,
+                "Invalid params: missing a",
+                ErrorKind::InvalidParams,
+            ),
+            (-32602, "Unknown tool: nope", ErrorKind::ToolNotFound),
+            (-32602, "Tool not found: x", ErrorKind::ToolNotFound),
+            (-32602, "no such tool", ErrorKind::ToolNotFound),
+            (-32603, "Internal error", ErrorKind::Tool),
+            (-32002, "Resource not found", ErrorKind::Resource),
+            (-32001, "Request timed out", ErrorKind::Timeout),
+            (-32000, "Connection closed", ErrorKind::Network),
+            (42, "custom", ErrorKind::Tool),
+            (-32099, "server defined", ErrorKind::Tool),
+        ];
+        for (code, msg, kind) in cases {
+            assert_eq!(t.classify(code, msg), kind, "{code} {msg}");
+        }
+    }
+
+    #[test]
+    fn table_rules_can_be_overridden_and_extended() {
+        let t = ErrorCodeTable::default()
+            .with_code(-32603, ErrorKind::Network)
+            .with_code(-31999, ErrorKind::PermissionDenied)
+            .with_rule(
+                ErrorCodeRule::new(-32099..=-32010, ErrorKind::Auth).when_message_contains("token"),
+            );
+        assert_eq!(t.classify(-32603, "x"), ErrorKind::Network);
+        assert_eq!(t.classify(-31999, "x"), ErrorKind::PermissionDenied);
+        assert_eq!(t.classify(-32050, "Token expired"), ErrorKind::Auth);
+        assert_eq!(t.classify(-32050, "other"), ErrorKind::Tool);
+        let empty = ErrorCodeTable::empty(ErrorKind::Protocol);
+        assert_eq!(empty.classify(-32602, "Unknown tool"), ErrorKind::Protocol);
+    }
+
+    #[test]
+    fn agent_messages_match_the_seed_table() {
+        let e = |k| Error::new(k, "detail").with_subject("search");
+        assert_eq!(
+            e(ErrorKind::Timeout).agent_message(),
+            "tool search is unavailable: server not responding"
+        );
+        assert_eq!(
+            e(ErrorKind::Network).agent_message(),
+            "tool search is unavailable: server not responding"
+        );
+        assert_eq!(
+            e(ErrorKind::ServerUnavailable).agent_message(),
+            "tool search is unavailable: server not responding"
+        );
+        assert_eq!(
+            e(ErrorKind::CircuitOpen).agent_message(),
+            "tool search is temporarily disabled: the server failed repeatedly; retrying automatically in 30s"
+        );
+        assert_eq!(
+            e(ErrorKind::CircuitOpen)
+                .with_retry_after(Duration::from_secs(12))
+                .agent_message(),
+            "tool search is temporarily disabled: the server failed repeatedly; retrying automatically in 12s"
+        );
+        assert_eq!(
+            e(ErrorKind::ToolNotFound).agent_message(),
+            "tool search does not exist: check the tool name and server configuration"
+        );
+        assert_eq!(
+            e(ErrorKind::Auth).agent_message(),
+            "tool search authentication failed: reconnect the MCP server"
+        );
+        assert_eq!(
+            e(ErrorKind::InvalidParams)
+                .with_field("query")
+                .agent_message(),
+            "tool search parameter error: field query is malformed"
+        );
+        assert_eq!(
+            e(ErrorKind::InvalidParams).agent_message(),
+            "tool search parameter error: detail"
+        );
+        assert_eq!(
+            e(ErrorKind::StaleCache).agent_message(),
+            "tool search returned a stale cached result: fetching fresh data"
+        );
+        assert_eq!(
+            e(ErrorKind::PermissionDenied).agent_message(),
+            "tool search is not permitted: the server denied access"
+        );
+        assert_eq!(
+            e(ErrorKind::Tool).agent_message(),
+            "tool search failed: detail"
+        );
+        assert_eq!(
+            e(ErrorKind::Protocol).agent_message(),
+            "tool search is unavailable: the server broke the protocol"
+        );
+        assert_eq!(
+            e(ErrorKind::Resource).agent_message(),
+            "resource search is unavailable: detail"
+        );
+    }
+
+    #[test]
+    fn invalid_params_field_comes_from_data_or_message() {
+        let t = ErrorCodeTable::default();
+        let from_data = Error::from_error_object(
+            ErrorObject {
+                code: -32602,
+                message: "bad".into(),
+                data: Some(json!({"field": "limit"})),
+            },
+            &t,
+        );
+        assert_eq!(from_data.field(), Some("limit"));
+        let from_path = Error::from_error_object(
+            ErrorObject {
+                code: -32602,
+                message: "bad".into(),
+                data: Some(json!({"path": ["filter", 0, "name"]})),
+            },
+            &t,
+        );
+        assert_eq!(from_path.field(), Some("filter.0.name"));
+        let from_message =
+            Error::from_error_object(ErrorObject::invalid_params("missing field 'text'"), &t);
+        assert_eq!(from_message.field(), Some("text"));
+        assert_eq!(from_message.code(), Some(-32602));
+        let none = Error::from_error_object(ErrorObject::invalid_params("nope"), &t);
+        assert_eq!(none.field(), None);
+    }
+
+    #[test]
+    fn display_and_debug_carry_kind_code_and_message() {
+        let e = Error::from_error_object(ErrorObject::internal("boom"), &ErrorCodeTable::default());
+        assert_eq!(e.to_string(), "tool_error: boom (code -32603)");
+        assert!(format!("{e:?}").contains("boom"));
+    }
+}

@@ -1,0 +1,715 @@
+//! JSON-RPC 2.0 messages as they cross a [`Transport`](crate::Transport).
+//!
+//! A [`Message`] is one of request, notification or response (a response carries either a result
+//! or an [`ErrorObject`]). Parameters and results are [`Payload`]s: raw JSON text when the message
+//! came off the wire (so the engine routes it without building a value tree, and the caller parses
+//! it exactly once), or an in-memory [`serde_json::Value`] when it was built in process (so the
+//! in-process transport never serializes anything).
+//!
+//! Parsing never panics: anything that is not a JSON-RPC 2.0 message becomes a [`MessageError`].
+//! Members this crate does not know are kept in `extra` and written back out unchanged.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The JSON-RPC version string every message carries.
+pub const JSONRPC_VERSION: &str = "2.0";
+
+/// Standard and MCP-defined JSON-RPC error codes.
+pub mod codes {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal JSON-RPC error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the requested resource does not exist.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// MCP 2025-11-25: the request needs a URL-mode elicitation first.
+    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+}
+
+/// A request id: JSON-RPC allows numbers and strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// A numeric id (this client only ever sends these).
+    Number(i64),
+    /// A string id (servers often use these for their own requests).
+    String(Arc<str>),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(Arc::from(s))
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Number(n) => serializer.serialize_i64(*n),
+            RequestId::String(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl Visitor<'_> for IdVisitor {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a request id (integer or string)")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
+                i64::try_from(v)
+                    .map(RequestId::Number)
+                    .map_err(|_| E::custom(format!("request id {v} is out of range")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RequestId, E> {
+                // Some peers write integral ids as floats (1.0); anything else is not an id.
+                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                    Ok(RequestId::Number(v as i64))
+                } else {
+                    Err(E::custom(format!("request id {v} is not an integer")))
+                }
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(Arc::from(v)))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+/// Parameters or a result: raw JSON text or an in-memory value, whichever is cheaper where the
+/// message was made.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// JSON text exactly as received; parsed only when (and as) the consumer asks.
+    Raw(Box<RawValue>),
+    /// A value built in process; serialized only if a byte-level transport needs it.
+    Value(Value),
+}
+
+impl Payload {
+    /// Wraps any serializable value (as an in-memory [`Value`]).
+    pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::to_value(value).map(Payload::Value)
+    }
+
+    /// Parses raw JSON text into a payload, validating it.
+    pub fn from_json_str(json: &str) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(json.to_owned()).map(Payload::Raw)
+    }
+
+    /// Deserializes the payload into `T` (a single parse for raw payloads).
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match self {
+            Payload::Raw(raw) => serde_json::from_str(raw.get()),
+            Payload::Value(value) => T::deserialize(value),
+        }
+    }
+
+    /// Converts into `T`, moving strings out of in-memory values instead of copying them.
+    pub fn into_typed<T: DeserializeOwned>(self) -> Result<T, serde_json::Error> {
+        match self {
+            Payload::Raw(raw) => serde_json::from_str(raw.get()),
+            Payload::Value(value) => serde_json::from_value(value),
+        }
+    }
+
+    /// Converts into a [`Value`] (parses raw text).
+    pub fn into_value(self) -> Result<Value, serde_json::Error> {
+        self.into_typed()
+    }
+
+    /// The payload as JSON text (borrowed when already raw).
+    pub fn to_json_string(&self) -> Cow<'_, str> {
+        match self {
+            Payload::Raw(raw) => Cow::Borrowed(raw.get()),
+            Payload::Value(value) => Cow::Owned(value.to_string()),
+        }
+    }
+
+    /// True when the payload is a JSON object.
+    pub fn is_object(&self) -> bool {
+        match self {
+            Payload::Raw(raw) => raw.get().trim_start().starts_with('{'),
+            Payload::Value(value) => value.is_object(),
+        }
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Self {
+        Payload::Value(value)
+    }
+}
+
+impl From<Box<RawValue>> for Payload {
+    fn from(raw: Box<RawValue>) -> Self {
+        Payload::Raw(raw)
+    }
+}
+
+impl PartialEq for Payload {
+    /// Semantic JSON equality (key order and whitespace do not matter).
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Payload::Raw(a), Payload::Raw(b)) if a.get() == b.get() => true,
+            _ => {
+                let a: Result<Value, _> = self.deserialize();
+                let b: Result<Value, _> = other.deserialize();
+                matches!((a, b), (Ok(a), Ok(b)) if a == b)
+            }
+        }
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Payload::Raw(raw) => raw.serialize(serializer),
+            Payload::Value(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// The error member of a failed response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code (see [`codes`]).
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Optional structured detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// Builds an error object without data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// `-32601 Method not found`.
+    pub fn method_not_found(method: &str) -> Self {
+        ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    /// `-32602 Invalid params`.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        ErrorObject::new(codes::INVALID_PARAMS, message)
+    }
+
+    /// `-32603 Internal error`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ErrorObject::new(codes::INTERNAL_ERROR, message)
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+/// A request: expects exactly one response with the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Correlates the response.
+    pub id: RequestId,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The parameters, if any.
+    pub params: Option<Payload>,
+    /// Members this crate does not know, kept as received.
+    pub extra: Map<String, Value>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The parameters, if any.
+    pub params: Option<Payload>,
+    /// Members this crate does not know, kept as received.
+    pub extra: Map<String, Value>,
+}
+
+/// A response: the result or the error of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered; `None` only for errors about unparseable requests.
+    pub id: Option<RequestId>,
+    /// The result, or the error.
+    pub outcome: Result<Payload, ErrorObject>,
+    /// Members this crate does not know, kept as received.
+    pub extra: Map<String, Value>,
+}
+
+/// Any JSON-RPC 2.0 message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response (success or error).
+    Response(Response),
+}
+
+/// Why bytes could not be read as a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid JSON-RPC message: {reason}")]
+pub struct MessageError {
+    reason: String,
+}
+
+impl MessageError {
+    fn new(reason: impl Into<String>) -> Self {
+        MessageError {
+            reason: reason.into(),
+        }
+    }
+
+    /// What was wrong with the message.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl Request {
+    /// A request with parameters and no extra members.
+    pub fn new(
+        id: impl Into<RequestId>,
+        method: impl Into<String>,
+        params: Option<Payload>,
+    ) -> Self {
+        Request {
+            id: id.into(),
+            method: method.into(),
+            params,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl Notification {
+    /// A notification with parameters and no extra members.
+    pub fn new(method: impl Into<String>, params: Option<Payload>) -> Self {
+        Notification {
+            method: method.into(),
+            params,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl Response {
+    /// A successful response.
+    pub fn success(id: RequestId, result: Payload) -> Self {
+        Response {
+            id: Some(id),
+            outcome: Ok(result),
+            extra: Map::new(),
+        }
+    }
+
+    /// An error response.
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
+        Response {
+            id,
+            outcome: Err(error),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl Message {
+    /// Parses one message from JSON bytes. Never panics; a batch (array) is rejected because no
+    /// protocol version this crate speaks allows one from a server.
+    pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
+        serde_json::from_slice(bytes).map_err(|e| MessageError::new(e.to_string()))
+    }
+
+    /// Parses one message from JSON text.
+    pub fn from_json_str(text: &str) -> Result<Message, MessageError> {
+        Message::from_slice(text.as_bytes())
+    }
+
+    /// Appends the message as compact JSON to `out` (no trailing newline).
+    pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, self)
+    }
+
+    /// The message as compact JSON text.
+    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+
+    /// The method for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Self {
+        Message::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Self {
+        Message::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Self {
+        Message::Response(r)
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        let extra = match self {
+            Message::Request(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    map.serialize_entry("params", p)?;
+                }
+                &r.extra
+            }
+            Message::Notification(n) => {
+                map.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    map.serialize_entry("params", p)?;
+                }
+                &n.extra
+            }
+            Message::Response(r) => {
+                map.serialize_entry("id", &r.id)?;
+                match &r.outcome {
+                    Ok(result) => map.serialize_entry("result", result)?,
+                    Err(error) => map.serialize_entry("error", error)?,
+                }
+                &r.extra
+            }
+        };
+        for (k, v) in extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(MessageVisitor)
+    }
+}
+
+struct MessageVisitor;
+
+/// A message member name; known names are matched without allocating.
+enum Field {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldVisitor;
+        impl Visitor<'_> for FieldVisitor {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Field, E> {
+                Ok(match v {
+                    "jsonrpc" => Field::Jsonrpc,
+                    "id" => Field::Id,
+                    "method" => Field::Method,
+                    "params" => Field::Params,
+                    "result" => Field::Result,
+                    "error" => Field::Error,
+                    other => Field::Other(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(FieldVisitor)
+    }
+}
+
+/// Whether the `jsonrpc` member is exactly "2.0", checked without allocating.
+struct VersionCheck(bool);
+
+impl<'de> Deserialize<'de> for VersionCheck {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct VersionVisitor;
+        impl Visitor<'_> for VersionVisitor {
+            type Value = VersionCheck;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the string \"2.0\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<VersionCheck, E> {
+                Ok(VersionCheck(v == JSONRPC_VERSION))
+            }
+        }
+        deserializer.deserialize_str(VersionVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = Message;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC 2.0 message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
+        let mut version_ok = None;
+        // `id` distinguishes absent from explicit null.
+        let mut id: Option<Option<RequestId>> = None;
+        let mut method: Option<String> = None;
+        let mut params: Option<Box<RawValue>> = None;
+        let mut result: Option<Box<RawValue>> = None;
+        let mut error: Option<ErrorObject> = None;
+        let mut extra = Map::new();
+        while let Some(key) = map.next_key::<Field>()? {
+            match key {
+                Field::Jsonrpc => version_ok = Some(map.next_value::<VersionCheck>()?.0),
+                Field::Id => id = Some(map.next_value()?),
+                Field::Method => method = Some(map.next_value()?),
+                Field::Params => params = Some(map.next_value()?),
+                Field::Result => result = Some(map.next_value()?),
+                Field::Error => error = Some(map.next_value()?),
+                Field::Other(name) => {
+                    let value: Value = map.next_value()?;
+                    extra.insert(name, value);
+                }
+            }
+        }
+        match version_ok {
+            Some(true) => {}
+            Some(false) => return Err(de::Error::custom("\"jsonrpc\" must be \"2.0\"")),
+            None => return Err(de::Error::custom("missing \"jsonrpc\": \"2.0\"")),
+        }
+        let params = params.map(Payload::Raw);
+        match (method, id) {
+            (Some(method), Some(Some(id))) => Ok(Message::Request(Request {
+                id,
+                method,
+                params,
+                extra,
+            })),
+            (Some(_), Some(None)) => Err(de::Error::custom("a request id must not be null")),
+            (Some(method), None) => Ok(Message::Notification(Notification {
+                method,
+                params,
+                extra,
+            })),
+            (None, id) => {
+                let id = id.flatten();
+                match (result, error) {
+                    (Some(_), Some(_)) => Err(de::Error::custom(
+                        "a response must not carry both \"result\" and \"error\"",
+                    )),
+                    (Some(result), None) => match id {
+                        Some(id) => Ok(Message::Response(Response {
+                            id: Some(id),
+                            outcome: Ok(Payload::Raw(result)),
+                            extra,
+                        })),
+                        None => Err(de::Error::custom("a successful response needs an id")),
+                    },
+                    (None, Some(error)) => Ok(Message::Response(Response {
+                        id,
+                        outcome: Err(error),
+                        extra,
+                    })),
+                    (None, None) => Err(de::Error::custom(
+                        "neither a request (no \"method\") nor a response (no \"result\" or \"error\")",
+                    )),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(text: &str) -> Result<Message, MessageError> {
+        Message::from_json_str(text)
+    }
+
+    #[test]
+    fn parses_request_with_number_and_string_ids() {
+        let m = parse(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+        assert_eq!(m, Message::Request(Request::new(7, "ping", None)));
+        let m =
+            parse(r#"{"jsonrpc":"2.0","id":"srv-1","method":"roots/list","params":{}}"#).unwrap();
+        match m {
+            Message::Request(r) => {
+                assert_eq!(r.id, RequestId::from("srv-1"));
+                assert_eq!(r.params.unwrap().to_json_string(), "{}");
+            }
+            other => panic!("expected request, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_notification_response_and_error() {
+        let m = parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(m, Message::Notification(n) if n.method == "notifications/initialized"));
+        let m = parse(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#).unwrap();
+        match m {
+            Message::Response(r) => {
+                assert_eq!(r.id, Some(RequestId::Number(1)));
+                assert_eq!(r.outcome.unwrap().to_json_string(), r#"{"tools":[]}"#);
+            }
+            other => panic!("expected response, got {other:?}"),
+        }
+        let m = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse"}}"#)
+            .unwrap();
+        match m {
+            Message::Response(r) => {
+                assert_eq!(r.id, None);
+                assert_eq!(r.outcome.unwrap_err().code, codes::PARSE_ERROR);
+            }
+            other => panic!("expected response, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_messages_are_errors_not_panics() {
+        for bad in [
+            "",
+            "not json",
+            "[]",
+            "[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]",
+            "42",
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping""#,
+        ] {
+            assert!(parse(bad).is_err(), "accepted {bad:?}");
+        }
+        assert!(Message::from_slice(&[0xff, 0xfe, b'{']).is_err());
+    }
+
+    #[test]
+    fn unknown_members_survive_a_round_trip() {
+        let text =
+            r#"{"jsonrpc":"2.0","id":3,"result":{"x":1,"future":[1,2]},"trace":{"span":"abc"}}"#;
+        let m = parse(text).unwrap();
+        let out = m.to_json_string().unwrap();
+        let a: Value = serde_json::from_str(text).unwrap();
+        let b: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn serializes_built_messages() {
+        let m: Message = Request::new(
+            5,
+            "tools/call",
+            Some(Payload::Value(
+                json!({"name":"echo","arguments":{"text":"hi"}}),
+            )),
+        )
+        .into();
+        let v: Value = serde_json::from_str(&m.to_json_string().unwrap()).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})
+        );
+        let m: Message = Response::error(None, ErrorObject::method_not_found("x")).into();
+        let v: Value = serde_json::from_str(&m.to_json_string().unwrap()).unwrap();
+        assert_eq!(v["id"], Value::Null);
+        assert_eq!(v["error"]["code"], json!(-32601));
+    }
+
+    #[test]
+    fn payload_parses_once_into_types_and_compares_semantically() {
+        let raw = Payload::from_json_str(r#"{ "a" : 1 , "b" : [true] }"#).unwrap();
+        let val = Payload::Value(json!({"b":[true],"a":1}));
+        assert_eq!(raw, val);
+        #[derive(Deserialize)]
+        struct T {
+            a: i64,
+        }
+        assert_eq!(raw.deserialize::<T>().unwrap().a, 1);
+        assert_eq!(val.into_typed::<T>().unwrap().a, 1);
+        assert!(raw.is_object());
+    }
+
+    #[test]
+    fn integral_float_ids_are_accepted() {
+        let m = parse(r#"{"jsonrpc":"2.0","id":4.0,"result":{}}"#).unwrap();
+        assert!(matches!(m, Message::Response(r) if r.id == Some(RequestId::Number(4))));
+    }
+}

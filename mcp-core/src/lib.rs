@@ -1,0 +1,43 @@
+//! `mcp-core`: the protocol core of the MCP client layer.
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages; parameters and results stay raw JSON until asked for.
+//! - [`types`]: the MCP types of protocol revision 2025-11-25 (readable back to 2024-11-05).
+//! - [`version`]: protocol versions and their negotiation.
+//! - [`transport`]: the [`Transport`] trait every transport crate implements, and
+//!   [`ChannelTransport`], an in-memory pair for in-process servers and tests.
+//! - [`session`]: the client session engine, [`ClientSession`].
+//! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
+//!
+//! ```no_run
+//! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
+//! use mcp_core::{ClientSession, SessionOptions};
+//! let session = ClientSession::connect(transport, (), SessionOptions::default()).await?;
+//! for tool in session.list_all_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let result = session.call_tool("echo", Some(serde_json::json!({"text": "hi"}))).await?;
+//! println!("{}", result.text());
+//! session.close().await;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod jsonrpc;
+pub mod session;
+pub mod transport;
+pub mod types;
+pub mod version;
+
+pub use error::{Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
+pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
+pub use session::{
+    ClientHandler, ClientSession, NotificationEvent, NotificationStream, ProgressCallback,
+    RequestOptions, ServerNotification, SessionOptions, StaticRoots,
+};
+pub use transport::{
+    ChannelTransport, ServerEnd, Transport, TransportError, TransportErrorKind, TransportReceiver,
+    TransportSender,
+};
+pub use version::ProtocolVersion;

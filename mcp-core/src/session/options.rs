@@ -1,0 +1,145 @@
+//! Knobs of a session and of one request.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::ErrorCodeTable;
+use crate::types::{Implementation, ProgressNotificationParams};
+use crate::version::ProtocolVersion;
+
+/// Called for every progress notification of one request (on the session's reader task: keep it
+/// quick, e.g. update a progress bar or forward to a channel).
+pub type ProgressCallback = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
+
+/// How a [`ClientSession`](super::ClientSession) behaves. `Default` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Who the client says it is. Default: this crate's name and version.
+    pub client_info: Implementation,
+    /// The version offered in `initialize`. Default: [`ProtocolVersion::LATEST`].
+    pub protocol_version: ProtocolVersion,
+    /// Deadline for `initialize` (connect + handshake). Default: 30 s.
+    pub initialize_timeout: Duration,
+    /// Deadline of every request unless overridden. Default: 30 s.
+    pub request_timeout: Duration,
+    /// Whether a progress notification restarts a request's deadline. Default: false.
+    pub reset_timeout_on_progress: bool,
+    /// With reset-on-progress, the hard cap on a request's total time. Default: 10 min.
+    pub max_request_time: Duration,
+    /// How many notifications a slow subscriber may fall behind before it misses some.
+    /// Default: 1024.
+    pub notification_buffer: usize,
+    /// Maps server error codes to error kinds. Default: [`ErrorCodeTable::default`].
+    pub error_codes: ErrorCodeTable,
+    /// Page cap of the `list_all_*` helpers. Default: 100.
+    pub max_pages: usize,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            client_info: Implementation::new("mcp-core", env!("CARGO_PKG_VERSION")),
+            protocol_version: ProtocolVersion::LATEST,
+            initialize_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+            reset_timeout_on_progress: false,
+            max_request_time: Duration::from_secs(600),
+            notification_buffer: 1024,
+            error_codes: ErrorCodeTable::default(),
+            max_pages: 100,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// Sets the client name and version sent in `initialize`.
+    pub fn with_client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_info = Implementation::new(name, version);
+        self
+    }
+
+    /// Sets the version offered in `initialize`.
+    pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.protocol_version = version;
+        self
+    }
+
+    /// Sets the default request deadline.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the handshake deadline.
+    pub fn with_initialize_timeout(mut self, timeout: Duration) -> Self {
+        self.initialize_timeout = timeout;
+        self
+    }
+
+    /// Makes progress restart request deadlines, never beyond `max_total`.
+    pub fn with_reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+        self.reset_timeout_on_progress = true;
+        self.max_request_time = max_total;
+        self
+    }
+
+    /// Replaces the error-code table.
+    pub fn with_error_codes(mut self, table: ErrorCodeTable) -> Self {
+        self.error_codes = table;
+        self
+    }
+}
+
+/// Per-request overrides and the progress callback.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// Overrides [`SessionOptions::request_timeout`].
+    pub timeout: Option<Duration>,
+    /// Overrides [`SessionOptions::reset_timeout_on_progress`].
+    pub reset_timeout_on_progress: Option<bool>,
+    /// Overrides [`SessionOptions::max_request_time`].
+    pub max_total_time: Option<Duration>,
+    /// Receives this request's progress notifications.
+    pub on_progress: Option<ProgressCallback>,
+}
+
+impl RequestOptions {
+    /// No overrides.
+    pub fn new() -> Self {
+        RequestOptions::default()
+    }
+
+    /// Sets this request's deadline.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Lets progress restart the deadline, up to `max_total` in all.
+    pub fn with_reset_on_progress(mut self, max_total: Duration) -> Self {
+        self.reset_timeout_on_progress = Some(true);
+        self.max_total_time = Some(max_total);
+        self
+    }
+
+    /// Delivers progress notifications to `callback`.
+    pub fn on_progress(
+        mut self,
+        callback: impl Fn(&ProgressNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_progress = Some(Arc::new(callback));
+        self
+    }
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("max_total_time", &self.max_total_time)
+            .field("on_progress", &self.on_progress.is_some())
+            .finish()
+    }
+}

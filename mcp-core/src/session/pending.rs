@@ -1,0 +1,122 @@
+//! Requests waiting for their responses.
+//!
+//! A std mutex guards the table; it is held only for a map operation, never across an await.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::options::ProgressCallback;
+use crate::error::Error;
+use crate::jsonrpc::Payload;
+use crate::types::ProgressNotificationParams;
+
+pub(crate) type Outcome = Result<Payload, Error>;
+
+/// Progress bookkeeping of one request.
+pub(crate) struct ProgressState {
+    callback: Option<ProgressCallback>,
+    last_update: Mutex<Option<Instant>>,
+}
+
+impl ProgressState {
+    pub(crate) fn new(callback: Option<ProgressCallback>) -> Self {
+        ProgressState {
+            callback,
+            last_update: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn record(&self, params: &ProgressNotificationParams) {
+        *lock(&self.last_update) = Some(Instant::now());
+        if let Some(cb) = &self.callback {
+            cb(params);
+        }
+    }
+
+    pub(crate) fn last_update(&self) -> Option<Instant> {
+        *lock(&self.last_update)
+    }
+}
+
+pub(crate) struct PendingRequest {
+    pub(crate) reply: oneshot::Sender<Outcome>,
+    pub(crate) progress: Option<std::sync::Arc<ProgressState>>,
+}
+
+#[derive(Default)]
+struct Table {
+    waiting: HashMap<i64, PendingRequest>,
+    closed: Option<Error>,
+}
+
+/// The pending-request table. Once closed, it refuses new entries with the close reason, so no
+/// request can slip in after the failure that emptied it.
+#[derive(Default)]
+pub(crate) struct PendingTable {
+    table: Mutex<Table>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding this lock cannot leave the map inconsistent (single operations).
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl PendingTable {
+    pub(crate) fn insert(&self, id: i64, request: PendingRequest) -> Result<(), Error> {
+        let mut t = lock(&self.table);
+        if let Some(reason) = &t.closed {
+            return Err(reason.clone());
+        }
+        t.waiting.insert(id, request);
+        Ok(())
+    }
+
+    /// Delivers an outcome; false when nobody waits for `id` (late, unknown or duplicate).
+    pub(crate) fn complete(&self, id: i64, outcome: Outcome) -> bool {
+        let entry = lock(&self.table).waiting.remove(&id);
+        match entry {
+            Some(p) => {
+                let _ = p.reply.send(outcome);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets `id`; true when it was still waiting.
+    pub(crate) fn remove(&self, id: i64) -> bool {
+        lock(&self.table).waiting.remove(&id).is_some()
+    }
+
+    pub(crate) fn progress(&self, id: i64) -> Option<std::sync::Arc<ProgressState>> {
+        lock(&self.table)
+            .waiting
+            .get(&id)
+            .and_then(|p| p.progress.clone())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.table).waiting.len()
+    }
+
+    pub(crate) fn closed_reason(&self) -> Option<Error> {
+        lock(&self.table).closed.clone()
+    }
+
+    /// Fails every waiting request with `reason` at once and refuses new ones.
+    pub(crate) fn close(&self, reason: Error) {
+        let drained: Vec<PendingRequest> = {
+            let mut t = lock(&self.table);
+            if t.closed.is_none() {
+                t.closed = Some(reason.clone());
+            }
+            t.waiting.drain().map(|(_, p)| p).collect()
+        };
+        for p in drained {
+            let _ = p.reply.send(Err(reason.clone()));
+        }
+    }
+}

@@ -1,0 +1,846 @@
+//! Session engine tests against a scripted in-memory server.
+
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::transport::{ChannelTransport, ServerEnd};
+use crate::ErrorCodeTable;
+
+const STEP: Duration = Duration::from_secs(5);
+
+/// Plays the server side of a [`ChannelTransport`] message by message.
+struct FakeServer {
+    end: ServerEnd,
+}
+
+impl FakeServer {
+    async fn next(&mut self) -> Message {
+        tokio::time::timeout(STEP, self.end.incoming.recv())
+            .await
+            .expect("the client sent nothing in time")
+            .expect("the client closed the connection")
+    }
+
+    async fn expect_request(&mut self, method: &str) -> Request {
+        match self.next().await {
+            Message::Request(r) if r.method == method => r,
+            other => panic!("expected a {method} request, got {other:?}"),
+        }
+    }
+
+    async fn expect_notification(&mut self, method: &str) -> Notification {
+        match self.next().await {
+            Message::Notification(n) if n.method == method => n,
+            other => panic!("expected a {method} notification, got {other:?}"),
+        }
+    }
+
+    async fn send(&self, message: impl Into<Message>) {
+        self.end
+            .outgoing
+            .send(message.into())
+            .await
+            .expect("client gone");
+    }
+
+    async fn respond(&self, id: RequestId, result: Value) {
+        self.send(Response::success(id, Payload::Value(result)))
+            .await;
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        self.send(Notification::new(method, Some(Payload::Value(params))))
+            .await;
+    }
+
+    /// Answers initialize with `version` and consumes notifications/initialized.
+    async fn handshake(&mut self, version: &str) -> InitializeRequestParams {
+        let init = self.expect_request("initialize").await;
+        let params: InitializeRequestParams = init.params.clone().unwrap().into_typed().unwrap();
+        self.respond(
+            init.id,
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "fake", "version": "1.0"}
+            }),
+        )
+        .await;
+        self.expect_notification("notifications/initialized").await;
+        params
+    }
+}
+
+async fn connect_with(
+    handler: impl ClientHandler,
+    options: SessionOptions,
+    version: &'static str,
+) -> (ClientSession, FakeServer, InitializeRequestParams) {
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = FakeServer { end };
+    let server_task = tokio::spawn(async move {
+        let params = server.handshake(version).await;
+        (server, params)
+    });
+    let session = ClientSession::connect(transport, handler, options)
+        .await
+        .expect("connects");
+    let (server, params) = server_task.await.unwrap();
+    (session, server, params)
+}
+
+async fn connect() -> (ClientSession, FakeServer) {
+    let (s, f, _) = connect_with((), SessionOptions::default(), "2025-11-25").await;
+    (s, f)
+}
+
+fn progress_token(r: &Request) -> Value {
+    let params: Value = r.params.clone().unwrap().into_value().unwrap();
+    params["_meta"]["progressToken"].clone()
+}
+
+#[tokio::test]
+async fn handshake_offers_latest_version_and_sends_initialized() {
+    let (session, _server, params) =
+        connect_with((), SessionOptions::default(), "2025-11-25").await;
+    assert_eq!(params.protocol_version, "2025-11-25");
+    assert_eq!(params.client_info.name, "mcp-core");
+    assert_eq!(params.capabilities, ClientCapabilities::default());
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(session.server_info().server_info.name, "fake");
+    assert!(session.server_info().capabilities.tools.is_some());
+}
+
+#[tokio::test]
+async fn every_older_supported_version_is_accepted() {
+    for version in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let (session, _server, _) = connect_with((), SessionOptions::default(), version).await;
+        assert_eq!(session.protocol_version().as_str(), version);
+    }
+}
+
+#[tokio::test]
+async fn an_unsupported_server_version_is_a_clear_error() {
+    let (transport, end) = ChannelTransport::pair(8);
+    let mut server = FakeServer { end };
+    let task = tokio::spawn(async move {
+        let init = server.expect_request("initialize").await;
+        server
+            .respond(
+                init.id,
+                json!({"protocolVersion": "1999-01-01", "capabilities": {},
+                       "serverInfo": {"name": "old", "version": "0.1"}}),
+            )
+            .await;
+        // The client closes the connection instead of sending initialized.
+        tokio::time::timeout(STEP, server.end.incoming.recv())
+            .await
+            .unwrap()
+    });
+    let err = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol);
+    assert!(err.message().contains("1999-01-01"), "{err}");
+    assert!(err.message().contains("old"), "{err}");
+    assert!(
+        task.await.unwrap().is_none(),
+        "the client must not send initialized"
+    );
+}
+
+#[tokio::test]
+async fn handler_capabilities_are_advertised() {
+    let roots = StaticRoots::new(vec![Root::new("file:///work", "work")]);
+    let (_session, _server, params) =
+        connect_with(roots, SessionOptions::default(), "2025-11-25").await;
+    assert!(params.capabilities.roots.is_some());
+    assert!(params.capabilities.sampling.is_none());
+    assert!(params.capabilities.elicitation.is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn initialize_times_out_when_the_server_never_answers() {
+    let (transport, end) = ChannelTransport::pair(8);
+    let options = SessionOptions::default().with_initialize_timeout(Duration::from_secs(3));
+    let err = ClientSession::connect(transport, (), options)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(err.message().contains("3s"), "{err}");
+    drop(end);
+}
+
+#[tokio::test]
+async fn concurrent_requests_are_correlated_by_id() {
+    let (session, mut server) = connect().await;
+    let calls: Vec<_> = (0..50)
+        .map(|i| {
+            let s = session.clone();
+            tokio::spawn(async move {
+                s.call_tool("echo", Some(json!({"text": i.to_string()})))
+                    .await
+            })
+        })
+        .collect();
+    let mut requests = Vec::new();
+    for _ in 0..50 {
+        requests.push(server.expect_request("tools/call").await);
+    }
+    // Answer in reverse order.
+    for r in requests.into_iter().rev() {
+        let args: Value = r.params.clone().unwrap().into_value().unwrap();
+        let text = args["arguments"]["text"].as_str().unwrap().to_owned();
+        assert_eq!(
+            progress_token(&r),
+            json!(match r.id {
+                RequestId::Number(n) => n,
+                _ => panic!(),
+            })
+        );
+        server
+            .respond(r.id, json!({"content": [{"type": "text", "text": text}]}))
+            .await;
+    }
+    for (i, call) in calls.into_iter().enumerate() {
+        let result = call.await.unwrap().unwrap();
+        assert_eq!(result.text(), i.to_string());
+    }
+    assert_eq!(session.pending_requests(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_request_is_cancelled_on_the_server() {
+    let (session, mut server) = connect().await;
+    let options = RequestOptions::new().with_timeout(Duration::from_millis(200));
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool_with("slow", None, options).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert_eq!(err.subject(), Some("slow"));
+    assert_eq!(
+        err.agent_message(),
+        "tool slow is unavailable: server not responding"
+    );
+    let cancel = server.expect_notification("notifications/cancelled").await;
+    let params: CancelledNotificationParams = cancel.params.unwrap().into_typed().unwrap();
+    assert_eq!(params.request_id, request.id);
+    assert_eq!(params.reason.as_deref(), Some("timeout"));
+    // A late answer is dropped quietly.
+    server.respond(request.id, json!({"content": []})).await;
+    session.ping_answered(&mut server).await;
+}
+
+impl ClientSession {
+    /// Pings and answers the ping from the fake server: proves the session still works.
+    async fn ping_answered(&self, server: &mut FakeServer) {
+        let ping = tokio::spawn({
+            let s = self.clone();
+            async move { s.ping().await }
+        });
+        let r = server.expect_request("ping").await;
+        server.respond(r.id, json!({})).await;
+        ping.await.unwrap().expect("ping succeeds");
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_request_future_cancels_it_on_the_server() {
+    let (session, mut server) = connect().await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("slow", None).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    call.abort();
+    let _ = call.await;
+    let cancel = server.expect_notification("notifications/cancelled").await;
+    let params: CancelledNotificationParams = cancel.params.unwrap().into_typed().unwrap();
+    assert_eq!(params.request_id, request.id);
+    assert_eq!(session.pending_requests(), 0);
+}
+
+#[tokio::test]
+async fn progress_reaches_the_caller() {
+    let (session, mut server) = connect().await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions::new().on_progress({
+        let seen = seen.clone();
+        move |p| {
+            seen.lock()
+                .unwrap()
+                .push((p.progress, p.total, p.message.clone()))
+        }
+    });
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool_with("slow", None, options).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    let token = progress_token(&request);
+    for i in 1..=3 {
+        server
+            .notify("notifications/progress", json!({"progressToken": token, "progress": i, "total": 3, "message": format!("step {i}")}))
+            .await;
+    }
+    // Progress for an unknown token is ignored.
+    server
+        .notify(
+            "notifications/progress",
+            json!({"progressToken": 999, "progress": 1}),
+        )
+        .await;
+    server
+        .respond(
+            request.id,
+            json!({"content": [{"type":"text","text":"done"}]}),
+        )
+        .await;
+    assert_eq!(call.await.unwrap().unwrap().text(), "done");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            (1.0, Some(3.0), Some("step 1".to_owned())),
+            (2.0, Some(3.0), Some("step 2".to_owned())),
+            (3.0, Some(3.0), Some("step 3".to_owned())),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_resets_the_deadline_up_to_the_hard_cap() {
+    let (session, mut server) = connect().await;
+    // Deadline 1 s, reset by progress, hard cap 10 s: progress every 600 ms keeps it alive.
+    let options = RequestOptions::new()
+        .with_timeout(Duration::from_secs(1))
+        .with_reset_on_progress(Duration::from_secs(10));
+    let call = tokio::spawn({
+        let s = session.clone();
+        let options = options.clone();
+        async move { s.call_tool_with("slow", None, options).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    let token = progress_token(&request);
+    for i in 0..5 {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        server
+            .notify(
+                "notifications/progress",
+                json!({"progressToken": token, "progress": i}),
+            )
+            .await;
+    }
+    server.respond(request.id, json!({"content": []})).await;
+    call.await
+        .unwrap()
+        .expect("progress kept the request alive past its 1 s deadline");
+
+    // Progress forever: the hard cap ends it.
+    let started = Instant::now();
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool_with("slow", None, options).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    let token = progress_token(&request);
+    let err = loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        server
+            .notify(
+                "notifications/progress",
+                json!({"progressToken": token, "progress": 1}),
+            )
+            .await;
+        if call.is_finished() {
+            break call.await.unwrap().unwrap_err();
+        }
+    };
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    let elapsed = Instant::now() - started;
+    assert!(
+        elapsed >= Duration::from_secs(10) && elapsed < Duration::from_secs(11),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_reset_progress_does_not_extend_the_deadline() {
+    let (session, mut server) = connect().await;
+    let options = RequestOptions::new().with_timeout(Duration::from_secs(1));
+    let started = Instant::now();
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool_with("slow", None, options).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    let token = progress_token(&request);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    server
+        .notify(
+            "notifications/progress",
+            json!({"progressToken": token, "progress": 1}),
+        )
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(Instant::now() - started < Duration::from_millis(1100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn transport_end_fails_every_pending_request_at_once() {
+    let (session, mut server) = connect().await;
+    let started = Instant::now();
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let s = session.clone();
+            tokio::spawn(async move { s.call_tool("slow", None).await })
+        })
+        .collect();
+    for _ in 0..3 {
+        server.expect_request("tools/call").await;
+    }
+    drop(server);
+    for call in calls {
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Network);
+        assert!(err.message().contains("closed the connection"), "{err}");
+    }
+    assert!(
+        Instant::now() - started < Duration::from_secs(1),
+        "must not wait for the 30 s timeout"
+    );
+    assert!(session.is_closed());
+    assert_eq!(session.closed().await.kind(), ErrorKind::Network);
+    // New requests fail at once too.
+    assert_eq!(session.ping().await.unwrap_err().kind(), ErrorKind::Network);
+}
+
+#[tokio::test]
+async fn notifications_fan_out_to_every_subscriber() {
+    let (session, server) = connect().await;
+    let mut a = session.subscribe();
+    let mut b = session.subscribe();
+    server
+        .notify("notifications/tools/list_changed", json!({}))
+        .await;
+    server
+        .notify("notifications/resources/updated", json!({"uri": "x://y"}))
+        .await;
+    server
+        .notify(
+            "notifications/message",
+            json!({"level": "info", "logger": "l", "data": "hello"}),
+        )
+        .await;
+    server.notify("notifications/custom", json!({"k": 1})).await;
+    for stream in [&mut a, &mut b] {
+        let got = [
+            stream.next().await.unwrap(),
+            stream.next().await.unwrap(),
+            stream.next().await.unwrap(),
+            stream.next().await.unwrap(),
+        ];
+        assert_eq!(got[0], ServerNotification::ToolListChanged);
+        assert!(matches!(&got[1], ServerNotification::ResourceUpdated(p) if p.uri == "x://y"));
+        assert!(
+            matches!(&got[2], ServerNotification::LoggingMessage(p) if p.level == LoggingLevel::Info && p.data == json!("hello"))
+        );
+        assert!(
+            matches!(&got[3], ServerNotification::Other(n) if n.method == "notifications/custom")
+        );
+    }
+    drop(server);
+    assert!(a.next().await.is_none(), "the stream ends with the session");
+}
+
+async fn server_request(
+    server: &mut FakeServer,
+    id: &str,
+    method: &str,
+    params: Value,
+) -> Response {
+    server
+        .send(Request::new(id, method, Some(Payload::Value(params))))
+        .await;
+    match server.next().await {
+        Message::Response(r) => {
+            assert_eq!(r.id, Some(RequestId::from(id)));
+            r
+        }
+        other => panic!("expected a response, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn server_requests_follow_the_declared_capabilities() {
+    let (_session, mut server) = connect().await;
+    let pong = server_request(&mut server, "s1", "ping", json!({})).await;
+    assert_eq!(pong.outcome.unwrap().into_value().unwrap(), json!({}));
+    for method in [
+        "roots/list",
+        "sampling/createMessage",
+        "elicitation/create",
+        "x/unknown",
+    ] {
+        let r = server_request(&mut server, "s2", method, json!({})).await;
+        assert_eq!(r.outcome.unwrap_err().code, -32601, "{method}");
+    }
+
+    let roots = StaticRoots::new(vec![Root::new("file:///work", "work")]);
+    let (_session, mut server, _) =
+        connect_with(roots, SessionOptions::default(), "2025-11-25").await;
+    let r = server_request(&mut server, "s3", "roots/list", json!({})).await;
+    assert_eq!(
+        r.outcome.unwrap().into_value().unwrap(),
+        json!({"roots": [{"uri": "file:///work", "name": "work"}]})
+    );
+}
+
+struct FormFiller;
+
+#[async_trait::async_trait]
+impl ClientHandler for FormFiller {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(json!({"form": {}})),
+            sampling: Some(json!({})),
+            ..Default::default()
+        }
+    }
+
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(params.schema_defaults()),
+        })
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn elicitation_is_routed_to_the_handler_and_bad_params_are_rejected() {
+    let (_session, mut server, params) =
+        connect_with(FormFiller, SessionOptions::default(), "2025-11-25").await;
+    assert_eq!(params.capabilities.elicitation, Some(json!({"form": {}})));
+    let r = server_request(
+        &mut server,
+        "e1",
+        "elicitation/create",
+        json!({"message": "who?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}),
+    )
+    .await;
+    assert_eq!(
+        r.outcome.unwrap().into_value().unwrap(),
+        json!({"action": "accept", "content": {"name": "Ada"}})
+    );
+    let r = server_request(&mut server, "e2", "elicitation/create", json!({"nope": 1})).await;
+    assert_eq!(r.outcome.unwrap_err().code, -32602);
+}
+
+#[tokio::test]
+async fn a_server_can_cancel_its_own_request() {
+    let (session, mut server, _) =
+        connect_with(FormFiller, SessionOptions::default(), "2025-11-25").await;
+    server
+        .send(Request::new(
+            "s9",
+            "sampling/createMessage",
+            Some(Payload::Value(json!({"messages": [], "maxTokens": 5}))),
+        ))
+        .await;
+    // Wait until the handler task exists, then cancel it.
+    let deadline = Instant::now() + STEP;
+    while lock(&session.shared.handler_tasks).is_empty() {
+        assert!(Instant::now() < deadline, "handler task never started");
+        tokio::task::yield_now().await;
+    }
+    server
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": "s9", "reason": "changed my mind"}),
+        )
+        .await;
+    let deadline = Instant::now() + STEP;
+    while !lock(&session.shared.handler_tasks).is_empty() {
+        assert!(Instant::now() < deadline, "handler task was not cancelled");
+        tokio::task::yield_now().await;
+    }
+    // No response was sent for s9: the next message the server sees is the ping.
+    session.ping_answered(&mut server).await;
+}
+
+#[tokio::test]
+async fn server_errors_are_classified_through_the_table() {
+    let (session, mut server) = connect().await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("nope", Some(json!({}))).await }
+    });
+    let r = server.expect_request("tools/call").await;
+    server
+        .send(Response::error(
+            Some(r.id),
+            ErrorObject::invalid_params("Unknown tool: nope"),
+        ))
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ToolNotFound);
+    assert!(!err.is_retryable());
+    assert_eq!(
+        err.agent_message(),
+        "tool nope does not exist: check the tool name and server configuration"
+    );
+}
+
+#[tokio::test]
+async fn custom_error_table_is_used() {
+    let options = SessionOptions::default()
+        .with_error_codes(ErrorCodeTable::default().with_code(-31000, ErrorKind::Auth));
+    let (session, mut server, _) = connect_with((), options, "2025-11-25").await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("t", None).await }
+    });
+    let r = server.expect_request("tools/call").await;
+    server
+        .send(Response::error(
+            Some(r.id),
+            ErrorObject::new(-31000, "token expired"),
+        ))
+        .await;
+    assert_eq!(call.await.unwrap().unwrap_err().kind(), ErrorKind::Auth);
+}
+
+#[tokio::test]
+async fn list_all_tools_follows_cursors() {
+    let (session, mut server) = connect().await;
+    let list = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_all_tools().await }
+    });
+    for (cursor, names, next) in [
+        (Value::Null, vec!["a", "b"], json!("p2")),
+        (json!("p2"), vec!["c"], json!("p3")),
+        (json!("p3"), vec!["d"], Value::Null),
+    ] {
+        let r = server.expect_request("tools/list").await;
+        let params = r.params.clone().unwrap().into_value().unwrap();
+        assert_eq!(params.get("cursor").cloned().unwrap_or(Value::Null), cursor);
+        let tools: Vec<Value> = names
+            .iter()
+            .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+            .collect();
+        let mut result = json!({"tools": tools});
+        if !next.is_null() {
+            result["nextCursor"] = next;
+        }
+        server.respond(r.id, result).await;
+    }
+    let names: Vec<String> = list
+        .await
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+}
+
+#[tokio::test]
+async fn typed_helpers_send_the_right_params() {
+    let (session, mut server) = connect().await;
+    let s = session.clone();
+    let client = tokio::spawn(async move {
+        s.set_logging_level(LoggingLevel::Warning).await.unwrap();
+        s.subscribe_resource("x://r").await.unwrap();
+        let read = s.read_resource("x://r").await.unwrap();
+        let prompt = s
+            .get_prompt(
+                "greet",
+                Some([("name".to_owned(), "Ada".to_owned())].into()),
+            )
+            .await
+            .unwrap();
+        (read, prompt)
+    });
+    let r = server.expect_request("logging/setLevel").await;
+    assert_eq!(
+        r.params.clone().unwrap().into_value().unwrap()["level"],
+        json!("warning")
+    );
+    server.respond(r.id, json!({})).await;
+    let r = server.expect_request("resources/subscribe").await;
+    assert_eq!(
+        r.params.clone().unwrap().into_value().unwrap()["uri"],
+        json!("x://r")
+    );
+    server.respond(r.id, json!({})).await;
+    let r = server.expect_request("resources/read").await;
+    server
+        .respond(r.id, json!({"contents": [{"uri": "x://r", "text": "v1"}]}))
+        .await;
+    let r = server.expect_request("prompts/get").await;
+    assert_eq!(
+        r.params.clone().unwrap().into_value().unwrap()["arguments"],
+        json!({"name": "Ada"})
+    );
+    server
+        .respond(
+            r.id,
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi Ada"}}]}),
+        )
+        .await;
+    let (read, prompt) = client.await.unwrap();
+    assert_eq!(read.contents[0].text.as_deref(), Some("v1"));
+    assert_eq!(prompt.messages[0].content.as_text(), Some("hi Ada"));
+}
+
+#[tokio::test]
+async fn raw_tool_calls_get_a_spliced_progress_token() {
+    let (session, mut server) = connect().await;
+    let args = serde_json::value::RawValue::from_string(r#"{"text":"raw"}"#.to_owned()).unwrap();
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool_raw("echo", &args, RequestOptions::new()).await }
+    });
+    let r = server.expect_request("tools/call").await;
+    let params = r.params.clone().unwrap().into_value().unwrap();
+    assert_eq!(params["name"], json!("echo"));
+    assert_eq!(params["arguments"], json!({"text": "raw"}));
+    assert_eq!(
+        params["_meta"]["progressToken"],
+        json!(match r.id {
+            RequestId::Number(n) => n,
+            _ => panic!(),
+        })
+    );
+    server
+        .respond(r.id, json!({"content": [{"type": "text", "text": "raw"}]}))
+        .await;
+    let result = call.await.unwrap().unwrap();
+    assert!(matches!(result, Payload::Value(_) | Payload::Raw(_)));
+    assert_eq!(result.into_typed::<CallToolResult>().unwrap().text(), "raw");
+}
+
+#[test]
+fn progress_token_splicing_handles_every_params_shape() {
+    let raw = |s: &str| {
+        Some(Payload::Raw(
+            serde_json::value::RawValue::from_string(s.to_owned()).unwrap(),
+        ))
+    };
+    let v = |p: Payload| p.into_value().unwrap();
+    assert_eq!(
+        v(with_progress_token(None, 1).unwrap()),
+        json!({"_meta": {"progressToken": 1}})
+    );
+    assert_eq!(
+        v(with_progress_token(raw("{}"), 2).unwrap()),
+        json!({"_meta": {"progressToken": 2}})
+    );
+    assert_eq!(
+        v(with_progress_token(raw(" { } "), 2).unwrap()),
+        json!({"_meta": {"progressToken": 2}})
+    );
+    assert_eq!(
+        v(with_progress_token(raw(r#"{"a":1}"#), 3).unwrap()),
+        json!({"a": 1, "_meta": {"progressToken": 3}})
+    );
+    assert_eq!(
+        v(with_progress_token(raw(r#"{"_meta":{"x":1}}"#), 4).unwrap()),
+        json!({"_meta": {"x": 1}})
+    );
+    assert_eq!(
+        v(with_progress_token(Some(Payload::Value(json!({"_meta": {"x": 1}}))), 5).unwrap()),
+        json!({"_meta": {"x": 1, "progressToken": 5}})
+    );
+    assert!(with_progress_token(raw("[1]"), 6).is_err());
+    assert!(with_progress_token(Some(Payload::Value(json!(3))), 6).is_err());
+}
+
+#[tokio::test]
+async fn close_ends_the_session_and_the_server_sees_the_end() {
+    let (session, mut server) = connect().await;
+    let mut stream = session.subscribe();
+    session.close().await;
+    assert!(session.is_closed());
+    assert!(tokio::time::timeout(STEP, server.end.incoming.recv())
+        .await
+        .unwrap()
+        .is_none());
+    assert!(stream.next().await.is_none());
+    assert_eq!(session.ping().await.unwrap_err().kind(), ErrorKind::Network);
+    assert!(session.subscribe().next().await.is_none());
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_ends_the_session_tasks() {
+    let (session, mut server) = connect().await;
+    let weak = Arc::downgrade(&session.shared);
+    drop(session);
+    // The reader task held the session state; once aborted, everything is released.
+    let deadline = Instant::now() + STEP;
+    while weak.strong_count() > 0 {
+        assert!(Instant::now() < deadline, "session state leaked");
+        tokio::task::yield_now().await;
+    }
+    assert!(tokio::time::timeout(STEP, server.end.incoming.recv())
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test]
+async fn malformed_results_are_protocol_errors() {
+    let (session, mut server) = connect().await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_tools(None).await }
+    });
+    let r = server.expect_request("tools/list").await;
+    server.respond(r.id, json!({"tools": "not a list"})).await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol);
+    assert!(err.message().contains("tools/list"), "{err}");
+}
+
+#[tokio::test]
+async fn many_requests_from_many_tasks_all_complete() {
+    let (session, mut server) = connect().await;
+    let done = Arc::new(AtomicUsize::new(0));
+    let server_task = tokio::spawn(async move {
+        for _ in 0..500 {
+            let r = server.expect_request("ping").await;
+            server.respond(r.id, json!({})).await;
+        }
+        server
+    });
+    let tasks: Vec<_> = (0..500)
+        .map(|_| {
+            let s = session.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                s.ping().await.unwrap();
+                done.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(done.load(Ordering::Relaxed), 500);
+    let _server = server_task.await.unwrap();
+}

@@ -1,0 +1,200 @@
+//! The one seam between the session engine and the six ways of reaching a server.
+//!
+//! # The contract
+//!
+//! A transport moves whole JSON-RPC [`Message`]s, never bytes: each implementation frames its own
+//! bytes (newline-delimited JSON on stdio, HTTP bodies and SSE events, WebSocket text frames, gRPC
+//! stream items) or none at all (the in-process transport passes messages by move, so a
+//! [`Payload::Value`](crate::Payload::Value) is never serialized).
+//!
+//! **Connecting** is each transport's own constructor (`StdioTransport::spawn(config)`, …): what
+//! connecting needs differs per transport, so it is not a trait method. A constructed transport is
+//! connected and ready; the session engine then [`split`](Transport::split)s it:
+//!
+//! - the [`TransportSender`] is shared (`&self`) by every caller. [`send`](TransportSender::send)
+//!   returns once the message is handed to the transport (queued or written) — never after waiting
+//!   for a reply — so many requests can be in flight at once. Dropping a `send` future before it
+//!   completes may or may not have sent the message; the engine treats such a request as cancelled.
+//! - the [`TransportReceiver`] is owned by the session's single reader task, which calls
+//!   [`receive`](TransportReceiver::receive) in a loop. `receive` yields every message the peer
+//!   sends, in order, whatever channel it arrived on (a Streamable HTTP POST stream, the standalone
+//!   GET stream, a legacy SSE `message` event).
+//!
+//! **Ownership.** The two halves together own every resource of the connection (child process,
+//! sockets, background tasks). When both halves are dropped, the transport must release them
+//! without being awaited: kill its child process group, abort its tasks, drop its sockets.
+//!
+//! **Closing.** [`TransportSender::close`] is the graceful path and is idempotent: it stops
+//! accepting sends, ends the connection the way the transport's peers expect (stdio: close stdin,
+//! wait, SIGTERM, SIGKILL after a grace period; Streamable HTTP: DELETE the session; WebSocket:
+//! close frame 1000; gRPC: half-close), releases every resource, and returns within a bounded time.
+//! After a close — or when the peer goes away on its own — `receive` returns `None` (clean end) or
+//! `Some(Err(e))` with [`TransportError::is_fatal`] (the peer died: the error says how, e.g. the exit
+//! status and stderr tail of a child). The engine then fails every pending request at once.
+//!
+//! **Non-fatal errors.** `receive` may yield a non-fatal error for one bad message (too large, not
+//! JSON-RPC) and keep going; when it knows which request the bad message answered it names it
+//! ([`TransportError::request_id`]) so that request fails instead of waiting for its timeout.
+//!
+//! **Sessions.** After `initialize`, the engine tells the sender the negotiated protocol version
+//! ([`TransportSender::set_protocol_version`]); Streamable HTTP sends it as a header. A transport
+//! whose server-side session expired (HTTP 404 with a session id) reports
+//! [`TransportErrorKind::SessionExpired`] from `send`; only the engine can re-initialize, and it
+//! does so on the same transport.
+//!
+//! **Cancellation safety.** `receive` is only ever awaited to completion or dropped together with
+//! the whole receiver, so implementations need not be cancel-safe.
+
+mod channel;
+
+use std::fmt;
+
+use async_trait::async_trait;
+
+pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
+
+use crate::jsonrpc::{Message, RequestId};
+use crate::version::ProtocolVersion;
+
+/// A connected transport, ready to be split into its two halves.
+pub trait Transport: Send + 'static {
+    /// The sending half.
+    type Sender: TransportSender;
+    /// The receiving half.
+    type Receiver: TransportReceiver;
+
+    /// Splits the transport. The halves share ownership of the connection's resources.
+    fn split(self) -> (Self::Sender, Self::Receiver);
+}
+
+/// The sending half of a transport; shared by all callers of a session.
+#[async_trait]
+pub trait TransportSender: Send + Sync + 'static {
+    /// Hands one message to the transport. Returns when it is queued or written, not when
+    /// answered.
+    async fn send(&self, message: Message) -> Result<(), TransportError>;
+
+    /// Closes the connection gracefully (idempotent, bounded in time).
+    async fn close(&self) -> Result<(), TransportError>;
+
+    /// Tells the transport the protocol version negotiated by `initialize`.
+    fn set_protocol_version(&self, version: ProtocolVersion) {
+        let _ = version;
+    }
+
+    /// The transport's name as in OpenTelemetry's `network.transport` / MCP conventions
+    /// (`"pipe"` for stdio, `"tcp"` for HTTP, …) — used in metrics and logs.
+    fn transport_name(&self) -> &'static str;
+}
+
+/// The receiving half of a transport; owned by the session's reader task.
+#[async_trait]
+pub trait TransportReceiver: Send + 'static {
+    /// The next message from the peer. `None`: the connection ended cleanly and nothing more will
+    /// arrive. `Some(Err(e))` with `e.is_fatal()`: the connection failed and nothing more will
+    /// arrive. A non-fatal error reports one bad message; receiving continues.
+    async fn receive(&mut self) -> Option<Result<Message, TransportError>>;
+}
+
+/// What went wrong in a transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// The connection could not be established (spawn failed, connection refused, …).
+    Connect,
+    /// The connection is closed (by us or the peer); sending is no longer possible.
+    Closed,
+    /// The peer process exited or the connection dropped unexpectedly.
+    PeerGone,
+    /// Reading or writing failed.
+    Io,
+    /// A message exceeded the configured size limit.
+    MessageTooLarge,
+    /// Bytes arrived that are not a JSON-RPC message.
+    InvalidMessage,
+    /// The server no longer knows the session (Streamable HTTP 404); re-initialize.
+    SessionExpired,
+    /// The server demands (other) credentials (HTTP 401/403, WebSocket 1008, gRPC
+    /// UNAUTHENTICATED).
+    Unauthorized,
+}
+
+/// A transport failure: a kind, a message that says what happened (with the peer's exit status
+/// and stderr tail where there is one), and whether the connection is finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportError {
+    kind: TransportErrorKind,
+    message: String,
+    fatal: bool,
+    request_id: Option<RequestId>,
+}
+
+impl TransportError {
+    /// A fatal error: the connection is finished.
+    pub fn fatal(kind: TransportErrorKind, message: impl Into<String>) -> Self {
+        TransportError {
+            kind,
+            message: message.into(),
+            fatal: true,
+            request_id: None,
+        }
+    }
+
+    /// A non-fatal error about one message; the connection goes on.
+    pub fn recoverable(kind: TransportErrorKind, message: impl Into<String>) -> Self {
+        TransportError {
+            kind,
+            message: message.into(),
+            fatal: false,
+            request_id: None,
+        }
+    }
+
+    /// Names the request the bad message answered.
+    pub fn for_request(mut self, id: Option<RequestId>) -> Self {
+        self.request_id = id;
+        self
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> TransportErrorKind {
+        self.kind
+    }
+
+    /// What happened.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// True when the connection is finished.
+    pub fn is_fatal(&self) -> bool {
+        self.fatal
+    }
+
+    /// The request a non-fatal error is about, when known.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        self.request_id.as_ref()
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+impl From<TransportError> for crate::Error {
+    fn from(e: TransportError) -> Self {
+        use crate::ErrorKind;
+        let kind = match e.kind {
+            TransportErrorKind::Unauthorized => ErrorKind::Auth,
+            TransportErrorKind::MessageTooLarge | TransportErrorKind::InvalidMessage => {
+                ErrorKind::Protocol
+            }
+            _ => ErrorKind::Network,
+        };
+        crate::Error::new(kind, e.message.clone()).with_source(e)
+    }
+}

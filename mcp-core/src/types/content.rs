@@ -1,0 +1,230 @@
+//! Content blocks carried by tool results, prompt messages and sampling.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::{Extra, ResourceContents};
+
+/// Who a message is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The human side.
+    User,
+    /// The model side.
+    Assistant,
+}
+
+/// Hints about audience and priority of a content block or resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is meant for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// 0.0 (least) to 1.0 (most important).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ISO 8601 time of the last change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Unknown members, preserved.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A resource embedded in a content block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    /// The resource's contents.
+    pub resource: ResourceContents,
+    /// Optional annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Unknown members (including `_meta`), preserved.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One content block. Types this crate does not know are kept whole in [`Content::Other`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// `{"type":"text"}`
+    Text {
+        /// The text.
+        text: String,
+        /// Everything else (annotations, `_meta`, unknown members).
+        extra: Extra,
+    },
+    /// `{"type":"image"}`: base64 data.
+    Image {
+        /// Base64-encoded bytes.
+        data: String,
+        /// e.g. `image/png`.
+        mime_type: String,
+        /// Everything else.
+        extra: Extra,
+    },
+    /// `{"type":"audio"}`: base64 data.
+    Audio {
+        /// Base64-encoded bytes.
+        data: String,
+        /// e.g. `audio/wav`.
+        mime_type: String,
+        /// Everything else.
+        extra: Extra,
+    },
+    /// `{"type":"resource_link"}`: a pointer to a resource (kept as its members).
+    ResourceLink {
+        /// The resource URI.
+        uri: String,
+        /// Everything else (name, mimeType, …).
+        extra: Extra,
+    },
+    /// `{"type":"resource"}`: an embedded resource.
+    Resource(Box<EmbeddedResource>),
+    /// A content type this crate does not know (kept as received, including `type`).
+    Other(Value),
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text {
+            text: text.into(),
+            extra: Map::new(),
+        }
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Content::Text { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The block's `type` member.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Content::Text { .. } => "text",
+            Content::Image { .. } => "image",
+            Content::Audio { .. } => "audio",
+            Content::ResourceLink { .. } => "resource_link",
+            Content::Resource(_) => "resource",
+            Content::Other(v) => v.get("type").and_then(Value::as_str).unwrap_or("unknown"),
+        }
+    }
+}
+
+fn take_string<E: serde::de::Error>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    ty: &str,
+) -> Result<String, E> {
+    match map.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(E::custom(format!(
+            "{ty} content: \"{key}\" must be a string"
+        ))),
+        None => Err(E::custom(format!("{ty} content: missing \"{key}\""))),
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut map = Map::<String, Value>::deserialize(deserializer)?;
+        let ty = match map.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            _ => return Err(D::Error::custom("content block without a string \"type\"")),
+        };
+        match ty.as_str() {
+            "text" => {
+                map.remove("type");
+                let text = take_string(&mut map, "text", "text")?;
+                Ok(Content::Text { text, extra: map })
+            }
+            "image" | "audio" => {
+                map.remove("type");
+                let data = take_string(&mut map, "data", &ty)?;
+                let mime_type = take_string(&mut map, "mimeType", &ty)?;
+                Ok(if ty == "image" {
+                    Content::Image {
+                        data,
+                        mime_type,
+                        extra: map,
+                    }
+                } else {
+                    Content::Audio {
+                        data,
+                        mime_type,
+                        extra: map,
+                    }
+                })
+            }
+            "resource_link" => {
+                map.remove("type");
+                let uri = take_string(&mut map, "uri", "resource_link")?;
+                Ok(Content::ResourceLink { uri, extra: map })
+            }
+            "resource" => {
+                map.remove("type");
+                let embedded: EmbeddedResource =
+                    serde_json::from_value(Value::Object(map)).map_err(D::Error::custom)?;
+                Ok(Content::Resource(Box::new(embedded)))
+            }
+            _ => Ok(Content::Other(Value::Object(map))),
+        }
+    }
+}
+
+impl Serialize for Content {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (ty, fields, extra): (&str, Vec<(&str, &str)>, Option<&Extra>) = match self {
+            Content::Text { text, extra } => ("text", vec![("text", text.as_str())], Some(extra)),
+            Content::Image {
+                data,
+                mime_type,
+                extra,
+            } => (
+                "image",
+                vec![("data", data.as_str()), ("mimeType", mime_type.as_str())],
+                Some(extra),
+            ),
+            Content::Audio {
+                data,
+                mime_type,
+                extra,
+            } => (
+                "audio",
+                vec![("data", data.as_str()), ("mimeType", mime_type.as_str())],
+                Some(extra),
+            ),
+            Content::ResourceLink { uri, extra } => {
+                ("resource_link", vec![("uri", uri.as_str())], Some(extra))
+            }
+            Content::Resource(embedded) => {
+                let mut value =
+                    serde_json::to_value(embedded).map_err(serde::ser::Error::custom)?;
+                if let Value::Object(m) = &mut value {
+                    m.insert("type".into(), Value::String("resource".into()));
+                }
+                return value.serialize(serializer);
+            }
+            Content::Other(value) => return value.serialize(serializer),
+        };
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", ty)?;
+        for (k, v) in fields {
+            map.serialize_entry(k, v)?;
+        }
+        if let Some(extra) = extra {
+            for (k, v) in extra {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}

@@ -1,0 +1,103 @@
+//! MCP message types (protocol revision 2025-11-25, readable back to 2024-11-05).
+//!
+//! Every struct that models data from a server keeps members it does not know in `extra`, so a
+//! newer server's additions survive a round trip. Optional members are omitted when absent.
+
+mod content;
+mod initialize;
+mod notifications;
+mod prompts;
+mod resources;
+mod server_requests;
+mod tools;
+mod utilities;
+
+pub use content::{Annotations, Content, EmbeddedResource, Role};
+pub use initialize::{
+    ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult,
+    ListChangedCapability, ResourcesCapability, RootsCapability, ServerCapabilities,
+};
+pub use notifications::{
+    CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
+    ProgressNotificationParams, ResourceUpdatedNotificationParams,
+};
+pub use prompts::{
+    GetPromptRequestParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument,
+    PromptMessage,
+};
+pub use resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, SubscribeRequestParams,
+};
+pub use server_requests::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
+    ElicitResult, ListRootsResult, Root, SamplingMessage,
+};
+pub use tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+pub use utilities::{
+    CompleteRequestParams, CompleteResult, Completion, EmptyResult, PaginatedRequestParams,
+    SetLevelRequestParams,
+};
+
+/// Unknown members of an object, preserved.
+pub type Extra = serde_json::Map<String, serde_json::Value>;
+
+/// Method names of the messages a client sends and receives.
+pub mod methods {
+    /// Client → server: the handshake.
+    pub const INITIALIZE: &str = "initialize";
+    /// Either way: liveness check.
+    pub const PING: &str = "ping";
+    /// Client → server.
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// Client → server.
+    pub const TOOLS_CALL: &str = "tools/call";
+    /// Client → server.
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// Client → server.
+    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Client → server.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Client → server.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Client → server.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// Client → server.
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Client → server.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// Client → server.
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    /// Client → server.
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// Server → client.
+    pub const ROOTS_LIST: &str = "roots/list";
+    /// Server → client.
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Server → client.
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+
+    /// Client → server, after the handshake.
+    pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";
+    /// Either way.
+    pub const NOTIFICATION_CANCELLED: &str = "notifications/cancelled";
+    /// Either way.
+    pub const NOTIFICATION_PROGRESS: &str = "notifications/progress";
+    /// Server → client.
+    pub const NOTIFICATION_MESSAGE: &str = "notifications/message";
+    /// Server → client.
+    pub const NOTIFICATION_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// Server → client.
+    pub const NOTIFICATION_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// Server → client.
+    pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// Server → client.
+    pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    /// Client → server.
+    pub const NOTIFICATION_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// Server → client (2025-11-25).
+    pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+}
+
+#[cfg(test)]
+mod tests;

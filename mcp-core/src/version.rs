@@ -1,0 +1,101 @@
+//! MCP protocol versions and their negotiation.
+//!
+//! The client offers its preferred version in `initialize`; the server answers with the version it
+//! will speak. The session accepts any version in [`ProtocolVersion::SUPPORTED`] and refuses
+//! anything else with a clear error.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A protocol revision this client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProtocolVersion {
+    /// The first public revision (HTTP+SSE transport).
+    V2024_11_05,
+    /// Streamable HTTP, OAuth, tool annotations, JSON-RPC batching.
+    V2025_03_26,
+    /// Structured tool output, elicitation, `MCP-Protocol-Version` header; no batching.
+    V2025_06_18,
+    /// Icons, URL elicitation, tasks, sampling with tools.
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// The newest revision, offered by default.
+    pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
+
+    /// Every revision the client accepts from a server, newest first.
+    pub const SUPPORTED: [ProtocolVersion; 4] = [
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2024_11_05,
+    ];
+
+    /// The version string used on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProtocolVersion::V2024_11_05 => "2024-11-05",
+            ProtocolVersion::V2025_03_26 => "2025-03-26",
+            ProtocolVersion::V2025_06_18 => "2025-06-18",
+            ProtocolVersion::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// Whether HTTP transports send the `MCP-Protocol-Version` header (since 2025-06-18).
+    pub fn has_protocol_version_header(self) -> bool {
+        self >= ProtocolVersion::V2025_06_18
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A version string this client does not speak.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unsupported MCP protocol version {0:?}; this client speaks 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05"
+)]
+pub struct UnsupportedVersion(pub String);
+
+impl FromStr for ProtocolVersion {
+    type Err = UnsupportedVersion;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ProtocolVersion::SUPPORTED
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| UnsupportedVersion(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_supported_version_round_trips_through_its_string() {
+        for v in ProtocolVersion::SUPPORTED {
+            assert_eq!(v.as_str().parse::<ProtocolVersion>(), Ok(v));
+        }
+    }
+
+    #[test]
+    fn unknown_versions_are_refused_with_the_supported_list() {
+        let err = "1999-01-01".parse::<ProtocolVersion>().unwrap_err();
+        assert!(err.to_string().contains("1999-01-01"));
+        assert!(err.to_string().contains("2024-11-05"));
+        assert!("2026-07-28".parse::<ProtocolVersion>().is_err());
+    }
+
+    #[test]
+    fn versions_are_ordered_by_date() {
+        assert!(ProtocolVersion::V2024_11_05 < ProtocolVersion::V2025_11_25);
+        assert_eq!(ProtocolVersion::LATEST, ProtocolVersion::SUPPORTED[0]);
+        assert!(!ProtocolVersion::V2025_03_26.has_protocol_version_header());
+        assert!(ProtocolVersion::V2025_06_18.has_protocol_version_header());
+    }
+}

@@ -1,0 +1,430 @@
+//! `cargo xtask ci`: the full CI pipeline, as a table of steps.
+//!
+//! Every step runs even when an earlier one failed (unless the failed step is
+//! marked `fatal`), so the final summary shows the whole picture. The last
+//! line printed is always `ci: N passed, N failed` with the test counts of the
+//! main test step, for CI log readers.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use crate::{interop, shell};
+
+/// Context handed to every step.
+pub struct Ctx<'a> {
+    pub root: &'a Path,
+}
+
+impl Ctx<'_> {
+    /// A `cargo` command in the workspace root.
+    fn cargo(&self, args: &[&str]) -> Command {
+        shell::command(shell::cargo(), args, self.root)
+    }
+}
+
+/// Test counts parsed from a test runner's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+}
+
+/// What a step produced.
+pub struct Outcome {
+    pub ok: bool,
+    /// Set by the step whose counts go into the final `ci:` line.
+    pub counts: Option<Counts>,
+    /// Short extra text for the summary table (e.g. "fallback: cargo test").
+    pub note: String,
+}
+
+impl Outcome {
+    fn from_ok(ok: bool) -> Self {
+        Outcome {
+            ok,
+            counts: None,
+            note: String::new(),
+        }
+    }
+}
+
+pub enum Action {
+    /// Run `cargo <args>` with output streamed through.
+    Cargo(&'static [&'static str]),
+    /// Anything else.
+    Custom(fn(&Ctx) -> Outcome),
+}
+
+pub struct Step {
+    pub name: &'static str,
+    pub action: Action,
+    /// Export `MCP_INTEROP_DIR=<root>/.interop` to the step.
+    pub interop_env: bool,
+    /// Skip all later steps if this one fails.
+    pub fatal: bool,
+}
+
+/// The pipeline. Add steps here (e.g. a conformance run, profile checks).
+pub const STEPS: &[Step] = &[
+    Step {
+        name: "fmt",
+        action: Action::Cargo(&["fmt", "--all", "--", "--check"]),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
+        name: "clippy",
+        action: Action::Cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
+        name: "interop-setup",
+        action: Action::Custom(interop_setup),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
+        name: "nextest",
+        action: Action::Custom(tests),
+        interop_env: true,
+        fatal: false,
+    },
+    Step {
+        name: "doctest",
+        action: Action::Cargo(&["test", "--workspace", "--all-features", "--doc"]),
+        interop_env: true,
+        fatal: false,
+    },
+    Step {
+        name: "bench-build",
+        action: Action::Cargo(&["bench", "--workspace", "--no-run"]),
+        interop_env: false,
+        fatal: false,
+    },
+];
+
+enum Status {
+    Pass,
+    Fail,
+    Skipped,
+}
+
+struct Row {
+    name: &'static str,
+    status: Status,
+    secs: f64,
+    note: String,
+}
+
+pub fn run(root: &Path) -> ExitCode {
+    let ctx = Ctx { root };
+    let interop_dir = interop::interop_dir(root);
+    let mut rows = Vec::new();
+    let mut counts = None;
+    let mut abort = false;
+    let total = Instant::now();
+
+    for step in STEPS {
+        if abort {
+            rows.push(Row {
+                name: step.name,
+                status: Status::Skipped,
+                secs: 0.0,
+                note: String::new(),
+            });
+            continue;
+        }
+        eprintln!("\n==> ci step: {}", step.name);
+        let start = Instant::now();
+        let outcome = match &step.action {
+            Action::Cargo(args) => {
+                let mut cmd = ctx.cargo(args);
+                if step.interop_env {
+                    cmd.env("MCP_INTEROP_DIR", &interop_dir);
+                }
+                match shell::run(&mut cmd) {
+                    Ok(s) => Outcome::from_ok(s.success()),
+                    Err(e) => Outcome {
+                        ok: false,
+                        counts: None,
+                        note: format!("could not start: {e}"),
+                    },
+                }
+            }
+            // Custom steps set `MCP_INTEROP_DIR` on their own commands.
+            Action::Custom(f) => f(&ctx),
+        };
+        let secs = start.elapsed().as_secs_f64();
+        eprintln!(
+            "==> ci step: {} {} in {:.1}s",
+            step.name,
+            if outcome.ok { "passed" } else { "FAILED" },
+            secs
+        );
+        if outcome.counts.is_some() {
+            counts = outcome.counts;
+        }
+        if !outcome.ok && step.fatal {
+            abort = true;
+        }
+        rows.push(Row {
+            name: step.name,
+            status: if outcome.ok {
+                Status::Pass
+            } else {
+                Status::Fail
+            },
+            secs,
+            note: outcome.note,
+        });
+    }
+
+    let failed_steps = rows
+        .iter()
+        .filter(|r| matches!(r.status, Status::Fail))
+        .count();
+    println!();
+    println!("{:<16} {:<8} {:>9}  note", "step", "status", "seconds");
+    println!("{}", "-".repeat(60));
+    for r in &rows {
+        let status = match r.status {
+            Status::Pass => "pass",
+            Status::Fail => "FAIL",
+            Status::Skipped => "skipped",
+        };
+        println!("{:<16} {:<8} {:>9.1}  {}", r.name, status, r.secs, r.note);
+    }
+    println!("{}", "-".repeat(60));
+    println!(
+        "{:<16} {:<8} {:>9.1}  {} of {} steps failed",
+        "total",
+        if failed_steps == 0 { "pass" } else { "FAIL" },
+        total.elapsed().as_secs_f64(),
+        failed_steps,
+        rows.len()
+    );
+    let c = counts.unwrap_or_default();
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        c.passed, c.failed, c.skipped
+    );
+    // Must stay the very last line (read by the CI log reader).
+    println!("ci: {} passed, {} failed", c.passed, c.failed);
+    if failed_steps == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn interop_setup(ctx: &Ctx) -> Outcome {
+    match interop::setup(ctx.root) {
+        Ok(()) => Outcome::from_ok(true),
+        Err(e) => {
+            eprintln!("interop-setup: error: {e}");
+            Outcome {
+                ok: false,
+                counts: None,
+                note: "see log".into(),
+            }
+        }
+    }
+}
+
+fn has_nextest(ctx: &Ctx) -> bool {
+    ctx.cargo(&["nextest", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The main test step: nextest, or `cargo test` when nextest is missing.
+fn tests(ctx: &Ctx) -> Outcome {
+    let nextest = has_nextest(ctx);
+    let mut cmd = if nextest {
+        ctx.cargo(&[
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-features",
+            "--no-fail-fast",
+        ])
+    } else {
+        eprintln!("cargo-nextest not found; falling back to `cargo test`");
+        ctx.cargo(&["test", "--workspace", "--all-features", "--no-fail-fast"])
+    };
+    cmd.env("MCP_INTEROP_DIR", interop::interop_dir(ctx.root));
+    // Output is piped through us for parsing; keep colours for humans.
+    if std::io::stderr().is_terminal() && std::env::var_os("CARGO_TERM_COLOR").is_none() {
+        cmd.env("CARGO_TERM_COLOR", "always");
+    }
+    let (status, output) = match shell::run_capture(&mut cmd) {
+        Ok(r) => r,
+        Err(e) => {
+            return Outcome {
+                ok: false,
+                counts: None,
+                note: format!("could not start: {e}"),
+            }
+        }
+    };
+    let counts = if nextest {
+        parse_nextest(&output)
+    } else {
+        parse_cargo_test(&output)
+    };
+    let mut note = String::new();
+    if !nextest {
+        note.push_str("fallback: cargo test; ");
+    }
+    match counts {
+        Some(c) => note.push_str(&format!(
+            "{} passed, {} failed, {} skipped",
+            c.passed, c.failed, c.skipped
+        )),
+        None => note.push_str("no test summary found"),
+    }
+    Outcome {
+        ok: status.success(),
+        counts: Some(counts.unwrap_or_default()),
+        note,
+    }
+}
+
+/// Parse nextest's final line, e.g.
+/// `Summary [   1.234s] 12 tests run: 11 passed (1 slow), 1 failed, 2 skipped`.
+fn parse_nextest(output: &str) -> Option<Counts> {
+    let line = output.lines().rev().find(|l| {
+        let t = l.trim_start();
+        t.starts_with("Summary [") && (t.contains(" run:") || t.contains("tests run"))
+    })?;
+    let rest = &line[line.find(" run:")? + " run:".len()..];
+    // Drop parenthesised details like "(1 slow, 2 flaky)".
+    let mut flat = String::new();
+    let mut depth = 0u32;
+    for c in rest.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => flat.push(c),
+            _ => {}
+        }
+    }
+    let mut counts = Counts::default();
+    for part in flat.split(',') {
+        let part = part.trim();
+        let Some((num, word)) = part.split_once(' ') else {
+            continue;
+        };
+        let Ok(n) = num.parse::<u64>() else { continue };
+        let word = word.trim();
+        if word == "passed" {
+            counts.passed += n;
+        } else if word.ends_with("failed") || word == "timed out" {
+            counts.failed += n;
+        } else if word == "skipped" {
+            counts.skipped += n;
+        }
+    }
+    Some(counts)
+}
+
+/// Sum libtest's `test result: ok. N passed; N failed; N ignored; ...` lines.
+fn parse_cargo_test(output: &str) -> Option<Counts> {
+    let mut counts = Counts::default();
+    let mut found = false;
+    for line in output.lines() {
+        let Some(idx) = line.find("test result:") else {
+            continue;
+        };
+        found = true;
+        for part in line[idx..].split(';') {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let n = words
+                .iter()
+                .rev()
+                .nth(1)
+                .and_then(|w| w.parse::<u64>().ok());
+            match (n, words.last()) {
+                (Some(n), Some(&"passed")) => counts.passed += n,
+                (Some(n), Some(&"failed")) => counts.failed += n,
+                (Some(n), Some(&"ignored")) => counts.skipped += n,
+                _ => {}
+            }
+        }
+    }
+    found.then_some(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nextest_summary_all_pass() {
+        let out = "        PASS [   0.003s] x::y\n────────────\n     Summary [   0.012s] 3 tests run: 3 passed, 1 skipped\n";
+        assert_eq!(
+            parse_nextest(out),
+            Some(Counts {
+                passed: 3,
+                failed: 0,
+                skipped: 1
+            })
+        );
+    }
+
+    #[test]
+    fn nextest_summary_with_failures_and_details() {
+        let out = "     Summary [  10.5s] 12 tests run: 9 passed (1 slow, 1 flaky), 2 failed, 1 timed out, 0 skipped\n";
+        assert_eq!(
+            parse_nextest(out),
+            Some(Counts {
+                passed: 9,
+                failed: 3,
+                skipped: 0
+            })
+        );
+    }
+
+    #[test]
+    fn nextest_single_test_and_missing_summary() {
+        let out = "     Summary [   0.001s] 1 test run: 1 passed, 0 skipped\n";
+        assert_eq!(
+            parse_nextest(out),
+            Some(Counts {
+                passed: 1,
+                failed: 0,
+                skipped: 0
+            })
+        );
+        assert_eq!(parse_nextest("error: could not compile\n"), None);
+    }
+
+    #[test]
+    fn cargo_test_summaries_are_summed() {
+        let out = "test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\
+                   test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(
+            parse_cargo_test(out),
+            Some(Counts {
+                passed: 3,
+                failed: 1,
+                skipped: 1
+            })
+        );
+    }
+}

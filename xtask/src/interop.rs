@@ -1,0 +1,229 @@
+//! `cargo xtask interop-setup`: install pinned third-party MCP servers into
+//! the git-ignored `<workspace>/.interop/` folder for the interop tests.
+//!
+//! Layout after a successful run:
+//!
+//! ```text
+//! .interop/
+//!   node/                       npm prefix
+//!     node_modules/.bin/mcp-server-everything
+//!     .xtask-stamp              records the installed pin
+//!   py/                         python venv (python3 -m venv)
+//!     bin/python                has `mcp` installed
+//!     .xtask-stamp
+//! ```
+//!
+//! Each component is skipped when its stamp matches the pin below and its
+//! entry point exists; when the pin changes the component folder is wiped
+//! and reinstalled from scratch.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::shell;
+
+/// What a component installs.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// `npm install --prefix <dir> <package>@<version>`.
+    Npm,
+    /// `python3 -m venv <dir>` then `pip install <package>==<version>`.
+    PythonVenv,
+}
+
+/// One pinned third-party package.
+pub struct Pin {
+    /// Sub-folder of `.interop/`.
+    pub dir: &'static str,
+    pub kind: Kind,
+    pub package: &'static str,
+    pub version: &'static str,
+    /// Entry point relative to the component folder; must exist after install.
+    pub entry: &'static str,
+}
+
+/// THE place where interop versions are pinned. Bump a version here and the
+/// next `cargo xtask interop-setup` (and so `cargo xtask ci`) reinstalls it.
+///
+/// * `@modelcontextprotocol/server-everything` — the reference "everything"
+///   server (TypeScript SDK); run as `mcp-server-everything stdio`.
+/// * `mcp` — the official Python SDK; `interop/python_server.py` runs on it
+///   via `.interop/py/bin/python`.
+pub const PINS: &[Pin] = &[
+    Pin {
+        dir: "node",
+        kind: Kind::Npm,
+        package: "@modelcontextprotocol/server-everything",
+        version: "2026.8.31",
+        entry: "node_modules/.bin/mcp-server-everything",
+    },
+    Pin {
+        dir: "py",
+        kind: Kind::PythonVenv,
+        package: "mcp",
+        version: "2.3.0",
+        entry: "bin/python",
+    },
+];
+
+const STAMP: &str = ".xtask-stamp";
+
+/// The `.interop` folder of the workspace.
+pub fn interop_dir(root: &Path) -> PathBuf {
+    root.join(".interop")
+}
+
+pub fn setup(root: &Path) -> Result<(), String> {
+    let base = interop_dir(root);
+    fs::create_dir_all(&base).map_err(|e| format!("creating {}: {e}", base.display()))?;
+    let mut errors = Vec::new();
+    for pin in PINS {
+        match ensure(&base, pin) {
+            Ok(msg) => println!(
+                "interop-setup: {:<6} {}@{}: {msg}",
+                pin.dir, pin.package, pin.version
+            ),
+            Err(e) => {
+                println!(
+                    "interop-setup: {:<6} {}@{}: FAILED",
+                    pin.dir, pin.package, pin.version
+                );
+                errors.push(format!("{}: {e}", pin.dir));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+fn stamp_text(pin: &Pin) -> String {
+    format!("{}@{}\n", pin.package, pin.version)
+}
+
+/// Install `pin` unless it is up to date; returns the status word.
+fn ensure(base: &Path, pin: &Pin) -> Result<&'static str, String> {
+    let dir = base.join(pin.dir);
+    let stamp = dir.join(STAMP);
+    let entry = dir.join(pin.entry);
+    let current = fs::read_to_string(&stamp).ok();
+    if current.as_deref() == Some(stamp_text(pin).as_str()) && entry_works(pin, &entry) {
+        return Ok("up to date");
+    }
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| format!("removing stale {}: {e}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    match pin.kind {
+        Kind::Npm => install_npm(&dir, pin)?,
+        Kind::PythonVenv => install_venv(&dir, pin)?,
+    }
+    if !entry.exists() {
+        return Err(format!(
+            "install finished but {} is missing",
+            entry.display()
+        ));
+    }
+    write_atomic(&stamp, &stamp_text(pin))
+        .map_err(|e| format!("writing {}: {e}", stamp.display()))?;
+    Ok("installed")
+}
+
+fn entry_works(pin: &Pin, entry: &Path) -> bool {
+    match pin.kind {
+        Kind::Npm => entry.exists(),
+        // The venv's python is a symlink to the base interpreter: make sure
+        // it still starts (the base python may have moved).
+        Kind::PythonVenv => shell::command(entry, &["-c", "import mcp"], Path::new("."))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false),
+    }
+}
+
+fn tool_missing(tool: &str, e: &io::Error, hint: &str) -> String {
+    if e.kind() == io::ErrorKind::NotFound {
+        format!("`{tool}` not found on PATH; {hint}")
+    } else {
+        format!("could not start `{tool}`: {e}")
+    }
+}
+
+fn install_npm(dir: &Path, pin: &Pin) -> Result<(), String> {
+    let spec = format!("{}@{}", pin.package, pin.version);
+    let prefix = dir.to_string_lossy().into_owned();
+    let mut cmd = shell::command(
+        "npm",
+        &[
+            "install",
+            "--prefix",
+            &prefix,
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--loglevel=error",
+            &spec,
+        ],
+        dir,
+    );
+    let status = shell::run(&mut cmd).map_err(|e| {
+        tool_missing(
+            "npm",
+            &e,
+            "install Node.js (>= 18) with npm to run the interop tests",
+        )
+    })?;
+    if !status.success() {
+        return Err(format!("`npm install {spec}` failed ({status})"));
+    }
+    Ok(())
+}
+
+fn install_venv(dir: &Path, pin: &Pin) -> Result<(), String> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let target = dir.to_string_lossy().into_owned();
+    let mut cmd = shell::command(&python, &["-m", "venv", &target], dir);
+    let status = shell::run(&mut cmd).map_err(|e| {
+        tool_missing(
+            &python,
+            &e,
+            "install Python 3.10+ with the venv module (Debian: python3-venv)",
+        )
+    })?;
+    if !status.success() {
+        return Err(format!(
+            "`{python} -m venv` failed ({status}); on Debian install python3-venv"
+        ));
+    }
+    let spec = format!("{}=={}", pin.package, pin.version);
+    let venv_python = dir.join("bin/python");
+    let mut cmd = shell::command(
+        &venv_python,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            &spec,
+        ],
+        dir,
+    );
+    let status = shell::run(&mut cmd)
+        .map_err(|e| format!("could not start {}: {e}", venv_python.display()))?;
+    if !status.success() {
+        return Err(format!("`pip install {spec}` failed ({status})"));
+    }
+    Ok(())
+}
+
+fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    fs::write(&tmp, text)?;
+    fs::rename(tmp, path)
+}

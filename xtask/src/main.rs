@@ -1,0 +1,57 @@
+//! Project automation, following the cargo-xtask pattern.
+//!
+//! Run through the alias in `.cargo/config.toml`: `cargo xtask <command>`.
+//! Arguments are parsed by hand to keep this crate dependency-free.
+
+mod ci;
+mod interop;
+mod shell;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+Usage: cargo xtask <command>
+
+Commands:
+  ci               Run every CI step (fmt, clippy, interop-setup, nextest,
+                   doc tests, bench build), print a summary, and exit non-zero
+                   if any step failed. This is what `.ci/run` executes.
+  interop-setup    Install the pinned third-party MCP servers used by the
+                   interop tests into `<workspace>/.interop/` (idempotent).
+  help             Show this message.
+
+Environment:
+  MCP_INTEROP_DIR  Set by `ci` for the test steps to `<workspace>/.interop`.
+  PYTHON           Interpreter used to create the interop venv (default: python3).
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    match args.first().map(String::as_str) {
+        None | Some("help" | "-h" | "--help") => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("ci") if args.len() == 1 => ci::run(&root),
+        Some("interop-setup") if args.len() == 1 => match interop::setup(&root) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("interop-setup: error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Some(_) => {
+            eprintln!("xtask: unknown command or arguments: {}\n", args.join(" "));
+            eprint!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
