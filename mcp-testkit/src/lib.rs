@@ -1,0 +1,54 @@
+//! `mcp-testkit`: a fixture MCP (Model Context Protocol) **server** used by the
+//! workspace's tests and benchmarks to exercise the MCP client.
+//!
+//! It is deliberately independent of the other workspace crates: messages are
+//! plain `serde_json` values, so the fixture is a second, independent reading of
+//! the specification (revision 2025-11-25).
+//!
+//! The core ([`FixtureServer`]) is transport-agnostic: it takes one incoming
+//! JSON-RPC message at a time ([`FixtureServer::handle_line`]) and emits every
+//! outgoing message (responses, notifications, server→client requests) as an
+//! [`Outgoing`] on a channel. [`stdio::serve`] wraps it into a newline-delimited
+//! JSON loop; the `mcp-fixture-server` binary runs that loop on stdin/stdout.
+//!
+//! Modules:
+//! - [`options`]: [`ServerOptions`] and the command-line parser (fault-injection flags).
+//! - [`jsonrpc`]: envelope parsing, error codes and output line builders.
+//! - [`server`]: [`FixtureServer`], the shared state and request dispatch.
+//! - [`tools`]: the tool catalog and the tool implementations.
+//! - [`resources`]: the resources, the resource template and subscriptions.
+//! - [`prompts`]: the `greeting` prompt and argument completion.
+//! - [`pagination`]: opaque cursors for the list methods.
+//! - [`stdio`]: the newline-delimited JSON serving loop.
+//! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
+//! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
+
+pub mod jsonrpc;
+pub mod locate;
+pub mod options;
+pub mod pagination;
+pub mod prompts;
+pub mod resources;
+pub mod server;
+pub mod startup;
+pub mod stdio;
+pub mod tools;
+
+pub use jsonrpc::RpcError;
+pub use locate::{fixture_server_bin, FIXTURE_SERVER_BIN};
+pub use options::{parse_args, CliCommand, ServerOptions};
+pub use server::{FixtureServer, LogLevel, Outgoing, OutgoingKind, OutgoingReceiver};
+pub use stdio::{serve, serve_stdio, MAX_LINE_BYTES};
+
+/// `serverInfo.name` announced in the `initialize` result.
+pub const SERVER_NAME: &str = "mcp-fixture-server";
+
+/// `serverInfo.version` announced in the `initialize` result (the crate version).
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The protocol revision answered when the client asks for an unsupported one.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Protocol revisions the fixture accepts as-is during `initialize`.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];

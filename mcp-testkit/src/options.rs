@@ -1,0 +1,248 @@
+//! Server options and the hand-rolled command-line parser.
+//!
+//! Every flag accepts `--flag VALUE` and `--flag=VALUE`.
+
+/// Behaviour switches of the fixture server, mostly fault injection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// Delay every response by this many milliseconds (`--delay-ms`).
+    pub delay_ms: u64,
+    /// Write a non-JSON line to stdout before every response (`--garbage-lines`).
+    pub garbage_lines: bool,
+    /// On stdin EOF keep running instead of exiting (`--ignore-stdin-eof`).
+    pub ignore_stdin_eof: bool,
+    /// Ignore SIGTERM (`--ignore-sigterm`).
+    pub ignore_sigterm: bool,
+    /// Lines of noise written to stderr at start-up (`--stderr-noise`).
+    pub stderr_noise: u64,
+    /// Never answer `initialize` (`--hang-on-initialize`).
+    pub hang_on_initialize: bool,
+    /// Exit with this code immediately at start-up (`--exit-on-start`).
+    pub exit_on_start: Option<i32>,
+    /// Spawn a `sleep 600` child at start-up (`--spawn-grandchild`).
+    pub spawn_grandchild: bool,
+    /// Number of initial `fail` calls that fail, server-wide (`--fail-first`).
+    pub fail_first: u64,
+    /// Page size of the list methods; 0 disables pagination (`--page-size`).
+    pub page_size: usize,
+    /// Force the protocol version answered to `initialize` (`--protocol-version`).
+    pub protocol_version: Option<String>,
+    /// How long tools wait for the client's answer to a server→client request
+    /// (`--client-timeout-ms`, default 30000).
+    pub client_timeout_ms: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            delay_ms: 0,
+            garbage_lines: false,
+            ignore_stdin_eof: false,
+            ignore_sigterm: false,
+            stderr_noise: 0,
+            hang_on_initialize: false,
+            exit_on_start: None,
+            spawn_grandchild: false,
+            fail_first: 2,
+            page_size: 0,
+            protocol_version: None,
+            client_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CliCommand {
+    /// Serve with these options.
+    Run(ServerOptions),
+    /// Print [`HELP`] and exit.
+    Help,
+    /// Print the version and exit.
+    Version,
+}
+
+/// The `--help` text.
+pub const HELP: &str = "\
+mcp-fixture-server: a fixture MCP server speaking newline-delimited JSON-RPC on stdin/stdout.
+
+USAGE:
+    mcp-fixture-server [FLAGS]
+
+FLAGS:
+    --delay-ms N            Delay every response by N milliseconds (default 0).
+    --garbage-lines         Write the non-JSON line \"this is not json\" to stdout before every response.
+    --ignore-stdin-eof      On stdin EOF keep running (sleep forever) instead of exiting 0.
+    --ignore-sigterm        Ignore SIGTERM, so that only SIGKILL ends the process.
+    --stderr-noise N        Write N lines \"stderr noise line K\" to stderr at start-up.
+    --hang-on-initialize    Never answer the initialize request.
+    --exit-on-start CODE    Write \"fixture server refusing to start\" to stderr and exit with CODE.
+    --spawn-grandchild      Spawn `sleep 600` (same process group) at start-up and write
+                            \"grandchild pid <PID>\" to stderr.
+    --fail-first N          The first N calls of the `fail` tool fail (server-wide, default 2).
+    --page-size N           Paginate tools/list, resources/list and prompts/list with N items
+                            per page (default 0 = no pagination).
+    --protocol-version V    Answer initialize with protocol version V whatever the client asked.
+    --client-timeout-ms N   How long ask_* tools wait for the client's answer (default 30000).
+    -h, --help              Print this help and exit.
+    -V, --version           Print the version and exit.
+
+Without --protocol-version the server answers the client's protocolVersion if it is one of
+2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, and 2025-11-25 otherwise.
+On stdin EOF the server flushes its pending output and exits 0.
+";
+
+/// Parses the command-line arguments (without the program name).
+///
+/// Returns a message suitable for stderr on an unknown flag or a bad value.
+pub fn parse_args<I, S>(args: I) -> Result<CliCommand, String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut options = ServerOptions::default();
+    let mut args = args.into_iter().map(Into::into);
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => args
+                    .next()
+                    .ok_or_else(|| format!("flag {name} needs a value")),
+            }
+        };
+        let no_value = |name: &str| -> Result<(), String> {
+            match inline {
+                Some(_) => Err(format!("flag {name} takes no value")),
+                None => Ok(()),
+            }
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(CliCommand::Help),
+            "-V" | "--version" => return Ok(CliCommand::Version),
+            "--delay-ms" => options.delay_ms = number(&flag, &value(&flag)?)?,
+            "--garbage-lines" => {
+                no_value(&flag)?;
+                options.garbage_lines = true;
+            }
+            "--ignore-stdin-eof" => {
+                no_value(&flag)?;
+                options.ignore_stdin_eof = true;
+            }
+            "--ignore-sigterm" => {
+                no_value(&flag)?;
+                options.ignore_sigterm = true;
+            }
+            "--stderr-noise" => options.stderr_noise = number(&flag, &value(&flag)?)?,
+            "--hang-on-initialize" => {
+                no_value(&flag)?;
+                options.hang_on_initialize = true;
+            }
+            "--exit-on-start" => options.exit_on_start = Some(number(&flag, &value(&flag)?)?),
+            "--spawn-grandchild" => {
+                no_value(&flag)?;
+                options.spawn_grandchild = true;
+            }
+            "--fail-first" => options.fail_first = number(&flag, &value(&flag)?)?,
+            "--page-size" => options.page_size = number(&flag, &value(&flag)?)?,
+            "--protocol-version" => options.protocol_version = Some(value(&flag)?),
+            "--client-timeout-ms" => options.client_timeout_ms = number(&flag, &value(&flag)?)?,
+            other => return Err(format!("unknown argument: {other} (see --help)")),
+        }
+    }
+    Ok(CliCommand::Run(options))
+}
+
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("flag {flag}: invalid number {value:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> ServerOptions {
+        match parse_args(args.iter().copied()) {
+            Ok(CliCommand::Run(options)) => options,
+            other => panic!("unexpected parse result {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let options = run(&[]);
+        assert_eq!(options, ServerOptions::default());
+        assert_eq!(options.fail_first, 2);
+        assert_eq!(options.page_size, 0);
+    }
+
+    #[test]
+    fn all_flags() {
+        let options = run(&[
+            "--delay-ms",
+            "5",
+            "--garbage-lines",
+            "--ignore-stdin-eof",
+            "--ignore-sigterm",
+            "--stderr-noise=3",
+            "--hang-on-initialize",
+            "--exit-on-start",
+            "7",
+            "--spawn-grandchild",
+            "--fail-first",
+            "4",
+            "--page-size=2",
+            "--protocol-version",
+            "1999-01-01",
+            "--client-timeout-ms",
+            "100",
+        ]);
+        assert_eq!(options.delay_ms, 5);
+        assert!(options.garbage_lines);
+        assert!(options.ignore_stdin_eof);
+        assert!(options.ignore_sigterm);
+        assert_eq!(options.stderr_noise, 3);
+        assert!(options.hang_on_initialize);
+        assert_eq!(options.exit_on_start, Some(7));
+        assert!(options.spawn_grandchild);
+        assert_eq!(options.fail_first, 4);
+        assert_eq!(options.page_size, 2);
+        assert_eq!(options.protocol_version.as_deref(), Some("1999-01-01"));
+        assert_eq!(options.client_timeout_ms, 100);
+    }
+
+    #[test]
+    fn errors_and_help() {
+        assert!(parse_args(["--bogus"]).is_err());
+        assert!(parse_args(["--delay-ms"]).is_err());
+        assert!(parse_args(["--delay-ms", "abc"]).is_err());
+        assert!(parse_args(["--garbage-lines=1"]).is_err());
+        assert_eq!(parse_args(["--help"]), Ok(CliCommand::Help));
+        assert_eq!(parse_args(["-V"]), Ok(CliCommand::Version));
+        for flag in [
+            "--delay-ms",
+            "--garbage-lines",
+            "--ignore-stdin-eof",
+            "--ignore-sigterm",
+            "--stderr-noise",
+            "--hang-on-initialize",
+            "--exit-on-start",
+            "--spawn-grandchild",
+            "--fail-first",
+            "--page-size",
+            "--protocol-version",
+            "--client-timeout-ms",
+        ] {
+            assert!(HELP.contains(flag), "help lacks {flag}");
+        }
+    }
+}

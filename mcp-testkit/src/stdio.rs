@@ -1,0 +1,238 @@
+//! The newline-delimited JSON serving loop (stdio transport).
+//!
+//! Input is read through one large buffered reader; every line is handed to
+//! [`FixtureServer::handle_line`] inline. Output goes through a single writer
+//! task that drains everything queued into one buffer and does one write and
+//! one flush per batch.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::oneshot;
+
+use crate::options::ServerOptions;
+use crate::server::{FixtureServer, OutgoingKind, OutgoingReceiver};
+
+/// Largest accepted input line (64 MiB); longer lines are discarded and
+/// answered with a `-32600` error.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The line written before every response under `--garbage-lines`.
+pub const GARBAGE_LINE: &str = "this is not json";
+
+const READ_BUFFER_BYTES: usize = 256 * 1024;
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+/// Buffers grown past this by a huge message are released afterwards.
+const KEEP_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+/// How long to wait for the writer to flush after stdin EOF.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves the fixture on the process's stdin and stdout until stdin EOF
+/// (or forever under `--ignore-stdin-eof`).
+pub async fn serve_stdio(options: ServerOptions) -> io::Result<()> {
+    serve(options, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves the fixture over any byte stream pair until `input` reaches EOF;
+/// output produced before EOF is flushed before returning. Under
+/// `--ignore-stdin-eof` it never returns.
+pub async fn serve<R, W>(options: ServerOptions, input: R, output: W) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let garbage = options.garbage_lines;
+    let ignore_eof = options.ignore_stdin_eof;
+    let (server, outgoing) = FixtureServer::new(options);
+    let (shutdown_tx, shutdown_rx) = oneshot::channel();
+    let writer = tokio::spawn(write_loop(outgoing, output, garbage, shutdown_rx));
+
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, input);
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        match read_line_limited(&mut reader, &mut line, MAX_LINE_BYTES).await {
+            Ok(LineRead::Line) => server.handle_line(&line),
+            Ok(LineRead::TooLong) => server.reject_oversized_message(MAX_LINE_BYTES),
+            Ok(LineRead::Eof) => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "input read failed; treating as EOF");
+                break;
+            }
+        }
+        line.clear();
+        if line.capacity() > KEEP_BUFFER_BYTES {
+            line = Vec::with_capacity(4096);
+        }
+    }
+
+    if ignore_eof {
+        tracing::debug!("input EOF ignored (--ignore-stdin-eof)");
+        std::future::pending::<()>().await;
+    }
+    // Ignoring the error: the writer may already have stopped on a write error.
+    let _ = shutdown_tx.send(());
+    drop(server);
+    match tokio::time::timeout(FLUSH_TIMEOUT, writer).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join_error)) => Err(io::Error::other(join_error)),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "timed out flushing output after input EOF",
+        )),
+    }
+}
+
+/// Outcome of reading one line.
+#[derive(Debug, PartialEq, Eq)]
+enum LineRead {
+    /// A line (without its `\n`) is in the buffer; also a final unterminated line.
+    Line,
+    /// The line exceeded the limit and was discarded up to its `\n`.
+    TooLong,
+    /// End of input with nothing buffered.
+    Eof,
+}
+
+async fn read_line_limited<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> io::Result<LineRead> {
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else if line.is_empty() {
+                LineRead::Eof
+            } else {
+                LineRead::Line
+            });
+        }
+        let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], i + 1, true),
+            None => (available, available.len(), false),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > limit {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        reader.consume(consumed);
+        if done {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+    }
+}
+
+fn push_message(buf: &mut Vec<u8>, kind: OutgoingKind, json: &str, garbage: bool) {
+    if garbage && kind == OutgoingKind::Response {
+        buf.extend_from_slice(GARBAGE_LINE.as_bytes());
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(json.as_bytes());
+    buf.push(b'\n');
+}
+
+/// The single writer: batches everything queued into one write and flush.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut outgoing: OutgoingReceiver,
+    mut output: W,
+    garbage: bool,
+    mut shutdown: oneshot::Receiver<()>,
+) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(WRITE_BUFFER_BYTES);
+    loop {
+        let first = tokio::select! {
+            biased;
+            message = outgoing.recv() => message,
+            _ = &mut shutdown => {
+                // Flush what was queued before EOF, then stop.
+                outgoing.close();
+                while let Some(message) = outgoing.recv().await {
+                    push_message(&mut buf, message.kind, &message.json, garbage);
+                }
+                output.write_all(&buf).await?;
+                output.flush().await?;
+                return Ok(());
+            }
+        };
+        let Some(first) = first else {
+            output.flush().await?;
+            return Ok(());
+        };
+        push_message(&mut buf, first.kind, &first.json, garbage);
+        drop(first);
+        while buf.len() < KEEP_BUFFER_BYTES {
+            match outgoing.try_recv() {
+                Ok(message) => push_message(&mut buf, message.kind, &message.json, garbage),
+                Err(_) => break,
+            }
+        }
+        output.write_all(&buf).await?;
+        output.flush().await?;
+        buf.clear();
+        if buf.capacity() > KEEP_BUFFER_BYTES {
+            buf = Vec::with_capacity(WRITE_BUFFER_BYTES);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn reads_lines_with_limit() {
+        let data: &[u8] = b"short\nthis line is far too long\nok\nlast";
+        let mut reader = BufReader::with_capacity(4, data);
+        let mut line = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let r = read_line_limited(&mut reader, &mut line, 10)
+                .await
+                .expect("read");
+            match r {
+                LineRead::Eof => break,
+                LineRead::TooLong => seen.push("<too long>".to_owned()),
+                LineRead::Line => seen.push(String::from_utf8_lossy(&line).into_owned()),
+            }
+            line.clear();
+        }
+        assert_eq!(seen, ["short", "<too long>", "ok", "last"]);
+    }
+
+    #[tokio::test]
+    async fn serves_in_memory_and_flushes_on_eof() {
+        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\nnot json\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"}}}\n";
+        let (client_side, server_side) = tokio::io::duplex(1 << 16);
+        serve(ServerOptions::default(), input, server_side)
+            .await
+            .expect("serve");
+        let mut out = String::new();
+        let mut client_side = client_side;
+        client_side
+            .read_to_string(&mut out)
+            .await
+            .expect("read output");
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert_eq!(lines[0]["id"], 1);
+        assert_eq!(lines[1]["error"]["code"], -32700);
+        assert_eq!(lines[2]["result"]["content"][0]["text"], "hi");
+    }
+}

@@ -1,0 +1,118 @@
+//! What to run and the limits to run it under.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How to start an MCP server as a child process. Build it with [`StdioServerConfig::new`] and
+/// the chained setters; every limit has a sensible default.
+#[derive(Debug, Clone)]
+pub struct StdioServerConfig {
+    /// The program (looked up on `PATH` if it has no slash).
+    pub command: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables added to (or overriding) the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Start from an empty environment instead of inheriting this process's. Default: false.
+    pub clear_env: bool,
+    /// The working directory. Default: this process's.
+    pub cwd: Option<PathBuf>,
+    /// Largest message accepted from the server, in bytes. Default: 64 MiB.
+    pub max_message_size: usize,
+    /// How much of the server's stderr is kept for error reports, in bytes. Default: 16 KiB.
+    pub stderr_buffer: usize,
+    /// How long close waits after closing stdin before SIGTERM, and after SIGTERM before
+    /// SIGKILL. Default: 2 s.
+    pub shutdown_grace: Duration,
+    /// A name for logs and errors. Default: the command's file name.
+    pub name: Option<String>,
+}
+
+impl StdioServerConfig {
+    /// Runs `command` with the defaults.
+    pub fn new(command: impl AsRef<OsStr>) -> Self {
+        StdioServerConfig {
+            command: command.as_ref().to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            clear_env: false,
+            cwd: None,
+            max_message_size: 64 * 1024 * 1024,
+            stderr_buffer: 16 * 1024,
+            shutdown_grace: Duration::from_secs(2),
+            name: None,
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets one environment variable for the child.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Starts the child with only the variables given by [`env`](Self::env).
+    pub fn clear_env(mut self) -> Self {
+        self.clear_env = true;
+        self
+    }
+
+    /// Sets the working directory.
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Sets the largest accepted message.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// Sets the stderr ring-buffer size.
+    pub fn stderr_buffer(mut self, bytes: usize) -> Self {
+        self.stderr_buffer = bytes;
+        self
+    }
+
+    /// Sets the shutdown grace period.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Sets the name used in logs and errors.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The name used in logs and errors.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            Path::new(&self.command)
+                .file_name()
+                .unwrap_or(&self.command)
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}

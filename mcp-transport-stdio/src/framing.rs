@@ -1,0 +1,395 @@
+//! Newline-delimited JSON framing with a size cap.
+//!
+//! [`LineReader::next_frame`] is cancel-safe: all progress lives in the reader (bytes stay in the
+//! `BufReader` until consumed), so it can sit in a `select!` next to the child's exit.
+
+use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// Bytes of an oversized line kept from its start and end to find its request id.
+const KEEP: usize = 1024;
+
+/// What one line turned into.
+#[derive(Debug)]
+pub(crate) enum Frame {
+    /// A JSON-RPC message.
+    Message(Message),
+    /// A line that cannot be used: reported (non-fatal) or skipped.
+    Bad(TransportError),
+    /// Not JSON at all (a stray `console.log`); logged and skipped.
+    Garbage(String),
+}
+
+pub(crate) struct LineReader<R> {
+    inner: R,
+    line: Vec<u8>,
+    max: usize,
+    oversized: Option<Oversized>,
+}
+
+struct Oversized {
+    size: usize,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    pub(crate) fn new(inner: R, max: usize) -> Self {
+        LineReader {
+            inner,
+            line: Vec::new(),
+            max,
+            oversized: None,
+        }
+    }
+
+    /// The next non-empty line as a frame; `Ok(None)` at end of stream.
+    pub(crate) async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                // End of stream: a final line without a newline still counts.
+                if self.oversized.is_some() {
+                    return Ok(Some(self.finish_oversized()));
+                }
+                if self.line.iter().all(u8::is_ascii_whitespace) {
+                    self.line.clear();
+                    return Ok(None);
+                }
+                let line = std::mem::take(&mut self.line);
+                return Ok(Some(parse_line(&line)));
+            }
+            match memchr(buf) {
+                Some(pos) => {
+                    let frame = if let Some(over) = &mut self.oversized {
+                        over.size += pos;
+                        keep_tail(&mut over.tail, &buf[..pos]);
+                        self.inner.consume(pos + 1);
+                        Some(self.finish_oversized())
+                    } else if self.line.is_empty() {
+                        // Fast path: the whole line is in the buffer; parse it in place.
+                        let frame = if pos > self.max {
+                            Some(too_large(
+                                pos,
+                                &buf[..KEEP.min(pos)],
+                                &buf[pos.saturating_sub(KEEP)..pos],
+                                self.max,
+                            ))
+                        } else {
+                            blank_or_parse(&buf[..pos])
+                        };
+                        self.inner.consume(pos + 1);
+                        frame
+                    } else {
+                        let total = self.line.len() + pos;
+                        if total > self.max {
+                            let mut over = start_oversized(&mut self.line);
+                            over.size += pos;
+                            keep_tail(&mut over.tail, &buf[..pos]);
+                            self.inner.consume(pos + 1);
+                            self.oversized = Some(over);
+                            Some(self.finish_oversized())
+                        } else {
+                            self.line.extend_from_slice(&buf[..pos]);
+                            self.inner.consume(pos + 1);
+                            let line = std::mem::take(&mut self.line);
+                            let frame = blank_or_parse(&line);
+                            self.line = line;
+                            self.line.clear();
+                            frame
+                        }
+                    };
+                    if let Some(frame) = frame {
+                        return Ok(Some(frame));
+                    }
+                }
+                None => {
+                    let n = buf.len();
+                    if let Some(over) = &mut self.oversized {
+                        over.size += n;
+                        keep_tail(&mut over.tail, buf);
+                    } else if self.line.len() + n > self.max {
+                        let mut over = start_oversized(&mut self.line);
+                        over.size += n;
+                        if over.head.len() < KEEP {
+                            let take = (KEEP - over.head.len()).min(n);
+                            over.head.extend_from_slice(&buf[..take]);
+                        }
+                        keep_tail(&mut over.tail, buf);
+                        self.oversized = Some(over);
+                    } else {
+                        self.line.extend_from_slice(buf);
+                    }
+                    self.inner.consume(n);
+                }
+            }
+        }
+    }
+
+    fn finish_oversized(&mut self) -> Frame {
+        let over = self.oversized.take().unwrap_or(Oversized {
+            size: 0,
+            head: Vec::new(),
+            tail: Vec::new(),
+        });
+        too_large(over.size, &over.head, &over.tail, self.max)
+    }
+}
+
+/// Switches to discarding: keeps what the line had so far as head and tail, frees the rest.
+fn start_oversized(line: &mut Vec<u8>) -> Oversized {
+    let head = line[..KEEP.min(line.len())].to_vec();
+    let mut tail = Vec::new();
+    keep_tail(&mut tail, line);
+    let size = line.len();
+    *line = Vec::new();
+    Oversized { size, head, tail }
+}
+
+fn memchr(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|&b| b == b'\n')
+}
+
+fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {
+    if more.len() >= KEEP {
+        tail.clear();
+        tail.extend_from_slice(&more[more.len() - KEEP..]);
+    } else {
+        tail.extend_from_slice(more);
+        if tail.len() > KEEP {
+            tail.drain(..tail.len() - KEEP);
+        }
+    }
+}
+
+fn blank_or_parse(line: &[u8]) -> Option<Frame> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(parse_line(line))
+    }
+}
+
+fn parse_line(line: &[u8]) -> Frame {
+    match Message::from_slice(line) {
+        Ok(message) => Frame::Message(message),
+        Err(e) => {
+            // Only on the failure path: is it JSON at all, and does it name a request?
+            match serde_json::from_slice::<serde_json::Value>(line) {
+                Ok(value) => {
+                    let id = value
+                        .get("id")
+                        .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+                    Frame::Bad(
+                        TransportError::recoverable(
+                            TransportErrorKind::InvalidMessage,
+                            format!("the server sent {e}"),
+                        )
+                        .for_request(id),
+                    )
+                }
+                Err(_) => Frame::Garbage(preview(line)),
+            }
+        }
+    }
+}
+
+fn preview(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(200)]);
+    if line.len() > 200 {
+        format!("{text}…")
+    } else {
+        text.into_owned()
+    }
+}
+
+fn too_large(size: usize, head: &[u8], tail: &[u8], max: usize) -> Frame {
+    let id = id_in_head(head).or_else(|| id_in_tail(tail));
+    Frame::Bad(
+        TransportError::recoverable(
+            TransportErrorKind::MessageTooLarge,
+            format!(
+                "the server sent a message of {} bytes, over the {max}-byte limit (max_message_size); it was discarded",
+                size
+            ),
+        )
+        .for_request(id),
+    )
+}
+
+/// `{"jsonrpc":"2.0","id":5,"result":…`: the id before the result starts.
+fn id_in_head(head: &[u8]) -> Option<RequestId> {
+    let text = String::from_utf8_lossy(head);
+    let id_at = text.find("\"id\"")?;
+    let body_at = ["\"result\"", "\"error\"", "\"params\""]
+        .iter()
+        .filter_map(|k| text.find(k))
+        .min()
+        .unwrap_or(usize::MAX);
+    (id_at < body_at)
+        .then(|| parse_id_after(&text[id_at + 4..]))
+        .flatten()
+}
+
+/// `…},"jsonrpc":"2.0","id":5}`: the id as the object's last member.
+fn id_in_tail(tail: &[u8]) -> Option<RequestId> {
+    let text = String::from_utf8_lossy(tail);
+    let id_at = text.rfind("\"id\"")?;
+    let rest = &text[id_at + 4..];
+    let id = parse_id_after(rest)?;
+    // Only trust it when nothing but the closing brace follows.
+    let after_value = rest.trim_start().trim_start_matches(':').trim_start();
+    let end = match after_value.chars().next()? {
+        '"' => after_value[1..].find('"')? + 2,
+        _ => after_value
+            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .unwrap_or(after_value.len()),
+    };
+    (after_value[end..].trim() == "}").then_some(id)
+}
+
+fn parse_id_after(rest: &str) -> Option<RequestId> {
+    let value = rest.trim_start().strip_prefix(':')?.trim_start();
+    if let Some(s) = value.strip_prefix('"') {
+        let end = s.find('"')?;
+        return Some(RequestId::from(&s[..end]));
+    }
+    let digits: String = value
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse::<i64>().ok().map(RequestId::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::{AsyncRead, BufReader, ReadBuf};
+
+    /// Delivers its data in fixed-size chunks, to exercise every buffer boundary.
+    struct Chunked {
+        data: Vec<u8>,
+        pos: usize,
+        chunk: usize,
+    }
+
+    impl AsyncRead for Chunked {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let n = self
+                .chunk
+                .min(self.data.len() - self.pos)
+                .min(buf.remaining());
+            let start = self.pos;
+            buf.put_slice(&self.data[start..start + n]);
+            self.pos += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    async fn frames(data: &[u8], chunk: usize, buffer: usize, max: usize) -> Vec<Frame> {
+        let reader = BufReader::with_capacity(
+            buffer,
+            Chunked {
+                data: data.to_vec(),
+                pos: 0,
+                chunk,
+            },
+        );
+        let mut lines = LineReader::new(reader, max);
+        let mut out = Vec::new();
+        while let Some(f) = lines.next_frame().await.unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    fn describe(f: &Frame) -> String {
+        match f {
+            Frame::Message(m) => format!("msg:{}", m.to_json_string().unwrap()),
+            Frame::Bad(e) => format!("bad:{:?}:{:?}", e.kind(), e.request_id()),
+            Frame::Garbage(g) => format!("garbage:{g}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_across_every_chunk_boundary() {
+        let data = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\nnot json\r\n  \n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n{\"x\":1,\"id\":7}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":[]}";
+        let expected = vec![
+            "msg:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_owned(),
+            "garbage:not json\r".to_owned(),
+            "msg:{\"jsonrpc\":\"2.0\",\"method\":\"m\"}".to_owned(),
+            "bad:InvalidMessage:Some(Number(7))".to_owned(),
+            "msg:{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":[]}".to_owned(),
+        ];
+        for chunk in [1, 2, 3, 7, 16, 1000] {
+            for buffer in [8, 13, 64, 8192] {
+                let got: Vec<String> = frames(data, chunk, buffer, 1 << 20)
+                    .await
+                    .iter()
+                    .map(describe)
+                    .collect();
+                assert_eq!(got, expected, "chunk {chunk} buffer {buffer}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_lines_are_reported_with_their_id_and_skipped() {
+        let big = "x".repeat(5000);
+        let data = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{\"t\":\"{big}\"}}}}\n{{\"result\":{{\"t\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\":\"s\"}}\n{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{}}}}\n"
+        );
+        for chunk in [1, 100, 7000] {
+            for buffer in [64, 8192] {
+                let got: Vec<String> = frames(data.as_bytes(), chunk, buffer, 1000)
+                    .await
+                    .iter()
+                    .map(describe)
+                    .collect();
+                assert_eq!(
+                    got,
+                    vec![
+                        "bad:MessageTooLarge:Some(Number(9))".to_owned(),
+                        "bad:MessageTooLarge:Some(String(\"s\"))".to_owned(),
+                        "msg:{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}".to_owned(),
+                    ],
+                    "chunk {chunk} buffer {buffer}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_line_message_names_the_limit() {
+        let data = format!("{}\n", "y".repeat(3000));
+        let got = frames(data.as_bytes(), 512, 256, 1000).await;
+        match &got[..] {
+            [Frame::Bad(e)] => {
+                assert!(e.message().contains("3000 bytes"), "{e}");
+                assert!(e.message().contains("1000-byte limit"), "{e}");
+                assert!(!e.is_fatal());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_are_found_only_at_the_top_level_positions() {
+        assert_eq!(
+            id_in_head(br#"{"jsonrpc":"2.0","id":12,"result":{"#),
+            Some(RequestId::Number(12))
+        );
+        assert_eq!(id_in_head(br#"{"jsonrpc":"2.0","result":{"id":4"#), None);
+        assert_eq!(
+            id_in_tail(br#"xx"}]},"jsonrpc":"2.0","id":5}"#),
+            Some(RequestId::Number(5))
+        );
+        assert_eq!(id_in_tail(br#"{"id":5,"more":1}]}}"#), None);
+    }
+}

@@ -1,0 +1,334 @@
+//! [`StdioTransport`]: the two halves over a child's stdin and stdout.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_core::{
+    Message, Transport, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::StdioServerConfig;
+use crate::framing::{Frame, LineReader};
+use crate::process::ProcessGroup;
+use crate::stderr::{drain_stderr, StderrTail};
+
+/// Queued outgoing lines before `send` waits for the child to read (backpressure).
+const OUTGOING_QUEUE: usize = 1024;
+/// Largest batch of queued lines written with one syscall.
+const MAX_BATCH: usize = 1 << 20;
+/// After the child exits, how long output it wrote before dying is still read.
+const EXIT_DRAIN: Duration = Duration::from_millis(500);
+
+/// An MCP server running as a child process, connected over its stdin and stdout.
+pub struct StdioTransport {
+    sender: StdioSender,
+    receiver: StdioReceiver,
+}
+
+impl StdioTransport {
+    /// Starts the server. Fails with [`TransportErrorKind::Connect`] when the program cannot be
+    /// started (not found, not executable, bad working directory).
+    ///
+    /// Must be called within a tokio runtime.
+    pub fn spawn(config: StdioServerConfig) -> Result<StdioTransport, TransportError> {
+        let name = config.display_name();
+        let mut command = Command::new(&config.command);
+        command
+            .args(&config.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if config.clear_env {
+            command.env_clear();
+        }
+        command.envs(config.env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &config.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            let hint = match e.kind() {
+                std::io::ErrorKind::NotFound
+                    if config.cwd.as_ref().is_some_and(|d| !d.is_dir()) =>
+                {
+                    format!(
+                        "the working directory {} does not exist",
+                        config
+                            .cwd
+                            .as_ref()
+                            .map(|d| d.display().to_string())
+                            .unwrap_or_default()
+                    )
+                }
+                std::io::ErrorKind::NotFound => {
+                    "the program was not found; check the command and PATH".to_owned()
+                }
+                std::io::ErrorKind::PermissionDenied => "the program is not executable".to_owned(),
+                _ => "the program could not be started".to_owned(),
+            };
+            TransportError::fatal(
+                TransportErrorKind::Connect,
+                format!(
+                    "could not start MCP server `{name}` ({}): {e}; {hint}",
+                    config.command.to_string_lossy()
+                ),
+            )
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(TransportError::fatal(
+                TransportErrorKind::Connect,
+                "the child process has no stdio pipes",
+            ));
+        };
+        let tail = Arc::new(StderrTail::new(config.stderr_buffer));
+        let (stderr_done_tx, stderr_done) = watch::channel(false);
+        let stderr_task = tokio::spawn({
+            let tail = tail.clone();
+            let name = name.clone();
+            async move {
+                drain_stderr(stderr, &tail, &name).await;
+                let _ = stderr_done_tx.send(true);
+            }
+        });
+        let process = Arc::new(ProcessGroup::adopt(
+            name,
+            child,
+            tail,
+            stderr_task,
+            stderr_done,
+        ));
+        let (queue, outgoing) = mpsc::channel(OUTGOING_QUEUE);
+        let writer = tokio::spawn(run_writer(stdin, outgoing));
+        tracing::debug!(server = %process.name, pid = process.pid(), "started MCP server");
+        Ok(StdioTransport {
+            sender: StdioSender {
+                queue: Mutex::new(Some(queue)),
+                writer: Mutex::new(Some(writer)),
+                process: process.clone(),
+                grace: config.shutdown_grace,
+            },
+            receiver: StdioReceiver {
+                lines: LineReader::new(
+                    BufReader::with_capacity(64 * 1024, stdout),
+                    config.max_message_size,
+                ),
+                exit: process.exit_watch(),
+                process,
+                ended: false,
+            },
+        })
+    }
+
+    /// The child's process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.sender.process.pid()
+    }
+}
+
+impl Transport for StdioTransport {
+    type Sender = StdioSender;
+    type Receiver = StdioReceiver;
+
+    fn split(self) -> (StdioSender, StdioReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+/// Writes queued lines to the child's stdin, batching whatever is queued into one write.
+/// Ends (closing stdin) when the queue is closed or a write fails.
+async fn run_writer(mut stdin: ChildStdin, mut outgoing: mpsc::Receiver<Vec<u8>>) {
+    let mut batch = Vec::new();
+    while let Some(first) = outgoing.recv().await {
+        let result = match outgoing.try_recv() {
+            Err(_) => stdin.write_all(&first).await,
+            Ok(second) => {
+                batch.clear();
+                batch.extend_from_slice(&first);
+                batch.extend_from_slice(&second);
+                while batch.len() < MAX_BATCH {
+                    match outgoing.try_recv() {
+                        Ok(more) => batch.extend_from_slice(&more),
+                        Err(_) => break,
+                    }
+                }
+                let r = stdin.write_all(&batch).await;
+                if batch.capacity() > MAX_BATCH * 2 {
+                    batch = Vec::new();
+                }
+                r
+            }
+        };
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "writing to the MCP server's stdin failed");
+            return;
+        }
+    }
+    let _ = stdin.shutdown().await;
+}
+
+/// The sending half: serializes on the caller's task and queues the line for the writer task.
+pub struct StdioSender {
+    queue: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    process: Arc<ProcessGroup>,
+    grace: Duration,
+}
+
+impl StdioSender {
+    fn not_accepting(&self) -> TransportError {
+        let message = match self.process.exit_status() {
+            Some(status) => self.process.describe_exit(Some(status)),
+            None if self.process.is_closing() => {
+                format!("MCP server `{}` is being closed", self.process.name)
+            }
+            None => format!(
+                "MCP server `{}` stopped reading its input",
+                self.process.name
+            ),
+        };
+        TransportError::fatal(TransportErrorKind::Closed, message)
+    }
+}
+
+#[async_trait]
+impl TransportSender for StdioSender {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        let mut line = Vec::with_capacity(128);
+        message.write_json(&mut line).map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!("could not encode the message: {e}"),
+            )
+        })?;
+        line.push(b'\n');
+        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match queue {
+            Some(queue) => queue.send(line).await.map_err(|_| self.not_accepting()),
+            None => Err(self.not_accepting()),
+        }
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        self.process.mark_closing();
+        // Closing the queue lets the writer flush what is queued, then close stdin (EOF).
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut writer) = writer {
+            if tokio::time::timeout(self.grace, &mut writer).await.is_err() {
+                // The child is not reading: stop writing; the signals below end it.
+                writer.abort();
+            }
+        }
+        let status = self.process.shutdown(self.grace).await;
+        tracing::debug!(
+            server = %self.process.name,
+            status = %status.map(crate::process::describe_status).unwrap_or_else(|| "unknown".into()),
+            "MCP server stopped"
+        );
+        Ok(())
+    }
+
+    fn transport_name(&self) -> &'static str {
+        "pipe"
+    }
+}
+
+impl Drop for StdioSender {
+    fn drop(&mut self) {
+        if let Some(writer) = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            writer.abort();
+        }
+    }
+}
+
+/// The receiving half: frames lines from the child's stdout.
+pub struct StdioReceiver {
+    lines: LineReader<BufReader<ChildStdout>>,
+    exit: watch::Receiver<Option<std::process::ExitStatus>>,
+    process: Arc<ProcessGroup>,
+    ended: bool,
+}
+
+impl StdioReceiver {
+    async fn end(
+        &mut self,
+        io_error: Option<std::io::Error>,
+    ) -> Option<Result<Message, TransportError>> {
+        self.ended = true;
+        if self.process.is_closing() {
+            return None;
+        }
+        // The child closed stdout: usually it is exiting. Give it a moment to finish, and its
+        // stderr a moment to be read, so the error carries both.
+        let status = self.process.wait_exit(EXIT_DRAIN).await;
+        self.process.wait_stderr(EXIT_DRAIN).await;
+        let mut message = self.process.describe_exit(status);
+        if let Some(e) = io_error {
+            message = format!("reading from MCP server failed: {e}; {message}");
+        }
+        Some(Err(TransportError::fatal(
+            TransportErrorKind::PeerGone,
+            message,
+        )))
+    }
+}
+
+#[async_trait]
+impl TransportReceiver for StdioReceiver {
+    async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
+        if self.ended {
+            return None;
+        }
+        let mut exited_at = None;
+        loop {
+            let drain_deadline = exited_at.map(|t: tokio::time::Instant| t + EXIT_DRAIN);
+            tokio::select! {
+                frame = self.lines.next_frame() => match frame {
+                    Ok(Some(Frame::Message(message))) => return Some(Ok(message)),
+                    Ok(Some(Frame::Bad(error))) => return Some(Err(error)),
+                    Ok(Some(Frame::Garbage(line))) => {
+                        tracing::warn!(server = %self.process.name, line = %line, "skipping a non-JSON line on the MCP server's stdout");
+                    }
+                    Ok(None) => return self.end(None).await,
+                    Err(e) => return self.end(Some(e)).await,
+                },
+                // The child exited but something (a grandchild) still holds stdout open: read
+                // what is already there, then report the exit instead of waiting forever.
+                _ = wait_for_exit(&mut self.exit), if exited_at.is_none() => {
+                    exited_at = Some(tokio::time::Instant::now());
+                }
+                _ = sleep_until_opt(drain_deadline), if drain_deadline.is_some() => {
+                    return self.end(None).await;
+                }
+            }
+        }
+    }
+}
+
+async fn wait_for_exit(exit: &mut watch::Receiver<Option<std::process::ExitStatus>>) {
+    if exit.wait_for(Option::is_some).await.is_err() {
+        // The waiter is gone without a status: only the stream's end can tell us more.
+        std::future::pending::<()>().await;
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,95 @@
+//! Shared helpers: start the fixture server, inspect processes through /proc.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use mcp_core::{ClientHandler, ClientSession, SessionOptions};
+use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
+
+/// Generous deadline for anything a test waits on.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+pub fn fixture(args: &[&str]) -> StdioServerConfig {
+    StdioServerConfig::new(mcp_testkit::fixture_server_bin())
+        .args(args)
+        .shutdown_grace(Duration::from_millis(300))
+}
+
+pub async fn connect(args: &[&str]) -> (ClientSession, u32) {
+    connect_with(fixture(args), (), SessionOptions::default()).await
+}
+
+pub async fn connect_with(
+    config: StdioServerConfig,
+    handler: impl ClientHandler,
+    options: SessionOptions,
+) -> (ClientSession, u32) {
+    let transport = StdioTransport::spawn(config).expect("spawns");
+    let pid = transport.pid();
+    let session = tokio::time::timeout(
+        DEADLINE,
+        ClientSession::connect(transport, handler, options),
+    )
+    .await
+    .expect("connect finished in time")
+    .expect("connects");
+    (session, pid)
+}
+
+/// Pids of every live (non-zombie) process in process group `pgid`, and of zombies separately.
+pub fn group_members(pgid: u32) -> (Vec<u32>, Vec<u32>) {
+    let mut live = Vec::new();
+    let mut zombies = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return (live, zombies);
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which is in parentheses and may contain spaces).
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // fields[0] = state, fields[1] = ppid, fields[2] = pgrp
+        if fields.len() > 2 && fields[2].parse::<u32>().ok() == Some(pgid) {
+            if fields[0] == "Z" {
+                zombies.push(pid);
+            } else {
+                live.push(pid);
+            }
+        }
+    }
+    (live, zombies)
+}
+
+/// Whether a process with this pid exists at all (live or zombie).
+pub fn process_exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Waits (with a deadline) until the process group is empty and its leader fully reaped.
+pub async fn wait_group_gone(pgid: u32) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let (live, zombies) = group_members(pgid);
+        if live.is_empty() && zombies.is_empty() && !process_exists(pgid) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "process group {pgid} still has live {live:?} / zombie {zombies:?} members"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
