@@ -350,6 +350,18 @@ fn invalid_field(error: &ErrorObject) -> Option<String> {
     None
 }
 
+/// Whether `text` contains the `*`-separated parts of `pattern`, in order.
+fn contains_pattern(text: &str, pattern: &str) -> bool {
+    let mut rest = text;
+    for part in pattern.split('*').filter(|p| !p.is_empty()) {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// One rule of an [`ErrorCodeTable`]: codes in a range (and optionally a message containing a
 /// phrase, compared case-insensitively) map to a kind.
 #[derive(Debug, Clone, PartialEq)]
@@ -369,7 +381,8 @@ impl ErrorCodeRule {
         }
     }
 
-    /// Only when the message contains `phrase` (case-insensitive).
+    /// Only when the message contains `phrase` (case-insensitive). A `*` in the phrase matches
+    /// any text: `"tool * not found"` matches "Tool nope not found".
     pub fn when_message_contains(mut self, phrase: &str) -> Self {
         self.message_contains = Some(phrase.to_ascii_lowercase());
         self
@@ -380,7 +393,7 @@ impl ErrorCodeRule {
             && self
                 .message_contains
                 .as_deref()
-                .is_none_or(|p| lowercase_message.contains(p))
+                .is_none_or(|p| contains_pattern(lowercase_message, p))
     }
 }
 
@@ -398,7 +411,8 @@ impl Default for ErrorCodeTable {
     ///
     /// | code | kind |
     /// |---|---|
-    /// | -32602 with "unknown tool" / "tool not found" / "no such tool" | ToolNotFound |
+    /// | -32602 with "unknown tool" / "tool [*] not found" / "no such tool" | ToolNotFound |
+    /// | -32602 with "unknown resource" / "resource [*] not found" | Resource |
     /// | -32602 | InvalidParams |
     /// | -32700, -32600, -32601 | Protocol |
     /// | -32603 | Tool |
@@ -415,7 +429,13 @@ impl Default for ErrorCodeTable {
                 ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, ToolNotFound)
                     .when_message_contains("tool not found"),
                 ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, ToolNotFound)
+                    .when_message_contains("tool * not found"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, ToolNotFound)
                     .when_message_contains("no such tool"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, Resource)
+                    .when_message_contains("unknown resource"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, Resource)
+                    .when_message_contains("resource * not found"),
                 ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, InvalidParams),
                 ErrorCodeRule::new(codes::PARSE_ERROR..=codes::PARSE_ERROR, Protocol),
                 ErrorCodeRule::new(codes::METHOD_NOT_FOUND..=codes::INVALID_REQUEST, Protocol),
@@ -497,6 +517,22 @@ mod tests {
             (-32602, "Unknown tool: nope", ErrorKind::ToolNotFound),
             (-32602, "Tool not found: x", ErrorKind::ToolNotFound),
             (-32602, "no such tool", ErrorKind::ToolNotFound),
+            (
+                -32602,
+                "MCP error -32602: Tool nope not found",
+                ErrorKind::ToolNotFound,
+            ),
+            (
+                -32602,
+                "Unknown resource: data://missing",
+                ErrorKind::Resource,
+            ),
+            (
+                -32602,
+                "Resource demo://nope not found",
+                ErrorKind::Resource,
+            ),
+            (-32602, "argument x not found", ErrorKind::InvalidParams),
             (-32603, "Internal error", ErrorKind::Tool),
             (-32002, "Resource not found", ErrorKind::Resource),
             (-32001, "Request timed out", ErrorKind::Timeout),

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 
+use super::ServerNotification;
 use crate::jsonrpc::{ErrorObject, Payload, Request};
 use crate::types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
@@ -46,6 +47,14 @@ pub trait ClientHandler: Send + Sync + 'static {
             action: ElicitAction::Decline,
             content: None,
         })
+    }
+
+    /// Sees every notification the server sends (except progress and cancellation, which the
+    /// session handles), from the first one on — including any sent during the handshake, before
+    /// a [`subscribe`](super::ClientSession::subscribe)r could exist. Runs on the session's reader
+    /// task: keep it quick (update a flag, forward to a channel).
+    fn on_notification(&self, notification: &ServerNotification) {
+        let _ = notification;
     }
 
     /// Any other request method (e.g. extensions). The default is `-32601`.

@@ -877,8 +877,10 @@ fn dispatch(
                 }
             }
             _ => {
+                let notification = ServerNotification::parse(note);
+                shared.handler.on_notification(&notification);
                 if let Some(tx) = notifications {
-                    let _ = tx.send(ServerNotification::parse(note));
+                    let _ = tx.send(notification);
                 }
             }
         },

@@ -93,3 +93,39 @@ pub async fn wait_group_gone(pgid: u32) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Where `cargo xtask interop-setup` installed the third-party servers.
+pub fn interop_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("MCP_INTEROP_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join(".interop"));
+    assert!(
+        dir.join("node/.xtask-stamp").is_file() && dir.join("py/.xtask-stamp").is_file(),
+        "the interop servers are not installed in {}: run `cargo xtask interop-setup`",
+        dir.display()
+    );
+    dir
+}
+
+pub fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate lives in the workspace")
+        .to_path_buf()
+}
+
+/// `mcp-server-everything stdio` from npm.
+pub fn everything() -> StdioServerConfig {
+    StdioServerConfig::new(interop_dir().join("node/node_modules/.bin/mcp-server-everything"))
+        .arg("stdio")
+        .name("server-everything")
+        .shutdown_grace(Duration::from_secs(1))
+}
+
+/// `interop/python_server.py` on the official Python SDK.
+pub fn python_server() -> StdioServerConfig {
+    StdioServerConfig::new(interop_dir().join("py/bin/python"))
+        .arg(workspace_root().join("interop/python_server.py"))
+        .name("python-sdk-server")
+        .shutdown_grace(Duration::from_secs(1))
+}

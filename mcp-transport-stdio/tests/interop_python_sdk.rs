@@ -1,0 +1,164 @@
+//! Interop: a server written on the official Python SDK (PyPI `mcp`, pinned by xtask) over
+//! stdio. The server is interop/python_server.py; facts are recorded in interop/NOTES.md.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use mcp_core::types::Root;
+use mcp_core::{
+    ErrorKind, ProtocolVersion, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
+};
+use serde_json::json;
+
+#[tokio::test]
+async fn handshake_at_every_protocol_version() {
+    for version in ProtocolVersion::SUPPORTED {
+        let options = SessionOptions::default().with_protocol_version(version);
+        let (session, pid) = connect_with(python_server(), (), options).await;
+        assert_eq!(session.protocol_version(), version);
+        assert_eq!(
+            session.server_info().server_info.name,
+            "python-interop-server"
+        );
+        assert_eq!(
+            session
+                .server_info()
+                .capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed),
+            Some(true)
+        );
+        session.close().await;
+        wait_group_gone(pid).await;
+    }
+}
+
+#[tokio::test]
+async fn lists_and_calls_tools() {
+    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    let tools = session.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["add", "echo", "long_task", "list_roots", "add_tool"]
+    );
+    let add = &tools[0];
+    assert_eq!(add.input_schema["required"], json!(["a", "b"]));
+    assert!(add.output_schema.is_some());
+    let r = session
+        .call_tool("add", Some(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "3");
+    assert_eq!(r.structured_content, Some(json!({"result": 3})));
+    assert!(!r.is_error());
+    let r = session
+        .call_tool("echo", Some(json!({"text": "héllo ✓"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "héllo ✓");
+    let r = session
+        .call_tool("add", Some(json!({"a": "x", "b": 2})))
+        .await
+        .unwrap();
+    assert!(r.is_error());
+    assert!(r.text().contains("validation error"), "{}", r.text());
+    session.close().await;
+}
+
+#[tokio::test]
+async fn progress_from_a_long_task() {
+    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions::new().on_progress({
+        let seen = seen.clone();
+        move |p| {
+            seen.lock()
+                .unwrap()
+                .push((p.progress, p.total, p.message.clone()))
+        }
+    });
+    let r = session
+        .call_tool_with("long_task", Some(json!({"steps": 3})), options)
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "finished 3 steps");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        (1..=3)
+            .map(|i| (i as f64, Some(3.0), Some(format!("step {i}/3"))))
+            .collect::<Vec<_>>()
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn answers_roots_list() {
+    let roots = StaticRoots::new(vec![
+        Root::new("file:///srv/a", "a"),
+        Root::new("file:///srv/b", "b"),
+    ]);
+    let (session, _) = connect_with(python_server(), roots, SessionOptions::default()).await;
+    let r = session.call_tool("list_roots", None).await.unwrap();
+    assert_eq!(r.text(), "file:///srv/a\nfile:///srv/b");
+    session.close().await;
+    // A client without the roots capability refuses; the SDK turns that into a failed call.
+    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    let err = session.call_tool("list_roots", None).await.unwrap_err();
+    assert_eq!(err.code(), Some(-32601), "{err:?}");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn receives_tools_list_changed() {
+    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    let mut notes = session.subscribe();
+    let r = session.call_tool("add_tool", None).await.unwrap();
+    assert_eq!(r.text(), "added tool dynamic");
+    let n = tokio::time::timeout(DEADLINE, notes.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, ServerNotification::ToolListChanged);
+    let names: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names.last().map(String::as_str), Some("dynamic"));
+    let r = session.call_tool("dynamic", None).await.unwrap();
+    assert_eq!(r.text(), "dynamic tool called");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn reads_resources_and_gets_prompts() {
+    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    let resources = session.list_all_resources().await.unwrap();
+    assert_eq!(resources.len(), 1);
+    assert_eq!(resources[0].uri, "data://greeting");
+    let r = session.read_resource("data://greeting").await.unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("hello from python"));
+    let templates = session.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "data://items/{item_id}");
+    let r = session.read_resource("data://items/42").await.unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("item 42"));
+    let err = session.read_resource("data://missing").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Resource, "{err:?}");
+    let prompts = session.list_all_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "review");
+    let args = BTreeMap::from([("code".to_owned(), "fn main() {}".to_owned())]);
+    let p = session.get_prompt("review", Some(args)).await.unwrap();
+    assert_eq!(
+        p.messages[0].content.as_text(),
+        Some("Please review this code:\n\nfn main() {}")
+    );
+    session.close().await;
+}
