@@ -111,9 +111,15 @@ const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// A failure, with its kind, the technical detail, and what the agent should be told.
 ///
-/// Cheap to clone (the source is shared), so one transport failure can fail many requests.
+/// Cheap to clone (one shared allocation), so one transport failure can fail many requests, and
+/// small to return (a pointer).
 #[derive(Clone)]
 pub struct Error {
+    inner: Arc<ErrorInner>,
+}
+
+#[derive(Clone)]
+struct ErrorInner {
     kind: ErrorKind,
     message: String,
     code: Option<i64>,
@@ -128,15 +134,21 @@ impl Error {
     /// An error of `kind` with a technical message (for logs and developers).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
-            kind,
-            message: message.into(),
-            code: None,
-            data: None,
-            subject: None,
-            field: None,
-            retry_after: None,
-            source: None,
+            inner: Arc::new(ErrorInner {
+                kind,
+                message: message.into(),
+                code: None,
+                data: None,
+                subject: None,
+                field: None,
+                retry_after: None,
+                source: None,
+            }),
         }
+    }
+
+    fn edit(&mut self) -> &mut ErrorInner {
+        Arc::make_mut(&mut self.inner)
     }
 
     /// A [`ErrorKind::Network`] error.
@@ -162,92 +174,94 @@ impl Error {
             _ => None,
         };
         Error {
-            kind,
-            message: error.message,
-            code: Some(error.code),
-            data: error.data,
-            subject: None,
-            field,
-            retry_after: None,
-            source: None,
+            inner: Arc::new(ErrorInner {
+                kind,
+                message: error.message,
+                code: Some(error.code),
+                data: error.data,
+                subject: None,
+                field,
+                retry_after: None,
+                source: None,
+            }),
         }
     }
 
     /// Names the tool, resource or prompt the error is about (used in [`Error::agent_message`]).
     pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
-        self.subject = Some(subject.into());
+        self.edit().subject = Some(subject.into());
         self
     }
 
     /// Names the offending argument field of an [`ErrorKind::InvalidParams`] error.
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
-        self.field = Some(field.into());
+        self.edit().field = Some(field.into());
         self
     }
 
     /// When a retry will next be attempted (e.g. a breaker's cool-down).
     pub fn with_retry_after(mut self, after: Duration) -> Self {
-        self.retry_after = Some(after);
+        self.edit().retry_after = Some(after);
         self
     }
 
     /// Attaches the underlying cause.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Arc::new(source));
+        self.edit().source = Some(Arc::new(source));
         self
     }
 
     /// The kind.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.inner.kind
     }
 
     /// Whether a retry may succeed (see [`ErrorKind::is_retryable`]).
     pub fn is_retryable(&self) -> bool {
-        self.kind.is_retryable()
+        self.inner.kind.is_retryable()
     }
 
     /// The technical message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
 
     /// The JSON-RPC error code, when the server sent one.
     pub fn code(&self) -> Option<i64> {
-        self.code
+        self.inner.code
     }
 
     /// The JSON-RPC error data, when the server sent some.
     pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
+        self.inner.data.as_ref()
     }
 
     /// The tool, resource or prompt the error is about.
     pub fn subject(&self) -> Option<&str> {
-        self.subject.as_deref()
+        self.inner.subject.as_deref()
     }
 
     /// The offending field of an invalid-params error, when known.
     pub fn field(&self) -> Option<&str> {
-        self.field.as_deref()
+        self.inner.field.as_deref()
     }
 
     /// When a retry will next be attempted, when known.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.inner.retry_after
     }
 
     /// The sentence an agent (and the model behind it) is shown: what happened to which tool,
     /// and what to do. Stable wording; no internal detail beyond the tool's own failure text.
     pub fn agent_message(&self) -> String {
-        let tool = self.subject.as_deref().unwrap_or("(unknown)");
-        match self.kind {
+        let tool = self.inner.subject.as_deref().unwrap_or("(unknown)");
+        match self.inner.kind {
             ErrorKind::Network | ErrorKind::Timeout | ErrorKind::ServerUnavailable => {
                 format!("tool {tool} is unavailable: server not responding")
             }
             ErrorKind::CircuitOpen => format!(
                 "tool {tool} is temporarily disabled: the server failed repeatedly; retrying automatically in {}s",
-                self.retry_after.unwrap_or(DEFAULT_RETRY_AFTER).as_secs()
+                self.inner.retry_after.unwrap_or(DEFAULT_RETRY_AFTER).as_secs()
             ),
             ErrorKind::ToolNotFound => {
                 format!("tool {tool} does not exist: check the tool name and server configuration")
@@ -255,9 +269,9 @@ impl Error {
             ErrorKind::Auth => {
                 format!("tool {tool} authentication failed: reconnect the MCP server")
             }
-            ErrorKind::InvalidParams => match &self.field {
+            ErrorKind::InvalidParams => match &self.inner.field {
                 Some(field) => format!("tool {tool} parameter error: field {field} is malformed"),
-                None => format!("tool {tool} parameter error: {}", self.message),
+                None => format!("tool {tool} parameter error: {}", self.inner.message),
             },
             ErrorKind::StaleCache => {
                 format!("tool {tool} returned a stale cached result: fetching fresh data")
@@ -265,19 +279,19 @@ impl Error {
             ErrorKind::PermissionDenied => {
                 format!("tool {tool} is not permitted: the server denied access")
             }
-            ErrorKind::Resource => format!("resource {tool} is unavailable: {}", self.message),
+            ErrorKind::Resource => format!("resource {tool} is unavailable: {}", self.inner.message),
             ErrorKind::Protocol => {
                 format!("tool {tool} is unavailable: the server broke the protocol")
             }
-            ErrorKind::Tool => format!("tool {tool} failed: {}", self.message),
+            ErrorKind::Tool => format!("tool {tool} failed: {}", self.inner.message),
         }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)?;
-        if let Some(code) = self.code {
+        write!(f, "{}: {}", self.inner.kind, self.inner.message)?;
+        if let Some(code) = self.inner.code {
             write!(f, " (code {code})")?;
         }
         Ok(())
@@ -287,17 +301,17 @@ impl fmt::Display for Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
-        d.field("kind", &self.kind).field("message", &self.message);
-        if let Some(code) = self.code {
+        d.field("kind", &self.inner.kind).field("message", &self.inner.message);
+        if let Some(code) = self.inner.code {
             d.field("code", &code);
         }
-        if let Some(subject) = &self.subject {
+        if let Some(subject) = &self.inner.subject {
             d.field("subject", subject);
         }
-        if let Some(field) = &self.field {
+        if let Some(field) = &self.inner.field {
             d.field("field", field);
         }
-        if let Some(source) = &self.source {
+        if let Some(source) = &self.inner.source {
             d.field("source", &source.to_string());
         }
         d.finish()
@@ -306,7 +320,7 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.inner.source
             .as_ref()
             .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
     }

@@ -57,7 +57,8 @@ fn initialize_result_keeps_capabilities_it_does_not_know() {
 
 #[test]
 fn other_types_round_trip() {
-    let cases: Vec<(Value, fn(Value) -> Value)> = vec![
+    type RoundTrip = fn(Value) -> Value;
+    let cases: Vec<(Value, RoundTrip)> = vec![
         (
             json!({"resources":[{"uri":"a://b","name":"b","mimeType":"text/plain","size":3}],"nextCursor":"c"}),
             round_trip::<ListResourcesResult>,
