@@ -301,7 +301,8 @@ impl fmt::Display for Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
-        d.field("kind", &self.inner.kind).field("message", &self.inner.message);
+        d.field("kind", &self.inner.kind)
+            .field("message", &self.inner.message);
         if let Some(code) = self.inner.code {
             d.field("code", &code);
         }
@@ -320,7 +321,8 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.inner.source
+        self.inner
+            .source
             .as_ref()
             .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
     }

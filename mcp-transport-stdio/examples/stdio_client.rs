@@ -22,13 +22,18 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    let mut parsed = Args { tool: None, arguments: None, command: Vec::new() };
+    let mut parsed = Args {
+        tool: None,
+        arguments: None,
+        command: Vec::new(),
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--tool" => parsed.tool = Some(args.next().ok_or("--tool needs a tool name")?),
             "--args" => {
                 let json = args.next().ok_or("--args needs a JSON object")?;
-                let value: Value = serde_json::from_str(&json).map_err(|e| format!("--args is not valid JSON: {e}"))?;
+                let value: Value = serde_json::from_str(&json)
+                    .map_err(|e| format!("--args is not valid JSON: {e}"))?;
                 if !value.is_object() {
                     return Err("--args must be a JSON object".into());
                 }
@@ -39,16 +44,30 @@ fn parse_args() -> Result<Args, String> {
                 break;
             }
             "-h" | "--help" => {
-                return Err("usage: stdio_client [--tool NAME] [--args JSON] -- COMMAND [ARG...]".into());
+                return Err(
+                    "usage: stdio_client [--tool NAME] [--args JSON] -- COMMAND [ARG...]".into(),
+                );
             }
-            other => return Err(format!("unexpected argument {other:?}; put the server command after --")),
+            other => {
+                return Err(format!(
+                    "unexpected argument {other:?}; put the server command after --"
+                ))
+            }
         }
     }
     if parsed.command.is_empty() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        parsed.command = [cargo.as_str(), "run", "--quiet", "-p", "mcp-testkit", "--bin", "mcp-fixture-server"]
-            .map(String::from)
-            .to_vec();
+        parsed.command = [
+            cargo.as_str(),
+            "run",
+            "--quiet",
+            "-p",
+            "mcp-testkit",
+            "--bin",
+            "mcp-fixture-server",
+        ]
+        .map(String::from)
+        .to_vec();
         if parsed.tool.is_none() {
             parsed.tool = Some("echo".into());
             parsed.arguments = Some(serde_json::json!({"text": "hello over stdio"}));
@@ -78,7 +97,8 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), mcp_core::Error> {
     let config = StdioServerConfig::new(&args.command[0]).args(&args.command[1..]);
     let transport = StdioTransport::spawn(config)?;
-    let options = SessionOptions::default().with_client_info("stdio_client example", env!("CARGO_PKG_VERSION"));
+    let options = SessionOptions::default()
+        .with_client_info("stdio_client example", env!("CARGO_PKG_VERSION"));
     let session = ClientSession::connect(transport, (), options).await?;
     let info = session.server_info();
     println!(
@@ -90,17 +110,31 @@ async fn run(args: Args) -> Result<(), mcp_core::Error> {
     let tools = session.list_all_tools().await?;
     println!("{} tools:", tools.len());
     for tool in &tools {
-        let description = tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
+        let description = tool
+            .description
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("");
         println!("  {:<24} {description}", tool.name);
     }
     if let Some(tool) = &args.tool {
         let options = RequestOptions::new().on_progress(|p| {
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            eprintln!("  progress {}{total} {}", p.progress, p.message.as_deref().unwrap_or(""));
+            eprintln!(
+                "  progress {}{total} {}",
+                p.progress,
+                p.message.as_deref().unwrap_or("")
+            );
         });
-        let result = session.call_tool_with(tool, args.arguments.clone(), options).await;
+        let result = session
+            .call_tool_with(tool, args.arguments.clone(), options)
+            .await;
         match result {
-            Ok(result) if result.is_error() => println!("{tool} reported an error: {}", result.text()),
+            Ok(result) if result.is_error() => {
+                println!("{tool} reported an error: {}", result.text())
+            }
             Ok(result) => println!("{tool} → {}", result.text()),
             Err(e) => println!("{tool} failed: {}", e.agent_message()),
         }
