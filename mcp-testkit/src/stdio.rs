@@ -31,7 +31,30 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Serves the fixture on the process's stdin and stdout until stdin EOF
 /// (or forever under `--ignore-stdin-eof`).
 pub async fn serve_stdio(options: ServerOptions) -> io::Result<()> {
-    serve(options, tokio::io::stdin(), tokio::io::stdout()).await
+    // When stdin and stdout are pipes (as under any MCP client), drive them from the event loop
+    // directly: tokio's `stdin()`/`stdout()` hand every read and write to the blocking thread
+    // pool, which costs several thread wake-ups per message and dominated benchmark latency.
+    match (pipe_receiver(0), pipe_sender(1)) {
+        (Some(input), Some(output)) => serve(options, input, output).await,
+        _ => serve(options, tokio::io::stdin(), tokio::io::stdout()).await,
+    }
+}
+
+/// A non-blocking pipe reader over a duplicate of `fd`, if `fd` is a pipe.
+fn pipe_receiver(fd: i32) -> Option<tokio::net::unix::pipe::Receiver> {
+    tokio::net::unix::pipe::Receiver::from_owned_fd(duplicate(fd)?).ok()
+}
+
+/// A non-blocking pipe writer over a duplicate of `fd`, if `fd` is a pipe.
+fn pipe_sender(fd: i32) -> Option<tokio::net::unix::pipe::Sender> {
+    tokio::net::unix::pipe::Sender::from_owned_fd(duplicate(fd)?).ok()
+}
+
+fn duplicate(fd: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsFd, BorrowedFd};
+    // SAFETY: fds 0 and 1 are open for the life of the process.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    borrowed.as_fd().try_clone_to_owned().ok()
 }
 
 /// Serves the fixture over any byte stream pair until `input` reaches EOF;

@@ -310,18 +310,29 @@ impl ClientSession {
         options: RequestOptions,
         progress_token: bool,
     ) -> Result<Payload, Error> {
-        let shared = &self.shared;
-        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let reset = options
-            .reset_timeout_on_progress
-            .unwrap_or(shared.options.reset_timeout_on_progress);
-        let progress = (reset || options.on_progress.is_some())
-            .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let params = if progress_token {
             Some(with_progress_token(params, id)?)
         } else {
             params
         };
+        self.send_prepared(id, method, params, options).await
+    }
+
+    /// Sends request `id` whose params already carry its progress token, and waits.
+    async fn send_prepared(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<Payload>,
+        options: RequestOptions,
+    ) -> Result<Payload, Error> {
+        let shared = &self.shared;
+        let reset = options
+            .reset_timeout_on_progress
+            .unwrap_or(shared.options.reset_timeout_on_progress);
+        let progress = (reset || options.on_progress.is_some())
+            .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
         let (reply, response) = oneshot::channel();
         shared.pending.insert(
             id,
@@ -437,17 +448,38 @@ impl ClientSession {
         arguments: Option<Value>,
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
-        let mut params = Map::with_capacity(3);
-        params.insert("name".into(), Value::String(name.to_owned()));
-        if let Some(arguments) = arguments {
-            params.insert("arguments".into(), arguments);
-        }
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let params = if self.shared.sender.prefers_values() {
+            let mut params = Map::with_capacity(3);
+            params.insert("name".into(), Value::String(name.to_owned()));
+            if let Some(arguments) = arguments {
+                params.insert("arguments".into(), arguments);
+            }
+            params.insert("_meta".into(), json!({ "progressToken": id }));
+            Payload::Value(Value::Object(params))
+        } else {
+            // Byte transports: serialize once, straight from the borrowed parts.
+            #[derive(Serialize)]
+            struct Meta {
+                #[serde(rename = "progressToken")]
+                progress_token: i64,
+            }
+            #[derive(Serialize)]
+            struct Params<'a> {
+                name: &'a str,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                arguments: Option<&'a Value>,
+                _meta: Meta,
+            }
+            let params = Params {
+                name,
+                arguments: arguments.as_ref(),
+                _meta: Meta { progress_token: id },
+            };
+            Payload::Raw(serde_json::value::to_raw_value(&params).map_err(encode_error)?)
+        };
         let result = self
-            .request(
-                methods::TOOLS_CALL,
-                Some(Payload::Value(Value::Object(params))),
-                options,
-            )
+            .send_prepared(id, methods::TOOLS_CALL, Some(params), options)
             .await
             .map_err(|e| e.with_subject(name))?;
         result.into_typed().map_err(|e| {

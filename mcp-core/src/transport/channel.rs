@@ -98,6 +98,10 @@ impl TransportSender for ChannelSender {
         Ok(())
     }
 
+    fn prefers_values(&self) -> bool {
+        true
+    }
+
     fn transport_name(&self) -> &'static str {
         "inproc"
     }

@@ -82,6 +82,13 @@ pub trait TransportSender: Send + Sync + 'static {
         let _ = version;
     }
 
+    /// True for in-process transports, where a [`Payload::Value`](crate::Payload::Value) moves
+    /// to the server for free; byte transports return false (the default) and the session then
+    /// hands them parameters already serialized, so nothing is built twice.
+    fn prefers_values(&self) -> bool {
+        false
+    }
+
     /// The transport's name as in OpenTelemetry's `network.transport` / MCP conventions
     /// (`"pipe"` for stdio, `"tcp"` for HTTP, …) — used in metrics and logs.
     fn transport_name(&self) -> &'static str;

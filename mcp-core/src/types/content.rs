@@ -133,48 +133,76 @@ fn take_string<E: serde::de::Error>(
 }
 
 impl<'de> Deserialize<'de> for Content {
+    /// One pass over the members: the common ones are taken as strings, the rest kept in
+    /// `extra` (no intermediate map of the whole block).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut map = Map::<String, Value>::deserialize(deserializer)?;
-        let ty = match map.get("type") {
-            Some(Value::String(t)) => t.clone(),
-            _ => return Err(D::Error::custom("content block without a string \"type\"")),
-        };
-        match ty.as_str() {
-            "text" => {
-                map.remove("type");
-                let text = take_string(&mut map, "text", "text")?;
-                Ok(Content::Text { text, extra: map })
+        struct ContentVisitor;
+        impl<'de> serde::de::Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block object")
             }
-            "image" | "audio" => {
-                map.remove("type");
-                let data = take_string(&mut map, "data", &ty)?;
-                let mime_type = take_string(&mut map, "mimeType", &ty)?;
-                Ok(if ty == "image" {
-                    Content::Image {
-                        data,
-                        mime_type,
-                        extra: map,
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Content, A::Error> {
+                let mut ty: Option<String> = None;
+                let mut fields = Map::new();
+                while let Some(key) = map.next_key::<super::MemberKey<'de>>()?.map(|k| k.0) {
+                    if key == "type" {
+                        ty = Some(map.next_value()?);
+                    } else {
+                        let value: Value = map.next_value()?;
+                        fields.insert(key.into_owned(), value);
                     }
-                } else {
-                    Content::Audio {
-                        data,
-                        mime_type,
-                        extra: map,
-                    }
-                })
+                }
+                let ty =
+                    ty.ok_or_else(|| A::Error::custom("content block without a string \"type\""))?;
+                content_from_fields(ty, fields)
             }
-            "resource_link" => {
-                map.remove("type");
-                let uri = take_string(&mut map, "uri", "resource_link")?;
-                Ok(Content::ResourceLink { uri, extra: map })
-            }
-            "resource" => {
-                map.remove("type");
-                let embedded: EmbeddedResource =
-                    serde_json::from_value(Value::Object(map)).map_err(D::Error::custom)?;
-                Ok(Content::Resource(Box::new(embedded)))
-            }
-            _ => Ok(Content::Other(Value::Object(map))),
+        }
+        deserializer.deserialize_map(ContentVisitor)
+    }
+}
+
+fn content_from_fields<E: serde::de::Error>(
+    ty: String,
+    mut map: Map<String, Value>,
+) -> Result<Content, E> {
+    match ty.as_str() {
+        "text" => {
+            let text = take_string(&mut map, "text", "text")?;
+            Ok(Content::Text { text, extra: map })
+        }
+        "image" | "audio" => {
+            let data = take_string(&mut map, "data", &ty)?;
+            let mime_type = take_string(&mut map, "mimeType", &ty)?;
+            Ok(if ty == "image" {
+                Content::Image {
+                    data,
+                    mime_type,
+                    extra: map,
+                }
+            } else {
+                Content::Audio {
+                    data,
+                    mime_type,
+                    extra: map,
+                }
+            })
+        }
+        "resource_link" => {
+            let uri = take_string(&mut map, "uri", "resource_link")?;
+            Ok(Content::ResourceLink { uri, extra: map })
+        }
+        "resource" => {
+            let embedded: EmbeddedResource =
+                serde_json::from_value(Value::Object(map)).map_err(E::custom)?;
+            Ok(Content::Resource(Box::new(embedded)))
+        }
+        _ => {
+            map.insert("type".into(), Value::String(ty));
+            Ok(Content::Other(Value::Object(map)))
         }
     }
 }

@@ -42,6 +42,35 @@ pub use utilities::{
 /// Unknown members of an object, preserved.
 pub type Extra = serde_json::Map<String, serde_json::Value>;
 
+/// An object member name, borrowed from the input when it has no escapes (no allocation for
+/// the members a hand-written visitor recognizes).
+pub(crate) struct MemberKey<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for MemberKey<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+            type Value = MemberKey<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<MemberKey<'de>, E> {
+                Ok(MemberKey(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MemberKey<'de>, E> {
+                Ok(MemberKey(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<MemberKey<'de>, E> {
+                Ok(MemberKey(std::borrow::Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 /// Method names of the messages a client sends and receives.
 pub mod methods {
     /// Client → server: the handshake.

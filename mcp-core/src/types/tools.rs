@@ -91,21 +91,59 @@ pub struct CallToolRequestParams {
 }
 
 /// Result of `tools/call`. A tool's own failure is `is_error: true`, not a protocol error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand (not with `#[serde(flatten)]`, which buffers every member first): this
+/// is the hot path of every tool call, and results can be megabytes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Unstructured content blocks.
-    #[serde(default)]
     pub content: Vec<Content>,
     /// Structured result matching the tool's output schema.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// The tool failed; the content says why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     /// Unknown members (including `_meta`), preserved.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ResultVisitor;
+        impl<'de> serde::de::Visitor<'de> for ResultVisitor {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tools/call result object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<CallToolResult, A::Error> {
+                let mut result = CallToolResult {
+                    content: Vec::new(),
+                    structured_content: None,
+                    is_error: None,
+                    extra: Extra::new(),
+                };
+                while let Some(key) = map.next_key::<super::MemberKey<'de>>()?.map(|k| k.0) {
+                    match key.as_ref() {
+                        "content" => result.content = map.next_value()?,
+                        "structuredContent" => result.structured_content = map.next_value()?,
+                        "isError" => result.is_error = map.next_value()?,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            result.extra.insert(key.into_owned(), value);
+                        }
+                    }
+                }
+                Ok(result)
+            }
+        }
+        deserializer.deserialize_map(ResultVisitor)
+    }
 }
 
 impl CallToolResult {
