@@ -96,6 +96,12 @@ pub const STEPS: &[Step] = &[
         fatal: false,
     },
     Step {
+        name: "profiles",
+        action: Action::Custom(profiles),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
         name: "nextest",
         action: Action::Custom(tests),
         interop_env: true,
@@ -226,6 +232,15 @@ pub fn run(root: &Path) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn profiles(ctx: &Ctx) -> Outcome {
+    let (ok, note) = crate::profiles::check(ctx.root);
+    Outcome {
+        ok,
+        counts: None,
+        note,
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod ci;
 mod interop;
+mod profiles;
 mod shell;
 
 use std::path::PathBuf;
@@ -14,8 +15,9 @@ const USAGE: &str = "\
 Usage: cargo xtask <command>
 
 Commands:
-  ci               Run every CI step (fmt, clippy, interop-setup, nextest,
-                   doc tests, bench build), print a summary, and exit non-zero
+  ci               Run every CI step (fmt, clippy, interop-setup, profile
+                   checks, nextest, doc tests, bench build), print a summary,
+                   and exit non-zero
                    if any step failed. This is what `.ci/run` executes.
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/` (idempotent).

@@ -1,0 +1,161 @@
+//! One catalog of tools (and prompts) across servers, under qualified names.
+//!
+//! Order is stable: servers in configuration order, each server's entries in the order the server
+//! listed them — so the tool definitions handed to a model keep the same bytes across turns while
+//! nothing changes (prompt-cache prefixes survive).
+
+use std::collections::HashMap;
+
+use mcp_core::types::{Prompt, Tool};
+
+use crate::naming::qualify_all;
+
+/// A tool as the harness sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogTool {
+    /// `server__tool`, unique in the catalog, at most 64 characters of `[A-Za-z0-9_-]`.
+    pub qualified_name: String,
+    /// The configured server name.
+    pub server: String,
+    /// The tool as the server described it (its `name` is the one used on the wire).
+    pub tool: Tool,
+}
+
+/// A prompt as the harness sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogPrompt {
+    /// `server__prompt`, unique among prompts.
+    pub qualified_name: String,
+    /// The configured server name.
+    pub server: String,
+    /// The prompt as the server described it.
+    pub prompt: Prompt,
+}
+
+/// Entries under qualified names with a lookup index.
+#[derive(Debug, Clone)]
+pub struct Catalog<T> {
+    entries: Vec<T>,
+    index: HashMap<String, usize>,
+}
+
+impl<T> Default for Catalog<T> {
+    fn default() -> Self {
+        Catalog {
+            entries: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+/// Something with a server and an original name, that can carry a qualified name.
+pub trait CatalogEntry {
+    /// The configured server name.
+    fn server(&self) -> &str;
+    /// The name on the wire.
+    fn original_name(&self) -> &str;
+    /// The qualified name.
+    fn qualified_name(&self) -> &str;
+    /// Sets the qualified name.
+    fn set_qualified_name(&mut self, name: String);
+}
+
+impl CatalogEntry for CatalogTool {
+    fn server(&self) -> &str {
+        &self.server
+    }
+    fn original_name(&self) -> &str {
+        &self.tool.name
+    }
+    fn qualified_name(&self) -> &str {
+        &self.qualified_name
+    }
+    fn set_qualified_name(&mut self, name: String) {
+        self.qualified_name = name;
+    }
+}
+
+impl CatalogEntry for CatalogPrompt {
+    fn server(&self) -> &str {
+        &self.server
+    }
+    fn original_name(&self) -> &str {
+        &self.prompt.name
+    }
+    fn qualified_name(&self) -> &str {
+        &self.qualified_name
+    }
+    fn set_qualified_name(&mut self, name: String) {
+        self.qualified_name = name;
+    }
+}
+
+impl<T: CatalogEntry> Catalog<T> {
+    /// Builds the catalog from entries in their stable order, assigning qualified names.
+    pub fn build(mut entries: Vec<T>) -> Self {
+        let names = qualify_all(entries.iter().map(|e| (e.server(), e.original_name())));
+        let mut index = HashMap::with_capacity(entries.len());
+        let mut kept = Vec::with_capacity(entries.len());
+        for (mut entry, name) in entries.drain(..).zip(names) {
+            // The same (server, name) twice (a buggy server): keep the first.
+            if index.contains_key(&name) {
+                continue;
+            }
+            index.insert(name.clone(), kept.len());
+            entry.set_qualified_name(name);
+            kept.push(entry);
+        }
+        Catalog {
+            entries: kept,
+            index,
+        }
+    }
+
+    /// Every entry, in stable order.
+    pub fn entries(&self) -> &[T] {
+        &self.entries
+    }
+
+    /// The entry with this qualified name.
+    pub fn get(&self, qualified_name: &str) -> Option<&T> {
+        self.index.get(qualified_name).map(|&i| &self.entries[i])
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(server: &str, name: &str) -> CatalogTool {
+        CatalogTool {
+            qualified_name: String::new(),
+            server: server.into(),
+            tool: serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}}))
+                .unwrap(),
+        }
+    }
+
+    #[test]
+    fn builds_qualified_names_in_stable_order() {
+        let catalog = Catalog::build(vec![tool("b", "x"), tool("a", "y"), tool("b", "x")]);
+        let names: Vec<&str> = catalog
+            .entries()
+            .iter()
+            .map(|t| t.qualified_name.as_str())
+            .collect();
+        assert_eq!(names, ["b__x", "a__y"]);
+        assert_eq!(catalog.get("a__y").unwrap().tool.name, "y");
+        assert!(catalog.get("nope").is_none());
+    }
+}

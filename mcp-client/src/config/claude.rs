@@ -1,0 +1,65 @@
+//! Claude Desktop (`claude_desktop_config.json`), Claude Code (`.mcp.json`) and Cursor
+//! (`.cursor/mcp.json`): `{"mcpServers": {"<name>": {...}}}`.
+//!
+//! An entry is stdio (`command`, `args`, `env`, optional `cwd`, optional `type: "stdio"`) or remote
+//! (`type: "http"` / `"streamable-http"` / `"streamableHttp"` / `"sse"` with `url` and `headers`; a
+//! `url` without `type` is detected when connecting). `"disabled": true` turns a server off.
+//! String values expand `${VAR}` and `${VAR:-default}`; `envFile` (Cursor) is an error. Fields of
+//! other tools (`autoApprove`, …) are ignored and logged at debug.
+
+use std::path::Path;
+
+use super::entry::{read_server, Flavor};
+use super::error::{ConfigError, ConfigErrorKind};
+use super::expand::EnvLookup;
+use super::fields::{Ctx, Obj, Vars};
+use super::model::ClientConfig;
+use super::node::{parse_json, Node};
+
+/// Parses a Claude Desktop / Claude Code / Cursor file, expanding variables from the process
+/// environment.
+pub fn parse_claude(text: &str, source: &Path) -> Result<ClientConfig, ConfigError> {
+    parse_claude_with_env(text, source, &super::process_env)
+}
+
+/// [`parse_claude`] reading variables through `env`.
+pub fn parse_claude_with_env(
+    text: &str,
+    source: &Path,
+    env: EnvLookup<'_>,
+) -> Result<ClientConfig, ConfigError> {
+    from_node(&parse_json(text, source)?, source, env)
+}
+
+pub(crate) fn from_node(
+    node: &Node,
+    source: &Path,
+    env: EnvLookup<'_>,
+) -> Result<ClientConfig, ConfigError> {
+    let vars = Vars::Shell;
+    let ctx = Ctx {
+        file: source,
+        server: None,
+        env,
+        vars: &vars,
+    };
+    let top = Obj::new(node, &ctx, "", "an object with `mcpServers`")?;
+    let Some(servers) = top.object(&ctx, "mcpServers")? else {
+        return Err(ctx.error(
+            ConfigErrorKind::Missing,
+            "mcpServers",
+            "expected a top-level `mcpServers` object, found none",
+        ));
+    };
+    let mut config = ClientConfig {
+        servers: Vec::new(),
+        source: Some(source.to_path_buf()),
+    };
+    for (name, entry) in servers.entries() {
+        let ctx = ctx.for_server(name);
+        config
+            .servers
+            .push(read_server(name, entry, &ctx, Flavor::Claude)?);
+    }
+    Ok(config)
+}

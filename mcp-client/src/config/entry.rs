@@ -1,0 +1,402 @@
+//! Reading one server entry: the transport fields of each format, then the harness extras shared
+//! by all formats, then validation.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::error::{ConfigError, ConfigErrorKind};
+use super::fields::{Ctx, Obj};
+use super::model::{ServerConfig, TransportConfig};
+use super::node::Node;
+use super::settings::{
+    BreakerSettings, HarnessSettings, PoolSettings, RetrySettings, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+};
+
+/// Which format's entry shape to expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// `mcpServers` entries (Claude Desktop, Claude Code, Cursor).
+    Claude,
+    /// VS Code `servers` entries.
+    VsCode,
+    /// Codex `[mcp_servers.<name>]` tables.
+    Codex,
+}
+
+/// Reads the entry `node` of server `name` (`ctx` already names the server).
+pub(crate) fn read_server(
+    name: &str,
+    node: &Node,
+    ctx: &Ctx<'_>,
+    flavor: Flavor,
+) -> Result<ServerConfig, ConfigError> {
+    let obj = Obj::new(node, ctx, "", "an object describing the server")?;
+    let transport = match flavor {
+        Flavor::Claude | Flavor::VsCode => typed_transport(&obj, ctx, flavor)?,
+        Flavor::Codex => codex_transport(&obj, ctx)?,
+    };
+    let mut server = ServerConfig::new(name, transport);
+    read_extras(&obj, ctx, &mut server)?;
+    validate(&server, ctx)?;
+    obj.log_unknown(ctx);
+    Ok(server)
+}
+
+/// Claude / Cursor / VS Code: `type` selects the transport; without it `command` means stdio and
+/// `url` means "detect when connecting".
+fn typed_transport(
+    obj: &Obj<'_>,
+    ctx: &Ctx<'_>,
+    flavor: Flavor,
+) -> Result<TransportConfig, ConfigError> {
+    // VS Code and Cursor can load a dotenv file; ignoring it would start the server without
+    // its variables, so say so instead.
+    if obj.has("envFile") {
+        let syntax = if flavor == Flavor::VsCode {
+            "${env:VAR}"
+        } else {
+            "${VAR}"
+        };
+        return Err(ctx.error(
+            ConfigErrorKind::Unsupported,
+            "envFile",
+            format!(
+                "`envFile` is not supported; put the variables in `env` (values may use {syntax})"
+            ),
+        ));
+    }
+    let kind = obj.string(ctx, "type")?;
+    match kind.as_deref() {
+        Some("stdio") => stdio(obj, ctx),
+        Some("http" | "streamable-http" | "streamableHttp") => {
+            let (url, headers) = remote(obj, ctx, "headers")?;
+            Ok(TransportConfig::Http { url, headers })
+        }
+        Some("sse") => {
+            let (url, headers) = remote(obj, ctx, "headers")?;
+            Ok(TransportConfig::Sse { url, headers })
+        }
+        Some(other) => Err(ctx.error(
+            ConfigErrorKind::Unsupported,
+            "type",
+            format!("expected \"stdio\", \"http\" or \"sse\", found \"{other}\""),
+        )),
+        None => match (obj.has("command"), obj.has("url")) {
+            (true, false) => stdio(obj, ctx),
+            (false, true) => {
+                let (url, headers) = remote(obj, ctx, "headers")?;
+                Ok(TransportConfig::Url { url, headers })
+            }
+            (true, true) => Err(both(ctx)),
+            (false, false) => Err(neither(ctx)),
+        },
+    }
+}
+
+/// Codex: `command` is a stdio server, `url` a Streamable HTTP one.
+fn codex_transport(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<TransportConfig, ConfigError> {
+    match (obj.has("command"), obj.has("url")) {
+        (true, false) => {
+            let mut transport = stdio(obj, ctx)?;
+            // `env_vars`: names of variables passed through from the harness's environment.
+            if let (Some(names), TransportConfig::Stdio { env, .. }) =
+                (obj.string_list(ctx, "env_vars", false)?, &mut transport)
+            {
+                for name in names {
+                    match (ctx.env)(&name) {
+                        Some(value) => {
+                            env.entry(name).or_insert(value);
+                        }
+                        None => tracing::debug!(
+                            server = ctx.server.unwrap_or(""),
+                            variable = %name,
+                            "env_vars names a variable that is not set; not passed"
+                        ),
+                    }
+                }
+            }
+            Ok(transport)
+        }
+        (false, true) => {
+            let (url, mut headers) = remote(obj, ctx, "http_headers")?;
+            // `env_http_headers`: header name → variable; unset variables are skipped (as Codex does).
+            if let Some(map) = obj.string_map(ctx, "env_http_headers", false)? {
+                for (header, variable) in map {
+                    match (ctx.env)(&variable).filter(|v| !v.trim().is_empty()) {
+                        Some(value) => {
+                            headers.insert(header, value);
+                        }
+                        None => tracing::debug!(
+                            server = ctx.server.unwrap_or(""),
+                            header = %header,
+                            variable = %variable,
+                            "env_http_headers names a variable that is not set; header not sent"
+                        ),
+                    }
+                }
+            }
+            if let Some(variable) = obj.string(ctx, "bearer_token_env_var")? {
+                let token = (ctx.env)(&variable)
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| {
+                        ctx.error(
+                            ConfigErrorKind::UnsetVariable,
+                            "bearer_token_env_var",
+                            format!(
+                                "environment variable {variable} is not set (it should hold the \
+                                 bearer token for this server)"
+                            ),
+                        )
+                    })?;
+                headers.retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+                headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+            }
+            Ok(TransportConfig::Http { url, headers })
+        }
+        (true, true) => Err(both(ctx)),
+        (false, false) => Err(neither(ctx)),
+    }
+}
+
+fn both(ctx: &Ctx<'_>) -> ConfigError {
+    ctx.error(
+        ConfigErrorKind::Invalid,
+        "",
+        "expected either `command` (a stdio server) or `url` (a remote server), found both; \
+         set `type` to say which transport to use",
+    )
+}
+
+fn neither(ctx: &Ctx<'_>) -> ConfigError {
+    ctx.error(
+        ConfigErrorKind::Missing,
+        "",
+        "expected `command` (a stdio server) or `url` (a remote server), found neither",
+    )
+}
+
+fn stdio(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<TransportConfig, ConfigError> {
+    let command = obj.expanded(ctx, "command")?.ok_or_else(|| {
+        ctx.error(
+            ConfigErrorKind::Missing,
+            "command",
+            "a stdio server needs `command` (the program to start), found none",
+        )
+    })?;
+    Ok(TransportConfig::Stdio {
+        command,
+        args: obj.string_list(ctx, "args", true)?.unwrap_or_default(),
+        env: obj.string_map(ctx, "env", true)?.unwrap_or_default(),
+        cwd: obj.expanded(ctx, "cwd")?.map(PathBuf::from),
+    })
+}
+
+fn remote(
+    obj: &Obj<'_>,
+    ctx: &Ctx<'_>,
+    headers_key: &str,
+) -> Result<(String, BTreeMap<String, String>), ConfigError> {
+    let url = obj.expanded(ctx, "url")?.ok_or_else(|| {
+        ctx.error(
+            ConfigErrorKind::Missing,
+            "url",
+            "a remote server needs `url` (an http:// or https:// address), found none",
+        )
+    })?;
+    let headers = obj.string_map(ctx, headers_key, true)?.unwrap_or_default();
+    Ok((url, headers))
+}
+
+/// The harness fields every format accepts.
+fn read_extras(obj: &Obj<'_>, ctx: &Ctx<'_>, server: &mut ServerConfig) -> Result<(), ConfigError> {
+    let enabled = obj.bool(ctx, "enabled")?.unwrap_or(true);
+    let disabled = obj.bool(ctx, "disabled")?.unwrap_or(false);
+    server.enabled = enabled && !disabled;
+    server.enabled_tools = obj.string_list(ctx, "enabled_tools", false)?;
+    server.disabled_tools = obj
+        .string_list(ctx, "disabled_tools", false)?
+        .unwrap_or_default();
+
+    let startup_sec = obj.duration(ctx, "startup_timeout_sec", 1.0)?;
+    let startup_ms = obj.duration(ctx, "startup_timeout_ms", 1000.0)?;
+    if startup_sec.is_some() && startup_ms.is_some() {
+        return Err(ctx.error(
+            ConfigErrorKind::Invalid,
+            "startup_timeout_ms",
+            "expected one of startup_timeout_sec and startup_timeout_ms, found both",
+        ));
+    }
+    server.startup_timeout = startup_sec
+        .or(startup_ms)
+        .unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+    server.tool_timeout = obj
+        .duration(ctx, "tool_timeout_sec", 1.0)?
+        .unwrap_or(DEFAULT_TOOL_TIMEOUT);
+
+    server.settings = HarnessSettings {
+        idle_timeout: obj
+            .duration(ctx, "idle_timeout_sec", 1.0)?
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT),
+        pool: read_pool(obj, ctx)?,
+        retry: read_retry(obj, ctx)?,
+        breaker: read_breaker(obj, ctx)?,
+    };
+    Ok(())
+}
+
+fn read_pool(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<PoolSettings, ConfigError> {
+    let defaults = PoolSettings::default();
+    let Some(pool) = obj.object(ctx, "pool")? else {
+        return Ok(defaults);
+    };
+    let min = pool.u32(ctx, "min")?;
+    let max = pool.u32(ctx, "max")?;
+    pool.log_unknown(ctx);
+    // A bound left out follows the one given, so `pool: { max: 1 }` means min 1, not an error.
+    Ok(match (min, max) {
+        (Some(min), Some(max)) => PoolSettings { min, max },
+        (Some(min), None) => PoolSettings {
+            min,
+            max: defaults.max.max(min),
+        },
+        (None, Some(max)) => PoolSettings {
+            min: defaults.min.min(max),
+            max,
+        },
+        (None, None) => defaults,
+    })
+}
+
+fn read_retry(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<RetrySettings, ConfigError> {
+    let defaults = RetrySettings::default();
+    let Some(retry) = obj.object(ctx, "retry")? else {
+        return Ok(defaults);
+    };
+    let settings = RetrySettings {
+        max_retries: retry
+            .u32(ctx, "max_retries")?
+            .unwrap_or(defaults.max_retries),
+        max_wait: retry
+            .duration(ctx, "max_wait_sec", 1.0)?
+            .unwrap_or(defaults.max_wait),
+        jitter: retry.number(ctx, "jitter")?.unwrap_or(defaults.jitter),
+    };
+    retry.log_unknown(ctx);
+    Ok(settings)
+}
+
+fn read_breaker(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<BreakerSettings, ConfigError> {
+    let defaults = BreakerSettings::default();
+    let Some(breaker) = obj.object(ctx, "breaker")? else {
+        return Ok(defaults);
+    };
+    let settings = BreakerSettings {
+        failure_threshold: breaker
+            .u32(ctx, "failure_threshold")?
+            .unwrap_or(defaults.failure_threshold),
+        window: breaker
+            .duration(ctx, "window_sec", 1.0)?
+            .unwrap_or(defaults.window),
+        cooldown: breaker
+            .duration(ctx, "cooldown_sec", 1.0)?
+            .unwrap_or(defaults.cooldown),
+        half_open_max_requests: breaker
+            .u32(ctx, "half_open_max_requests")?
+            .unwrap_or(defaults.half_open_max_requests),
+    };
+    breaker.log_unknown(ctx);
+    Ok(settings)
+}
+
+fn validate(server: &ServerConfig, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+    match &server.transport {
+        TransportConfig::Stdio { command, .. } => {
+            if command.trim().is_empty() {
+                return Err(ctx.error(
+                    ConfigErrorKind::Invalid,
+                    "command",
+                    "expected the program to start, found an empty string",
+                ));
+            }
+        }
+        TransportConfig::Http { url, .. }
+        | TransportConfig::Sse { url, .. }
+        | TransportConfig::Url { url, .. } => {
+            check_url(url).map_err(|m| ctx.error(ConfigErrorKind::Invalid, "url", m))?;
+        }
+    }
+    server
+        .settings
+        .validate()
+        .map_err(|(field, message)| ctx.error(ConfigErrorKind::Invalid, field, message))
+}
+
+/// Accepts `http://host…` and `https://host…`. The message describes the problem without
+/// repeating the URL (it may carry a token in its query).
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    const EXPECTED: &str = "expected an http:// or https:// URL with a host";
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!("{EXPECTED}, found text without a scheme"));
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        let shown = if !scheme.is_empty()
+            && scheme.len() <= 16
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        {
+            format!("a URL with scheme `{scheme}`")
+        } else {
+            "text without a valid scheme".to_owned()
+        };
+        return Err(format!("{EXPECTED}, found {shown}"));
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err(format!("{EXPECTED}, found a URL containing whitespace"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    if host.is_empty() {
+        return Err(format!("{EXPECTED}, found a URL without a host"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_url;
+
+    #[test]
+    fn urls() {
+        for good in [
+            "http://localhost",
+            "https://example.com/mcp",
+            "HTTPS://Example.com:8443/x?y=1#z",
+            "http://user:pw@host:1/",
+            "http://[::1]:8080/mcp",
+        ] {
+            assert!(check_url(good).is_ok(), "{good}");
+        }
+        for (bad, says) in [
+            ("example.com/mcp", "without a scheme"),
+            ("ftp://example.com", "scheme `ftp`"),
+            ("http://", "without a host"),
+            ("https:///path", "without a host"),
+            ("http://:80/", "without a host"),
+            ("http://exa mple.com", "whitespace"),
+            ("ws://host/x", "scheme `ws`"),
+        ] {
+            let err = check_url(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+            assert!(err.starts_with("expected an http:// or https:// URL"));
+        }
+        let err = check_url("https//host?token=sekrit").unwrap_err();
+        assert!(!err.contains("sekrit"));
+    }
+}

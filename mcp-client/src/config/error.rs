@@ -1,0 +1,135 @@
+//! [`ConfigError`]: where a configuration problem is (file, line, server, field) and what it is.
+//!
+//! Errors never carry the value of an `env` or `headers` entry (those hold tokens): they name the
+//! field and describe the *type* of what was found ("found a number"), never its text.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::node::Node;
+
+/// What kind of problem a [`ConfigError`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    /// The file could not be read.
+    Io,
+    /// The text is not valid JSON / TOML; the error carries a line and column.
+    Syntax,
+    /// A field holds a value of the wrong type ("expected a string, found a number").
+    WrongType,
+    /// A required field is absent (e.g. a stdio server without `command`).
+    Missing,
+    /// A value of the right type that is out of range or malformed (bad URL, `pool.min > pool.max`).
+    Invalid,
+    /// `${VAR}` names an environment variable that is not set and has no default.
+    UnsetVariable,
+    /// A malformed `${...}` reference (unterminated, bad variable name).
+    Expansion,
+    /// A feature of the source format this loader does not support (VS Code `${input:...}`, `envFile`).
+    Unsupported,
+    /// The file is none of the known formats (no `mcpServers`, `servers` or `[mcp_servers]`).
+    UnknownFormat,
+}
+
+/// A configuration error: the file, optionally the line/column, the server and the field, and a
+/// message saying what was expected and what was found.
+///
+/// Display: `<file>: server "github": field `env.GITHUB_TOKEN`: environment variable GITHUB_TOKEN
+/// is not set (write ${GITHUB_TOKEN:-default} to give a default)`; syntax errors read
+/// `<file>: line 3, column 7: expected `,` or `}``.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    kind: ConfigErrorKind,
+    file: PathBuf,
+    position: Option<(usize, usize)>,
+    server: Option<String>,
+    field: Option<String>,
+    message: String,
+}
+
+impl ConfigError {
+    /// A new error about `file` (no server, field or position yet).
+    pub fn new(kind: ConfigErrorKind, file: &Path, message: impl Into<String>) -> Self {
+        ConfigError {
+            kind,
+            file: file.to_path_buf(),
+            position: None,
+            server: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// Sets the server the error is about.
+    pub fn with_server(mut self, server: impl Into<String>) -> Self {
+        self.server = Some(server.into());
+        self
+    }
+
+    /// Sets the field path (relative to the server when there is one, e.g. `env.GITHUB_TOKEN`,
+    /// `args[2]`, `pool.min`; from the top of the file otherwise, e.g. `mcpServers`).
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// Sets the 1-based line and column.
+    pub fn with_position(mut self, line: usize, column: usize) -> Self {
+        self.position = Some((line, column));
+        self
+    }
+
+    /// What kind of problem this is.
+    pub fn kind(&self) -> ConfigErrorKind {
+        self.kind
+    }
+
+    /// The configuration file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// 1-based (line, column), for syntax errors.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        self.position
+    }
+
+    /// The server the error is about, when known.
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
+    /// The field path, when known.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// The message alone (what was expected and what was found), without the location.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some((line, column)) = self.position {
+            write!(f, ": line {line}, column {column}")?;
+        }
+        if let Some(server) = &self.server {
+            write!(f, ": server \"{server}\"")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// "expected {expected}, found {a number}" — describes the found value by its type only.
+pub(crate) fn wrong_type_message(expected: &str, found: &Node) -> String {
+    format!("expected {expected}, found {}", found.type_name())
+}

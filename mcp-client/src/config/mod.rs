@@ -1,0 +1,51 @@
+//! Configuration: the MCP server files users already have, read into one model.
+//!
+//! | format | file | parser |
+//! |---|---|---|
+//! | Claude Desktop, Claude Code, Cursor | `{"mcpServers": {...}}` | [`parse_claude`] (`claude.rs`) |
+//! | VS Code | `.vscode/mcp.json` `{"servers": {...}}` | [`parse_vscode`] (`vscode.rs`) |
+//! | Codex | `~/.codex/config.toml` `[mcp_servers.<name>]` | [`parse_codex`] (`codex.rs`) |
+//!
+//! [`load`] / [`parse`] pick the format (`load.rs`); [`discover`] finds the file (`discover.rs`).
+//! Everything lands in [`ClientConfig`] → [`ServerConfig`] → [`TransportConfig`] (`model.rs`) with
+//! the harness extras in [`HarnessSettings`] (`settings.rs`, the seed's defaults). `${VAR}`
+//! expansion is `expand.rs`; the parsed tree (file order, duplicate keys, JSONC, line/column) is
+//! `node.rs`; typed field reading with error paths is `fields.rs`; one server entry is `entry.rs`;
+//! [`ConfigError`] is `error.rs`.
+//!
+//! Secrets: `env` and `headers` values never appear in `Debug` output or in error messages.
+//! Every `*_with_env` function reads variables through a closure instead of the process
+//! environment (for tests and embedders).
+
+mod claude;
+mod codex;
+mod discover;
+mod entry;
+mod error;
+mod expand;
+mod fields;
+mod load;
+mod model;
+mod node;
+mod settings;
+mod vscode;
+
+pub use claude::{parse_claude, parse_claude_with_env};
+pub use codex::{parse_codex, parse_codex_with_env};
+pub use discover::{
+    default_config_paths, default_config_paths_with_env, discover, discover_with_env,
+};
+pub use error::{ConfigError, ConfigErrorKind};
+pub use expand::EnvLookup;
+pub use load::{load, load_with_env, parse, parse_format_with_env, parse_with_env, ConfigFormat};
+pub use model::{ClientConfig, ServerConfig, TransportConfig};
+pub use settings::{
+    BreakerSettings, HarnessSettings, PoolSettings, RetrySettings, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+};
+pub use vscode::{parse_vscode, parse_vscode_with_env};
+
+/// Reads a variable from the process environment (non-UTF-8 values count as unset).
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}

@@ -1,0 +1,236 @@
+//! The configuration model every format is read into.
+//!
+//! `Debug` never prints `env` or `headers` values (they hold tokens): keys are shown, values read
+//! `"<redacted>"`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::settings::{HarnessSettings, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT};
+
+/// All servers of one configuration file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientConfig {
+    /// The servers, in file order (disabled ones included; see [`ServerConfig::enabled`]).
+    pub servers: Vec<ServerConfig>,
+    /// The file the configuration came from.
+    pub source: Option<PathBuf>,
+}
+
+impl ClientConfig {
+    /// The server called `name`.
+    pub fn server(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The servers that are enabled, in file order.
+    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.servers.iter().filter(|s| s.enabled)
+    }
+}
+
+/// One MCP server: how to reach it and how the harness treats it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// The server's name (the key in `mcpServers` / `servers` / `[mcp_servers.<name>]`).
+    pub name: String,
+    /// How to reach the server.
+    pub transport: TransportConfig,
+    /// `false` for Claude-style `"disabled": true` or Codex `enabled = false` (default `true`).
+    pub enabled: bool,
+    /// Allow-list of tool names (`None` = all tools).
+    pub enabled_tools: Option<Vec<String>>,
+    /// Deny-list of tool names, applied after the allow-list.
+    pub disabled_tools: Vec<String>,
+    /// Time allowed to start and initialize (`startup_timeout_sec` / `startup_timeout_ms`,
+    /// default 10 s).
+    pub startup_timeout: Duration,
+    /// Time allowed for one tool call (`tool_timeout_sec`, default 30 s).
+    pub tool_timeout: Duration,
+    /// Pool, retry, breaker and idle settings.
+    pub settings: HarnessSettings,
+}
+
+impl ServerConfig {
+    /// A server with the given transport and every other setting at its default.
+    pub fn new(name: impl Into<String>, transport: TransportConfig) -> Self {
+        ServerConfig {
+            name: name.into(),
+            transport,
+            enabled: true,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            settings: HarnessSettings::default(),
+        }
+    }
+
+    /// Whether the tool lists let `tool` through: on the allow-list (when there is one) and not
+    /// on the deny-list.
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        let allowed = self
+            .enabled_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == tool));
+        allowed && !self.disabled_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// How to reach a server.
+#[derive(Clone, PartialEq)]
+pub enum TransportConfig {
+    /// A child process speaking newline-delimited JSON on stdin/stdout.
+    Stdio {
+        /// The program (looked up on `PATH` when not a path).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables for the child (values are secret: never logged).
+        env: BTreeMap<String, String>,
+        /// Working directory (as written; a relative path is relative to the harness's cwd).
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP (`type: "http"`, `"streamable-http"`, `"streamableHttp"`, Codex `url`).
+    Http {
+        /// The endpoint, `http://` or `https://`.
+        url: String,
+        /// Extra request headers (values are secret: never logged).
+        headers: BTreeMap<String, String>,
+    },
+    /// The 2024-11-05 HTTP+SSE transport (`type: "sse"`).
+    Sse {
+        /// The SSE endpoint, `http://` or `https://`.
+        url: String,
+        /// Extra request headers (values are secret: never logged).
+        headers: BTreeMap<String, String>,
+    },
+    /// A `url` without a `type`: Streamable HTTP or HTTP+SSE, detected when connecting.
+    Url {
+        /// The endpoint, `http://` or `https://`.
+        url: String,
+        /// Extra request headers (values are secret: never logged).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl TransportConfig {
+    /// `"stdio"`, `"http"`, `"sse"` or `"url"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TransportConfig::Stdio { .. } => "stdio",
+            TransportConfig::Http { .. } => "http",
+            TransportConfig::Sse { .. } => "sse",
+            TransportConfig::Url { .. } => "url",
+        }
+    }
+
+    /// The URL of a remote transport (`None` for stdio).
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            TransportConfig::Stdio { .. } => None,
+            TransportConfig::Http { url, .. }
+            | TransportConfig::Sse { url, .. }
+            | TransportConfig::Url { url, .. } => Some(url),
+        }
+    }
+}
+
+/// Prints a map's keys with every value replaced by `"<redacted>"`.
+struct Redacted<'a>(&'a BTreeMap<String, String>);
+
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, "<redacted>")))
+            .finish()
+    }
+}
+
+impl fmt::Debug for TransportConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &Redacted(env))
+                .field("cwd", cwd)
+                .finish(),
+            TransportConfig::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+            TransportConfig::Sse { url, headers } => f
+                .debug_struct("Sse")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+            TransportConfig::Url { url, headers } => f
+                .debug_struct("Url")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_env_and_header_values() {
+        let stdio = TransportConfig::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into()],
+            env: BTreeMap::from([("GITHUB_TOKEN".into(), "ghp_secret123".into())]),
+            cwd: None,
+        };
+        let http = TransportConfig::Http {
+            url: "https://example.com/mcp".into(),
+            headers: BTreeMap::from([("Authorization".into(), "Bearer sk-secret456".into())]),
+        };
+        let config = ClientConfig {
+            servers: vec![ServerConfig::new("a", stdio), ServerConfig::new("b", http)],
+            source: None,
+        };
+        for text in [format!("{config:?}"), format!("{config:#?}")] {
+            assert!(!text.contains("ghp_secret123"), "{text}");
+            assert!(!text.contains("sk-secret456"), "{text}");
+        }
+        let text = format!("{:?}", config.servers[0].transport);
+        assert!(text.contains(r#""GITHUB_TOKEN": "<redacted>""#), "{text}");
+        assert!(text.contains("npx"));
+        let text = format!("{:?}", config.servers[1]);
+        assert!(text.contains(r#""Authorization": "<redacted>""#), "{text}");
+        assert!(text.contains("https://example.com/mcp"));
+    }
+
+    #[test]
+    fn tool_filters() {
+        let mut s = ServerConfig::new(
+            "s",
+            TransportConfig::Url {
+                url: "http://h".into(),
+                headers: BTreeMap::new(),
+            },
+        );
+        assert!(s.allows_tool("x"));
+        s.enabled_tools = Some(vec!["x".into(), "y".into()]);
+        s.disabled_tools = vec!["y".into()];
+        assert!(s.allows_tool("x"));
+        assert!(!s.allows_tool("y"));
+        assert!(!s.allows_tool("z"));
+        assert_eq!(s.transport.kind(), "url");
+        assert_eq!(s.transport.url(), Some("http://h"));
+    }
+}

@@ -1,0 +1,197 @@
+//! Harness settings: optional extra fields on each server entry, with the seed's defaults
+//! (mission §4, §5).
+//!
+//! | field | default |
+//! |---|---|
+//! | `startup_timeout_sec` (or `startup_timeout_ms`) | 10 s (connect timeout) |
+//! | `tool_timeout_sec` | 30 s (request timeout) |
+//! | `idle_timeout_sec` | 300 s |
+//! | `pool.min` / `pool.max` | 2 / 10 |
+//! | `retry.max_retries` / `retry.max_wait_sec` / `retry.jitter` | 5 / 30 s / 0.25 |
+//! | `breaker.failure_threshold` / `window_sec` / `cooldown_sec` / `half_open_max_requests` | 5 / 60 s / 30 s / 3 |
+
+use std::time::Duration;
+
+/// Default time allowed for a server to start and complete `initialize` (seed: connect 10 s).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time allowed for one tool call (seed: request 30 s).
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default idle time after which a connection is closed (seed: idle 300 s).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Per-server harness settings beyond the transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HarnessSettings {
+    /// Idle connections are closed after this long (`idle_timeout_sec`, default 300 s).
+    pub idle_timeout: Duration,
+    /// Connection pool bounds (`pool`).
+    pub pool: PoolSettings,
+    /// Retry with exponential backoff (`retry`).
+    pub retry: RetrySettings,
+    /// Circuit breaker (`breaker`).
+    pub breaker: BreakerSettings,
+}
+
+impl Default for HarnessSettings {
+    fn default() -> Self {
+        HarnessSettings {
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            pool: PoolSettings::default(),
+            retry: RetrySettings::default(),
+            breaker: BreakerSettings::default(),
+        }
+    }
+}
+
+/// Connection pool bounds (`pool: { min, max }`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Connections kept open (default 2). Must not exceed `max`.
+    pub min: u32,
+    /// Most connections at once (default 10, at least 1).
+    pub max: u32,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings { min: 2, max: 10 }
+    }
+}
+
+/// Retry policy (`retry: { max_retries, max_wait_sec, jitter }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySettings {
+    /// Retries after the first attempt (default 5; 0 disables retrying).
+    pub max_retries: u32,
+    /// Longest wait between attempts (default 30 s).
+    pub max_wait: Duration,
+    /// Random spread of each wait, as a fraction in [0, 1] (default 0.25 = ±25 %).
+    pub jitter: f64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            max_retries: 5,
+            max_wait: Duration::from_secs(30),
+            jitter: 0.25,
+        }
+    }
+}
+
+/// Circuit breaker (`breaker: { failure_threshold, window_sec, cooldown_sec,
+/// half_open_max_requests }`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerSettings {
+    /// Failures within `window` that open the breaker (default 5, at least 1).
+    pub failure_threshold: u32,
+    /// Sliding window for counting failures (default 60 s).
+    pub window: Duration,
+    /// Time the breaker stays open before probing (default 30 s).
+    pub cooldown: Duration,
+    /// Probe requests admitted while half-open (default 3, at least 1).
+    pub half_open_max_requests: u32,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        BreakerSettings {
+            failure_threshold: 5,
+            window: Duration::from_secs(60),
+            cooldown: Duration::from_secs(30),
+            half_open_max_requests: 3,
+        }
+    }
+}
+
+impl HarnessSettings {
+    /// Checks the cross-field rules; on failure returns the field path and what is wrong.
+    ///
+    /// Rules: `pool.max ≥ 1`, `pool.min ≤ pool.max`, `retry.jitter` in [0, 1], durations > 0,
+    /// `breaker.failure_threshold ≥ 1`, `breaker.half_open_max_requests ≥ 1`.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.pool.max < 1 {
+            return Err(("pool.max", "expected a number ≥ 1, found 0".to_owned()));
+        }
+        if self.pool.min > self.pool.max {
+            return Err((
+                "pool",
+                format!(
+                    "expected pool.min ≤ pool.max, found min {} > max {}",
+                    self.pool.min, self.pool.max
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.retry.jitter) {
+            return Err((
+                "retry.jitter",
+                format!(
+                    "expected a fraction between 0 and 1, found {}",
+                    self.retry.jitter
+                ),
+            ));
+        }
+        if self.breaker.failure_threshold < 1 {
+            return Err((
+                "breaker.failure_threshold",
+                "expected a number ≥ 1, found 0".to_owned(),
+            ));
+        }
+        if self.breaker.half_open_max_requests < 1 {
+            return Err((
+                "breaker.half_open_max_requests",
+                "expected a number ≥ 1, found 0".to_owned(),
+            ));
+        }
+        for (field, duration) in [
+            ("idle_timeout_sec", self.idle_timeout),
+            ("retry.max_wait_sec", self.retry.max_wait),
+            ("breaker.window_sec", self.breaker.window),
+            ("breaker.cooldown_sec", self.breaker.cooldown),
+        ] {
+            if duration.is_zero() {
+                return Err((field, "expected a duration > 0, found 0".to_owned()));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_seeds() {
+        let s = HarnessSettings::default();
+        assert_eq!(s.idle_timeout, Duration::from_secs(300));
+        assert_eq!(s.pool, PoolSettings { min: 2, max: 10 });
+        assert_eq!(s.retry.max_retries, 5);
+        assert_eq!(s.retry.max_wait, Duration::from_secs(30));
+        assert_eq!(s.retry.jitter, 0.25);
+        assert_eq!(s.breaker.failure_threshold, 5);
+        assert_eq!(s.breaker.window, Duration::from_secs(60));
+        assert_eq!(s.breaker.cooldown, Duration::from_secs(30));
+        assert_eq!(s.breaker.half_open_max_requests, 3);
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut s = HarnessSettings::default();
+        s.pool.min = 11;
+        assert_eq!(s.validate().unwrap_err().0, "pool");
+        let mut s = HarnessSettings::default();
+        s.retry.jitter = 1.5;
+        assert_eq!(s.validate().unwrap_err().0, "retry.jitter");
+        let mut s = HarnessSettings::default();
+        s.breaker.half_open_max_requests = 0;
+        assert_eq!(
+            s.validate().unwrap_err().0,
+            "breaker.half_open_max_requests"
+        );
+        let mut s = HarnessSettings::default();
+        s.breaker.cooldown = Duration::ZERO;
+        assert_eq!(s.validate().unwrap_err().0, "breaker.cooldown_sec");
+    }
+}

@@ -1,0 +1,408 @@
+//! The multi-server facade against fixture servers: partial availability, the catalog, routing,
+//! refresh, failure, and clean shutdown.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
+use mcp_client::{ClientOptions, McpClient, ServerStatus};
+use mcp_core::ErrorKind;
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A fixture server entry; `marker` is put in its environment so the test can find its
+/// processes in /proc.
+fn fixture(name: &str, args: &[&str], marker: &str) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        TransportConfig::Stdio {
+            command: mcp_testkit::fixture_server_bin()
+                .to_string_lossy()
+                .into_owned(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::from([("MCP_FACADE_TEST_MARKER".to_owned(), marker.to_owned())]),
+            cwd: None,
+        },
+    )
+}
+
+fn broken(name: &str) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        TransportConfig::Stdio {
+            command: "/nonexistent/mcp-server".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+    )
+}
+
+fn unique_marker(test: &str) -> String {
+    format!(
+        "{test}-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    )
+}
+
+/// Pids of live processes whose environment carries `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let needle = format!("MCP_FACADE_TEST_MARKER={marker}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = state
+            .rfind(')')
+            .map(|i| state[i + 1..].trim_start().starts_with('Z'))
+            .unwrap_or(false);
+        if !zombie
+            && environ
+                .split(|b| *b == 0)
+                .any(|var| var == needle.as_bytes())
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn start(servers: Vec<ServerConfig>) -> McpClient {
+    let config = ClientConfig {
+        servers,
+        source: None,
+    };
+    tokio::time::timeout(DEADLINE, McpClient::start(config, ClientOptions::default()))
+        .await
+        .expect("start is bounded by the startup timeouts")
+}
+
+#[tokio::test]
+async fn a_broken_server_does_not_stop_the_others() {
+    let marker = unique_marker("broken");
+    let client = start(vec![
+        fixture("alpha", &[], &marker),
+        broken("broken"),
+        fixture("beta", &[], &marker),
+    ])
+    .await;
+    let servers = client.servers();
+    let statuses: Vec<(&str, &str)> = servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.status.label()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [("alpha", "ready"), ("broken", "failed"), ("beta", "ready")]
+    );
+    match &servers[1].status {
+        ServerStatus::Failed { reason } => assert!(reason.contains("not found"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        servers[0].server_info.as_ref().unwrap().name,
+        "mcp-fixture-server"
+    );
+    assert!(servers[0].tools > 5);
+
+    let catalog = client.tools();
+    let names: Vec<&str> = catalog
+        .entries()
+        .iter()
+        .map(|t| t.qualified_name.as_str())
+        .collect();
+    assert!(
+        names.contains(&"alpha__echo") && names.contains(&"beta__echo"),
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| !n.starts_with("broken__")));
+    let first_beta = names.iter().position(|n| n.starts_with("beta__")).unwrap();
+    assert!(
+        names[..first_beta].iter().all(|n| n.starts_with("alpha__")),
+        "servers keep config order"
+    );
+
+    let r = client
+        .call_tool("beta__echo", Some(json!({"text": "routed"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "routed");
+    let err = client.call_tool("broken__echo", None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ToolNotFound);
+    assert_eq!(
+        err.agent_message(),
+        "tool broken__echo does not exist: check the tool name and server configuration"
+    );
+    client.shutdown().await;
+    wait_until("every fixture process is gone", || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tool_allow_and_deny_lists_shape_the_catalog() {
+    let marker = unique_marker("lists");
+    let mut only = fixture("only", &[], &marker);
+    only.enabled_tools = Some(vec!["echo".into(), "add".into()]);
+    let mut without = fixture("without", &[], &marker);
+    without.disabled_tools = vec!["crash".into()];
+    let mut off = fixture("off", &[], &marker);
+    off.enabled = false;
+    let client = start(vec![only, without, off]).await;
+    let names: Vec<String> = client
+        .tools()
+        .entries()
+        .iter()
+        .map(|t| t.qualified_name.clone())
+        .collect();
+    assert!(names.contains(&"only__echo".to_owned()) && names.contains(&"only__add".to_owned()));
+    assert_eq!(names.iter().filter(|n| n.starts_with("only__")).count(), 2);
+    assert!(!names.contains(&"without__crash".to_owned()));
+    assert!(names.contains(&"without__slow".to_owned()));
+    assert_eq!(client.servers()[2].status, ServerStatus::Disabled);
+    assert_eq!(
+        processes_with(&marker).len(),
+        2,
+        "the disabled server was never started"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_dies_later_is_marked_failed_and_leaves_the_catalog() {
+    let marker = unique_marker("dies");
+    let client = start(vec![
+        fixture("fragile", &[], &marker),
+        fixture("steady", &[], &marker),
+    ])
+    .await;
+    let err = client
+        .call_tool("fragile__crash", Some(json!({"exit_code": 9})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network);
+    wait_until("fragile is failed", || {
+        !client.servers()[0].status.is_ready()
+    })
+    .await;
+    match &client.servers()[0].status {
+        ServerStatus::Failed { reason } => {
+            assert!(reason.contains("exited with status 9"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    wait_until("fragile's tools leave the catalog", || {
+        client.tools().get("fragile__echo").is_none()
+    })
+    .await;
+    let err = client.call_tool("fragile__echo", None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ToolNotFound);
+    let r = client
+        .call_tool("steady__echo", Some(json!({"text": "still here"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "still here");
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn list_changed_refreshes_the_catalog() {
+    let marker = unique_marker("changed");
+    let client = start(vec![fixture("dyn", &[], &marker)]).await;
+    assert!(client.tools().get("dyn__dynamic_tool").is_none());
+    client
+        .call_tool("dyn__trigger_list_changed", None)
+        .await
+        .unwrap();
+    wait_until("dynamic_tool appears", || {
+        client.tools().get("dyn__dynamic_tool").is_some()
+    })
+    .await;
+    let r = client.call_tool("dyn__dynamic_tool", None).await.unwrap();
+    assert_eq!(r.text(), "dynamic");
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn startup_timeout_and_exit_at_start_are_reported() {
+    let marker = unique_marker("startup");
+    let mut hangs = fixture("hangs", &["--hang-on-initialize"], &marker);
+    hangs.startup_timeout = Duration::from_millis(500);
+    let exits = fixture("exits", &["--exit-on-start", "3"], &marker);
+    let client = start(vec![hangs, exits, fixture("fine", &[], &marker)]).await;
+    let servers = client.servers();
+    match &servers[0].status {
+        ServerStatus::Failed { reason } => assert!(reason.contains("initialize"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    match &servers[1].status {
+        ServerStatus::Failed { reason } => {
+            assert!(reason.contains("exited with status 3"), "{reason}");
+            assert!(reason.contains("refusing to start"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(servers[2].status.is_ready());
+    wait_until("the hanging server was stopped", || {
+        processes_with(&marker).len() == 1
+    })
+    .await;
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_across_servers() {
+    let marker = unique_marker("resources");
+    let client = start(vec![
+        fixture("one", &[], &marker),
+        fixture("two", &[], &marker),
+    ])
+    .await;
+    let resources = client.resources().await;
+    assert!(resources.errors.is_empty());
+    let servers: Vec<&str> = resources
+        .items
+        .iter()
+        .filter(|r| r.resource.uri == "fixture://static/hello")
+        .map(|r| r.server.as_str())
+        .collect();
+    assert_eq!(servers, ["one", "two"]);
+    let err = client
+        .read_resource(None, "fixture://static/hello")
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("several servers"), "{err}");
+    let r = client
+        .read_resource(Some("two"), "fixture://static/hello")
+        .await
+        .unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("Hello, fixture!"));
+    let prompts = client.prompts().await.items;
+    assert!(prompts.get("one__greeting").is_some() && prompts.get("two__greeting").is_some());
+    let args = BTreeMap::from([("name".to_owned(), "Ada".to_owned())]);
+    let p = client
+        .get_prompt("two__greeting", Some(args))
+        .await
+        .unwrap();
+    assert_eq!(
+        p.messages[0].content.as_text(),
+        Some("Please greet Ada in a casual way.")
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn dropping_the_client_stops_every_server() {
+    let marker = unique_marker("drop");
+    let client = start(vec![
+        fixture("a", &["--ignore-stdin-eof"], &marker),
+        fixture("b", &[], &marker),
+    ])
+    .await;
+    assert_eq!(processes_with(&marker).len(), 2);
+    drop(client);
+    wait_until("every fixture process is gone", || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
+}
+
+/// Collects what the fmt subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn every_call_is_traced_with_the_opentelemetry_mcp_names() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let marker = unique_marker("trace");
+    let client = start(vec![fixture("traced", &["--fail-first", "1"], &marker)]).await;
+    client
+        .call_tool("traced__echo", Some(json!({"text": "x"})))
+        .await
+        .unwrap();
+    let failed = client.call_tool("traced__fail", None).await.unwrap();
+    assert!(failed.is_error());
+    let options = mcp_core::RequestOptions::new().with_timeout(Duration::from_millis(100));
+    let err = client
+        .call_tool_with(
+            "traced__slow",
+            Some(json!({"duration_ms": 10_000})),
+            options,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    client.shutdown().await;
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let finished: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("tool call finished"))
+        .collect();
+    assert_eq!(finished.len(), 3, "{log}");
+    for line in &finished {
+        assert!(line.contains("mcp.method.name=\"tools/call\""), "{line}");
+        assert!(line.contains("mcp.server.name=traced"), "{line}");
+        assert!(line.contains("network.transport=\"pipe\""), "{line}");
+        assert!(line.contains("duration_ms="), "{line}");
+    }
+    assert!(
+        finished[0].contains("gen_ai.tool.name=echo")
+            && finished[0].contains("outcome=\"success\""),
+        "{}",
+        finished[0]
+    );
+    assert!(
+        finished[1].contains("gen_ai.tool.name=fail")
+            && finished[1].contains("error.type=\"tool_error\""),
+        "{}",
+        finished[1]
+    );
+    assert!(
+        finished[2].contains("gen_ai.tool.name=slow")
+            && finished[2].contains("error.type=\"timeout\""),
+        "{}",
+        finished[2]
+    );
+}
