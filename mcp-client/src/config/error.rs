@@ -38,8 +38,13 @@ pub enum ConfigErrorKind {
 /// Display: `<file>: server "github": field `env.GITHUB_TOKEN`: environment variable GITHUB_TOKEN
 /// is not set (write ${GITHUB_TOKEN:-default} to give a default)`; syntax errors read
 /// `<file>: line 3, column 7: expected `,` or `}``.
+///
+/// Boxed inside, so a `Result<_, ConfigError>` stays one pointer wide on the error side.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
+pub struct ConfigError(Box<Inner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inner {
     kind: ConfigErrorKind,
     file: PathBuf,
     position: Option<(usize, usize)>,
@@ -51,79 +56,80 @@ pub struct ConfigError {
 impl ConfigError {
     /// A new error about `file` (no server, field or position yet).
     pub fn new(kind: ConfigErrorKind, file: &Path, message: impl Into<String>) -> Self {
-        ConfigError {
+        ConfigError(Box::new(Inner {
             kind,
             file: file.to_path_buf(),
             position: None,
             server: None,
             field: None,
             message: message.into(),
-        }
+        }))
     }
 
     /// Sets the server the error is about.
     pub fn with_server(mut self, server: impl Into<String>) -> Self {
-        self.server = Some(server.into());
+        self.0.server = Some(server.into());
         self
     }
 
     /// Sets the field path (relative to the server when there is one, e.g. `env.GITHUB_TOKEN`,
     /// `args[2]`, `pool.min`; from the top of the file otherwise, e.g. `mcpServers`).
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
-        self.field = Some(field.into());
+        self.0.field = Some(field.into());
         self
     }
 
     /// Sets the 1-based line and column.
     pub fn with_position(mut self, line: usize, column: usize) -> Self {
-        self.position = Some((line, column));
+        self.0.position = Some((line, column));
         self
     }
 
     /// What kind of problem this is.
     pub fn kind(&self) -> ConfigErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The configuration file.
     pub fn file(&self) -> &Path {
-        &self.file
+        &self.0.file
     }
 
     /// 1-based (line, column), for syntax errors.
     pub fn position(&self) -> Option<(usize, usize)> {
-        self.position
+        self.0.position
     }
 
     /// The server the error is about, when known.
     pub fn server(&self) -> Option<&str> {
-        self.server.as_deref()
+        self.0.server.as_deref()
     }
 
     /// The field path, when known.
     pub fn field(&self) -> Option<&str> {
-        self.field.as_deref()
+        self.0.field.as_deref()
     }
 
     /// The message alone (what was expected and what was found), without the location.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some((line, column)) = self.position {
+        let e = &self.0;
+        write!(f, "{}", e.file.display())?;
+        if let Some((line, column)) = e.position {
             write!(f, ": line {line}, column {column}")?;
         }
-        if let Some(server) = &self.server {
+        if let Some(server) = &e.server {
             write!(f, ": server \"{server}\"")?;
         }
-        if let Some(field) = &self.field {
+        if let Some(field) = &e.field {
             write!(f, ": field `{field}`")?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", e.message)
     }
 }
 

@@ -144,7 +144,10 @@ pub(crate) fn parse_toml(text: &str, file: &Path) -> Result<Node, ConfigError> {
         let error = ConfigError::new(
             ConfigErrorKind::Syntax,
             file,
-            format!("invalid TOML: {}", err.message().trim_end()),
+            format!(
+                "invalid TOML: {}",
+                err.message().trim_end().replace('\n', "; ")
+            ),
         );
         match err.span() {
             Some(span) => {

@@ -1,0 +1,838 @@
+//! Loads every sample file under `tests/configs/` and checks the full parsed structure; the bad
+//! ones must name the file, the server and the field and say what was expected — and never echo
+//! a secret.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_client::config::{
+    discover_with_env, load_with_env, parse_with_env, BreakerSettings, ClientConfig, ConfigError,
+    ConfigErrorKind, HarnessSettings, PoolSettings, RetrySettings, ServerConfig, TransportConfig,
+};
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/configs")
+        .join(name)
+}
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn load(name: &str, pairs: &[(&str, &str)]) -> ClientConfig {
+    let env = env_of(pairs);
+    match load_with_env(&sample(name), &env) {
+        Ok(config) => config,
+        Err(err) => panic!("{name}: {err}"),
+    }
+}
+
+fn load_err(name: &str, pairs: &[(&str, &str)]) -> ConfigError {
+    let env = env_of(pairs);
+    match load_with_env(&sample(name), &env) {
+        Ok(config) => panic!("{name} loaded: {config:?}"),
+        Err(err) => err,
+    }
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn stdio(command: &str, args: &[&str], env: &[(&str, &str)], cwd: Option<&str>) -> TransportConfig {
+    TransportConfig::Stdio {
+        command: command.to_owned(),
+        args: strings(args),
+        env: map(env),
+        cwd: cwd.map(PathBuf::from),
+    }
+}
+
+fn names(config: &ClientConfig) -> Vec<&str> {
+    config.servers.iter().map(|s| s.name.as_str()).collect()
+}
+
+/// Asserts the error's location and that its text says `expected`.
+fn assert_located(err: &ConfigError, file: &str, server: Option<&str>, field: Option<&str>) {
+    let text = err.to_string();
+    assert!(err.file().ends_with(file), "{text}");
+    assert!(text.starts_with(&*sample(file).to_string_lossy()), "{text}");
+    assert_eq!(err.server(), server, "{text}");
+    assert_eq!(err.field(), field, "{text}");
+    if let Some(server) = server {
+        assert!(text.contains(&format!("server \"{server}\"")), "{text}");
+    }
+    if let Some(field) = field {
+        assert!(text.contains(&format!("field `{field}`")), "{text}");
+    }
+}
+
+// ---------------------------------------------------------------- good files
+
+#[test]
+fn claude_desktop() {
+    let config = load(
+        "claude_desktop.json",
+        &[("HOME", "/home/me"), ("GITHUB_TOKEN", "ghp_envsecret0100")],
+    );
+    assert_eq!(config.source, Some(sample("claude_desktop.json")));
+    let expected = vec![
+        ServerConfig::new(
+            "filesystem",
+            stdio(
+                "npx",
+                &[
+                    "-y",
+                    "@modelcontextprotocol/server-filesystem",
+                    "/Users/me/Desktop",
+                    "/home/me/Downloads",
+                ],
+                &[],
+                None,
+            ),
+        ),
+        ServerConfig::new(
+            "github",
+            stdio(
+                "docker",
+                &[
+                    "run",
+                    "-i",
+                    "--rm",
+                    "-e",
+                    "GITHUB_PERSONAL_ACCESS_TOKEN",
+                    "ghcr.io/github/github-mcp-server",
+                ],
+                &[("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_envsecret0100")],
+                None,
+            ),
+        ),
+        ServerConfig {
+            enabled: false,
+            ..ServerConfig::new(
+                "sqlite",
+                stdio(
+                    "uvx",
+                    &["mcp-server-sqlite", "--db-path", "/tmp/test.db"],
+                    &[],
+                    None,
+                ),
+            )
+        },
+    ];
+    assert_eq!(config.servers, expected);
+    assert_eq!(
+        config
+            .enabled_servers()
+            .map(|s| &*s.name)
+            .collect::<Vec<_>>(),
+        ["filesystem", "github"]
+    );
+    // Defaults are the seed's.
+    let github = config.server("github").unwrap();
+    assert_eq!(github.startup_timeout, Duration::from_secs(10));
+    assert_eq!(github.tool_timeout, Duration::from_secs(30));
+    assert_eq!(github.settings, HarnessSettings::default());
+    assert_eq!(github.enabled_tools, None);
+    assert!(github.disabled_tools.is_empty());
+
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("ghp_envsecret0100"), "{debug}");
+    assert!(debug.contains("\"GITHUB_PERSONAL_ACCESS_TOKEN\": \"<redacted>\""));
+}
+
+#[test]
+fn claude_code_with_remote_transports_defaults_and_extras() {
+    let config = load(
+        "claude_code.mcp.json",
+        &[("API_KEY", "sk-envsecret0200"), ("MODE", "")],
+    );
+    assert_eq!(
+        names(&config),
+        ["local", "api", "legacy", "auto", "streamable"]
+    );
+
+    let local = &config.servers[0];
+    assert_eq!(
+        local.transport,
+        stdio(
+            "/usr/local/bin/mcp-server",
+            &["--port", "3000", "$LITERAL", "cost: 5$"],
+            &[("API_KEY", "sk-envsecret0200"), ("MODE", "fast")],
+            Some("/srv/project"),
+        )
+    );
+    assert!(local.enabled);
+    assert_eq!(
+        local.enabled_tools,
+        Some(strings(&["read", "write", "search"]))
+    );
+    assert_eq!(local.disabled_tools, strings(&["write"]));
+    assert!(local.allows_tool("read") && !local.allows_tool("write") && !local.allows_tool("x"));
+    assert_eq!(local.startup_timeout, Duration::from_millis(2500));
+    assert_eq!(local.tool_timeout, Duration::from_secs(120));
+    assert_eq!(
+        local.settings,
+        HarnessSettings {
+            idle_timeout: Duration::from_secs(600),
+            pool: PoolSettings { min: 1, max: 4 },
+            retry: RetrySettings {
+                max_retries: 3,
+                max_wait: Duration::from_secs(10),
+                jitter: 0.1,
+            },
+            breaker: BreakerSettings {
+                failure_threshold: 3,
+                window: Duration::from_secs(30),
+                cooldown: Duration::from_secs(15),
+                half_open_max_requests: 1,
+            },
+        }
+    );
+
+    assert_eq!(
+        config.servers[1],
+        ServerConfig::new(
+            "api",
+            TransportConfig::Http {
+                url: "https://api.example.com/mcp".into(),
+                headers: map(&[("Authorization", "Bearer sk-envsecret0200")]),
+            }
+        )
+    );
+    assert_eq!(
+        config.servers[2].transport,
+        TransportConfig::Sse {
+            url: "https://legacy.example.com/sse".into(),
+            headers: map(&[("X-Api-Key", "none")]),
+        }
+    );
+    assert_eq!(
+        config.servers[3].transport,
+        TransportConfig::Url {
+            url: "http://localhost:8080/mcp".into(),
+            headers: BTreeMap::new(),
+        }
+    );
+    assert_eq!(config.servers[3].transport.kind(), "url");
+    assert_eq!(config.servers[4].transport.kind(), "http");
+    assert!(!config.servers[4].enabled);
+
+    let kinds: Vec<_> = config.servers.iter().map(|s| s.transport.kind()).collect();
+    assert_eq!(kinds, ["stdio", "http", "sse", "url", "http"]);
+
+    let debug = format!("{config:#?}");
+    assert!(!debug.contains("sk-envsecret0200"), "{debug}");
+    assert!(
+        debug.contains("\"Authorization\": \"<redacted>\""),
+        "{debug}"
+    );
+}
+
+#[test]
+fn claude_code_variables_override_defaults() {
+    let config = load(
+        "claude_code.mcp.json",
+        &[
+            ("API_KEY", "k"),
+            ("MCP_BIN", "/opt/bin/server"),
+            ("PORT", "9999"),
+            ("PROJECT_DIR", "/work/p"),
+            ("API_BASE_URL", "http://127.0.0.1:7000"),
+            ("LEGACY_KEY", "lk"),
+        ],
+    );
+    assert_eq!(
+        config.servers[0].transport,
+        stdio(
+            "/opt/bin/server",
+            &["--port", "9999", "$LITERAL", "cost: 5$"],
+            &[("API_KEY", "k"), ("MODE", "fast")],
+            Some("/work/p"),
+        )
+    );
+    assert_eq!(
+        config.servers[1].transport.url(),
+        Some("http://127.0.0.1:7000/mcp")
+    );
+    assert_eq!(
+        config.servers[2].transport,
+        TransportConfig::Sse {
+            url: "https://legacy.example.com/sse".into(),
+            headers: map(&[("X-Api-Key", "lk")]),
+        }
+    );
+}
+
+#[test]
+fn cursor_ignores_unknown_fields() {
+    let config = load("cursor.json", &[]);
+    assert_eq!(
+        config.servers,
+        vec![
+            ServerConfig::new(
+                "web-search",
+                stdio(
+                    "node",
+                    &["/opt/mcp/web-search/index.js"],
+                    &[("SEARCH_KEY", "sk-cursor-literal-secret")],
+                    None,
+                ),
+            ),
+            ServerConfig::new(
+                "remote",
+                TransportConfig::Url {
+                    url: "https://mcp.example.com/sse".into(),
+                    headers: map(&[("Authorization", "Bearer anonymous")]),
+                },
+            ),
+        ]
+    );
+    assert!(!format!("{config:?}").contains("sk-cursor-literal-secret"));
+}
+
+#[test]
+fn vscode_workspace_variables() {
+    let config = load(
+        "vscode_ws/.vscode/mcp.json",
+        &[("HOME", "/home/dev"), ("VS_TOKEN", "vs-envsecret0300")],
+    );
+    let ws = sample("vscode_ws");
+    let ws = ws.to_string_lossy();
+    assert_eq!(names(&config), ["fs", "remote", "events"]);
+    assert_eq!(
+        config.servers[0],
+        ServerConfig::new(
+            "fs",
+            stdio(
+                "npx",
+                &["-y", "@modelcontextprotocol/server-filesystem", &ws],
+                &[("HOME_DIR", "/home/dev"), ("TOKEN", "vs-envsecret0300")],
+                Some(&format!("{ws}/tools")),
+            ),
+        )
+    );
+    assert_eq!(
+        config.servers[1],
+        ServerConfig::new(
+            "remote",
+            TransportConfig::Http {
+                url: "https://api.example.com/mcp".into(),
+                headers: map(&[("Authorization", "Bearer vs-envsecret0300")]),
+            },
+        )
+    );
+    assert_eq!(
+        config.servers[2],
+        ServerConfig {
+            tool_timeout: Duration::from_secs(5),
+            ..ServerConfig::new(
+                "events",
+                TransportConfig::Sse {
+                    url: "http://localhost:9000/sse".into(),
+                    headers: BTreeMap::new(),
+                },
+            )
+        }
+    );
+    assert!(!format!("{config:?}").contains("vs-envsecret0300"));
+}
+
+#[test]
+fn vscode_unset_env_variable_is_an_error() {
+    let err = load_err("vscode_ws/.vscode/mcp.json", &[("HOME", "/home/dev")]);
+    assert_eq!(err.kind(), ConfigErrorKind::UnsetVariable);
+    assert_located(
+        &err,
+        "vscode_ws/.vscode/mcp.json",
+        Some("fs"),
+        Some("env.TOKEN"),
+    );
+    assert!(err.message().contains("VS_TOKEN is not set"), "{err}");
+}
+
+#[test]
+fn codex_toml() {
+    let config = load(
+        "codex.toml",
+        &[
+            ("DOCS_TOKEN", "docs-envsecret0400"),
+            ("LINEAR_TOKEN", "lin-envsecret0500"),
+        ],
+    );
+    // File order, not alphabetical.
+    assert_eq!(names(&config), ["docs", "linear", "archived"]);
+    assert_eq!(
+        config.servers[0],
+        ServerConfig {
+            enabled_tools: Some(strings(&["search", "fetch"])),
+            disabled_tools: strings(&["fetch"]),
+            startup_timeout: Duration::from_secs(20),
+            tool_timeout: Duration::from_millis(45_500),
+            ..ServerConfig::new(
+                "docs",
+                stdio(
+                    "docs-server",
+                    &["--root", "/srv/docs"],
+                    &[("LOG_LEVEL", "debug"), ("DOCS_TOKEN", "docs-envsecret0400")],
+                    Some("/srv"),
+                ),
+            )
+        }
+    );
+    assert_eq!(
+        config.servers[1],
+        ServerConfig {
+            startup_timeout: Duration::from_secs(15),
+            ..ServerConfig::new(
+                "linear",
+                TransportConfig::Http {
+                    url: "https://mcp.linear.app/mcp".into(),
+                    headers: map(&[
+                        ("X-Team", "core"),
+                        ("Authorization", "Bearer lin-envsecret0500"),
+                    ]),
+                },
+            )
+        }
+    );
+    assert_eq!(
+        config.servers[2],
+        ServerConfig {
+            enabled: false,
+            settings: HarnessSettings {
+                pool: PoolSettings { min: 1, max: 1 },
+                ..HarnessSettings::default()
+            },
+            ..ServerConfig::new("archived", stdio("old-server", &[], &[], None))
+        }
+    );
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("docs-envsecret0400") && !debug.contains("lin-envsecret0500"));
+}
+
+#[test]
+fn discover_loads_the_first_existing_file() {
+    let cwd = sample("vscode_ws");
+    // No `.mcp.json` in cwd and no config dir: nothing.
+    let none = env_of(&[]);
+    assert_eq!(discover_with_env(&cwd, &none).unwrap(), None);
+    // A config dir whose mcph/config.toml exists (config.json does not).
+    let root = std::env::temp_dir().join(format!("mcp-client-config-test-{}", std::process::id()));
+    let dir = root.join("mcph");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[mcp_servers.t]\ncommand = \"t-server\"\n",
+    )
+    .unwrap();
+    let xdg = root.to_string_lossy().into_owned();
+    let env = env_of(&[("XDG_CONFIG_HOME", &xdg)]);
+    let found = discover_with_env(&cwd, &env).unwrap().unwrap();
+    assert_eq!(names(&found), ["t"]);
+    assert_eq!(found.source, Some(dir.join("config.toml")));
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+// ---------------------------------------------------------------- bad files
+
+#[test]
+fn json_syntax_error_has_line_and_column() {
+    let err = load_err("bad_syntax.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Syntax);
+    assert_eq!(err.position(), Some((5, 7)));
+    let text = err.to_string();
+    assert!(
+        text.contains("bad_syntax.json: line 5, column 7: invalid JSON: expected"),
+        "{text}"
+    );
+}
+
+#[test]
+fn toml_syntax_error_has_line_and_column() {
+    let err = load_err("bad_syntax.toml", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Syntax);
+    let (line, _) = err.position().expect("a position");
+    assert!(line >= 3, "{err}");
+    assert!(err.to_string().contains("invalid TOML"), "{err}");
+    assert!(!err.to_string().contains('\n'), "{err}");
+}
+
+#[test]
+fn wrong_type_names_the_element() {
+    let err = load_err("bad_wrong_type.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::WrongType);
+    assert_located(&err, "bad_wrong_type.json", Some("github"), Some("args[2]"));
+    assert_eq!(err.message(), "expected a string, found a number");
+}
+
+#[test]
+fn missing_command() {
+    let err = load_err("bad_missing_command.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Missing);
+    assert_located(
+        &err,
+        "bad_missing_command.json",
+        Some("broken"),
+        Some("command"),
+    );
+    assert!(err.message().contains("needs `command`"), "{err}");
+}
+
+#[test]
+fn bad_url_does_not_echo_the_url() {
+    let err = load_err("bad_url.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Invalid);
+    assert_located(&err, "bad_url.json", Some("remote"), Some("url"));
+    assert_eq!(
+        err.message(),
+        "expected an http:// or https:// URL with a host, found a URL with scheme `ftp`"
+    );
+    let text = err.to_string();
+    assert!(!text.contains("urlsecret0002") && !text.contains("hdrsecret0003"));
+}
+
+#[test]
+fn unset_variable_reads_as_documented() {
+    let err = load_err("bad_unset_variable.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::UnsetVariable);
+    assert_located(
+        &err,
+        "bad_unset_variable.json",
+        Some("github"),
+        Some("env.GITHUB_TOKEN"),
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: server \"github\": field `env.GITHUB_TOKEN`: environment variable GITHUB_TOKEN \
+             is not set (write ${{GITHUB_TOKEN:-default}} to give a default)",
+            sample("bad_unset_variable.json").display()
+        )
+    );
+    assert!(!err.to_string().contains("envsecret0004"));
+}
+
+#[test]
+fn bad_pool() {
+    let err = load_err("bad_pool.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Invalid);
+    assert_located(&err, "bad_pool.json", Some("busy"), Some("pool"));
+    assert_eq!(
+        err.message(),
+        "expected pool.min ≤ pool.max, found min 5 > max 2"
+    );
+}
+
+#[test]
+fn vscode_input_variable() {
+    let err = load_err("bad_input_variable.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Unsupported);
+    assert_located(
+        &err,
+        "bad_input_variable.json",
+        Some("remote"),
+        Some("headers.Authorization"),
+    );
+    assert_eq!(
+        err.message(),
+        "VS Code input variables need an interactive prompt; set the value directly or use ${env:VAR}"
+    );
+}
+
+#[test]
+fn vscode_env_file() {
+    let err = load_err("bad_env_file.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Unsupported);
+    assert_located(&err, "bad_env_file.json", Some("local"), Some("envFile"));
+}
+
+#[test]
+fn unknown_format_says_which_keys_were_expected() {
+    let err = load_err("bad_unknown_format.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::UnknownFormat);
+    assert_located(&err, "bad_unknown_format.json", None, None);
+    let text = err.to_string();
+    assert!(
+        text.contains("`mcpServers`") && text.contains("`servers`"),
+        "{text}"
+    );
+    assert!(text.contains("found keys `context_servers`"), "{text}");
+}
+
+#[test]
+fn codex_bearer_token_variable_must_be_set() {
+    let err = load_err("bad_codex_bearer.toml", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::UnsetVariable);
+    assert_located(
+        &err,
+        "bad_codex_bearer.toml",
+        Some("linear"),
+        Some("bearer_token_env_var"),
+    );
+    assert!(err.message().contains("LINEAR_TOKEN is not set"), "{err}");
+}
+
+#[test]
+fn missing_file_is_an_io_error() {
+    let err = load_err("does_not_exist.json", &[]);
+    assert_eq!(err.kind(), ConfigErrorKind::Io);
+    assert!(err
+        .to_string()
+        .contains("does_not_exist.json: cannot read the file"));
+}
+
+// ---------------------------------------------------------------- inline cases
+
+fn parse_json(text: &str, pairs: &[(&str, &str)]) -> Result<ClientConfig, ConfigError> {
+    let env = env_of(pairs);
+    parse_with_env(text, Path::new("inline.json"), &env)
+}
+
+fn parse_err(text: &str) -> ConfigError {
+    parse_json(text, &[]).expect_err("an error")
+}
+
+#[test]
+fn secrets_never_appear_in_errors() {
+    let cases = [
+        // A non-string env value next to a secret.
+        r#"{"mcpServers": {"s": {"command": "x", "env": {"A": "sekrit-0601", "B": 1}}}}"#,
+        // An unterminated reference after a token in a header.
+        r#"{"mcpServers": {"s": {"url": "https://h/", "headers": {"Authorization": "Bearer sekrit-0602 ${X"}}}}"#,
+        // A bad variable name.
+        r#"{"mcpServers": {"s": {"command": "x", "env": {"T": "sekrit-0603${not valid}"}}}}"#,
+        // headers of the wrong shape.
+        r#"{"mcpServers": {"s": {"url": "https://h/", "headers": ["sekrit-0604"]}}}"#,
+        // A bad URL carrying a token.
+        r#"{"mcpServers": {"s": {"url": "sekrit-0605.example.com/?t=1"}}}"#,
+    ];
+    for text in cases {
+        let err = parse_err(text);
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("sekrit"), "{shown}");
+        assert_eq!(err.server(), Some("s"), "{shown}");
+    }
+    let err = parse_err(cases[0]);
+    assert_eq!(err.field(), Some("env.B"));
+    assert_eq!(err.message(), "expected a string, found a number");
+    let err = parse_err(cases[1]);
+    assert_eq!(err.kind(), ConfigErrorKind::Expansion);
+    assert_eq!(err.field(), Some("headers.Authorization"));
+    let err = parse_err(cases[3]);
+    assert_eq!(
+        err.message(),
+        "expected an object of names to string values, found an array"
+    );
+}
+
+#[test]
+fn wrong_types_say_what_was_expected() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            r#"{"command": "x", "args": 5}"#,
+            "args",
+            "expected an array of strings, found a number",
+        ),
+        (
+            r#"{"command": 5}"#,
+            "command",
+            "expected a string, found a number",
+        ),
+        (
+            r#"{"command": "x", "enabled_tools": "a"}"#,
+            "enabled_tools",
+            "expected an array of strings, found a string",
+        ),
+        (
+            r#"{"command": "x", "disabled_tools": [true]}"#,
+            "disabled_tools[0]",
+            "expected a string, found a boolean",
+        ),
+        (
+            r#"{"command": "x", "disabled": "yes"}"#,
+            "disabled",
+            "expected true or false, found a string",
+        ),
+        (
+            r#"{"command": "x", "tool_timeout_sec": "30"}"#,
+            "tool_timeout_sec",
+            "expected a number, found a string",
+        ),
+        (
+            r#"{"command": "x", "pool": 3}"#,
+            "pool",
+            "expected an object, found a number",
+        ),
+        (
+            r#"{"command": "x", "pool": {"max": 2.5}}"#,
+            "pool.max",
+            "expected a whole number, found 2.5",
+        ),
+        (
+            r#"{"command": "x", "retry": {"max_retries": -1}}"#,
+            "retry.max_retries",
+            "expected a whole number from 0 to 4294967295, found -1",
+        ),
+    ];
+    for (entry, field, message) in cases {
+        let err = parse_err(&format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#));
+        assert_eq!(err.server(), Some("s"), "{err}");
+        assert_eq!(err.field(), Some(*field), "{err}");
+        assert_eq!(err.message(), *message, "{err}");
+    }
+    let err = parse_err(r#"{"mcpServers": {"s": "npx"}}"#);
+    assert_eq!(err.field(), None);
+    assert_eq!(
+        err.message(),
+        "expected an object describing the server, found a string"
+    );
+    let err = parse_err(r#"{"mcpServers": []}"#);
+    assert_eq!((err.server(), err.field()), (None, Some("mcpServers")));
+}
+
+#[test]
+fn value_rules() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            r#"{"command": "  "}"#,
+            "command",
+            "expected the program to start, found an empty string",
+        ),
+        (
+            r#"{"command": "x", "startup_timeout_sec": 0}"#,
+            "startup_timeout_sec",
+            "expected a number of seconds greater than 0, found 0",
+        ),
+        (
+            r#"{"command": "x", "tool_timeout_sec": -2}"#,
+            "tool_timeout_sec",
+            "expected a number of seconds greater than 0, found -2",
+        ),
+        (
+            r#"{"command": "x", "startup_timeout_sec": 1, "startup_timeout_ms": 5}"#,
+            "startup_timeout_ms",
+            "expected one of startup_timeout_sec and startup_timeout_ms, found both",
+        ),
+        (
+            r#"{"command": "x", "pool": {"min": 0, "max": 0}}"#,
+            "pool.max",
+            "expected a number ≥ 1, found 0",
+        ),
+        (
+            r#"{"command": "x", "retry": {"jitter": 1.5}}"#,
+            "retry.jitter",
+            "expected a fraction between 0 and 1, found 1.5",
+        ),
+        (
+            r#"{"command": "x", "breaker": {"failure_threshold": 0}}"#,
+            "breaker.failure_threshold",
+            "expected a number ≥ 1, found 0",
+        ),
+        (
+            r#"{"command": "x", "breaker": {"cooldown_sec": 0}}"#,
+            "breaker.cooldown_sec",
+            "expected a number of seconds greater than 0, found 0",
+        ),
+        (
+            r#"{"type": "ws", "url": "wss://h"}"#,
+            "type",
+            "expected \"stdio\", \"http\" or \"sse\", found \"ws\"",
+        ),
+        (
+            r#"{"type": "sse"}"#,
+            "url",
+            "a remote server needs `url` (an http:// or https:// address), found none",
+        ),
+    ];
+    for (entry, field, message) in cases {
+        let err = parse_err(&format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#));
+        assert_eq!(err.field(), Some(*field), "{err}");
+        assert_eq!(err.message(), *message, "{err}");
+    }
+    let err = parse_err(r#"{"mcpServers": {"s": {"command": "x", "url": "http://h"}}}"#);
+    assert_eq!(err.field(), None);
+    assert!(err.message().contains("found both"), "{err}");
+    let err = parse_err(r#"{"mcpServers": {"s": {"args": []}}}"#);
+    assert_eq!(err.kind(), ConfigErrorKind::Missing);
+    assert!(err.message().contains("found neither"), "{err}");
+}
+
+#[test]
+fn partial_settings_keep_the_other_defaults() {
+    let config = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x", "pool": {"min": 12}, "retry": {"jitter": 0}, "breaker": {"window_sec": 0.5}}}}"#,
+        &[],
+    )
+    .unwrap();
+    let s = &config.servers[0].settings;
+    assert_eq!(s.pool, PoolSettings { min: 12, max: 12 });
+    assert_eq!(
+        s.retry,
+        RetrySettings {
+            jitter: 0.0,
+            ..RetrySettings::default()
+        }
+    );
+    assert_eq!(
+        s.breaker,
+        BreakerSettings {
+            window: Duration::from_millis(500),
+            ..BreakerSettings::default()
+        }
+    );
+    // `null` counts as absent.
+    let config = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x", "cwd": null, "env": null}}}"#,
+        &[],
+    )
+    .unwrap();
+    assert_eq!(config.servers[0].transport, stdio("x", &[], &[], None));
+}
+
+#[test]
+fn duplicate_server_names_are_rejected() {
+    let err = parse_err(
+        "{\"mcpServers\": {\n\"a\": {\"command\": \"x\"},\n\"a\": {\"command\": \"y\"}\n}}",
+    );
+    assert_eq!(err.kind(), ConfigErrorKind::Syntax);
+    assert!(err.message().contains("duplicate key \"a\""), "{err}");
+    assert!(err.position().is_some());
+}
+
+#[test]
+fn empty_server_tables_are_fine() {
+    assert!(parse_json(r#"{"mcpServers": {}}"#, &[])
+        .unwrap()
+        .servers
+        .is_empty());
+    let env = env_of(&[]);
+    let codex = parse_with_env("model = \"o3\"\n", Path::new("config.toml"), &env).unwrap();
+    assert!(codex.servers.is_empty());
+}
+
+#[test]
+fn vscode_settings_file_with_mcp_servers() {
+    let env = env_of(&[]);
+    let config = parse_with_env(
+        r#"{"editor.fontSize": 14, "mcp": {"servers": {"s": {"type": "http", "url": "https://h/mcp"}}}}"#,
+        Path::new("/ws/.vscode/settings.json"),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(names(&config), ["s"]);
+    assert_eq!(config.servers[0].transport.kind(), "http");
+}
