@@ -1,0 +1,158 @@
+//! The command line (clap derive definitions).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Map, Value};
+
+use crate::args::{parse_json_object, parse_key_value};
+
+/// The exit codes, shown at the end of `--help`.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0    success
+  1    the tool reported an error (isError result), or a generic failure
+  2    usage error (bad flags, malformed JSON or --arg)
+  3    configuration error (file missing or unreadable, syntax error, invalid field)
+  4    server unavailable (the server the command needs failed to start or is not ready)
+  5    not found (unknown tool, prompt, resource or server)
+  6    timeout
+  7    protocol or other MCP error
+  130  interrupted (Ctrl-C)
+
+Configuration: --config PATH, else .mcp.json in the current directory, else
+$XDG_CONFIG_HOME/mcph/config.{json,toml} (or ~/.config/mcph/...), else a built-in
+fixture server (so every command can be tried out right away).";
+
+/// mcph: talk to MCP servers from the command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcph",
+    version,
+    about = "List MCP servers and their health, list and call tools, read resources, get prompts",
+    long_about = "mcph starts the MCP servers of a configuration file (Claude Desktop / Claude Code / \
+Cursor `mcpServers`, VS Code `servers`, Codex `[mcp_servers.*]` TOML), runs one command \
+against them and shuts them down. Output is for humans by default; --json prints one JSON \
+document on stdout for scripts. Errors are one `error:` line and one `hint:` line on stderr.",
+    after_long_help = EXIT_CODES
+)]
+pub struct Cli {
+    /// Configuration file (JSON or .toml); default: discovered, else the built-in fixture
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Print one JSON document on stdout instead of human output
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Log what happens (client and server diagnostics) on stderr; RUST_LOG refines it
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show every configured server: status, transport, tool count, server name and version
+    Servers,
+
+    /// List tools (qualified `server__tool` names), optionally of one server
+    Tools {
+        /// Only this server's tools
+        server: Option<String>,
+    },
+
+    /// Call a tool by its qualified name; prints its text output
+    #[command(
+        after_long_help = "Arguments come from a JSON object, from --arg pairs, or both (--arg wins).\n\
+A --arg value is parsed as JSON when it parses (42, true, {\"a\":1}, [1,2]) and taken as a\n\
+string otherwise. Progress is drawn on stderr when it is a terminal. Ctrl-C cancels the call\n\
+(exit 130). A result with isError prints its text on stderr and exits 1.\n\n\
+Example: mcph call fixture__add --arg a=2 --arg b=40"
+    )]
+    Call {
+        /// The tool, `server__tool` (see `mcph tools`)
+        name: String,
+        /// Arguments as a JSON object, e.g. '{"text":"hi"}'
+        #[arg(value_name = "JSON", value_parser = parse_json_object)]
+        arguments: Option<Map<String, Value>>,
+        /// One argument, KEY=VALUE (repeatable)
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        args: Vec<(String, String)>,
+    },
+
+    /// List the resources of every ready server
+    Resources,
+
+    /// Read a resource by URI
+    Read {
+        /// The resource URI
+        uri: String,
+        /// The server to read it from (default: the one server that offers it)
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+
+    /// List the prompts of every ready server (qualified `server__prompt` names)
+    Prompts,
+
+    /// Get (render) a prompt
+    Prompt {
+        /// The prompt, `server__prompt` (see `mcph prompts`)
+        name: String,
+        /// One argument, KEY=VALUE (repeatable; values are strings)
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        args: Vec<(String, String)>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn call_parses_json_and_args() {
+        let cli = Cli::try_parse_from([
+            "mcph",
+            "call",
+            "s__t",
+            r#"{"a":1}"#,
+            "--arg",
+            "b=2",
+            "--json",
+        ])
+        .unwrap();
+        assert!(cli.json);
+        match cli.command {
+            Command::Call {
+                name,
+                arguments,
+                args,
+            } => {
+                assert_eq!(name, "s__t");
+                assert_eq!(arguments.unwrap()["a"], 1);
+                assert_eq!(args, vec![("b".to_owned(), "2".to_owned())]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_json_is_a_usage_error() {
+        let usage = i32::from(crate::errors::EXIT_USAGE);
+        let err = Cli::try_parse_from(["mcph", "call", "s__t", "{nope"]).unwrap_err();
+        assert_eq!(err.exit_code(), usage);
+        let err = Cli::try_parse_from(["mcph", "call", "s__t", "--arg", "novalue"]).unwrap_err();
+        assert_eq!(err.exit_code(), usage);
+    }
+}

@@ -1,0 +1,141 @@
+//! Which configuration a command runs with: `--config PATH`, a discovered file, or the
+//! embedded default (one stdio server, `fixture`, that runs this executable as the fixture MCP
+//! server).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mcp_client::config::{self, ClientConfig, ServerConfig, TransportConfig};
+
+use crate::errors::CliError;
+
+/// The hidden subcommand that turns `mcph` into the fixture MCP server.
+pub const FIXTURE_SUBCOMMAND: &str = "__fixture-server";
+
+/// The name of the built-in server.
+pub const EMBEDDED_SERVER: &str = "fixture";
+
+/// Where the configuration came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `--config PATH`.
+    Explicit(PathBuf),
+    /// Found by [`config::discover`].
+    Discovered(PathBuf),
+    /// Nothing found: the built-in fixture server.
+    Embedded,
+}
+
+/// Resolves the configuration: `--config` (must exist), else discovery from `cwd`, else the
+/// embedded default.
+pub fn resolve(explicit: Option<&Path>, cwd: &Path) -> Result<(ClientConfig, Source), CliError> {
+    if let Some(path) = explicit {
+        let config = config::load(path)?;
+        return Ok((config, Source::Explicit(path.to_path_buf())));
+    }
+    if let Some(config) = config::discover(cwd)? {
+        let path = config.source.clone().unwrap_or_default();
+        return Ok((config, Source::Discovered(path)));
+    }
+    let exe = std::env::current_exe().map_err(|e| {
+        CliError::Other(format!(
+            "cannot find the mcph executable for the built-in server: {e}"
+        ))
+    })?;
+    Ok((embedded_default(&exe), Source::Embedded))
+}
+
+/// The built-in configuration: one stdio server `fixture` running `<exe> __fixture-server`.
+pub fn embedded_default(exe: &Path) -> ClientConfig {
+    let transport = TransportConfig::Stdio {
+        command: exe.to_string_lossy().into_owned(),
+        args: vec![FIXTURE_SUBCOMMAND.to_owned()],
+        env: BTreeMap::new(),
+        cwd: None,
+    };
+    ClientConfig {
+        servers: vec![ServerConfig::new(EMBEDDED_SERVER, transport)],
+        source: None,
+    }
+}
+
+/// Runs the fixture MCP server on stdin/stdout, exactly as the `mcp-fixture-server` binary of
+/// `mcp-testkit` does (same flags, same start-up fault handling). Returns the exit code.
+pub fn run_fixture_server(args: Vec<String>) -> i32 {
+    use mcp_testkit::options::{parse_args, CliCommand, HELP};
+    use mcp_testkit::startup::apply_startup_faults;
+    use mcp_testkit::{serve_stdio, SERVER_NAME, SERVER_VERSION};
+
+    let options = match parse_args(args) {
+        Ok(CliCommand::Run(options)) => options,
+        Ok(CliCommand::Help) => {
+            print!("{HELP}");
+            return 0;
+        }
+        Ok(CliCommand::Version) => {
+            println!("{SERVER_NAME} {SERVER_VERSION}");
+            return 0;
+        }
+        Err(message) => {
+            eprintln!("{SERVER_NAME}: {message}");
+            return 2;
+        }
+    };
+    // Kept alive (never reaped) for the lifetime of the process.
+    let _grandchild = match apply_startup_faults(&options) {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("{SERVER_NAME}: start-up failed: {e}");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{SERVER_NAME}: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let code = match runtime.block_on(serve_stdio(options)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{SERVER_NAME}: {e}");
+            1
+        }
+    };
+    // Exit right away (the caller calls process::exit): in-flight tasks (slow tools, pending
+    // client requests) must not keep the process alive after stdin EOF.
+    std::mem::forget(runtime);
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_runs_this_executable_as_the_fixture() {
+        let config = embedded_default(Path::new("/bin/mcph"));
+        assert_eq!(config.servers.len(), 1);
+        let server = &config.servers[0];
+        assert_eq!(server.name, "fixture");
+        assert!(server.enabled);
+        match &server.transport {
+            TransportConfig::Stdio { command, args, .. } => {
+                assert_eq!(command, "/bin/mcph");
+                assert_eq!(args, &["__fixture-server"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_explicit_file_is_a_config_error() {
+        let err = resolve(Some(Path::new("/nonexistent/mcph.json")), Path::new("/")).unwrap_err();
+        assert_eq!(err.exit_code(), crate::errors::EXIT_CONFIG);
+        assert!(err.message().contains("/nonexistent/mcph.json"));
+    }
+}

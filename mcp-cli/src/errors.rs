@@ -1,0 +1,307 @@
+//! Every failure of a command: its exit code, its one-line message and its hint.
+
+use mcp_client::config::{ConfigError, ConfigErrorKind};
+use mcp_core::{Error as McpError, ErrorKind};
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the tool reported an error (`isError`), or a generic failure.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: usage error (clap's own code; used by clap directly).
+#[cfg(test)]
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: configuration error.
+pub const EXIT_CONFIG: u8 = 3;
+/// Exit code: the server the command needs is unavailable.
+pub const EXIT_UNAVAILABLE: u8 = 4;
+/// Exit code: unknown tool, prompt, resource or server.
+pub const EXIT_NOT_FOUND: u8 = 5;
+/// Exit code: timeout.
+pub const EXIT_TIMEOUT: u8 = 6;
+/// Exit code: protocol or other MCP error.
+pub const EXIT_PROTOCOL: u8 = 7;
+/// Exit code: interrupted by Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// What kind of thing was not found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// A tool.
+    Tool,
+    /// A prompt.
+    Prompt,
+    /// A configured server.
+    Server,
+}
+
+impl Missing {
+    fn noun(self) -> &'static str {
+        match self {
+            Missing::Tool => "tool",
+            Missing::Prompt => "prompt",
+            Missing::Server => "server",
+        }
+    }
+
+    fn list_command(self) -> &'static str {
+        match self {
+            Missing::Tool => "mcph tools",
+            Missing::Prompt => "mcph prompts",
+            Missing::Server => "mcph servers",
+        }
+    }
+}
+
+/// A command failure.
+#[derive(Debug)]
+pub enum CliError {
+    /// The configuration could not be loaded.
+    Config(ConfigError),
+    /// The server a command needs is failed, disabled or still starting.
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Its status label and first line of its failure reason.
+        why: String,
+    },
+    /// No such tool / prompt / resource / server.
+    NotFound {
+        /// What kind of thing.
+        what: Missing,
+        /// Its name.
+        name: String,
+    },
+    /// The tool answered with `isError: true`; the text is its output.
+    ToolReported {
+        /// The qualified tool name.
+        tool: String,
+        /// The result's text.
+        text: String,
+    },
+    /// An error from the MCP layer.
+    Mcp(McpError),
+    /// Anything else (e.g. writing the output failed).
+    Other(String),
+    /// Ctrl-C.
+    Interrupted,
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::Config(e)
+    }
+}
+
+impl From<McpError> for CliError {
+    fn from(e: McpError) -> Self {
+        CliError::Mcp(e)
+    }
+}
+
+/// The first line of a (possibly multi-line) text, trimmed.
+pub fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// A failure reason on one line: its first line, and when that ends with `:` (e.g. `stderr
+/// tail:`), the last non-empty line after it (usually the most telling one).
+pub fn reason_line(reason: &str) -> String {
+    let mut lines = reason.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    match lines.next_back() {
+        Some(last) if first.ends_with(':') => format!("{first} {last}"),
+        _ => first.to_owned(),
+    }
+}
+
+impl CliError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Config(_) => EXIT_CONFIG,
+            CliError::Unavailable { .. } => EXIT_UNAVAILABLE,
+            CliError::NotFound { .. } => EXIT_NOT_FOUND,
+            CliError::ToolReported { .. } | CliError::Other(_) => EXIT_FAILURE,
+            CliError::Interrupted => EXIT_INTERRUPTED,
+            CliError::Mcp(e) => match e.kind() {
+                ErrorKind::Timeout => EXIT_TIMEOUT,
+                ErrorKind::ServerUnavailable | ErrorKind::Network | ErrorKind::CircuitOpen => {
+                    EXIT_UNAVAILABLE
+                }
+                ErrorKind::ToolNotFound | ErrorKind::Resource => EXIT_NOT_FOUND,
+                ErrorKind::Tool => EXIT_FAILURE,
+                _ => EXIT_PROTOCOL,
+            },
+        }
+    }
+
+    /// The message after `error: ` (may span lines only for a tool's own multi-line output).
+    pub fn message(&self) -> String {
+        match self {
+            CliError::Config(e) => format!("configuration: {e}"),
+            CliError::Unavailable { server, why } => format!("server \"{server}\" {why}"),
+            CliError::NotFound { what, name } => {
+                format!("no {} named \"{name}\"", what.noun())
+            }
+            CliError::ToolReported { tool, text } => {
+                let text = text.trim_end();
+                if text.is_empty() {
+                    format!("{tool} reported an error (no text)")
+                } else if text.contains('\n') {
+                    format!("{tool} reported an error:\n{text}")
+                } else {
+                    format!("{tool} reported an error: {text}")
+                }
+            }
+            CliError::Mcp(e) => {
+                let text = first_line(e.message());
+                let mut message = match e.subject() {
+                    Some(subject) if !text.contains(subject) => format!("{subject}: {text}"),
+                    _ => text.to_owned(),
+                };
+                if let Some(code) = e.code() {
+                    message.push_str(&format!(" (JSON-RPC code {code})"));
+                }
+                message
+            }
+            CliError::Other(m) => m.clone(),
+            CliError::Interrupted => "interrupted".to_owned(),
+        }
+    }
+
+    /// The `hint: ` line.
+    pub fn hint(&self) -> String {
+        match self {
+            CliError::Config(e) => match e.kind() {
+                ConfigErrorKind::Io => {
+                    "check the path given to --config (or drop --config to use .mcp.json)".into()
+                }
+                ConfigErrorKind::UnsetVariable => {
+                    "export the variable, or give a default with ${VAR:-default}".into()
+                }
+                _ => "fix the file at the place named above, or pass another with --config PATH"
+                    .into(),
+            },
+            CliError::Unavailable { server, .. } => format!(
+                "fix the entry of \"{server}\" in the configuration; `mcph servers` shows every \
+                 server's state and `--verbose` the server's log"
+            ),
+            CliError::NotFound { what, .. } => {
+                format!("run `{}` to see what is available", what.list_command())
+            }
+            CliError::ToolReported { .. } => {
+                "the tool ran and reported a failure; check its arguments (`mcph tools --json`)"
+                    .into()
+            }
+            CliError::Mcp(e) => match e.kind() {
+                ErrorKind::Timeout => {
+                    "the server did not answer in time; raise tool_timeout_sec (or \
+                     startup_timeout_sec) in the configuration"
+                        .into()
+                }
+                ErrorKind::ServerUnavailable | ErrorKind::Network | ErrorKind::CircuitOpen => {
+                    "run `mcph servers` to see the server's state; --verbose shows its log".into()
+                }
+                ErrorKind::ToolNotFound => "run `mcph tools` to list the tools".into(),
+                ErrorKind::Resource if e.message().contains("several servers") => {
+                    "name the server with --server NAME".into()
+                }
+                ErrorKind::Resource => "run `mcph resources` to list the resources".into(),
+                ErrorKind::InvalidParams => {
+                    "check the arguments against the tool's inputSchema (`mcph tools --json`)"
+                        .into()
+                }
+                ErrorKind::Auth | ErrorKind::PermissionDenied => {
+                    "check the server's credentials in the configuration".into()
+                }
+                ErrorKind::Tool => "the server's handler failed; --verbose shows more".into(),
+                _ => "run with --verbose to see the exchange with the server".into(),
+            },
+            CliError::Other(_) => "run with --verbose for details".into(),
+            CliError::Interrupted => "the call was cancelled and the servers shut down".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn mcp_kinds_map_to_documented_codes() {
+        let code = |kind| CliError::Mcp(McpError::new(kind, "x")).exit_code();
+        assert_eq!(code(ErrorKind::Timeout), 6);
+        assert_eq!(code(ErrorKind::ServerUnavailable), 4);
+        assert_eq!(code(ErrorKind::Network), 4);
+        assert_eq!(code(ErrorKind::CircuitOpen), 4);
+        assert_eq!(code(ErrorKind::ToolNotFound), 5);
+        assert_eq!(code(ErrorKind::Resource), 5);
+        assert_eq!(code(ErrorKind::Tool), 1);
+        assert_eq!(code(ErrorKind::Protocol), 7);
+        assert_eq!(code(ErrorKind::InvalidParams), 7);
+        assert_eq!(code(ErrorKind::Auth), 7);
+        for kind in ErrorKind::ALL {
+            let e = CliError::Mcp(McpError::new(kind, "line one\nline two"));
+            assert!(!e.message().contains('\n'), "{kind}: {}", e.message());
+            assert!(!e.hint().is_empty());
+        }
+    }
+
+    #[test]
+    fn cli_errors_map_to_documented_codes() {
+        let config = ConfigError::new(ConfigErrorKind::Syntax, Path::new("/x/.mcp.json"), "bad")
+            .with_position(3, 7);
+        let e = CliError::from(config);
+        assert_eq!(e.exit_code(), 3);
+        assert!(
+            e.message().contains("/x/.mcp.json: line 3, column 7"),
+            "{}",
+            e.message()
+        );
+        let e = CliError::Unavailable {
+            server: "gh".into(),
+            why: "failed: exited with status 3".into(),
+        };
+        assert_eq!(e.exit_code(), 4);
+        assert_eq!(e.message(), "server \"gh\" failed: exited with status 3");
+        let e = CliError::NotFound {
+            what: Missing::Tool,
+            name: "a__b".into(),
+        };
+        assert_eq!(e.exit_code(), 5);
+        assert!(e.hint().contains("mcph tools"));
+        assert_eq!(CliError::Interrupted.exit_code(), 130);
+        let e = CliError::ToolReported {
+            tool: "s__fail".into(),
+            text: "failure 1 of 2".into(),
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.message(), "s__fail reported an error: failure 1 of 2");
+    }
+
+    #[test]
+    fn mcp_message_names_the_subject_and_code() {
+        let e = McpError::new(ErrorKind::Protocol, "bad frame\nmore").with_subject("s__t");
+        assert_eq!(CliError::Mcp(e).message(), "s__t: bad frame");
+    }
+
+    #[test]
+    fn reason_lines_keep_the_last_stderr_line() {
+        assert_eq!(
+            reason_line("exited with status 3; stderr tail:\n  noise\n  refusing to start\n"),
+            "exited with status 3; stderr tail: refusing to start"
+        );
+        assert_eq!(reason_line("timed out\nmore"), "timed out");
+        assert_eq!(reason_line("stderr tail:"), "stderr tail:");
+    }
+
+    #[test]
+    fn first_line_skips_blank_lines() {
+        assert_eq!(first_line("\n  a \nb"), "a");
+        assert_eq!(first_line(""), "");
+    }
+}

@@ -1,0 +1,170 @@
+//! `mcph`: the command-line face of the MCP client library.
+//!
+//! Parses the command line, resolves the configuration, starts the servers, runs one command,
+//! shuts the servers down and maps the outcome to a documented exit code (see
+//! [`cli::EXIT_CODES`]). Failures are one `error:` line and one `hint:` line on stderr — never a
+//! panic message or a backtrace.
+
+mod args;
+mod cli;
+mod commands;
+mod config_source;
+mod errors;
+mod output;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use mcp_client::{ClientOptions, McpClient};
+use mcp_core::types::Implementation;
+
+use crate::cli::{Cli, Command};
+use crate::config_source::{Source, FIXTURE_SUBCOMMAND};
+use crate::errors::{CliError, EXIT_FAILURE, EXIT_OK};
+
+fn main() -> ExitCode {
+    let mut raw = std::env::args();
+    let _program = raw.next();
+    if raw.next().as_deref() == Some(FIXTURE_SUBCOMMAND) {
+        // The built-in fixture server: exit right away when it is done (as its own binary does).
+        std::process::exit(config_source::run_fixture_server(raw.collect()));
+    }
+    install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Usage errors (exit 2), or --help / --version (exit 0).
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    if cli.verbose {
+        init_logging();
+    }
+    let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&cli)))
+        .unwrap_or(EXIT_FAILURE);
+    ExitCode::from(code)
+}
+
+/// Prints a panic as one `error:` line plus a hint, without a backtrace.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("unknown cause");
+        let location = info
+            .location()
+            .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error: {}{location}",
+            errors::first_line(message)
+        );
+        eprintln!("hint: this is a bug in mcph; please report it with the command you ran");
+    }));
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("debug"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+/// Runs the command on a current-thread runtime and reports its failure; returns the exit code.
+fn run(cli: &Cli) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            return report(&CliError::Other(format!(
+                "cannot start the async runtime: {e}"
+            )))
+        }
+    };
+    let outcome = runtime.block_on(execute(cli));
+    // Dropping the runtime drops every task left, which kills any server process group still
+    // running (e.g. after an interrupted start).
+    drop(runtime);
+    match outcome {
+        Ok(()) => EXIT_OK,
+        Err(e) => report(&e),
+    }
+}
+
+fn report(error: &CliError) -> u8 {
+    eprintln!("error: {}", error.message());
+    eprintln!("hint: {}", error.hint());
+    error.exit_code()
+}
+
+async fn execute(cli: &Cli) -> Result<(), CliError> {
+    // Polled first in every select below, so SIGINT is handled (not fatal) before any server
+    // process exists.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::Other(format!("cannot read the current directory: {e}")))?;
+    let (config, source) = config_source::resolve(cli.config.as_deref(), &cwd)?;
+    if source == Source::Embedded && !cli.json {
+        eprintln!("note: no config found; using the built-in fixture server (see --config)");
+    }
+    tracing::debug!(
+        ?source,
+        servers = config.servers.len(),
+        "configuration resolved"
+    );
+
+    let options = ClientOptions {
+        client_info: Implementation::new("mcph", env!("CARGO_PKG_VERSION")),
+        shutdown_timeout: Duration::from_secs(3),
+    };
+    let client = tokio::select! {
+        biased;
+        _ = &mut ctrl_c => return Err(CliError::Interrupted),
+        client = McpClient::start(config, options) => client,
+    };
+
+    let outcome = tokio::select! {
+        biased;
+        _ = &mut ctrl_c => Err(CliError::Interrupted),
+        outcome = dispatch(&client, cli) => outcome,
+    };
+
+    // Graceful shutdown; a second Ctrl-C skips it (the process groups are killed on drop).
+    tokio::select! {
+        biased;
+        _ = tokio::signal::ctrl_c() => {}
+        () = client.shutdown() => {}
+    }
+    outcome
+}
+
+async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
+    let json = cli.json;
+    match &cli.command {
+        Command::Servers => commands::servers::run(client, json),
+        Command::Tools { server } => commands::tools::run(client, server.as_deref(), json),
+        Command::Call {
+            name,
+            arguments,
+            args,
+        } => commands::call::run(client, name, arguments.clone(), args, json).await,
+        Command::Resources => commands::resources::list(client, json).await,
+        Command::Read { uri, server } => {
+            commands::resources::read(client, uri, server.as_deref(), json).await
+        }
+        Command::Prompts => commands::prompts::list(client, json).await,
+        Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
+    }
+}

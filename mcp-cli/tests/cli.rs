@@ -1,0 +1,592 @@
+//! End-to-end tests of the `mcph` binary: real configuration files, real fixture servers (this
+//! very binary run as `mcph __fixture-server`), exit codes, stdout and stderr.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const MCPH: &str = env!("CARGO_BIN_EXE_mcph");
+/// Upper bound of every command (a hang fails the test instead of blocking it).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A unique temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "mcph-test-{tag}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write temp file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a finished command left.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+
+    fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// An isolated environment: cwd, HOME and XDG_CONFIG_HOME are empty temp dirs.
+struct Env {
+    home: TempDir,
+    cwd: TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env {
+            home: TempDir::new("home"),
+            cwd: TempDir::new("cwd"),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(MCPH);
+        command
+            .args(args)
+            .current_dir(self.cwd.path())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let child = self.command(args).spawn().expect("spawn mcph");
+        finish(child, DEADLINE)
+    }
+}
+
+/// Waits for the child (reading its output meanwhile), killing it at the deadline.
+fn finish(mut child: Child, deadline: Duration) -> Run {
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let status = wait_until(&mut child, deadline).unwrap_or_else(|| {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("mcph did not finish within {deadline:?}")
+    });
+    Run {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+fn wait_until(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
+    let end = Instant::now() + deadline;
+    while Instant::now() < end {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// A stdio server entry running this binary as the fixture, with extra fixture flags.
+fn fixture(flags: &[&str]) -> Value {
+    let mut args = vec!["__fixture-server".to_owned()];
+    args.extend(flags.iter().map(|f| (*f).to_owned()));
+    json!({"command": MCPH, "args": args})
+}
+
+/// `.mcp.json` (Claude style) with fixture1, fixture2 and broken, in the env's cwd.
+fn three_servers(env: &Env) {
+    // Written by hand: the file order is the servers' order (serde_json would sort the keys).
+    let config = format!(
+        r#"{{"mcpServers": {{"fixture1": {}, "fixture2": {}, "broken": {{"command": "/nonexistent/server"}}}}}}"#,
+        fixture(&[]),
+        fixture(&[])
+    );
+    env.cwd.write(".mcp.json", &config);
+}
+
+#[test]
+fn embedded_default_lists_the_fixture_tools() {
+    let env = Env::new();
+    let run = env.run(&["tools"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("fixture__echo"), "{}", run.stdout);
+    assert!(run.stdout.contains("fixture__add"), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("no config found; using the built-in fixture server"),
+        "{}",
+        run.stderr
+    );
+    // --json: no note, JSON on stdout.
+    let run = env.run(&["tools", "--json"]);
+    run.assert_code(0);
+    assert!(!run.stderr.contains("no config found"), "{}", run.stderr);
+    let tools = run.json();
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "fixture__echo")
+        .expect("fixture__echo listed");
+    assert_eq!(echo["server"], "fixture");
+    assert_eq!(echo["tool"]["name"], "echo");
+    assert!(echo["tool"]["inputSchema"].is_object());
+}
+
+#[test]
+fn claude_config_with_a_broken_server_is_partially_available() {
+    let env = Env::new();
+    three_servers(&env);
+
+    let run = env.run(&["servers"]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{}", run.stdout);
+    let row = |name: &str| {
+        *lines
+            .iter()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{}", run.stdout))
+    };
+    assert!(row("fixture1").contains("ready"), "{}", run.stdout);
+    assert!(row("fixture2").contains("ready"), "{}", run.stdout);
+    assert!(
+        row("fixture1").contains("mcp-fixture-server"),
+        "{}",
+        run.stdout
+    );
+    assert!(row("broken").contains("failed"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("reason: ") && run.stdout.contains("/nonexistent/server"),
+        "{}",
+        run.stdout
+    );
+
+    let run = env.run(&["servers", "--json"]);
+    run.assert_code(0);
+    let servers = run.json();
+    let servers = servers.as_array().unwrap();
+    assert_eq!(servers.len(), 3);
+    assert_eq!(servers[0]["name"], "fixture1");
+    assert_eq!(servers[0]["status"], "ready");
+    assert_eq!(servers[0]["transport"], "stdio");
+    assert!(servers[0]["tools"].as_u64().unwrap() > 0);
+    assert_eq!(servers[0]["server"]["name"], "mcp-fixture-server");
+    assert!(servers[0]["protocolVersion"].is_string());
+    assert!(servers[0].get("reason").is_none());
+    assert_eq!(servers[2]["name"], "broken");
+    assert_eq!(servers[2]["status"], "failed");
+    assert!(servers[2]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/server"));
+    assert!(servers[2].get("server").is_none());
+
+    let run = env.run(&["tools"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("fixture1__echo"), "{}", run.stdout);
+    assert!(run.stdout.contains("fixture2__echo"), "{}", run.stdout);
+    assert!(!run.stdout.contains("broken__"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("warning: server \"broken\" failed"),
+        "{}",
+        run.stderr
+    );
+
+    let run = env.run(&["tools", "fixture2", "--json"]);
+    run.assert_code(0);
+    let tools = run.json();
+    assert!(tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["server"] == "fixture2"));
+
+    let run = env.run(&["call", "fixture1__echo", r#"{"text":"hi"}"#]);
+    run.assert_code(0);
+    assert_eq!(run.stdout, "hi\n");
+
+    let run = env.run(&["call", "fixture1__echo", r#"{"text":"hi"}"#, "--json"]);
+    run.assert_code(0);
+    let result = run.json();
+    assert_eq!(result["content"][0]["type"], "text");
+    assert_eq!(result["content"][0]["text"], "hi");
+}
+
+#[test]
+fn codex_toml_config_works() {
+    let env = Env::new();
+    let dir = TempDir::new("codex");
+    let config = format!(
+        "[mcp_servers.codexfx]\ncommand = {}\nargs = [\"__fixture-server\"]\n",
+        Value::String(MCPH.to_owned())
+    );
+    let path = dir.write("config.toml", &config);
+    let run = env.run(&["--config", path.to_str().unwrap(), "tools"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("codexfx__echo"), "{}", run.stdout);
+    assert!(!run.stderr.contains("no config found"), "{}", run.stderr);
+}
+
+#[test]
+fn vscode_config_works() {
+    let env = Env::new();
+    let dir = TempDir::new("vscode");
+    let mut server = fixture(&[]);
+    server["type"] = json!("stdio");
+    let config = json!({"servers": {"vsfx": server}});
+    let path = dir.write("mcp.json", &config.to_string());
+    let run = env.run(&["--config", path.to_str().unwrap(), "tools"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("vsfx__echo"), "{}", run.stdout);
+}
+
+#[test]
+fn servers_that_crash_or_hang_at_start_fail_and_the_rest_work() {
+    let env = Env::new();
+    let config = json!({"mcpServers": {
+        "good": fixture(&[]),
+        "crashy": fixture(&["--exit-on-start", "3"]),
+        "hangy": {
+            "command": MCPH,
+            "args": ["__fixture-server", "--hang-on-initialize"],
+            "startup_timeout_sec": 1
+        },
+    }});
+    env.cwd.write(".mcp.json", &config.to_string());
+
+    // Bounded by the 1 s startup timeout (the test's own deadline catches a hang).
+    let run = env.run(&["servers", "--json"]);
+    run.assert_code(0);
+    let servers = run.json();
+    let by_name = |name: &str| {
+        servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_name("good")["status"], "ready");
+    let crashy = by_name("crashy");
+    assert_eq!(crashy["status"], "failed");
+    assert!(
+        crashy["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 3"),
+        "{crashy}"
+    );
+    let hangy = by_name("hangy");
+    assert_eq!(hangy["status"], "failed");
+    let reason = hangy["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("within") || reason.contains("timed out") || reason.contains("timeout"),
+        "{reason}"
+    );
+
+    let run = env.run(&["servers"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("exited with status 3"),
+        "{}",
+        run.stdout
+    );
+
+    // A tool of the failed server: unavailable (4), naming the server and why.
+    let run = env.run(&["call", "crashy__echo", r#"{"text":"x"}"#]);
+    run.assert_code(4);
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr
+            .contains("error: server \"crashy\" failed: MCP server `crashy` exited with status 3"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("\nhint: "), "{}", run.stderr);
+
+    let run = env.run(&["call", "good__echo", r#"{"text":"still fine"}"#]);
+    run.assert_code(0);
+    assert_eq!(run.stdout, "still fine\n");
+
+    let run = env.run(&["tools", "hangy"]);
+    run.assert_code(4);
+}
+
+#[test]
+fn configuration_errors_exit_3_and_name_the_file() {
+    let env = Env::new();
+    let path = env.cwd.write(
+        ".mcp.json",
+        "{\"mcpServers\": {\n  \"a\": {\"command\": }\n}",
+    );
+    let run = env.run(&["servers"]);
+    run.assert_code(3);
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr.starts_with("error: configuration: ")
+            && run.stderr.contains(path.to_str().unwrap()),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("line 2"), "{}", run.stderr);
+    assert!(run.stderr.contains("\nhint: "), "{}", run.stderr);
+
+    let missing = env.cwd.path().join("does-not-exist.json");
+    let run = env.run(&["--config", missing.to_str().unwrap(), "tools", "--json"]);
+    run.assert_code(3);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("does-not-exist.json"), "{}", run.stderr);
+}
+
+#[test]
+fn call_errors_have_documented_exit_codes() {
+    let env = Env::new();
+    three_servers(&env);
+
+    // Unknown tool: 5.
+    let run = env.run(&["call", "fixture1__nope"]);
+    run.assert_code(5);
+    assert!(
+        run.stderr.contains("no tool named \"fixture1__nope\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: run `mcph tools`"),
+        "{}",
+        run.stderr
+    );
+
+    // Unknown server: 5.
+    let run = env.run(&["tools", "nosuchserver"]);
+    run.assert_code(5);
+
+    // Invalid JSON: usage error, 2, nothing started.
+    let run = env.run(&["call", "fixture1__echo", "{not json"]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("not valid JSON"), "{}", run.stderr);
+    let run = env.run(&["call", "fixture1__echo", "--arg", "novalue"]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("KEY=VALUE"), "{}", run.stderr);
+
+    // isError: 1, the tool's text on stderr.
+    let run = env.run(&["call", "fixture1__fail"]);
+    run.assert_code(1);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("error: fixture1__fail reported an error: failure 1 of 2"),
+        "{}",
+        run.stderr
+    );
+
+    // A failed server's tool by prefix: 4.
+    let run = env.run(&["call", "broken__anything"]);
+    run.assert_code(4);
+    assert!(
+        run.stderr.contains("server \"broken\" failed"),
+        "{}",
+        run.stderr
+    );
+
+    // --arg values parse as JSON numbers.
+    let run = env.run(&["call", "fixture1__add", "--arg", "a=2", "--arg", "b=40"]);
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "42");
+    // JSON object plus an overriding --arg.
+    let run = env.run(&["call", "fixture1__add", r#"{"a":1,"b":1}"#, "--arg", "b=41"]);
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "42");
+}
+
+#[test]
+fn resources_and_prompts() {
+    let env = Env::new();
+    let run = env.run(&["resources", "--json"]);
+    run.assert_code(0);
+    let resources = run.json();
+    let uri = resources[0]["resource"]["uri"].as_str().unwrap().to_owned();
+    assert_eq!(resources[0]["server"], "fixture");
+
+    let run = env.run(&["read", &uri]);
+    run.assert_code(0);
+    assert!(!run.stdout.is_empty());
+    let run = env.run(&["read", &uri, "--server", "fixture", "--json"]);
+    run.assert_code(0);
+    assert_eq!(run.json()["contents"][0]["uri"], uri.as_str());
+    let run = env.run(&["read", "nope://nothing"]);
+    run.assert_code(5);
+
+    let run = env.run(&["prompts", "--json"]);
+    run.assert_code(0);
+    let prompts = run.json();
+    let greeting = prompts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "fixture__greeting")
+        .expect("greeting prompt");
+    assert_eq!(greeting["server"], "fixture");
+
+    let run = env.run(&["prompt", "fixture__greeting", "--arg", "name=Ada"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("Ada"), "{}", run.stdout);
+    let run = env.run(&["prompt", "fixture__nope"]);
+    run.assert_code(5);
+    assert!(run.stderr.contains("mcph prompts"), "{}", run.stderr);
+}
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let env = Env::new();
+    let run = env.run(&["--help"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("Exit codes:"), "{}", run.stdout);
+    assert!(run.stdout.contains("130"), "{}", run.stdout);
+    let run = env.run(&["frobnicate"]);
+    run.assert_code(2);
+}
+
+/// `(pid, ppid, pgrp, state)` of every process, from /proc.
+#[cfg(target_os = "linux")]
+fn processes() -> Vec<(i32, i32, i32, char)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() < 3 {
+            continue;
+        }
+        let state = fields[0].chars().next().unwrap_or('?');
+        let (Ok(ppid), Ok(pgrp)) = (fields[1].parse(), fields[2].parse()) else {
+            continue;
+        };
+        out.push((pid, ppid, pgrp, state));
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_cancels_the_call_and_leaves_no_server_behind() {
+    let env = Env::new();
+    let child = env
+        .command(&[
+            "call",
+            "fixture__slow",
+            r#"{"duration_ms":60000,"steps":2}"#,
+        ])
+        .spawn()
+        .expect("spawn mcph");
+    let mcph = child.id() as i32;
+
+    // Wait for the fixture server (a child of mcph) to exist, then a little for the call.
+    let end = Instant::now() + Duration::from_secs(30);
+    let server = loop {
+        if let Some(&(pid, ..)) = processes()
+            .iter()
+            .find(|&&(_, ppid, _, state)| ppid == mcph && state != 'Z')
+        {
+            break pid;
+        }
+        assert!(Instant::now() < end, "the fixture server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(mcph, libc::SIGINT) }, 0);
+    let run = finish(child, Duration::from_secs(30));
+    run.assert_code(130);
+    assert!(run.stderr.contains("error: interrupted"), "{}", run.stderr);
+
+    // The server ran in its own process group (pgid = its pid): nothing of it may be left.
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<_> = processes()
+            .into_iter()
+            .filter(|&(pid, _, pgrp, state)| (pgrp == server || pid == server) && state != 'Z')
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "fixture processes left after Ctrl-C: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
