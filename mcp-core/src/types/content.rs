@@ -118,23 +118,50 @@ impl Content {
     }
 }
 
-fn take_string<E: serde::de::Error>(
-    map: &mut Map<String, Value>,
-    key: &str,
-    ty: &str,
-) -> Result<String, E> {
-    match map.remove(key) {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(E::custom(format!(
-            "{ty} content: \"{key}\" must be a string"
-        ))),
-        None => Err(E::custom(format!("{ty} content: missing \"{key}\""))),
+/// The members every block type reads, taken straight out of the input while visiting (no map
+/// insert and remove for them); everything else lands in `extra`.
+#[derive(Default)]
+struct BlockMembers {
+    text: Option<Value>,
+    data: Option<Value>,
+    mime_type: Option<Value>,
+    uri: Option<Value>,
+    extra: Map<String, Value>,
+}
+
+impl BlockMembers {
+    fn take<E: serde::de::Error>(
+        slot: &mut Option<Value>,
+        key: &str,
+        ty: &str,
+    ) -> Result<String, E> {
+        match slot.take() {
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(E::custom(format!(
+                "{ty} content: \"{key}\" must be a string"
+            ))),
+            None => Err(E::custom(format!("{ty} content: missing \"{key}\""))),
+        }
+    }
+
+    /// Whatever known member a block type did not use goes back to `extra`.
+    fn into_extra(mut self) -> Map<String, Value> {
+        for (key, value) in [
+            ("text", self.text),
+            ("data", self.data),
+            ("mimeType", self.mime_type),
+            ("uri", self.uri),
+        ] {
+            if let Some(value) = value {
+                self.extra.insert(key.to_owned(), value);
+            }
+        }
+        self.extra
     }
 }
 
 impl<'de> Deserialize<'de> for Content {
-    /// One pass over the members: the common ones are taken as strings, the rest kept in
-    /// `extra` (no intermediate map of the whole block).
+    /// One pass over the members (no intermediate map of the whole block).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct ContentVisitor;
         impl<'de> serde::de::Visitor<'de> for ContentVisitor {
@@ -147,60 +174,78 @@ impl<'de> Deserialize<'de> for Content {
                 mut map: A,
             ) -> Result<Content, A::Error> {
                 let mut ty: Option<String> = None;
-                let mut fields = Map::new();
+                let mut members = BlockMembers::default();
                 while let Some(key) = map.next_key::<super::MemberKey<'de>>()?.map(|k| k.0) {
-                    if key == "type" {
-                        ty = Some(map.next_value()?);
-                    } else {
-                        let value: Value = map.next_value()?;
-                        fields.insert(key.into_owned(), value);
-                    }
+                    let slot = match key.as_ref() {
+                        "type" => {
+                            ty = Some(map.next_value()?);
+                            continue;
+                        }
+                        "text" => &mut members.text,
+                        "data" => &mut members.data,
+                        "mimeType" => &mut members.mime_type,
+                        "uri" => &mut members.uri,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            members.extra.insert(key.into_owned(), value);
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value()?);
                 }
                 let ty =
                     ty.ok_or_else(|| A::Error::custom("content block without a string \"type\""))?;
-                content_from_fields(ty, fields)
+                content_from_members(ty, members)
             }
         }
         deserializer.deserialize_map(ContentVisitor)
     }
 }
 
-fn content_from_fields<E: serde::de::Error>(
+fn content_from_members<E: serde::de::Error>(
     ty: String,
-    mut map: Map<String, Value>,
+    mut m: BlockMembers,
 ) -> Result<Content, E> {
     match ty.as_str() {
         "text" => {
-            let text = take_string(&mut map, "text", "text")?;
-            Ok(Content::Text { text, extra: map })
+            let text = BlockMembers::take(&mut m.text, "text", "text")?;
+            Ok(Content::Text {
+                text,
+                extra: m.into_extra(),
+            })
         }
         "image" | "audio" => {
-            let data = take_string(&mut map, "data", &ty)?;
-            let mime_type = take_string(&mut map, "mimeType", &ty)?;
+            let data = BlockMembers::take(&mut m.data, "data", &ty)?;
+            let mime_type = BlockMembers::take(&mut m.mime_type, "mimeType", &ty)?;
+            let extra = m.into_extra();
             Ok(if ty == "image" {
                 Content::Image {
                     data,
                     mime_type,
-                    extra: map,
+                    extra,
                 }
             } else {
                 Content::Audio {
                     data,
                     mime_type,
-                    extra: map,
+                    extra,
                 }
             })
         }
         "resource_link" => {
-            let uri = take_string(&mut map, "uri", "resource_link")?;
-            Ok(Content::ResourceLink { uri, extra: map })
+            let uri = BlockMembers::take(&mut m.uri, "uri", "resource_link")?;
+            Ok(Content::ResourceLink {
+                uri,
+                extra: m.into_extra(),
+            })
         }
         "resource" => {
             let embedded: EmbeddedResource =
-                serde_json::from_value(Value::Object(map)).map_err(E::custom)?;
+                serde_json::from_value(Value::Object(m.into_extra())).map_err(E::custom)?;
             Ok(Content::Resource(Box::new(embedded)))
         }
         _ => {
+            let mut map = m.into_extra();
             map.insert("type".into(), Value::String(ty));
             Ok(Content::Other(Value::Object(map)))
         }
