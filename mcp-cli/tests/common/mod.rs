@@ -1,0 +1,148 @@
+//! Shared helpers for the `mcph` end-to-end tests: isolated environments, running the binary
+//! with a deadline.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const MCPH: &str = env!("CARGO_BIN_EXE_mcph");
+/// Upper bound of every command (a hang fails the test instead of blocking it).
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A unique temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "mcph-test-{tag}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write temp file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a finished command left.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// An isolated environment: cwd, HOME and XDG_CONFIG_HOME are empty temp dirs.
+pub struct Env {
+    pub home: TempDir,
+    pub cwd: TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Env {
+            home: TempDir::new("home"),
+            cwd: TempDir::new("cwd"),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(MCPH);
+        command
+            .args(args)
+            .current_dir(self.cwd.path())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let child = self.command(args).spawn().expect("spawn mcph");
+        finish(child, DEADLINE)
+    }
+}
+
+/// Waits for the child (reading its output meanwhile), killing it at the deadline.
+pub fn finish(mut child: Child, deadline: Duration) -> Run {
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let status = wait_until(&mut child, deadline).unwrap_or_else(|| {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("mcph did not finish within {deadline:?}")
+    });
+    Run {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+pub fn wait_until(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
+    let end = Instant::now() + deadline;
+    while Instant::now() < end {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
