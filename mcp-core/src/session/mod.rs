@@ -39,6 +39,8 @@ use crate::types::*;
 use crate::version::ProtocolVersion;
 use pending::{PendingRequest, PendingTable, ProgressState};
 
+/// How long `close` waits for queued cancellations to be handed to the transport.
+const OUTBOX_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long `close` waits for the reader task to see the end of the connection.
 const READER_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -55,7 +57,7 @@ struct Shared {
     pending: PendingTable,
     next_id: AtomicI64,
     notifications: Mutex<Option<broadcast::Sender<ServerNotification>>>,
-    outbox: mpsc::UnboundedSender<Message>,
+    outbox: mpsc::UnboundedSender<OutboxItem>,
     handler: Arc<dyn ClientHandler>,
     handler_tasks: Mutex<HashMap<RequestId, AbortHandle>>,
     options: SessionOptions,
@@ -253,6 +255,12 @@ impl ClientSession {
     /// Closes the session: closes the transport gracefully (bounded by the transport's own grace
     /// periods), fails anything still pending, and ends the session's tasks.
     pub async fn close(&self) {
+        // Cancellations queued by dropped requests go out before the connection closes, so the
+        // server is told (e.g. a Ctrl-C'd call followed at once by shutdown).
+        let (flushed, done) = oneshot::channel();
+        if self.shared.outbox.send(OutboxItem::Flush(flushed)).is_ok() {
+            let _ = tokio::time::timeout(OUTBOX_FLUSH_TIMEOUT, done).await;
+        }
         if let Err(e) = self.shared.sender.close().await {
             tracing::debug!(error = %e, "transport close reported an error");
         }
@@ -706,7 +714,7 @@ impl PendingGuard<'_> {
             };
             if let Ok(params) = Payload::from_serialize(&params) {
                 let note = Notification::new(methods::NOTIFICATION_CANCELLED, Some(params));
-                let _ = self.shared.outbox.send(note.into());
+                let _ = self.shared.outbox.send(OutboxItem::Send(note.into()));
             }
         }
         self.sent = false;
@@ -822,10 +830,25 @@ pub(crate) fn human_duration(d: Duration) -> String {
     }
 }
 
-async fn run_outbox(shared: Arc<Shared>, mut outbox: mpsc::UnboundedReceiver<Message>) {
-    while let Some(message) = outbox.recv().await {
-        if let Err(e) = shared.sender.send(message).await {
-            tracing::debug!(error = %e, "could not send a queued notification");
+/// What the outbox task does, in order.
+enum OutboxItem {
+    /// Send a message (a cancellation queued from `Drop`).
+    Send(Message),
+    /// Everything queued before has been sent: tell the closer.
+    Flush(oneshot::Sender<()>),
+}
+
+async fn run_outbox(shared: Arc<Shared>, mut outbox: mpsc::UnboundedReceiver<OutboxItem>) {
+    while let Some(item) = outbox.recv().await {
+        match item {
+            OutboxItem::Send(message) => {
+                if let Err(e) = shared.sender.send(message).await {
+                    tracing::debug!(error = %e, "could not send a queued notification");
+                }
+            }
+            OutboxItem::Flush(done) => {
+                let _ = done.send(());
+            }
         }
     }
 }

@@ -844,3 +844,23 @@ async fn many_requests_from_many_tasks_all_complete() {
     assert_eq!(done.load(Ordering::Relaxed), 500);
     let _server = server_task.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_request_dropped_just_before_close_is_still_cancelled_on_the_server() {
+    let (session, mut server) = connect().await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("slow", None).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    call.abort();
+    let _ = call.await;
+    session.close().await;
+    let cancel = server.expect_notification("notifications/cancelled").await;
+    let params: CancelledNotificationParams = cancel.params.unwrap().into_typed().unwrap();
+    assert_eq!(params.request_id, request.id);
+    assert!(tokio::time::timeout(STEP, server.end.incoming.recv())
+        .await
+        .unwrap()
+        .is_none());
+}
