@@ -406,3 +406,28 @@ async fn every_call_is_traced_with_the_opentelemetry_mcp_names() {
         finished[2]
     );
 }
+
+#[tokio::test]
+async fn a_remote_server_without_its_transport_is_a_clear_failure() {
+    let marker = unique_marker("remote");
+    let remote = ServerConfig::new(
+        "remote",
+        TransportConfig::Http {
+            url: "https://127.0.0.1:9/mcp".into(),
+            headers: BTreeMap::new(),
+        },
+    );
+    let client = start(vec![remote, fixture("local", &[], &marker)]).await;
+    let servers = client.servers();
+    match &servers[0].status {
+        ServerStatus::Failed { reason } => {
+            assert!(
+                reason.contains("`http` transport is not built into this profile"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(servers[1].status.is_ready());
+    client.shutdown().await;
+}
