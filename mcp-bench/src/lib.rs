@@ -1,0 +1,21 @@
+//! `mcp-bench`: measures our client, the official Rust SDK (`rmcp`) and a raw pipe floor doing
+//! the same `tools/call`s against the same server, each client in its own process.
+//!
+//! - [`args`]: the command line every client binary takes ([`ClientArgs`]).
+//! - [`measure`]: the timing loops (sequential latency, N calls in flight) over any async call,
+//!   and [`Measurement`], the JSON line a client prints.
+//! - [`usage`]: this process's CPU time and peak memory (`getrusage`).
+//! - [`scenario`]: the calls benchmarked (echo with a few bytes, a 256 KiB result) and the
+//!   exact JSON-RPC lines of each, for the floor.
+//!
+//! The client binaries are `bench-client-ours`, `bench-client-rmcp` and `bench-client-floor`;
+//! `mcp-bench` drives them and prints the report (`cargo xtask bench`).
+
+pub mod args;
+pub mod measure;
+pub mod scenario;
+pub mod usage;
+
+pub use args::{ClientArgs, Mode};
+pub use measure::{measure, Measurement};
+pub use scenario::Payload;
