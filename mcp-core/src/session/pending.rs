@@ -46,9 +46,33 @@ pub(crate) struct PendingRequest {
     pub(crate) progress: Option<std::sync::Arc<ProgressState>>,
 }
 
+/// Hashes the session's own request ids (sequential integers) with one multiplication
+/// (Fibonacci hashing) instead of SipHash: they come from this process, not from a peer, so
+/// there is nothing to defend against, and this is on every request's path.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap<V> = HashMap<i64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 #[derive(Default)]
 struct Table {
-    waiting: HashMap<i64, PendingRequest>,
+    waiting: IdMap<PendingRequest>,
     closed: Option<Error>,
 }
 
