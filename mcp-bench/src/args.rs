@@ -62,7 +62,10 @@ impl ClientArgs {
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
-            let number = |v: String| v.parse::<usize>().map_err(|_| format!("{flag}: not a number: {v}"));
+            let number = |v: String| {
+                v.parse::<usize>()
+                    .map_err(|_| format!("{flag}: not a number: {v}"))
+            };
             match flag.as_str() {
                 "--server" => server = Some(value()?),
                 "--server-arg" => server_args.push(value()?),
@@ -102,8 +105,25 @@ mod tests {
     #[test]
     fn parses_every_flag() {
         let a = ClientArgs::parse(
-            ["--server", "taskset", "--server-arg", "-c", "--server-arg", "1", "--mode", "throughput", "--inflight", "64", "--warmup", "5", "--calls", "50", "--payload", "large"]
-                .map(String::from),
+            [
+                "--server",
+                "taskset",
+                "--server-arg",
+                "-c",
+                "--server-arg",
+                "1",
+                "--mode",
+                "throughput",
+                "--inflight",
+                "64",
+                "--warmup",
+                "5",
+                "--calls",
+                "50",
+                "--payload",
+                "large",
+            ]
+            .map(String::from),
         )
         .unwrap();
         assert_eq!(a.server, "taskset");

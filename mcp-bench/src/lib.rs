@@ -7,12 +7,16 @@
 //! - [`usage`]: this process's CPU time and peak memory (`getrusage`).
 //! - [`scenario`]: the calls benchmarked (echo with a few bytes, a 256 KiB result) and the
 //!   exact JSON-RPC lines of each, for the floor.
+//! - [`report`]: the driver's scenarios, medians, ratios and markdown table.
+//! - [`driver`]: the `mcp-bench` driver that runs every client and writes the report.
 //!
 //! The client binaries are `bench-client-ours`, `bench-client-rmcp` and `bench-client-floor`;
 //! `mcp-bench` drives them and prints the report (`cargo xtask bench`).
 
 pub mod args;
+pub mod driver;
 pub mod measure;
+pub mod report;
 pub mod scenario;
 pub mod usage;
 

@@ -1,8 +1,8 @@
 //! The timing loops, shared by every client so that each is measured the same way.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -34,7 +34,10 @@ pub struct Measurement {
 impl Measurement {
     /// Prints the JSON line.
     pub fn print(&self) {
-        println!("{}", serde_json::to_string(self).expect("a measurement serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(self).expect("a measurement serializes")
+        );
     }
 }
 
@@ -49,7 +52,11 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 /// Runs the warm-up and the measured phase of `args` with `call` (one tool call, which must
 /// check its result and return `Err` on anything unexpected), on the current-thread runtime
 /// the caller is in (throughput mode spawns `inflight` local tasks).
-pub async fn measure<F, Fut>(client: &str, args: &ClientArgs, call: F) -> Result<Measurement, String>
+pub async fn measure<F, Fut>(
+    client: &str,
+    args: &ClientArgs,
+    call: F,
+) -> Result<Measurement, String>
 where
     F: Fn() -> Fut + Clone + 'static,
     Fut: Future<Output = Result<(), String>> + 'static,
@@ -107,7 +114,11 @@ where
     Ok(Measurement {
         client: client.to_owned(),
         calls: args.calls,
-        inflight: if args.mode == Mode::Latency { 1 } else { args.inflight },
+        inflight: if args.mode == Mode::Latency {
+            1
+        } else {
+            args.inflight
+        },
         p50_us: percentile(&latencies, 0.50),
         p99_us: percentile(&latencies, 0.99),
         calls_per_sec: args.calls as f64 / elapsed.as_secs_f64(),

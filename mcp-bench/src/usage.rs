@@ -11,5 +11,8 @@ pub fn process_usage() -> (Duration, u64) {
         usage
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    (tv(usage.ru_utime) + tv(usage.ru_stime), usage.ru_maxrss as u64)
+    (
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+        usage.ru_maxrss as u64,
+    )
 }

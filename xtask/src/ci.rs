@@ -119,6 +119,12 @@ pub const STEPS: &[Step] = &[
         interop_env: false,
         fatal: false,
     },
+    Step {
+        name: "bench-quick",
+        action: Action::Custom(bench_quick),
+        interop_env: false,
+        fatal: false,
+    },
 ];
 
 enum Status {
@@ -253,6 +259,21 @@ fn interop_setup(ctx: &Ctx) -> Outcome {
                 ok: false,
                 counts: None,
                 note: "see log".into(),
+            }
+        }
+    }
+}
+
+/// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
+fn bench_quick(ctx: &Ctx) -> Outcome {
+    match crate::bench::ci_quick(ctx.root) {
+        Ok(()) => Outcome::from_ok(true),
+        Err(e) => {
+            eprintln!("bench-quick: error: {e}");
+            Outcome {
+                ok: false,
+                counts: None,
+                note: e,
             }
         }
     }

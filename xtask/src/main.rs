@@ -3,6 +3,7 @@
 //! Run through the alias in `.cargo/config.toml`: `cargo xtask <command>`.
 //! Arguments are parsed by hand to keep this crate dependency-free.
 
+mod bench;
 mod ci;
 mod interop;
 mod profiles;
@@ -16,9 +17,15 @@ Usage: cargo xtask <command>
 
 Commands:
   ci               Run every CI step (fmt, clippy, interop-setup, profile
-                   checks, nextest, doc tests, bench build), print a summary,
-                   and exit non-zero
-                   if any step failed. This is what `.ci/run` executes.
+                   checks, nextest, doc tests, bench build, quick bench run),
+                   print a summary, and exit non-zero if any step failed.
+                   This is what `.ci/run` executes.
+  bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
+                   Build the benchmark binaries (release) and run `mcp-bench`:
+                   ours vs rmcp vs a raw pipe floor against the fixture server,
+                   pinned with taskset. Prints a markdown table and writes
+                   target/bench/report.md and report.json. --quick: a short
+                   run that only checks the harness (CI runs it).
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/` (idempotent).
   help             Show this message.
@@ -37,6 +44,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("ci") if args.len() == 1 => ci::run(&root),
+        Some("bench") => bench::run(&root, &args[1..]),
         Some("interop-setup") if args.len() == 1 => match interop::setup(&root) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

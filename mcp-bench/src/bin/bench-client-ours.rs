@@ -22,7 +22,9 @@ async fn run(args: &ClientArgs) -> Result<(), String> {
     let config = StdioServerConfig::new(&args.server).args(&args.server_args);
     let transport = StdioTransport::spawn(config).map_err(|e| e.to_string())?;
     let options = SessionOptions::default().with_protocol_version(ProtocolVersion::V2025_11_25);
-    let session = ClientSession::connect(transport, (), options).await.map_err(|e| e.to_string())?;
+    let session = ClientSession::connect(transport, (), options)
+        .await
+        .map_err(|e| e.to_string())?;
     let session = Rc::new(session);
     let payload = args.payload;
     let arguments = payload.arguments();
@@ -38,7 +40,10 @@ async fn run(args: &ClientArgs) -> Result<(), String> {
                     .map_err(|e| e.to_string())?;
                 match result.content.first().and_then(|c| c.as_text()) {
                     Some(text) if payload.check_text(text) => Ok(()),
-                    _ => Err(format!("unexpected result: {:?}", result.content.first().map(|c| c.type_name()))),
+                    _ => Err(format!(
+                        "unexpected result: {:?}",
+                        result.content.first().map(|c| c.type_name())
+                    )),
                 }
             }
         }
