@@ -119,6 +119,45 @@ pub enum Payload {
     Raw(Box<RawValue>),
     /// A value built in process; serialized only if a byte-level transport needs it.
     Value(Value),
+    /// JSON text inside a received line that the payload shares instead of copying (large
+    /// messages: the line's buffer goes back to the transport for reuse once it is dropped).
+    Shared(SharedJson),
+}
+
+/// A validated JSON value that lives inside a shared message buffer.
+#[derive(Clone)]
+pub struct SharedJson {
+    buffer: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl SharedJson {
+    /// Locates `raw`, which must borrow from `buffer`'s bytes.
+    fn within(buffer: &Arc<Vec<u8>>, raw: &RawValue) -> Option<SharedJson> {
+        let base = buffer.as_ptr() as usize;
+        let start = (raw.get().as_ptr() as usize).checked_sub(base)?;
+        let end = start + raw.get().len();
+        (end <= buffer.len()).then(|| SharedJson {
+            buffer: buffer.clone(),
+            start,
+            end,
+        })
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        // SAFETY: a SharedJson is only built (in `within`) from a `&RawValue` — a `str`, so
+        // valid UTF-8 — that borrows exactly these bytes, and the buffer is immutable while
+        // shared behind the `Arc`.
+        unsafe { std::str::from_utf8_unchecked(&self.buffer[self.start..self.end]) }
+    }
+}
+
+impl fmt::Debug for SharedJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SharedJson").field(&self.as_str()).finish()
+    }
 }
 
 impl Payload {
@@ -137,6 +176,7 @@ impl Payload {
         match self {
             Payload::Raw(raw) => serde_json::from_str(raw.get()),
             Payload::Value(value) => T::deserialize(value),
+            Payload::Shared(shared) => serde_json::from_str(shared.as_str()),
         }
     }
 
@@ -145,6 +185,7 @@ impl Payload {
         match self {
             Payload::Raw(raw) => serde_json::from_str(raw.get()),
             Payload::Value(value) => serde_json::from_value(value),
+            Payload::Shared(shared) => serde_json::from_str(shared.as_str()),
         }
     }
 
@@ -158,6 +199,7 @@ impl Payload {
         match self {
             Payload::Raw(raw) => Cow::Borrowed(raw.get()),
             Payload::Value(value) => Cow::Owned(value.to_string()),
+            Payload::Shared(shared) => Cow::Borrowed(shared.as_str()),
         }
     }
 
@@ -166,6 +208,7 @@ impl Payload {
         match self {
             Payload::Raw(raw) => raw.get().trim_start().starts_with('{'),
             Payload::Value(value) => value.is_object(),
+            Payload::Shared(shared) => shared.as_str().trim_start().starts_with('{'),
         }
     }
 }
@@ -186,7 +229,11 @@ impl PartialEq for Payload {
     /// Semantic JSON equality (key order and whitespace do not matter).
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Payload::Raw(a), Payload::Raw(b)) if a.get() == b.get() => true,
+            (Payload::Raw(_) | Payload::Shared(_), Payload::Raw(_) | Payload::Shared(_))
+                if self.to_json_string() == other.to_json_string() =>
+            {
+                true
+            }
             _ => {
                 let a: Result<Value, _> = self.deserialize();
                 let b: Result<Value, _> = other.deserialize();
@@ -201,6 +248,12 @@ impl Serialize for Payload {
         match self {
             Payload::Raw(raw) => raw.serialize(serializer),
             Payload::Value(value) => value.serialize(serializer),
+            Payload::Shared(shared) => {
+                // Re-serializing received JSON is rare (pass-through): borrow it as a raw value.
+                let raw: &RawValue =
+                    serde_json::from_str(shared.as_str()).map_err(serde::ser::Error::custom)?;
+                raw.serialize(serializer)
+            }
         }
     }
 }
@@ -377,6 +430,17 @@ impl Message {
         Message::from_slice(text.as_bytes())
     }
 
+    /// Parses one message from a line buffer that parameters and results keep sharing instead
+    /// of copying out of it (see [`Payload::Shared`]); for large messages.
+    pub fn from_shared_line(line: &Arc<Vec<u8>>) -> Result<Message, MessageError> {
+        let mut de = serde_json::Deserializer::from_slice(line.as_slice());
+        let message = de
+            .deserialize_map(MessageVisitor(SharedCapture { line }))
+            .and_then(|m| de.end().map(|()| m))
+            .map_err(|e| MessageError::new(e.to_string()))?;
+        Ok(message)
+    }
+
     /// Appends the message as compact JSON to `out` (no trailing newline).
     pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         serde_json::to_writer(out, self)
@@ -453,11 +517,43 @@ impl Serialize for Message {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(MessageVisitor)
+        deserializer.deserialize_map(MessageVisitor(OwnedCapture))
     }
 }
 
-struct MessageVisitor;
+/// How the message visitor keeps `params` and `result`.
+trait RawCapture<'de> {
+    type Raw: Deserialize<'de>;
+    fn payload(&self, raw: Self::Raw) -> Payload;
+}
+
+/// Owned copies (`Payload::Raw`).
+struct OwnedCapture;
+
+impl<'de> RawCapture<'de> for OwnedCapture {
+    type Raw = Box<RawValue>;
+    fn payload(&self, raw: Box<RawValue>) -> Payload {
+        Payload::Raw(raw)
+    }
+}
+
+/// Ranges of the shared line (`Payload::Shared`).
+struct SharedCapture<'l> {
+    line: &'l Arc<Vec<u8>>,
+}
+
+impl<'de> RawCapture<'de> for SharedCapture<'_> {
+    type Raw = &'de RawValue;
+    fn payload(&self, raw: &'de RawValue) -> Payload {
+        match SharedJson::within(self.line, raw) {
+            Some(shared) => Payload::Shared(shared),
+            // Not inside the line (cannot happen for a slice deserializer): copy it.
+            None => Payload::Raw(raw.to_owned()),
+        }
+    }
+}
+
+struct MessageVisitor<C>(C);
 
 /// A message member name; known names are matched without allocating.
 enum Field {
@@ -513,7 +609,7 @@ impl<'de> Deserialize<'de> for VersionCheck {
     }
 }
 
-impl<'de> Visitor<'de> for MessageVisitor {
+impl<'de, C: RawCapture<'de>> Visitor<'de> for MessageVisitor<C> {
     type Value = Message;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -525,8 +621,8 @@ impl<'de> Visitor<'de> for MessageVisitor {
         // `id` distinguishes absent from explicit null.
         let mut id: Option<Option<RequestId>> = None;
         let mut method: Option<String> = None;
-        let mut params: Option<Box<RawValue>> = None;
-        let mut result: Option<Box<RawValue>> = None;
+        let mut params: Option<C::Raw> = None;
+        let mut result: Option<C::Raw> = None;
         let mut error: Option<ErrorObject> = None;
         let mut extra = Map::new();
         while let Some(key) = map.next_key::<Field>()? {
@@ -548,7 +644,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
             Some(false) => return Err(de::Error::custom("\"jsonrpc\" must be \"2.0\"")),
             None => return Err(de::Error::custom("missing \"jsonrpc\": \"2.0\"")),
         }
-        let params = params.map(Payload::Raw);
+        let params = params.map(|p| self.0.payload(p));
         match (method, id) {
             (Some(method), Some(Some(id))) => Ok(Message::Request(Request {
                 id,
@@ -571,7 +667,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
                     (Some(result), None) => match id {
                         Some(id) => Ok(Message::Response(Response {
                             id: Some(id),
-                            outcome: Ok(Payload::Raw(result)),
+                            outcome: Ok(self.0.payload(result)),
                             extra,
                         })),
                         None => Err(de::Error::custom("a successful response needs an id")),
@@ -705,6 +801,41 @@ mod tests {
         assert_eq!(raw.deserialize::<T>().unwrap().a, 1);
         assert_eq!(val.into_typed::<T>().unwrap().a, 1);
         assert!(raw.is_object());
+    }
+
+    #[test]
+    fn shared_lines_parse_like_owned_ones_without_copying() {
+        let text =
+            r#"{"result":{"content":[{"type":"text","text":"big"}]},"jsonrpc":"2.0","id":9}"#;
+        let line = Arc::new(text.as_bytes().to_vec());
+        let shared = Message::from_shared_line(&line).unwrap();
+        assert_eq!(shared, parse(text).unwrap());
+        match &shared {
+            Message::Response(r) => match r.outcome.as_ref().unwrap() {
+                Payload::Shared(s) => {
+                    assert_eq!(s.as_str(), r#"{"content":[{"type":"text","text":"big"}]}"#)
+                }
+                other => panic!("expected a shared payload, got {other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Arc::strong_count(&line), 2, "the payload shares the line");
+        drop(shared);
+        assert_eq!(Arc::strong_count(&line), 1, "and gives it back");
+        let out = Message::from_shared_line(&line)
+            .unwrap()
+            .to_json_string()
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&out).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
+        );
+        for bad in ["", "{", r#"{"jsonrpc":"2.0","id":1,"result":{}} x"#, "[1]"] {
+            assert!(
+                Message::from_shared_line(&Arc::new(bad.as_bytes().to_vec())).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

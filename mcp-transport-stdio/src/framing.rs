@@ -3,6 +3,8 @@
 //! [`LineReader::next_frame`] is cancel-safe: all progress lives in the reader (bytes stay in the
 //! `BufReader` until consumed), so it can sit in a `select!` next to the child's exit.
 
+use std::sync::Arc;
+
 use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
@@ -25,6 +27,8 @@ pub(crate) struct LineReader<R> {
     line: Vec<u8>,
     max: usize,
     oversized: Option<Oversized>,
+    /// The last line whose payloads share their bytes with it; reused when they are dropped.
+    spare: Option<Arc<Vec<u8>>>,
 }
 
 struct Oversized {
@@ -40,6 +44,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             line: Vec::new(),
             max,
             oversized: None,
+            spare: None,
         }
     }
 
@@ -92,10 +97,12 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                         } else {
                             self.line.extend_from_slice(&buf[..pos]);
                             self.inner.consume(pos + 1);
-                            let line = std::mem::take(&mut self.line);
-                            let frame = blank_or_parse(&line);
-                            self.line = line;
-                            self.line.clear();
+                            // A line assembled from several reads is parsed in place: the
+                            // message's payloads share the buffer instead of copying out of it,
+                            // and the buffer is reused once they are dropped.
+                            let line = Arc::new(std::mem::take(&mut self.line));
+                            let frame = blank_or_parse_shared(&line);
+                            self.spare = Some(line);
                             frame
                         }
                     };
@@ -118,6 +125,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                         keep_tail(&mut over.tail, buf);
                         self.oversized = Some(over);
                     } else {
+                        if self.line.capacity() == 0 {
+                            self.line = reclaim_spare(&mut self.spare);
+                        }
                         self.line.extend_from_slice(buf);
                     }
                     self.inner.consume(n);
@@ -133,6 +143,19 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             tail: Vec::new(),
         });
         too_large(over.size, &over.head, &over.tail, self.max)
+    }
+}
+
+/// The buffer of the last shared line if every payload sharing it is gone (cleared, with its
+/// capacity), else a fresh buffer of the same capacity.
+fn reclaim_spare(spare: &mut Option<Arc<Vec<u8>>>) -> Vec<u8> {
+    match spare.take().map(Arc::try_unwrap) {
+        Some(Ok(mut buffer)) => {
+            buffer.clear();
+            buffer
+        }
+        Some(Err(still_shared)) => Vec::with_capacity(still_shared.capacity()),
+        None => Vec::new(),
     }
 }
 
@@ -172,27 +195,41 @@ fn blank_or_parse(line: &[u8]) -> Option<Frame> {
     }
 }
 
+fn blank_or_parse_shared(line: &Arc<Vec<u8>>) -> Option<Frame> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(match Message::from_shared_line(line) {
+        Ok(message) => Frame::Message(message),
+        Err(e) => bad_line(line, e),
+    })
+}
+
 fn parse_line(line: &[u8]) -> Frame {
     match Message::from_slice(line) {
         Ok(message) => Frame::Message(message),
-        Err(e) => {
-            // Only on the failure path: is it JSON at all, and does it name a request?
-            match serde_json::from_slice::<serde_json::Value>(line) {
-                Ok(value) => {
-                    let id = value
-                        .get("id")
-                        .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
-                    Frame::Bad(
-                        TransportError::recoverable(
-                            TransportErrorKind::InvalidMessage,
-                            format!("the server sent {e}"),
-                        )
-                        .for_request(id),
-                    )
-                }
-                Err(_) => Frame::Garbage(preview(line)),
-            }
+        Err(e) => bad_line(line, e),
+    }
+}
+
+/// A line that is not a JSON-RPC message: invalid JSON-RPC (reported, with its request id when
+/// it has one) or not JSON at all (skipped).
+fn bad_line(line: &[u8], e: mcp_core::jsonrpc::MessageError) -> Frame {
+    // Only on the failure path: is it JSON at all, and does it name a request?
+    match serde_json::from_slice::<serde_json::Value>(line) {
+        Ok(value) => {
+            let id = value
+                .get("id")
+                .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+            Frame::Bad(
+                TransportError::recoverable(
+                    TransportErrorKind::InvalidMessage,
+                    format!("the server sent {e}"),
+                )
+                .for_request(id),
+            )
         }
+        Err(_) => Frame::Garbage(preview(line)),
     }
 }
 

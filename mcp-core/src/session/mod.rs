@@ -780,9 +780,10 @@ fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Erro
             }
             Ok(Payload::Value(Value::Object(map)))
         }
-        Some(Payload::Raw(raw)) => {
+        Some(payload @ (Payload::Raw(_) | Payload::Shared(_))) => {
             // Splice the token in as text: no value tree is built for pass-through arguments.
-            let text = raw.get().trim();
+            let json = payload.to_json_string();
+            let text = json.trim();
             let Some(body) = text.strip_prefix('{') else {
                 return Err(Error::new(
                     ErrorKind::InvalidParams,
@@ -790,7 +791,8 @@ fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Erro
                 ));
             };
             if has_top_level_meta(text) {
-                return Ok(Payload::Raw(raw));
+                drop(json);
+                return Ok(payload);
             }
             let body = body.trim_start();
             let spliced = if body.starts_with('}') {
