@@ -89,6 +89,8 @@ impl StdioTransport {
                 "the child process has no stdio pipes",
             ));
         };
+        enlarge_pipe(&stdin);
+        enlarge_pipe(&stdout);
         let tail = Arc::new(StderrTail::new(config.stderr_buffer));
         let (stderr_done_tx, stderr_done) = watch::channel(false);
         let stderr_task = tokio::spawn({
@@ -141,6 +143,25 @@ impl Transport for StdioTransport {
     fn split(self) -> (StdioSender, StdioReceiver) {
         (self.sender, self.receiver)
     }
+}
+
+/// Pipe capacity asked for (Linux): a large message then crosses in one go instead of in 64 KiB
+/// steps that each wait for the other process to be scheduled.
+const PIPE_CAPACITY: i32 = 1 << 20;
+
+/// Best effort: enlarges a pipe's kernel buffer (up to the system's `pipe-max-size`); where
+/// that is not possible the default capacity stays.
+fn enlarge_pipe(pipe: &impl std::os::fd::AsRawFd) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: F_SETPIPE_SZ only resizes the kernel buffer of a pipe we own; a failure
+        // (EPERM above pipe-max-size, EBUSY) leaves it as it was and is ignored.
+        unsafe {
+            libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
 }
 
 /// Writes queued lines to the child's stdin, batching whatever is queued into one write.
