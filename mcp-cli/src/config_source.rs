@@ -62,54 +62,7 @@ pub fn embedded_default(exe: &Path) -> ClientConfig {
 /// Runs the fixture MCP server on stdin/stdout, exactly as the `mcp-fixture-server` binary of
 /// `mcp-testkit` does (same flags, same start-up fault handling). Returns the exit code.
 pub fn run_fixture_server(args: Vec<String>) -> i32 {
-    use mcp_testkit::options::{parse_args, CliCommand, HELP};
-    use mcp_testkit::startup::apply_startup_faults;
-    use mcp_testkit::{serve_stdio, SERVER_NAME, SERVER_VERSION};
-
-    let options = match parse_args(args) {
-        Ok(CliCommand::Run(options)) => options,
-        Ok(CliCommand::Help) => {
-            print!("{HELP}");
-            return 0;
-        }
-        Ok(CliCommand::Version) => {
-            println!("{SERVER_NAME} {SERVER_VERSION}");
-            return 0;
-        }
-        Err(message) => {
-            eprintln!("{SERVER_NAME}: {message}");
-            return 2;
-        }
-    };
-    // Kept alive (never reaped) for the lifetime of the process.
-    let _grandchild = match apply_startup_faults(&options) {
-        Ok(child) => child,
-        Err(e) => {
-            eprintln!("{SERVER_NAME}: start-up failed: {e}");
-            return 1;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{SERVER_NAME}: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
-    let code = match runtime.block_on(serve_stdio(options)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("{SERVER_NAME}: {e}");
-            1
-        }
-    };
-    // Exit right away (the caller calls process::exit): in-flight tasks (slow tools, pending
-    // client requests) must not keep the process alive after stdin EOF.
-    std::mem::forget(runtime);
-    code
+    mcp_testkit::run::run(args)
 }
 
 #[cfg(test)]

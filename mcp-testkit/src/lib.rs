@@ -21,6 +21,7 @@
 //! - [`pagination`]: opaque cursors for the list methods.
 //! - [`stdio`]: the newline-delimited JSON serving loop.
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
+//! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
 
 pub mod jsonrpc;
@@ -29,6 +30,7 @@ pub mod options;
 pub mod pagination;
 pub mod prompts;
 pub mod resources;
+pub mod run;
 pub mod server;
 pub mod startup;
 pub mod stdio;
@@ -38,7 +40,7 @@ pub use jsonrpc::RpcError;
 pub use locate::{fixture_server_bin, FIXTURE_SERVER_BIN};
 pub use options::{parse_args, CliCommand, ServerOptions};
 pub use server::{FixtureServer, LogLevel, Outgoing, OutgoingKind, OutgoingReceiver};
-pub use stdio::{serve, serve_stdio, MAX_LINE_BYTES};
+pub use stdio::{serve, serve_stdio, serve_stdio_blocking, MAX_LINE_BYTES};
 
 /// `serverInfo.name` announced in the `initialize` result.
 pub const SERVER_NAME: &str = "mcp-fixture-server";

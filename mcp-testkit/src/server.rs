@@ -402,7 +402,12 @@ impl FixtureServer {
     }
 
     fn emit(&self, kind: OutgoingKind, json: String) {
-        if self.inner.out.send(Outgoing { kind, json }).is_err() {
+        // Output of a message handled inline by the blocking stdio loop is written by that loop
+        // right away; everything else (spawned tasks) goes through the channel.
+        let Some(outgoing) = crate::stdio::capture_inline(Outgoing { kind, json }) else {
+            return;
+        };
+        if self.inner.out.send(outgoing).is_err() {
             tracing::debug!("outgoing channel closed; message dropped");
         }
     }

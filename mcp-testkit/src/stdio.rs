@@ -1,18 +1,206 @@
-//! The newline-delimited JSON serving loop (stdio transport).
+//! The newline-delimited JSON serving loops (stdio transport).
 //!
-//! Input is read through one large buffered reader; every line is handed to
-//! [`FixtureServer::handle_line`] inline. Output goes through a single writer
-//! task that drains everything queued into one buffer and does one write and
-//! one flush per batch.
+//! - [`serve_stdio_blocking`] (what the binary runs): the main thread reads stdin with blocking
+//!   reads, hands every line to [`FixtureServer::handle_line`] inline and writes what that
+//!   produced at once — one read and one write per request, like a raw pipe peer, so client
+//!   benchmarks measure the client. Tools that wait (slow, ask_*, delays) run as tasks on a
+//!   runtime thread whose writer task writes their output.
+//! - [`serve`] / [`serve_stdio`]: the same over any async byte streams (tests, embedding), with
+//!   a single writer task that batches everything queued into one write and flush.
 
-use std::io;
+use std::cell::RefCell;
+use std::io::{self, BufRead, Write};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
 use crate::options::ServerOptions;
-use crate::server::{FixtureServer, OutgoingKind, OutgoingReceiver};
+use crate::server::{FixtureServer, Outgoing, OutgoingKind, OutgoingReceiver};
+
+thread_local! {
+    /// Set while the blocking loop handles a line: output emitted on this thread is collected
+    /// here instead of going through the channel.
+    static INLINE: RefCell<Option<Vec<Outgoing>>> = const { RefCell::new(None) };
+}
+
+/// Keeps `outgoing` for the blocking loop when it is emitted while that loop handles a line
+/// on this thread; otherwise gives it back for the channel.
+pub(crate) fn capture_inline(outgoing: Outgoing) -> Option<Outgoing> {
+    INLINE.with(|cell| match cell.borrow_mut().as_mut() {
+        Some(collected) => {
+            collected.push(outgoing);
+            None
+        }
+        None => Some(outgoing),
+    })
+}
+
+/// Serves the fixture on the process's stdin and stdout with blocking I/O on this thread (see
+/// the module docs) until stdin EOF, or forever under `--ignore-stdin-eof`. Output queued by
+/// tasks before EOF is flushed before returning.
+pub fn serve_stdio_blocking(options: ServerOptions) -> io::Result<()> {
+    let garbage = options.garbage_lines;
+    let ignore_eof = options.ignore_stdin_eof;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let handle = runtime.handle().clone();
+    // Tasks spawned while handling lines on this thread run on the runtime thread.
+    let _context = handle.enter();
+    let (server, outgoing) = FixtureServer::new(options);
+    let (shutdown_tx, shutdown_rx) = oneshot::channel();
+    let writer = std::thread::Builder::new()
+        .name("fixture-writer".into())
+        .spawn(move || runtime.block_on(write_task_output(outgoing, garbage, shutdown_rx)))?;
+
+    let stdin = io::stdin();
+    let mut reader = io::BufReader::with_capacity(READ_BUFFER_BYTES, stdin.lock());
+    let mut line = Vec::with_capacity(4096);
+    let mut collected = Vec::new();
+    let mut out = Vec::with_capacity(WRITE_BUFFER_BYTES);
+    loop {
+        let read = read_line_limited_blocking(&mut reader, &mut line, MAX_LINE_BYTES)?;
+        if read == LineRead::Eof {
+            break;
+        }
+        INLINE.with(|cell| *cell.borrow_mut() = Some(std::mem::take(&mut collected)));
+        match read {
+            LineRead::Line => server.handle_line(&line),
+            _ => server.reject_oversized_message(MAX_LINE_BYTES),
+        }
+        collected = INLINE
+            .with(|cell| cell.borrow_mut().take())
+            .unwrap_or_default();
+        if !collected.is_empty() {
+            out.clear();
+            for message in collected.drain(..) {
+                push_message(&mut out, message.kind, &message.json, garbage);
+            }
+            let mut stdout = io::stdout().lock();
+            stdout.write_all(&out)?;
+            stdout.flush()?;
+            if out.capacity() > KEEP_BUFFER_BYTES {
+                out = Vec::with_capacity(WRITE_BUFFER_BYTES);
+            }
+        }
+        line.clear();
+        if line.capacity() > KEEP_BUFFER_BYTES {
+            line = Vec::with_capacity(4096);
+        }
+    }
+    if ignore_eof {
+        tracing::debug!("input EOF ignored (--ignore-stdin-eof)");
+        loop {
+            std::thread::park();
+        }
+    }
+    let _ = shutdown_tx.send(());
+    drop(server);
+    writer
+        .join()
+        .map_err(|_| io::Error::other("the writer thread panicked"))?
+}
+
+/// The runtime thread's writer: output of spawned tasks, written as it comes; on shutdown,
+/// whatever is queued is written and the task ends.
+async fn write_task_output(
+    mut outgoing: OutgoingReceiver,
+    garbage: bool,
+    mut shutdown: oneshot::Receiver<()>,
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        let first = tokio::select! {
+            biased;
+            message = outgoing.recv() => message,
+            _ = &mut shutdown => {
+                outgoing.close();
+                buf.clear();
+                while let Ok(message) = outgoing.try_recv() {
+                    push_message(&mut buf, message.kind, &message.json, garbage);
+                }
+                let mut stdout = io::stdout().lock();
+                stdout.write_all(&buf)?;
+                return stdout.flush();
+            }
+        };
+        let Some(first) = first else {
+            return Ok(());
+        };
+        buf.clear();
+        push_message(&mut buf, first.kind, &first.json, garbage);
+        while let Ok(message) = outgoing.try_recv() {
+            push_message(&mut buf, message.kind, &message.json, garbage);
+        }
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(&buf)?;
+        stdout.flush()?;
+    }
+}
+
+/// Moves the part of `available` up to the next newline into `line` (unless the line is over
+/// `limit`, then it is dropped and `too_long` set). Returns the bytes consumed and whether the
+/// line is complete. Shared by the async and the blocking reader.
+fn take_line_chunk(
+    available: &[u8],
+    line: &mut Vec<u8>,
+    limit: usize,
+    too_long: &mut bool,
+) -> (usize, bool) {
+    let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
+        Some(i) => (&available[..i], i + 1, true),
+        None => (available, available.len(), false),
+    };
+    if !*too_long {
+        if line.len() + chunk.len() > limit {
+            *too_long = true;
+            line.clear();
+        } else {
+            line.extend_from_slice(chunk);
+        }
+    }
+    (consumed, done)
+}
+
+/// What end of input means for the line read so far.
+fn at_end_of_input(line: &[u8], too_long: bool) -> LineRead {
+    if too_long {
+        LineRead::TooLong
+    } else if line.is_empty() {
+        LineRead::Eof
+    } else {
+        LineRead::Line
+    }
+}
+
+/// The blocking twin of `read_line_limited`.
+fn read_line_limited_blocking(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> io::Result<LineRead> {
+    let mut too_long = false;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(at_end_of_input(line, too_long));
+        }
+        let (consumed, done) = take_line_chunk(available, line, limit, &mut too_long);
+        reader.consume(consumed);
+        if done {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+    }
+}
 
 /// Largest accepted input line (64 MiB); longer lines are discarded and
 /// answered with a `-32600` error.
@@ -126,26 +314,9 @@ async fn read_line_limited<R: AsyncRead + Unpin>(
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            return Ok(if too_long {
-                LineRead::TooLong
-            } else if line.is_empty() {
-                LineRead::Eof
-            } else {
-                LineRead::Line
-            });
+            return Ok(at_end_of_input(line, too_long));
         }
-        let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
-            Some(i) => (&available[..i], i + 1, true),
-            None => (available, available.len(), false),
-        };
-        if !too_long {
-            if line.len() + chunk.len() > limit {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
+        let (consumed, done) = take_line_chunk(available, line, limit, &mut too_long);
         reader.consume(consumed);
         if done {
             return Ok(if too_long {
