@@ -37,7 +37,7 @@ pub mod stdio;
 pub mod tools;
 
 pub use jsonrpc::RpcError;
-pub use locate::{fixture_server_bin, FIXTURE_SERVER_BIN};
+pub use locate::{fixture_server_bin, pipe_pong_bin, FIXTURE_SERVER_BIN, PIPE_PONG_BIN};
 pub use options::{parse_args, CliCommand, ServerOptions};
 pub use server::{FixtureServer, LogLevel, Outgoing, OutgoingKind, OutgoingReceiver};
 pub use stdio::{serve, serve_stdio, serve_stdio_blocking, MAX_LINE_BYTES};

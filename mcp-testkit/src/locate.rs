@@ -8,28 +8,37 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The binary's file name.
+/// The fixture server binary's file name.
 pub const FIXTURE_SERVER_BIN: &str = "mcp-fixture-server";
+/// The raw pipe echo used as a benchmark floor.
+pub const PIPE_PONG_BIN: &str = "mcp-pipe-pong";
 
 /// Path of the `mcp-fixture-server` binary of this workspace's current build profile, building
 /// it first when it is missing. Panics with the build's output if it cannot be built (this is
 /// test support: a missing fixture is a broken test environment, not a test result).
 pub fn fixture_server_bin() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let profile_dir = profile_dir();
-        let candidate = profile_dir.join(FIXTURE_SERVER_BIN);
-        if !candidate.is_file() {
-            build_fixture(&profile_dir);
-        }
-        assert!(
-            candidate.is_file(),
-            "{} was not found after building it",
-            candidate.display()
-        );
-        candidate
-    })
-    .clone()
+    PATH.get_or_init(|| testkit_bin(FIXTURE_SERVER_BIN)).clone()
+}
+
+/// Path of the `mcp-pipe-pong` binary (the benchmarks' raw pipe floor), built when missing.
+pub fn pipe_pong_bin() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| testkit_bin(PIPE_PONG_BIN)).clone()
+}
+
+fn testkit_bin(name: &str) -> PathBuf {
+    let profile_dir = profile_dir();
+    let candidate = profile_dir.join(name);
+    if !candidate.is_file() {
+        build_bin(&profile_dir, name);
+    }
+    assert!(
+        candidate.is_file(),
+        "{} was not found after building it",
+        candidate.display()
+    );
+    candidate
 }
 
 /// `target/<profile>` of the running executable (tests live in `target/<profile>/deps`,
@@ -49,17 +58,10 @@ fn profile_dir() -> PathBuf {
     dir
 }
 
-fn build_fixture(profile_dir: &Path) {
+fn build_bin(profile_dir: &Path, name: &str) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command.args([
-        "build",
-        "--quiet",
-        "-p",
-        "mcp-testkit",
-        "--bin",
-        FIXTURE_SERVER_BIN,
-    ]);
+    command.args(["build", "--quiet", "-p", "mcp-testkit", "--bin", name]);
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
         Some("release") => {
@@ -77,7 +79,7 @@ fn build_fixture(profile_dir: &Path) {
         .expect("cargo can be run to build the fixture server");
     assert!(
         output.status.success(),
-        "building the fixture server failed:\n{}",
+        "building {name} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
 }

@@ -33,7 +33,6 @@ use mcp_core::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::{json, Value};
 
-const PIPE_PONG_BIN: &str = "mcp-pipe-pong";
 const PAYLOAD: &str = "hi";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -96,49 +95,6 @@ fn pin_to_cpu(cpu: usize) {
             std::io::Error::last_os_error()
         );
     }
-}
-
-/// `mcp-pipe-pong` next to the fixture server (`target/<profile>/`), built once if missing.
-fn pipe_pong_bin() -> PathBuf {
-    let fixture = mcp_testkit::fixture_server_bin();
-    let candidate = fixture.with_file_name(PIPE_PONG_BIN);
-    if !candidate.is_file() {
-        let profile_dir = fixture.parent().expect("the fixture lives in a directory");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut command = Command::new(cargo);
-        command.args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcp-testkit",
-            "--bin",
-            PIPE_PONG_BIN,
-        ]);
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                command.arg("--release");
-            }
-            Some(other) => {
-                command.args(["--profile", other]);
-            }
-        }
-        if let Some(target_dir) = profile_dir.parent() {
-            command.arg("--target-dir").arg(target_dir);
-        }
-        let output = command.output().expect("cargo can be run");
-        assert!(
-            output.status.success(),
-            "building {PIPE_PONG_BIN} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    assert!(
-        candidate.is_file(),
-        "{} was not found after building it",
-        candidate.display()
-    );
-    candidate
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -468,7 +424,7 @@ fn main() {
     let pin = Pin::from_env();
     // Find (and if needed build) the binaries before pinning, so a build uses every CPU.
     let fixture = mcp_testkit::fixture_server_bin();
-    let pong = pipe_pong_bin();
+    let pong = mcp_testkit::pipe_pong_bin();
     if pin != Pin::None {
         pin_to_cpu(0);
     }
