@@ -7,6 +7,7 @@
 //!   [`ChannelTransport`], an in-memory pair for in-process servers and tests.
 //! - [`session`]: the client session engine, [`ClientSession`].
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
+//! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
 //!
 //! ```no_run
 //! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
@@ -23,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod error;
 pub mod jsonrpc;
 pub mod session;
@@ -30,6 +32,7 @@ pub mod transport;
 pub mod types;
 pub mod version;
 
+pub use auth::{AuthChallenge, AuthProvider, AuthorizationValue, StaticBearer};
 pub use error::{Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
 pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
 pub use session::{
