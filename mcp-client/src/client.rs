@@ -86,6 +86,7 @@ impl Drop for Inner {
 struct ManagedServer {
     config: ServerConfig,
     state: Mutex<ServerState>,
+    http_memo: crate::connect::HttpMemo,
 }
 
 struct ServerState {
@@ -126,6 +127,7 @@ impl McpClient {
                     ServerStatus::Disabled
                 };
                 Arc::new(ManagedServer {
+                    http_memo: Default::default(),
                     config,
                     state: Mutex::new(ServerState {
                         status,
@@ -561,6 +563,7 @@ async fn start_server(
                 changes: changes_tx,
             },
             options,
+            &server.http_memo,
         )
         .await?;
         let tools =

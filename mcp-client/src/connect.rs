@@ -5,12 +5,35 @@ use mcp_core::{ClientHandler, ClientSession, Error, ErrorKind, SessionOptions};
 
 use crate::config::{ServerConfig, TransportConfig};
 
+/// What a server's `url` turned out to speak (Streamable HTTP or legacy SSE), kept for the
+/// server's later connections.
+#[cfg(feature = "http")]
+pub(crate) type HttpMemo = mcp_transport_http::HttpFlavorMemo;
+/// Nothing to remember without the HTTP transports.
+#[cfg(not(feature = "http"))]
+pub(crate) type HttpMemo = ();
+
+#[cfg(feature = "http")]
+fn http_config(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> mcp_transport_http::HttpServerConfig {
+    let mut config = mcp_transport_http::HttpServerConfig::new(url);
+    for (name, value) in headers {
+        config = config.header(name, value);
+    }
+    config
+}
+
 /// Connects to one server and performs the handshake (bounded by `options.initialize_timeout`).
 pub(crate) async fn connect(
     server: &ServerConfig,
     handler: impl ClientHandler,
     options: SessionOptions,
+    memo: &HttpMemo,
 ) -> Result<ClientSession, Error> {
+    #[cfg(not(feature = "http"))]
+    let _ = memo;
     match &server.transport {
         #[cfg(feature = "stdio")]
         TransportConfig::Stdio {
@@ -32,6 +55,26 @@ pub(crate) async fn connect(
             let transport = StdioTransport::spawn(config)?;
             ClientSession::connect(transport, handler, options).await
         }
+        #[cfg(feature = "http")]
+        TransportConfig::Http { url, headers } => {
+            let transport =
+                mcp_transport_http::StreamableHttpTransport::new(http_config(url, headers))?;
+            ClientSession::connect(transport, handler, options).await
+        }
+        #[cfg(feature = "http")]
+        TransportConfig::Sse { url, headers } => {
+            let transport =
+                mcp_transport_http::LegacySseTransport::connect(http_config(url, headers)).await?;
+            ClientSession::connect(transport, handler, options).await
+        }
+        #[cfg(feature = "http")]
+        TransportConfig::Url { url, headers } => {
+            let memo = memo.clone();
+            let transport =
+                mcp_transport_http::HttpTransport::new(http_config(url, headers), memo)?;
+            ClientSession::connect(transport, handler, options).await
+        }
+        #[allow(unreachable_patterns)]
         other => {
             let _ = (handler, options);
             Err(Error::new(

@@ -407,6 +407,7 @@ async fn every_call_is_traced_with_the_opentelemetry_mcp_names() {
     );
 }
 
+#[cfg(not(feature = "http"))]
 #[tokio::test]
 async fn a_remote_server_without_its_transport_is_a_clear_failure() {
     let marker = unique_marker("remote");
@@ -430,4 +431,72 @@ async fn a_remote_server_without_its_transport_is_a_clear_failure() {
     }
     assert!(servers[1].status.is_ready());
     client.shutdown().await;
+}
+
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn http_sse_and_bare_url_servers_are_reached() {
+    use mcp_testkit::options::{parse_args, CliCommand};
+    let Ok(CliCommand::Run(options)) = parse_args(Vec::<String>::new()) else {
+        panic!("default fixture options")
+    };
+    let http = mcp_testkit::http::serve_http(options, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("the HTTP fixture listens");
+    let remote = |name: &str, transport| ServerConfig::new(name, transport);
+    let servers = vec![
+        remote(
+            "streamable",
+            TransportConfig::Http {
+                url: http.url(),
+                headers: BTreeMap::new(),
+            },
+        ),
+        remote(
+            "legacy",
+            TransportConfig::Sse {
+                url: http.sse_url(),
+                headers: BTreeMap::new(),
+            },
+        ),
+        remote(
+            "detected",
+            TransportConfig::Url {
+                url: http.sse_url(),
+                headers: BTreeMap::new(),
+            },
+        ),
+        remote(
+            "refused",
+            TransportConfig::Http {
+                url: "http://127.0.0.1:9/mcp".into(),
+                headers: BTreeMap::new(),
+            },
+        ),
+    ];
+    let client = start(servers).await;
+    let statuses: Vec<(String, &str)> = client
+        .servers()
+        .iter()
+        .map(|s| (s.name.clone(), s.status.label()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("streamable".to_owned(), "ready"),
+            ("legacy".to_owned(), "ready"),
+            ("detected".to_owned(), "ready"),
+            ("refused".to_owned(), "failed")
+        ]
+    );
+    assert_eq!(client.servers()[0].transport, "http");
+    for name in ["streamable__echo", "legacy__echo", "detected__echo"] {
+        let r = client
+            .call_tool(name, Some(json!({"text": name})))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), name);
+    }
+    client.shutdown().await;
+    http.shutdown().await;
 }

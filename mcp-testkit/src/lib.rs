@@ -9,7 +9,8 @@
 //! JSON-RPC message at a time ([`FixtureServer::handle_line`]) and emits every
 //! outgoing message (responses, notifications, server→client requests) as an
 //! [`Outgoing`] on a channel. [`stdio::serve`] wraps it into a newline-delimited
-//! JSON loop; the `mcp-fixture-server` binary runs that loop on stdin/stdout.
+//! JSON loop; the `mcp-fixture-server` binary runs that loop on stdin/stdout, or serves HTTP
+//! with `--http 127.0.0.1:0` ([`http::serve_http`]).
 //!
 //! Modules:
 //! - [`options`]: [`ServerOptions`] and the command-line parser (fault-injection flags).
@@ -20,10 +21,13 @@
 //! - [`prompts`]: the `greeting` prompt and argument completion.
 //! - [`pagination`]: opaque cursors for the list methods.
 //! - [`stdio`]: the newline-delimited JSON serving loop.
+//! - [`http`]: Streamable HTTP (`/mcp`) and legacy HTTP+SSE (`/sse`) on loopback, with faults:
+//!   [`serve_http`] returns an [`HttpFixture`].
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
 
+pub mod http;
 pub mod jsonrpc;
 pub mod locate;
 pub mod options;
@@ -36,6 +40,7 @@ pub mod startup;
 pub mod stdio;
 pub mod tools;
 
+pub use http::{serve_http, HttpFixture};
 pub use jsonrpc::RpcError;
 pub use locate::{fixture_server_bin, pipe_pong_bin, FIXTURE_SERVER_BIN, PIPE_PONG_BIN};
 pub use options::{parse_args, CliCommand, ServerOptions};

@@ -30,6 +30,26 @@ pub struct ServerOptions {
     /// How long tools wait for the client's answer to a server→client request
     /// (`--client-timeout-ms`, default 30000).
     pub client_timeout_ms: u64,
+    /// Serve HTTP (Streamable HTTP at `/mcp`, legacy HTTP+SSE at `/sse`) on this loopback
+    /// address instead of stdio (`--http ADDR`).
+    pub http: Option<std::net::SocketAddr>,
+    /// HTTP: answer requests with a single `application/json` response instead of an SSE
+    /// stream (`--http-json`).
+    pub http_json: bool,
+    /// HTTP: answer GET on `/mcp` with 405 (no standalone stream, no resumption) (`--http-no-get`).
+    pub http_no_get: bool,
+    /// HTTP: no session ids at all; one implicit session (`--http-stateless`).
+    pub http_stateless: bool,
+    /// HTTP: close every POST's SSE stream after N events (not counting the priming event),
+    /// before its response, once per stream (`--http-drop-sse-after`).
+    pub http_drop_sse_after: Option<u64>,
+    /// HTTP: a session expires after N JSON-RPC requests (initialize included); every later
+    /// HTTP request carrying its id gets 404 (`--http-expire-session-after`).
+    pub http_expire_session_after: Option<u64>,
+    /// HTTP: answer the first N POSTs (server-wide, both transports) with 503 (`--http-fail-first`).
+    pub http_fail_first: u64,
+    /// HTTP: delay every HTTP response by N milliseconds (`--http-delay-ms`).
+    pub http_delay_ms: u64,
 }
 
 impl Default for ServerOptions {
@@ -47,6 +67,14 @@ impl Default for ServerOptions {
             page_size: 0,
             protocol_version: None,
             client_timeout_ms: 30_000,
+            http: None,
+            http_json: false,
+            http_no_get: false,
+            http_stateless: false,
+            http_drop_sse_after: None,
+            http_expire_session_after: None,
+            http_fail_first: 0,
+            http_delay_ms: 0,
         }
     }
 }
@@ -64,7 +92,8 @@ pub enum CliCommand {
 
 /// The `--help` text.
 pub const HELP: &str = "\
-mcp-fixture-server: a fixture MCP server speaking newline-delimited JSON-RPC on stdin/stdout.
+mcp-fixture-server: a fixture MCP server speaking newline-delimited JSON-RPC on stdin/stdout,
+or Streamable HTTP and legacy HTTP+SSE with --http.
 
 USAGE:
     mcp-fixture-server [FLAGS]
@@ -84,6 +113,22 @@ FLAGS:
                             per page (default 0 = no pagination).
     --protocol-version V    Answer initialize with protocol version V whatever the client asked.
     --client-timeout-ms N   How long ask_* tools wait for the client's answer (default 30000).
+
+HTTP (instead of stdio):
+    --http ADDR             Serve HTTP on ADDR (loopback only, e.g. 127.0.0.1:0) instead of stdio:
+                            Streamable HTTP at /mcp, legacy HTTP+SSE at /sse (+ /message).
+                            Prints \"listening on http://IP:PORT\" as the first line of stdout.
+    --http-json             Answer requests with application/json instead of an SSE stream.
+    --http-no-get           Answer GET /mcp with 405 (no standalone stream, no resumption).
+    --http-stateless        No Mcp-Session-Id: one implicit session for every request.
+    --http-drop-sse-after N Close each POST's SSE stream after N events (priming not counted),
+                            before its response (once per stream; `retry: 100` is advertised),
+                            so that the client must resume with GET + Last-Event-ID.
+    --http-expire-session-after N
+                            A session expires after N JSON-RPC requests (initialize included):
+                            every later request with its id gets 404.
+    --http-fail-first N     Answer the first N POSTs (server-wide) with 503.
+    --http-delay-ms N       Delay every HTTP response by N milliseconds.
     -h, --help              Print this help and exit.
     -V, --version           Print the version and exit.
 
@@ -153,6 +198,27 @@ where
             "--page-size" => options.page_size = number(&flag, &value(&flag)?)?,
             "--protocol-version" => options.protocol_version = Some(value(&flag)?),
             "--client-timeout-ms" => options.client_timeout_ms = number(&flag, &value(&flag)?)?,
+            "--http" => options.http = Some(number(&flag, &value(&flag)?)?),
+            "--http-json" => {
+                no_value(&flag)?;
+                options.http_json = true;
+            }
+            "--http-no-get" => {
+                no_value(&flag)?;
+                options.http_no_get = true;
+            }
+            "--http-stateless" => {
+                no_value(&flag)?;
+                options.http_stateless = true;
+            }
+            "--http-drop-sse-after" => {
+                options.http_drop_sse_after = Some(number(&flag, &value(&flag)?)?);
+            }
+            "--http-expire-session-after" => {
+                options.http_expire_session_after = Some(number(&flag, &value(&flag)?)?);
+            }
+            "--http-fail-first" => options.http_fail_first = number(&flag, &value(&flag)?)?,
+            "--http-delay-ms" => options.http_delay_ms = number(&flag, &value(&flag)?)?,
             other => return Err(format!("unknown argument: {other} (see --help)")),
         }
     }
@@ -163,7 +229,7 @@ fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
     value
         .trim()
         .parse()
-        .map_err(|_| format!("flag {flag}: invalid number {value:?}"))
+        .map_err(|_| format!("flag {flag}: invalid value {value:?}"))
 }
 
 #[cfg(test)]
@@ -205,6 +271,17 @@ mod tests {
             "1999-01-01",
             "--client-timeout-ms",
             "100",
+            "--http",
+            "127.0.0.1:0",
+            "--http-json",
+            "--http-no-get",
+            "--http-stateless",
+            "--http-drop-sse-after=1",
+            "--http-expire-session-after",
+            "3",
+            "--http-fail-first",
+            "2",
+            "--http-delay-ms=9",
         ]);
         assert_eq!(options.delay_ms, 5);
         assert!(options.garbage_lines);
@@ -218,6 +295,12 @@ mod tests {
         assert_eq!(options.page_size, 2);
         assert_eq!(options.protocol_version.as_deref(), Some("1999-01-01"));
         assert_eq!(options.client_timeout_ms, 100);
+        assert_eq!(options.http, Some("127.0.0.1:0".parse().expect("addr")));
+        assert!(options.http_json && options.http_no_get && options.http_stateless);
+        assert_eq!(options.http_drop_sse_after, Some(1));
+        assert_eq!(options.http_expire_session_after, Some(3));
+        assert_eq!(options.http_fail_first, 2);
+        assert_eq!(options.http_delay_ms, 9);
     }
 
     #[test]
@@ -226,6 +309,7 @@ mod tests {
         assert!(parse_args(["--delay-ms"]).is_err());
         assert!(parse_args(["--delay-ms", "abc"]).is_err());
         assert!(parse_args(["--garbage-lines=1"]).is_err());
+        assert!(parse_args(["--http", "localhost"]).is_err());
         assert_eq!(parse_args(["--help"]), Ok(CliCommand::Help));
         assert_eq!(parse_args(["-V"]), Ok(CliCommand::Version));
         for flag in [
@@ -241,6 +325,14 @@ mod tests {
             "--page-size",
             "--protocol-version",
             "--client-timeout-ms",
+            "--http",
+            "--http-json",
+            "--http-no-get",
+            "--http-stateless",
+            "--http-drop-sse-after",
+            "--http-expire-session-after",
+            "--http-fail-first",
+            "--http-delay-ms",
         ] {
             assert!(HELP.contains(flag), "help lacks {flag}");
         }

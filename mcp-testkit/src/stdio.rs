@@ -36,6 +36,25 @@ pub(crate) fn capture_inline(outgoing: Outgoing) -> Option<Outgoing> {
     })
 }
 
+/// Handles one message and returns what it emitted synchronously, on this thread, before
+/// `handle_line` returned (responses of cheap requests, notifications they caused); output of
+/// spawned tasks still goes through the channel. Used by the HTTP transport to tie output to
+/// the POST that caused it.
+pub(crate) fn handle_line_captured(server: &FixtureServer, line: &[u8]) -> Vec<Outgoing> {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            INLINE.with(|cell| cell.borrow_mut().take());
+        }
+    }
+    INLINE.with(|cell| *cell.borrow_mut() = Some(Vec::new()));
+    let reset = Reset;
+    server.handle_line(line);
+    let collected = INLINE.with(|cell| cell.borrow_mut().take());
+    drop(reset);
+    collected.unwrap_or_default()
+}
+
 /// Serves the fixture on the process's stdin and stdout with blocking I/O on this thread (see
 /// the module docs) until stdin EOF, or forever under `--ignore-stdin-eof`. Output queued by
 /// tasks before EOF is flushed before returning.

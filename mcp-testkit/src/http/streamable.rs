@@ -1,0 +1,376 @@
+//! The Streamable HTTP endpoint (`/mcp`): POST, GET, DELETE. See [`crate::http`] for the rules.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Request, StatusCode};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use super::session::{primes, PostRequest, Session, STANDALONE};
+use super::{
+    accepts, empty_response, error_response, header_str, is_json_content, json_response, lock,
+    method_not_allowed, random_hex, read_body, sse_response, HttpResponse, Reject, Shared,
+    PROTOCOL_VERSION_HEADER, SESSION_HEADER,
+};
+use crate::jsonrpc::{self, RpcError, INVALID_REQUEST, PARSE_ERROR};
+use crate::stdio::handle_line_captured;
+use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+
+const ALLOW: &str = "GET, POST, DELETE";
+
+pub(crate) async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
+    match *request.method() {
+        Method::POST => post(shared, request).await,
+        Method::GET => get(shared, request.headers()),
+        Method::DELETE => delete(shared, request.headers()),
+        _ => method_not_allowed(ALLOW),
+    }
+}
+
+/// Deserialises a present field (even `null`) as `Some`.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// The parts of an incoming message the transport looks at.
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+enum Kind {
+    Request { id: Value, method: String },
+    Notification { method: String },
+    Response,
+}
+
+/// Classifies a POST body; the error is the 400 to answer.
+fn classify(body: &[u8]) -> Result<(Kind, Option<Value>), Reject> {
+    let trimmed = body.trim_ascii();
+    if trimmed.first() == Some(&b'[') {
+        return Err(Reject::rpc(
+            StatusCode::BAD_REQUEST,
+            RpcError::new(
+                INVALID_REQUEST,
+                "Invalid Request: batches are not supported; POST one JSON-RPC message",
+            ),
+        ));
+    }
+    let message: Message = match serde_json::from_slice(trimmed) {
+        Ok(message) if trimmed.first() == Some(&b'{') => message,
+        Ok(_) => {
+            return Err(Reject::rpc(
+                StatusCode::BAD_REQUEST,
+                RpcError::new(INVALID_REQUEST, "Invalid Request: not a JSON object"),
+            ))
+        }
+        Err(e) => {
+            let code = match e.classify() {
+                serde_json::error::Category::Data => INVALID_REQUEST,
+                _ => PARSE_ERROR,
+            };
+            return Err(Reject::rpc(
+                StatusCode::BAD_REQUEST,
+                RpcError::new(code, format!("Parse error: {e}")),
+            ));
+        }
+    };
+    let invalid = |why: &str| {
+        Err(Reject::rpc(
+            StatusCode::BAD_REQUEST,
+            RpcError::new(INVALID_REQUEST, format!("Invalid Request: {why}")),
+        ))
+    };
+    if message.jsonrpc.as_deref() != Some("2.0") {
+        return invalid("`jsonrpc` must be \"2.0\"");
+    }
+    let kind = match (message.method, message.id) {
+        (Some(method), Some(id @ (Value::String(_) | Value::Number(_)))) => {
+            Kind::Request { id, method }
+        }
+        (Some(_), Some(_)) => return invalid("`id` must be a string or a number"),
+        (Some(method), None) => Kind::Notification { method },
+        (None, Some(_)) if message.result.is_some() || message.error.is_some() => Kind::Response,
+        _ => return invalid("neither a request, a notification nor a response"),
+    };
+    Ok((kind, message.params))
+}
+
+/// The session a request belongs to, or the HTTP error to answer.
+fn find_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Reject> {
+    if let Some(session) = &shared.stateless {
+        return Ok(Arc::clone(session));
+    }
+    let Some(id) = header_str(headers, SESSION_HEADER) else {
+        return Err(Reject::new(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: missing Mcp-Session-Id header",
+        ));
+    };
+    let mut sessions = lock(&shared.sessions);
+    let Some(session) = sessions.get(id).cloned() else {
+        return Err(Reject::new(StatusCode::NOT_FOUND, "Session not found"));
+    };
+    if let Some(limit) = shared.options.http_expire_session_after {
+        if session.requests() >= limit {
+            tracing::debug!(session = id, "--http-expire-session-after: session expired");
+            sessions.remove(id);
+            drop(sessions);
+            session.close();
+            return Err(Reject::new(
+                StatusCode::NOT_FOUND,
+                "Session not found (expired by --http-expire-session-after)",
+            ));
+        }
+    }
+    Ok(session)
+}
+
+/// Checks `MCP-Protocol-Version` (absent is fine: the server then assumes 2025-03-26).
+fn check_protocol_version(headers: &HeaderMap) -> Result<(), Reject> {
+    match headers.get(PROTOCOL_VERSION_HEADER) {
+        None => Ok(()),
+        Some(value) => match value.to_str() {
+            Ok(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => Ok(()),
+            _ => Err(Reject::new(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "Bad Request: unsupported MCP-Protocol-Version {value:?} (supported: {})",
+                    SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                ),
+            )),
+        },
+    }
+}
+
+fn session_header(response: &mut HttpResponse, session: &Session) {
+    if let Some(id) = &session.id {
+        if let Ok(value) = HeaderValue::from_str(id) {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+    }
+}
+
+async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
+    let headers = request.headers();
+    if !accepts(headers, "application/json") || !accepts(headers, "text/event-stream") {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: Accept must include application/json and text/event-stream",
+        );
+    }
+    if !is_json_content(headers) {
+        return error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let body = match read_body(body).await {
+        Ok(body) => body,
+        Err(reject) => return reject.response(),
+    };
+    let (kind, params) = match classify(&body) {
+        Ok(classified) => classified,
+        Err(reject) => return reject.response(),
+    };
+    let is_initialize = matches!(&kind, Kind::Request { method, .. } if method == "initialize");
+    let new_session = is_initialize
+        && shared.stateless.is_none()
+        && header_str(&headers, SESSION_HEADER).is_none();
+    let session = if new_session {
+        let id = random_hex();
+        let session = Session::new(Some(id.clone()), &shared.options);
+        lock(&shared.sessions).insert(id, Arc::clone(&session));
+        session
+    } else {
+        match find_session(shared, &headers) {
+            Ok(session) => session,
+            Err(reject) => return reject.response(),
+        }
+    };
+    if !is_initialize {
+        if let Err(reject) = check_protocol_version(&headers) {
+            return reject.response();
+        }
+    }
+    match kind {
+        Kind::Request { id, method } => {
+            session.count_request();
+            let mut response = if shared.options.http_json {
+                json_request(&session, &body, &id).await
+            } else {
+                sse_request(shared, &session, &body, &id, &method, params.as_ref())
+            };
+            if is_initialize {
+                session_header(&mut response, &session);
+            }
+            response
+        }
+        Kind::Notification { method } => {
+            let cancelled = (method == "notifications/cancelled")
+                .then(|| params.as_ref()?.get("requestId").map(jsonrpc::id_key))
+                .flatten();
+            let mut streams = lock(&session.streams);
+            for message in handle_line_captured(&session.server, &body) {
+                streams.route(message);
+            }
+            if let Some(key) = cancelled {
+                streams.cancelled(&key);
+            }
+            empty_response(StatusCode::ACCEPTED)
+        }
+        Kind::Response => {
+            let mut streams = lock(&session.streams);
+            for message in handle_line_captured(&session.server, &body) {
+                streams.route(message);
+            }
+            empty_response(StatusCode::ACCEPTED)
+        }
+    }
+}
+
+/// A request answered with an SSE stream.
+fn sse_request(
+    shared: &Shared,
+    session: &Session,
+    body: &Bytes,
+    id: &Value,
+    method: &str,
+    params: Option<&Value>,
+) -> HttpResponse {
+    let token_key = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|meta| meta.get("progressToken"))
+        .filter(|token| token.is_string() || token.is_number())
+        .map(jsonrpc::id_key);
+    let asks_client = method == "tools/call"
+        && params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .is_some_and(|name| name.starts_with("ask_"));
+    let version = if method == "initialize" {
+        shared.options.protocol_version.clone().or_else(|| {
+            let requested = params?.get("protocolVersion")?.as_str()?;
+            Some(if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested) {
+                requested.to_owned()
+            } else {
+                LATEST_PROTOCOL_VERSION.to_owned()
+            })
+        })
+    } else {
+        session.server.negotiated_version()
+    };
+    let mut streams = lock(&session.streams);
+    let (stream, rx) = streams.open_post_stream(PostRequest {
+        request_key: jsonrpc::id_key(id),
+        token_key,
+        asks_client,
+        prime: primes(version.as_deref()),
+    });
+    for message in handle_line_captured(&session.server, body) {
+        streams.push_inline(stream, message);
+    }
+    drop(streams);
+    sse_response(rx)
+}
+
+/// A request answered with one `application/json` response (`--http-json`).
+async fn json_request(session: &Session, body: &Bytes, id: &Value) -> HttpResponse {
+    let key = jsonrpc::id_key(id);
+    let waiter = {
+        let mut streams = lock(&session.streams);
+        let waiter = streams.wait_json(key);
+        for message in handle_line_captured(&session.server, body) {
+            // The response goes to the waiter; anything else to the standalone stream.
+            streams.route(message);
+        }
+        waiter
+    };
+    match waiter.await {
+        Ok(json) => json_response(StatusCode::OK, json),
+        Err(_) => error_response(
+            StatusCode::NOT_FOUND,
+            "Session not found (ended before the response)",
+        ),
+    }
+}
+
+fn get(shared: &Shared, headers: &HeaderMap) -> HttpResponse {
+    if shared.options.http_no_get {
+        return method_not_allowed("POST, DELETE");
+    }
+    if !accepts(headers, "text/event-stream") {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: Accept must include text/event-stream",
+        );
+    }
+    let session = match find_session(shared, headers) {
+        Ok(session) => session,
+        Err(reject) => return reject.response(),
+    };
+    if let Err(reject) = check_protocol_version(headers) {
+        return reject.response();
+    }
+    let rx = match header_str(headers, "last-event-id") {
+        Some(last) => {
+            let parsed = last
+                .split_once('-')
+                .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+            let resumed = parsed.and_then(|(stream, seq)| {
+                tracing::debug!(stream, seq, "resuming stream");
+                lock(&session.streams).resume(stream, seq)
+            });
+            match resumed {
+                Some(rx) => rx,
+                None => {
+                    return error_response(
+                        StatusCode::BAD_REQUEST,
+                        &format!("Bad Request: unknown Last-Event-ID {last:?}"),
+                    )
+                }
+            }
+        }
+        None => {
+            let prime = primes(session.server.negotiated_version().as_deref());
+            tracing::debug!(stream = STANDALONE, "standalone stream opened");
+            lock(&session.streams).open_standalone(prime)
+        }
+    };
+    sse_response(rx)
+}
+
+fn delete(shared: &Shared, headers: &HeaderMap) -> HttpResponse {
+    if shared.stateless.is_some() {
+        return method_not_allowed("GET, POST");
+    }
+    let session = match find_session(shared, headers) {
+        Ok(session) => session,
+        Err(reject) => return reject.response(),
+    };
+    if let Some(id) = &session.id {
+        lock(&shared.sessions).remove(id);
+    }
+    session.close();
+    empty_response(StatusCode::OK)
+}

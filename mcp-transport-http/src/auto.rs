@@ -1,0 +1,203 @@
+//! Streamable HTTP with automatic fallback to the legacy HTTP+SSE transport, as the
+//! specification describes for clients: POST `initialize`; on 400, 404 or 405 GET the same URL
+//! expecting the legacy `endpoint` event. What worked can be remembered per server
+//! ([`HttpFlavorMemo`]) so later connections skip the probe.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_core::{Message, ProtocolVersion, Transport, TransportError, TransportSender};
+use reqwest::StatusCode;
+use tokio::sync::mpsc;
+
+use crate::config::HttpServerConfig;
+use crate::legacy::LegacyShared;
+use crate::streamable::{HttpReceiver, Incoming, Shared, INCOMING_QUEUE};
+
+/// Which HTTP transport a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpFlavor {
+    /// Streamable HTTP (2025-03-26 and later).
+    Streamable,
+    /// HTTP+SSE (2024-11-05).
+    LegacySse,
+}
+
+/// Remembers the flavor a server was found to speak; share one per server across connections.
+#[derive(Debug, Clone, Default)]
+pub struct HttpFlavorMemo(Arc<Mutex<Option<HttpFlavor>>>);
+
+impl HttpFlavorMemo {
+    /// What was detected, if anything yet.
+    pub fn get(&self) -> Option<HttpFlavor> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set(&self, flavor: HttpFlavor) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(flavor);
+    }
+}
+
+/// An MCP server over HTTP, Streamable or legacy, detected on the first message.
+pub struct HttpTransport {
+    sender: AutoSender,
+    receiver: HttpReceiver,
+}
+
+impl HttpTransport {
+    /// Prepares the transport; `memo` carries what earlier connections to the server found.
+    pub fn new(
+        config: HttpServerConfig,
+        memo: HttpFlavorMemo,
+    ) -> Result<HttpTransport, TransportError> {
+        let (incoming, receiver) = mpsc::channel(INCOMING_QUEUE);
+        let streamable = Shared::new(config.clone(), incoming.clone())?;
+        Ok(HttpTransport {
+            sender: AutoSender {
+                config,
+                memo,
+                incoming: Mutex::new(Some(incoming)),
+                streamable,
+                legacy: tokio::sync::OnceCell::new(),
+                state: Mutex::new(State::Undecided),
+            },
+            receiver: HttpReceiver::new(receiver),
+        })
+    }
+}
+
+impl Transport for HttpTransport {
+    type Sender = AutoSender;
+    type Receiver = HttpReceiver;
+
+    fn split(self) -> (AutoSender, HttpReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Undecided,
+    Decided(HttpFlavor),
+}
+
+/// The sending half of an [`HttpTransport`].
+pub struct AutoSender {
+    config: HttpServerConfig,
+    memo: HttpFlavorMemo,
+    /// Handed to the legacy transport if the server turns out to speak it.
+    incoming: Mutex<Option<Incoming>>,
+    streamable: Arc<Shared>,
+    legacy: tokio::sync::OnceCell<Arc<LegacyShared>>,
+    state: Mutex<State>,
+}
+
+impl AutoSender {
+    fn state(&self) -> State {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn decide(&self, flavor: HttpFlavor) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = State::Decided(flavor);
+        self.memo.set(flavor);
+        // Only the chosen flavor may deliver to the receiver (so it ends when that one ends).
+        self.incoming
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if flavor == HttpFlavor::LegacySse {
+            self.streamable.abandon();
+        }
+    }
+
+    async fn use_legacy(&self, message: Message) -> Result<(), TransportError> {
+        let incoming = self
+            .incoming
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let legacy = self
+            .legacy
+            .get_or_try_init(|| async {
+                let incoming = incoming.ok_or_else(|| {
+                    TransportError::fatal(
+                        mcp_core::TransportErrorKind::Closed,
+                        "the transport is closed",
+                    )
+                })?;
+                LegacyShared::connect(self.config.clone(), incoming).await
+            })
+            .await?;
+        self.decide(HttpFlavor::LegacySse);
+        legacy.post(message).await.map_err(|e| e.error)
+    }
+}
+
+impl Drop for AutoSender {
+    fn drop(&mut self) {
+        self.streamable.abandon();
+        if let Some(legacy) = self.legacy.get() {
+            legacy.close();
+        }
+    }
+}
+
+#[async_trait]
+impl TransportSender for AutoSender {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        match self.state() {
+            State::Decided(HttpFlavor::Streamable) => {
+                self.streamable.post(message).await.map_err(|e| e.error)
+            }
+            State::Decided(HttpFlavor::LegacySse) => match self.legacy.get() {
+                Some(legacy) => legacy.post(message).await.map_err(|e| e.error),
+                None => self.use_legacy(message).await,
+            },
+            State::Undecided => {
+                if self.memo.get() == Some(HttpFlavor::LegacySse) {
+                    return self.use_legacy(message).await;
+                }
+                match self.streamable.post(message.clone()).await {
+                    Ok(()) => {
+                        self.decide(HttpFlavor::Streamable);
+                        Ok(())
+                    }
+                    Err(e)
+                        if matches!(
+                            e.status,
+                            Some(
+                                StatusCode::BAD_REQUEST
+                                    | StatusCode::NOT_FOUND
+                                    | StatusCode::METHOD_NOT_ALLOWED
+                            )
+                        ) =>
+                    {
+                        tracing::debug!(error = %e.error, "Streamable HTTP refused; trying legacy HTTP+SSE");
+                        self.use_legacy(message).await
+                    }
+                    Err(e) => Err(e.error),
+                }
+            }
+        }
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        match self.legacy.get() {
+            Some(legacy) => legacy.close(),
+            None => self.streamable.close().await,
+        }
+        self.incoming
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        Ok(())
+    }
+
+    fn set_protocol_version(&self, version: ProtocolVersion) {
+        self.streamable.set_protocol_version(version);
+    }
+
+    fn transport_name(&self) -> &'static str {
+        "tcp"
+    }
+}

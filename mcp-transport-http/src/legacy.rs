@@ -1,0 +1,315 @@
+//! The HTTP+SSE transport of protocol 2024-11-05: a GET opens an SSE stream whose first event,
+//! `endpoint`, names the URL to POST every client message to; every server message — responses
+//! included — arrives as a `message` event on that stream. The stream is the session: when it
+//! ends, the session is over (no resumption in this protocol revision).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_core::{Message, Transport, TransportError, TransportErrorKind, TransportSender};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{StatusCode, Url};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::config::HttpServerConfig;
+use crate::sse::SseParser;
+use crate::streamable::{HttpReceiver, Incoming, PostError, INCOMING_QUEUE};
+
+/// An MCP server reached over the 2024-11-05 HTTP+SSE transport.
+pub struct LegacySseTransport {
+    sender: LegacySender,
+    receiver: HttpReceiver,
+}
+
+impl LegacySseTransport {
+    /// Opens the SSE stream at `config.url` and waits (up to the connect timeout) for the
+    /// `endpoint` event; the endpoint must have the same origin as the stream.
+    pub async fn connect(config: HttpServerConfig) -> Result<LegacySseTransport, TransportError> {
+        let (incoming, receiver) = mpsc::channel(INCOMING_QUEUE);
+        let shared = LegacyShared::connect(config, incoming).await?;
+        Ok(LegacySseTransport {
+            sender: LegacySender { shared },
+            receiver: HttpReceiver::new(receiver),
+        })
+    }
+}
+
+impl Transport for LegacySseTransport {
+    type Sender = LegacySender;
+    type Receiver = HttpReceiver;
+
+    fn split(self) -> (LegacySender, HttpReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) struct LegacyShared {
+    client: reqwest::Client,
+    headers: HeaderMap,
+    config: HttpServerConfig,
+    display_url: String,
+    endpoint: Url,
+    stream: Mutex<Option<AbortHandle>>,
+    closed: AtomicBool,
+}
+
+impl Drop for LegacyShared {
+    fn drop(&mut self) {
+        if let Some(stream) = lock(&self.stream).take() {
+            stream.abort();
+        }
+    }
+}
+
+fn connect_error(url: &str, why: impl std::fmt::Display) -> TransportError {
+    TransportError::fatal(
+        TransportErrorKind::Connect,
+        format!("legacy SSE at {url}: {why}"),
+    )
+}
+
+impl LegacyShared {
+    pub(crate) async fn connect(
+        config: HttpServerConfig,
+        incoming: Incoming,
+    ) -> Result<Arc<LegacyShared>, TransportError> {
+        let client = config.build_client()?;
+        let headers = config.header_map()?;
+        let display_url = config.display_url();
+        let sse_url = Url::parse(&config.url).map_err(|e| connect_error(&display_url, e))?;
+        let mut request = client
+            .get(sse_url.clone())
+            .headers(headers.clone())
+            .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(auth) = &config.auth {
+            if let Some(value) = auth
+                .authorization()
+                .await
+                .map_err(|e| connect_error(&display_url, e.message()))?
+            {
+                request = request.header(reqwest::header::AUTHORIZATION, value.expose());
+            }
+        }
+        let open = async {
+            let mut response = request
+                .send()
+                .await
+                .map_err(|e| connect_error(&display_url, e.without_url()))?;
+            let status = response.status();
+            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                return Err(TransportError::fatal(
+                    TransportErrorKind::Unauthorized,
+                    format!("legacy SSE at {display_url}: HTTP {}", status.as_u16()),
+                ));
+            }
+            if !status.is_success() {
+                return Err(connect_error(
+                    &display_url,
+                    format!("HTTP {}", status.as_u16()),
+                ));
+            }
+            let mut parser = SseParser::new(config.max_message_size);
+            loop {
+                while let Some(event) = parser.next_event() {
+                    if event.event_type() == "endpoint" {
+                        let endpoint = sse_url.join(event.data.trim()).map_err(|e| {
+                            connect_error(&display_url, format!("invalid endpoint: {e}"))
+                        })?;
+                        if endpoint.origin() != sse_url.origin() {
+                            return Err(connect_error(
+                                &display_url,
+                                "the endpoint event names another origin; refusing to send messages there",
+                            ));
+                        }
+                        return Ok((response, parser, endpoint));
+                    }
+                }
+                match response.chunk().await {
+                    Ok(Some(chunk)) => {
+                        let _ = parser.feed(&chunk);
+                    }
+                    Ok(None) => {
+                        return Err(connect_error(
+                            &display_url,
+                            "the stream ended before the endpoint event",
+                        ))
+                    }
+                    Err(e) => return Err(connect_error(&display_url, e.without_url())),
+                }
+            }
+        };
+        let (response, parser, endpoint) = tokio::time::timeout(config.connect_timeout, open)
+            .await
+            .map_err(|_| {
+                connect_error(&display_url, "no endpoint event within the connect timeout")
+            })??;
+        let shared = Arc::new(LegacyShared {
+            client,
+            headers,
+            display_url,
+            config,
+            endpoint,
+            stream: Mutex::new(None),
+            closed: AtomicBool::new(false),
+        });
+        let task = tokio::spawn(read_stream(
+            shared.display_url.clone(),
+            response,
+            parser,
+            incoming,
+        ));
+        *lock(&shared.stream) = Some(task.abort_handle());
+        Ok(shared)
+    }
+
+    /// POSTs one message to the endpoint; the answer comes on the stream.
+    pub(crate) async fn post(&self, message: Message) -> Result<(), PostError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(TransportError::fatal(
+                TransportErrorKind::Closed,
+                format!("the connection to {} is closed", self.display_url),
+            )
+            .into());
+        }
+        let body = message.to_json_string().map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!("could not encode the message: {e}"),
+            )
+        })?;
+        let mut request = self
+            .client
+            .post(self.endpoint.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(auth) = &self.config.auth {
+            let value = auth.authorization().await.map_err(|e| {
+                TransportError::recoverable(
+                    TransportErrorKind::Unauthorized,
+                    e.message().to_owned(),
+                )
+            })?;
+            if let Some(value) = value {
+                request = request.header(reqwest::header::AUTHORIZATION, value.expose());
+            }
+        }
+        let response = request.send().await.map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::Io,
+                format!(
+                    "HTTP request to {} failed: {}",
+                    self.display_url,
+                    e.without_url()
+                ),
+            )
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let kind = match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TransportErrorKind::Unauthorized,
+            StatusCode::NOT_FOUND => TransportErrorKind::SessionExpired,
+            _ => TransportErrorKind::Io,
+        };
+        Err(PostError {
+            status: Some(status),
+            error: TransportError::recoverable(
+                kind,
+                format!(
+                    "{} answered HTTP {} to a message",
+                    self.display_url,
+                    status.as_u16()
+                ),
+            ),
+        })
+    }
+
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(stream) = lock(&self.stream).take() {
+            stream.abort();
+        }
+    }
+}
+
+/// Forwards every `message` event of the session's stream; when the stream ends, the session
+/// is over and the reader is told (a fatal error).
+async fn read_stream(
+    display_url: String,
+    mut response: reqwest::Response,
+    mut parser: SseParser,
+    incoming: Incoming,
+) {
+    let why = loop {
+        while let Some(event) = parser.next_event() {
+            if event.event_type() != "message" || event.data.is_empty() {
+                continue;
+            }
+            let item = Message::from_json_str(&event.data).map_err(|e| {
+                TransportError::recoverable(
+                    TransportErrorKind::InvalidMessage,
+                    format!("the server sent {e}"),
+                )
+            });
+            if incoming.send(item).await.is_err() {
+                return;
+            }
+        }
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if let Err(e) = parser.feed(&chunk) {
+                    let error = TransportError::recoverable(
+                        TransportErrorKind::MessageTooLarge,
+                        e.to_string(),
+                    );
+                    if incoming.send(Err(error)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Ok(None) => break "the server ended the SSE stream".to_owned(),
+            Err(e) => break format!("the SSE stream failed: {}", e.without_url()),
+        }
+    };
+    let _ = incoming
+        .send(Err(TransportError::fatal(
+            TransportErrorKind::PeerGone,
+            format!("{display_url}: {why}"),
+        )))
+        .await;
+}
+
+/// The sending half of a [`LegacySseTransport`].
+pub struct LegacySender {
+    shared: Arc<LegacyShared>,
+}
+
+impl Drop for LegacySender {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+#[async_trait]
+impl TransportSender for LegacySender {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        self.shared.post(message).await.map_err(|e| e.error)
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        self.shared.close();
+        Ok(())
+    }
+
+    fn transport_name(&self) -> &'static str {
+        "tcp"
+    }
+}

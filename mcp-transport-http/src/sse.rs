@@ -1,0 +1,938 @@
+//! Incremental Server-Sent Events parser (WHATWG HTML, "event stream interpretation").
+//!
+//! [`SseParser`] takes the body of a `text/event-stream` response in chunks of any size, split
+//! anywhere (inside a line, inside a CRLF pair, inside a UTF-8 sequence or the leading BOM), and
+//! yields the same [`SseEvent`]s whatever the chunking:
+//!
+//! - lines end at CRLF, LF or a lone CR; a UTF-8 BOM at the very start of the stream is skipped;
+//! - lines starting with `:` are comments; `field: value` loses one space after the colon; a line
+//!   without a colon is a field with an empty value; unknown fields are ignored;
+//! - `data` lines are joined with `\n`; an empty line dispatches the event, unless no `data` line
+//!   was seen (MCP's "priming" event, an `id` with empty data, dispatches nothing but still
+//!   updates [`SseParser::last_event_id`]);
+//! - an `id` containing U+0000 is ignored; `retry` takes integer milliseconds only;
+//! - invalid UTF-8 is decoded lossily (U+FFFD), line by line; nothing panics.
+//!
+//! Size cap: the joined data of one event may be at most `max_event_bytes` bytes, and one line at
+//! most `max_event_bytes + 64` bytes (room for the field name); otherwise [`SseParser::feed`]
+//! returns [`SseError::EventTooLarge`]. The parser has then already recovered: the offending
+//! event is discarded up to and including its terminating empty line, without updating
+//! [`SseParser::last_event_id`], and every other event of the chunk is queued as usual, so the
+//! caller may keep feeding (or give up on the stream).
+//!
+//! ```
+//! use mcp_transport_http::sse::SseParser;
+//!
+//! let mut parser = SseParser::new(8 << 20);
+//! parser.feed(b"id: 7\r\nevent: message\r\ndata: {\"a\"").unwrap();
+//! assert!(parser.next_event().is_none());
+//! parser.feed(b":1}\r\n\r\n").unwrap();
+//! let event = parser.next_event().unwrap();
+//! assert_eq!(event.data, "{\"a\":1}");
+//! assert_eq!(event.id.as_deref(), Some("7"));
+//! assert_eq!(parser.last_event_id(), Some("7"));
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use memchr::{memchr, memchr2};
+
+/// Bytes a line may have beyond `max_event_bytes`: the field name, colon and space.
+const LINE_OVERHEAD: usize = 64;
+
+/// A line buffer that grew beyond this is dropped instead of kept for reuse.
+const KEEP_LINE_CAPACITY: usize = 64 * 1024;
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// One dispatched Server-Sent Event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseEvent {
+    /// The `event` field; `None` when absent or empty, which means `"message"`.
+    pub event: Option<String>,
+    /// The `data` lines joined with `\n` (no trailing newline).
+    pub data: String,
+    /// The event's own `id` field, if it had a valid one (`Some("")` resets the last event ID).
+    pub id: Option<String>,
+}
+
+impl SseEvent {
+    /// The event type: the `event` field, or `"message"` by default.
+    pub fn event_type(&self) -> &str {
+        self.event.as_deref().unwrap_or("message")
+    }
+}
+
+/// Why [`SseParser::feed`] rejected part of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SseError {
+    /// An event's data (or a single line) exceeded the limit; that event was discarded.
+    EventTooLarge {
+        /// The `max_event_bytes` the parser was created with.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for SseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SseError::EventTooLarge { limit } => write!(
+                f,
+                "server-sent event exceeds the limit of {limit} bytes; event discarded"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SseError {}
+
+/// Incremental parser for a `text/event-stream` body. See the [module docs](self).
+#[derive(Debug)]
+pub struct SseParser {
+    max_event_bytes: usize,
+    /// Bytes of the current, unterminated line carried over from earlier chunks.
+    line: Vec<u8>,
+    /// How many bytes of a leading BOM have been matched; `None` once past the stream's start.
+    bom_matched: Option<usize>,
+    /// The previous chunk ended with CR: a LF starting the next chunk belongs to it.
+    pending_cr: bool,
+    /// Discarding the rest of an oversized event, up to its empty line.
+    discard_event: bool,
+    /// While discarding: the current line has bytes (so it is not the terminating empty line).
+    discard_line_nonempty: bool,
+    /// The data buffer, without the spec's trailing `\n`.
+    data: String,
+    /// A `data` line was seen in the current event (the spec's "data buffer is not empty").
+    data_started: bool,
+    /// The event type buffer.
+    event_type: String,
+    /// The current event's `id` field, committed to `last_event_id` at its empty line.
+    event_id: Option<String>,
+    /// The last event ID as of the last empty line; empty means none.
+    last_event_id: String,
+    retry: Option<Duration>,
+    queue: VecDeque<SseEvent>,
+}
+
+impl SseParser {
+    /// A parser for a new stream; one event's data may be at most `max_event_bytes` bytes.
+    pub fn new(max_event_bytes: usize) -> Self {
+        SseParser {
+            max_event_bytes,
+            line: Vec::new(),
+            bom_matched: Some(0),
+            pending_cr: false,
+            discard_event: false,
+            discard_line_nonempty: false,
+            data: String::new(),
+            data_started: false,
+            event_type: String::new(),
+            event_id: None,
+            last_event_id: String::new(),
+            retry: None,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The `max_event_bytes` this parser was created with.
+    pub fn max_event_bytes(&self) -> usize {
+        self.max_event_bytes
+    }
+
+    /// Parses the next chunk of the stream; completed events are queued for [`next_event`].
+    ///
+    /// On [`SseError::EventTooLarge`] the whole chunk has still been consumed: the oversized
+    /// event is being (or has been) discarded up to its empty line, every other event is queued,
+    /// and feeding may continue. The error is reported once per chunk, however many events of
+    /// the chunk were too large.
+    ///
+    /// [`next_event`]: SseParser::next_event
+    pub fn feed(&mut self, mut chunk: &[u8]) -> Result<(), SseError> {
+        let mut too_large = false;
+        if let Some(matched) = self.bom_matched {
+            chunk = self.skip_bom(matched, chunk);
+        }
+        if self.pending_cr && !chunk.is_empty() {
+            self.pending_cr = false;
+            if chunk[0] == b'\n' {
+                chunk = &chunk[1..];
+            }
+        }
+        while !chunk.is_empty() {
+            let Some(end) = memchr2(b'\r', b'\n', chunk) else {
+                self.partial_line(chunk, &mut too_large);
+                break;
+            };
+            let mut next = end + 1;
+            if chunk[end] == b'\r' {
+                match chunk.get(next) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    None => self.pending_cr = true,
+                }
+            }
+            self.end_line(&chunk[..end], &mut too_large);
+            chunk = &chunk[next..];
+        }
+        if too_large {
+            Err(SseError::EventTooLarge {
+                limit: self.max_event_bytes,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The next completed event, oldest first.
+    pub fn next_event(&mut self) -> Option<SseEvent> {
+        self.queue.pop_front()
+    }
+
+    /// How many completed events are waiting in [`next_event`](SseParser::next_event).
+    pub fn queued_events(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// End of stream: an unterminated line and an event without its empty line are discarded.
+    ///
+    /// Queued events, [`last_event_id`](SseParser::last_event_id) and
+    /// [`retry`](SseParser::retry) are kept, and the parser is ready for a new stream (a
+    /// reconnection), which may again start with a BOM.
+    pub fn finish(&mut self) {
+        self.line.clear();
+        self.drop_big_line_buffer();
+        self.bom_matched = Some(0);
+        self.pending_cr = false;
+        self.discard_event = false;
+        self.discard_line_nonempty = false;
+        self.reset_event();
+    }
+
+    /// The last event ID: set by an `id` field when its event ends with an empty line, whether
+    /// or not the event had data (so a priming event counts), and kept across events. `None` if
+    /// never set or reset by an empty `id`. An event cut off by the end of the stream or
+    /// discarded as too large does not change it; send it as `Last-Event-ID` when resuming.
+    pub fn last_event_id(&self) -> Option<&str> {
+        (!self.last_event_id.is_empty()).then_some(self.last_event_id.as_str())
+    }
+
+    /// The reconnection time from the last valid `retry` field (ASCII digits only, in
+    /// milliseconds, saturating); invalid values are ignored.
+    pub fn retry(&self) -> Option<Duration> {
+        self.retry
+    }
+
+    /// Skips the stream's leading BOM, which may be split across chunks.
+    fn skip_bom<'c>(&mut self, mut matched: usize, mut chunk: &'c [u8]) -> &'c [u8] {
+        while let Some((&byte, rest)) = chunk.split_first() {
+            if byte != BOM[matched] {
+                // Not a BOM: the bytes matched so far are content of the first line.
+                self.line.extend_from_slice(&BOM[..matched]);
+                self.bom_matched = None;
+                return chunk;
+            }
+            chunk = rest;
+            matched += 1;
+            if matched == BOM.len() {
+                self.bom_matched = None;
+                return chunk;
+            }
+        }
+        self.bom_matched = Some(matched);
+        chunk
+    }
+
+    fn line_limit(&self) -> usize {
+        self.max_event_bytes.saturating_add(LINE_OVERHEAD)
+    }
+
+    /// Bytes of a line whose end is not in this chunk.
+    fn partial_line(&mut self, bytes: &[u8], too_large: &mut bool) {
+        if self.discard_event {
+            self.discard_line_nonempty = true;
+        } else if self.line.len() + bytes.len() > self.line_limit() {
+            self.line.clear();
+            self.drop_big_line_buffer();
+            self.start_discard(too_large);
+            self.discard_line_nonempty = true;
+        } else {
+            self.line.extend_from_slice(bytes);
+        }
+    }
+
+    /// The end of a line: `tail` is its part in this chunk, before the line ending.
+    fn end_line(&mut self, tail: &[u8], too_large: &mut bool) {
+        if self.discard_event {
+            let nonempty = std::mem::take(&mut self.discard_line_nonempty) || !tail.is_empty();
+            if !nonempty {
+                // The empty line ending the discarded event.
+                self.discard_event = false;
+                self.reset_event();
+            }
+            return;
+        }
+        if self.line.len() + tail.len() > self.line_limit() {
+            self.line.clear();
+            self.drop_big_line_buffer();
+            self.start_discard(too_large);
+            return;
+        }
+        let ok = if self.line.is_empty() {
+            self.process_line(Line::Borrowed(tail))
+        } else {
+            let mut line = std::mem::take(&mut self.line);
+            line.extend_from_slice(tail);
+            self.process_line(Line::Owned(line))
+        };
+        if !ok {
+            self.start_discard(too_large);
+        }
+    }
+
+    /// Interprets one complete line; `false` if the event's data grew too large.
+    fn process_line(&mut self, line: Line<'_>) -> bool {
+        let bytes = line.bytes();
+        if bytes.is_empty() {
+            self.dispatch();
+            return true;
+        }
+        if bytes[0] == b':' {
+            self.recycle(line);
+            return true;
+        }
+        let (name_end, value_start) = match memchr(b':', bytes) {
+            Some(colon) if bytes.get(colon + 1) == Some(&b' ') => (colon, colon + 2),
+            Some(colon) => (colon, colon + 1),
+            None => (bytes.len(), bytes.len()),
+        };
+        let value = &bytes[value_start..];
+        match &bytes[..name_end] {
+            b"data" => return self.push_data(line, value_start),
+            b"event" => {
+                self.event_type.clear();
+                self.event_type.push_str(&String::from_utf8_lossy(value));
+            }
+            b"id" if memchr(0, value).is_none() => {
+                self.event_id = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // All digits, so parsing fails only on overflow.
+                let millis = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|digits| digits.parse().ok())
+                    .unwrap_or(u64::MAX);
+                self.retry = Some(Duration::from_millis(millis));
+            }
+            _ => {}
+        }
+        self.recycle(line);
+        true
+    }
+
+    /// Appends a `data` line's value; `false` if the event's data would exceed the limit.
+    fn push_data(&mut self, line: Line<'_>, value_start: usize) -> bool {
+        if !self.data_started {
+            // First data line: take the line's own buffer when there is one, no copy.
+            let value = match line {
+                Line::Owned(mut buf) => {
+                    buf.drain(..value_start);
+                    String::from_utf8(buf)
+                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+                }
+                Line::Borrowed(bytes) => {
+                    String::from_utf8_lossy(&bytes[value_start..]).into_owned()
+                }
+            };
+            if value.len() > self.max_event_bytes {
+                return false;
+            }
+            self.data = value;
+            self.data_started = true;
+            return true;
+        }
+        let value = String::from_utf8_lossy(&line.bytes()[value_start..]);
+        if self.data.len() + 1 + value.len() > self.max_event_bytes {
+            return false;
+        }
+        self.data.reserve(1 + value.len());
+        self.data.push('\n');
+        self.data.push_str(&value);
+        drop(value);
+        self.recycle(line);
+        true
+    }
+
+    /// The empty line: commits the id and dispatches the event if it has data.
+    fn dispatch(&mut self) {
+        if let Some(id) = &self.event_id {
+            self.last_event_id.clone_from(id);
+        }
+        let id = self.event_id.take();
+        if !self.data_started {
+            self.event_type.clear();
+            return;
+        }
+        self.data_started = false;
+        let data = std::mem::take(&mut self.data);
+        let event = (!self.event_type.is_empty()).then(|| std::mem::take(&mut self.event_type));
+        self.queue.push_back(SseEvent { event, data, id });
+    }
+
+    fn start_discard(&mut self, too_large: &mut bool) {
+        *too_large = true;
+        self.discard_event = true;
+        self.discard_line_nonempty = false;
+        self.reset_event();
+    }
+
+    fn reset_event(&mut self) {
+        self.data = String::new();
+        self.data_started = false;
+        self.event_type.clear();
+        self.event_id = None;
+    }
+
+    /// Gives an owned line buffer back for the next line.
+    fn recycle(&mut self, line: Line<'_>) {
+        if let Line::Owned(mut buf) = line {
+            if buf.capacity() <= KEEP_LINE_CAPACITY {
+                buf.clear();
+                self.line = buf;
+            }
+        }
+    }
+
+    fn drop_big_line_buffer(&mut self) {
+        if self.line.capacity() > KEEP_LINE_CAPACITY {
+            self.line = Vec::new();
+        }
+    }
+}
+
+/// A complete line, either inside the chunk or assembled across chunks.
+enum Line<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Line<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Line::Borrowed(bytes) => bytes,
+            Line::Owned(buf) => buf,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events, last event ID, retry, and whether any `feed` failed.
+    type Outcome = (Vec<SseEvent>, Option<String>, Option<Duration>, bool);
+
+    fn run<'a>(max: usize, chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
+        let mut parser = SseParser::new(max);
+        let mut events = Vec::new();
+        let mut failed = false;
+        for chunk in chunks {
+            if let Err(err) = parser.feed(chunk) {
+                assert_eq!(err, SseError::EventTooLarge { limit: max });
+                failed = true;
+            }
+            events.extend(std::iter::from_fn(|| parser.next_event()));
+        }
+        parser.finish();
+        events.extend(std::iter::from_fn(|| parser.next_event()));
+        let last_id = parser.last_event_id().map(str::to_owned);
+        (events, last_id, parser.retry(), failed)
+    }
+
+    /// Runs `input` whole, split at every point into two chunks, and byte by byte; all must agree.
+    fn run_all_chunkings(max: usize, input: &[u8]) -> Outcome {
+        let whole = run(max, [input]);
+        for split in 0..=input.len() {
+            let (a, b) = input.split_at(split);
+            assert_eq!(run(max, [a, b]), whole, "split at {split} of {input:?}");
+        }
+        assert_eq!(run(max, input.chunks(1)), whole, "byte by byte: {input:?}");
+        whole
+    }
+
+    fn ev(event: Option<&str>, data: &str, id: Option<&str>) -> SseEvent {
+        SseEvent {
+            event: event.map(str::to_owned),
+            data: data.to_owned(),
+            id: id.map(str::to_owned),
+        }
+    }
+
+    fn msg(data: &str) -> SseEvent {
+        ev(None, data, None)
+    }
+
+    struct Case {
+        name: &'static str,
+        input: &'static [u8],
+        events: Vec<SseEvent>,
+        last_id: Option<&'static str>,
+        retry: Option<u64>,
+    }
+
+    fn case(name: &'static str, input: &'static [u8], events: Vec<SseEvent>) -> Case {
+        Case {
+            name,
+            input,
+            events,
+            last_id: None,
+            retry: None,
+        }
+    }
+
+    fn cases() -> Vec<Case> {
+        vec![
+            case("simple", b"data: hello\n\n", vec![msg("hello")]),
+            case(
+                "multi-line data",
+                b"data: a\ndata: b\ndata:c\n\n",
+                vec![msg("a\nb\nc")],
+            ),
+            case(
+                "comments",
+                b": ping\n:\ndata: x\n: mid\n\n:bye\n\n",
+                vec![msg("x")],
+            ),
+            case("crlf", b"data: a\r\ndata: b\r\n\r\n", vec![msg("a\nb")]),
+            case("lone cr", b"data: a\rdata: b\r\r", vec![msg("a\nb")]),
+            case(
+                "mixed line endings",
+                b"data: a\r\ndata: b\rdata: c\n\r\ndata: d\r\n\n",
+                vec![msg("a\nb\nc"), msg("d")],
+            ),
+            case(
+                "cr then crlf",
+                b"data: a\r\r\ndata: b\n\n",
+                vec![msg("a"), msg("b")],
+            ),
+            case("lone cr ends stream", b"data: a\n\r", vec![msg("a")]),
+            case("bom", "\u{FEFF}data: a\n\n".as_bytes(), vec![msg("a")]),
+            case(
+                "only the first bom is skipped",
+                "\u{FEFF}\u{FEFF}data: a\n\ndata: b\n\n".as_bytes(),
+                vec![msg("b")],
+            ),
+            case(
+                "bom later in the stream is content",
+                "data: a\n\n\u{FEFF}data: b\n\n".as_bytes(),
+                vec![msg("a")],
+            ),
+            case(
+                "partial bom is content",
+                b"\xEF\xBB:x\ndata: b\n\n",
+                vec![msg("b")],
+            ),
+            case("partial bom then data", b"\xEF\xBBdata: b\n\n", vec![]),
+            Case {
+                last_id: Some("p1"),
+                ..case("priming event: id without data", b"id: p1\n\n", vec![])
+            },
+            Case {
+                last_id: Some("p1"),
+                ..case(
+                    "id with an empty data line is dispatched",
+                    b"id: p1\ndata:\n\n",
+                    vec![ev(None, "", Some("p1"))],
+                )
+            },
+            Case {
+                last_id: Some("5"),
+                ..case(
+                    "id persists across events",
+                    b"id: 5\ndata: a\n\ndata: b\n\n",
+                    vec![ev(None, "a", Some("5")), msg("b")],
+                )
+            },
+            case("empty id resets", b"id: 5\n\nid\n\n", vec![]),
+            Case {
+                last_id: Some("5"),
+                ..case(
+                    "id with nul ignored",
+                    b"id: 5\n\nid: a\0b\ndata: x\n\n",
+                    vec![msg("x")],
+                )
+            },
+            Case {
+                retry: Some(1500),
+                ..case("retry", b"retry: 1500\n\n", vec![])
+            },
+            Case {
+                retry: Some(100),
+                ..case(
+                    "invalid retry ignored",
+                    b"retry: 100\nretry: 15x\nretry: -1\nretry:\nretry: 1.5\nretry:  7\nretry\n\n",
+                    vec![],
+                )
+            },
+            Case {
+                retry: Some(u64::MAX),
+                ..case(
+                    "retry saturates",
+                    b"retry: 99999999999999999999999\n",
+                    vec![],
+                )
+            },
+            Case {
+                retry: Some(20),
+                ..case(
+                    "retry applies without dispatch",
+                    b"retry: 20\ndata: cut",
+                    vec![],
+                )
+            },
+            case(
+                "event names",
+                b"event: ping\ndata: x\n\nevent:\ndata: y\n\nevent: a\n\ndata: z\n\n",
+                vec![ev(Some("ping"), "x", None), msg("y"), msg("z")],
+            ),
+            case(
+                "field without colon",
+                b"data\ndata\ndata: x\n\ndata\n\n",
+                vec![msg("\n\nx"), msg("")],
+            ),
+            case(
+                "one space stripped",
+                b"data:  two\ndata:none\ndata: a:b\n\n",
+                vec![msg(" two\nnone\na:b")],
+            ),
+            case(
+                "unknown fields",
+                b"foo: bar\nDATA: x\ndata : y\nevent : e\n\n\ndata: z\n\n",
+                vec![msg("z")],
+            ),
+            case(
+                "empty data lines",
+                b"data:\ndata:\n\ndata:\n\n",
+                vec![msg("\n"), msg("")],
+            ),
+            case(
+                "unterminated event discarded",
+                b"data: a\n\ndata: b\n",
+                vec![msg("a")],
+            ),
+            Case {
+                last_id: Some("1"),
+                ..case(
+                    "unterminated event does not set the id",
+                    b"id: 1\ndata: a\n\nid: 2\ndata: b",
+                    vec![ev(None, "a", Some("1"))],
+                )
+            },
+            case(
+                "utf-8",
+                "event: é\ndata: ünï€😀\n\n".as_bytes(),
+                vec![ev(Some("é"), "ünï€😀", None)],
+            ),
+            case(
+                "invalid utf-8",
+                b"data: \xFF\xFEok\xF0\x9F\n\n",
+                vec![msg("\u{FFFD}\u{FFFD}ok\u{FFFD}")],
+            ),
+        ]
+    }
+
+    #[test]
+    fn table_every_chunking() {
+        for case in cases() {
+            let (events, last_id, retry, failed) = run_all_chunkings(1 << 20, case.input);
+            assert_eq!(events, case.events, "{}", case.name);
+            assert_eq!(last_id.as_deref(), case.last_id, "{}", case.name);
+            assert_eq!(
+                retry,
+                case.retry.map(Duration::from_millis),
+                "{}",
+                case.name
+            );
+            assert!(!failed, "{}", case.name);
+            assert_eq!(
+                reference(case.input),
+                (events, last_id, retry),
+                "{}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn event_type_defaults_to_message() {
+        assert_eq!(msg("x").event_type(), "message");
+        assert_eq!(ev(Some("ping"), "x", None).event_type(), "ping");
+    }
+
+    #[test]
+    fn data_at_the_limit_is_accepted() {
+        let (events, ..) =
+            run_all_chunkings(10, b"data: 01234\ndata: 5678\n\ndata: 0123456789\n\n");
+        assert_eq!(events, vec![msg("01234\n5678"), msg("0123456789")]);
+    }
+
+    #[test]
+    fn too_large_event_is_reported_then_skipped() {
+        let mut parser = SseParser::new(10);
+        let err = parser
+            .feed(b"id: 1\ndata: a\n\nid: 2\ndata: 0123456789A\nid: 3\ndata: more\n\ndata: ok\n\n")
+            .unwrap_err();
+        assert_eq!(err, SseError::EventTooLarge { limit: 10 });
+        assert!(err.to_string().contains("limit of 10 bytes"), "{err}");
+        assert_eq!(parser.next_event(), Some(ev(None, "a", Some("1"))));
+        assert_eq!(parser.next_event(), Some(msg("ok")));
+        assert_eq!(parser.next_event(), None);
+        assert_eq!(parser.last_event_id(), Some("1"));
+        parser.feed(b"data: next\n\n").unwrap();
+        assert_eq!(parser.next_event(), Some(msg("next")));
+    }
+
+    #[test]
+    fn too_large_joined_data_every_chunking() {
+        let input = b"data: 01234\ndata: 56789\nid: x\n\nevent: e\ndata: ok\n\n";
+        let (events, last_id, _, failed) = run_all_chunkings(10, input);
+        assert!(failed);
+        assert_eq!(events, vec![ev(Some("e"), "ok", None)]);
+        assert_eq!(last_id, None);
+    }
+
+    #[test]
+    fn too_long_line_every_chunking() {
+        let mut input = b"data: a\n\n: ".to_vec();
+        input.extend([b'c'; 100]);
+        input.extend(b"\r\ndata: dropped\r\n\r\ndata: ok\r\n\r\n");
+        let (events, _, _, failed) = run_all_chunkings(10, &input);
+        assert!(failed);
+        assert_eq!(events, vec![msg("a"), msg("ok")]);
+    }
+
+    #[test]
+    fn too_long_line_reported_before_its_end() {
+        let mut parser = SseParser::new(10);
+        parser.feed(b"data: ").unwrap();
+        assert!(parser.feed(&[b'x'; 100]).is_err());
+        // The rest of the line and event are skipped without being buffered.
+        for _ in 0..100 {
+            parser.feed(&[b'x'; 1000]).unwrap();
+        }
+        assert!(parser.line.capacity() < 1000);
+        parser.feed(b"\n\ndata: ok\n\n").unwrap();
+        assert_eq!(parser.next_event(), Some(msg("ok")));
+    }
+
+    #[test]
+    fn finish_resets_the_stream_but_keeps_id_and_retry() {
+        let mut parser = SseParser::new(100);
+        parser
+            .feed(b"retry: 5\nid: 1\n\nevent: e\nid: 2\ndata: cut\r")
+            .unwrap();
+        parser.finish();
+        assert_eq!(parser.next_event(), None);
+        assert_eq!(parser.last_event_id(), Some("1"));
+        assert_eq!(parser.retry(), Some(Duration::from_millis(5)));
+        // A new stream: BOM allowed again, no leftover CR, event type, or data.
+        parser.feed("\u{FEFF}\ndata: x\n\n".as_bytes()).unwrap();
+        assert_eq!(parser.next_event(), Some(msg("x")));
+        // And after an error, finish also ends the discarding.
+        assert!(parser.feed(&[b'x'; 500]).is_err());
+        parser.finish();
+        parser.feed(b"data: y\n\n").unwrap();
+        assert_eq!(parser.next_event(), Some(msg("y")));
+        assert_eq!(parser.queued_events(), 0);
+    }
+
+    #[test]
+    fn eight_mib_event_in_64_kib_chunks() {
+        const SIZE: usize = 8 << 20;
+        let data: String = (0..SIZE).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+        for ending in ["\n", "\r\n", "\r"] {
+            let stream =
+                format!("id: big{ending}data: {data}{ending}{ending}data: after{ending}{ending}");
+            let mut parser = SseParser::new(SIZE);
+            let mut events = Vec::new();
+            for chunk in stream.as_bytes().chunks(64 * 1024) {
+                parser.feed(chunk).unwrap();
+                events.extend(std::iter::from_fn(|| parser.next_event()));
+            }
+            assert_eq!(events.len(), 2);
+            assert!(events[0].data == data, "8 MiB data differs");
+            assert_eq!(events[0].id.as_deref(), Some("big"));
+            assert_eq!(events[1], msg("after"));
+
+            // One byte more is too much.
+            let mut parser = SseParser::new(SIZE - 1);
+            let results: Vec<_> = stream
+                .as_bytes()
+                .chunks(64 * 1024)
+                .map(|chunk| parser.feed(chunk))
+                .collect();
+            assert_eq!(results.iter().filter(|r| r.is_err()).count(), 1);
+            assert_eq!(parser.next_event(), Some(msg("after")));
+            assert_eq!(parser.last_event_id(), None);
+        }
+    }
+
+    /// Deterministic pseudo-random numbers (64-bit LCG, high bits).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n.max(1)
+        }
+
+        fn chunks<'a>(&mut self, input: &'a [u8]) -> Vec<&'a [u8]> {
+            let mut chunks = Vec::new();
+            let mut rest = input;
+            while !rest.is_empty() {
+                let (a, b) = rest.split_at(self.below(rest.len().min(12) + 1));
+                chunks.push(a);
+                rest = b;
+            }
+            chunks.push(rest);
+            chunks
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_never_panics() {
+        let mut rng = Lcg(7);
+        for _ in 0..300 {
+            let len = rng.below(200);
+            let input: Vec<u8> = (0..len)
+                .map(|_| match rng.below(4) {
+                    0 => b"\r\n:"[rng.below(3)],
+                    _ => rng.below(256) as u8,
+                })
+                .collect();
+            let max = 1 + rng.below(64);
+            let whole = run(max, [&input[..]]);
+            assert_eq!(run(max, rng.chunks(&input)), whole);
+        }
+    }
+
+    #[test]
+    fn random_streams_random_chunkings() {
+        const TOKENS: &[&[u8]] = &[
+            b"data",
+            b"data:",
+            b"data: ",
+            b"id",
+            b"id: ",
+            b"id:",
+            b"event:",
+            b"event: ",
+            b"retry:",
+            b"retry: ",
+            b":",
+            b" ",
+            b"x",
+            b"yz",
+            b"12",
+            b"\0",
+            "é".as_bytes(),
+            b"\xFF",
+            b"\xEF\xBB\xBF",
+            b"\xEF\xBB",
+            b"\r",
+            b"\n",
+            b"\r\n",
+            b"\n\n",
+            b"\r\n\r\n",
+        ];
+        let mut rng = Lcg(42);
+        for round in 0..2000 {
+            let mut input = Vec::new();
+            for _ in 0..rng.below(40) {
+                input.extend_from_slice(TOKENS[rng.below(TOKENS.len())]);
+            }
+            let max = if round % 3 == 0 {
+                1 + rng.below(12)
+            } else {
+                1 << 20
+            };
+            let whole = run(max, [&input[..]]);
+            if !whole.3 {
+                let (events, last_id, retry, _) = whole.clone();
+                assert_eq!(reference(&input), (events, last_id, retry), "{input:?}");
+            }
+            for _ in 0..4 {
+                assert_eq!(run(max, rng.chunks(&input)), whole, "{input:?}");
+            }
+            assert_eq!(run(max, input.chunks(1)), whole, "{input:?}");
+        }
+    }
+
+    /// A direct transcription of the spec: decode everything, split lines, interpret.
+    fn reference(input: &[u8]) -> (Vec<SseEvent>, Option<String>, Option<Duration>) {
+        let text = String::from_utf8_lossy(input);
+        let text = text.strip_prefix('\u{FEFF}').unwrap_or(&text);
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => {
+                    chars.next_if_eq(&'\n');
+                    lines.push(std::mem::take(&mut line));
+                }
+                '\n' => lines.push(std::mem::take(&mut line)),
+                c => line.push(c),
+            }
+        }
+        // `line` is unterminated at end of stream: discarded.
+        let (mut events, mut data, mut event_type) = (Vec::new(), String::new(), String::new());
+        let (mut id_buffer, mut last_id, mut event_id, mut retry) =
+            (String::new(), String::new(), None, None);
+        for line in lines {
+            if line.is_empty() {
+                last_id.clone_from(&id_buffer);
+                if data.is_empty() {
+                    event_type.clear();
+                    event_id = None;
+                    continue;
+                }
+                data.pop();
+                events.push(SseEvent {
+                    event: (!event_type.is_empty()).then(|| std::mem::take(&mut event_type)),
+                    data: std::mem::take(&mut data),
+                    id: event_id.take(),
+                });
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = match line.split_once(':') {
+                Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+                None => (line.as_str(), ""),
+            };
+            match field {
+                "data" => {
+                    data.push_str(value);
+                    data.push('\n');
+                }
+                "event" => event_type = value.to_owned(),
+                "id" if !value.contains('\0') => {
+                    id_buffer = value.to_owned();
+                    event_id = Some(value.to_owned());
+                }
+                "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                    retry = Some(Duration::from_millis(value.parse().unwrap_or(u64::MAX)));
+                }
+                _ => {}
+            }
+        }
+        ((events), (!last_id.is_empty()).then_some(last_id), retry)
+    }
+}

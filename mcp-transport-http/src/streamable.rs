@@ -1,0 +1,702 @@
+//! Streamable HTTP (MCP 2025-11-25): every client message is a POST to the one endpoint; a
+//! request's answer comes back as JSON or as an SSE stream (which may carry progress and
+//! server→client requests first); server-initiated messages arrive on a standalone GET stream.
+//!
+//! The transport keeps the session id and the negotiated protocol version and sends them on
+//! every request, resumes a dropped SSE stream with `Last-Event-ID` after the server's `retry:`
+//! delay, reconnects the GET stream when it drops (a failure there never affects the POSTs), and
+//! ends the session with a DELETE on close.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_core::{
+    AuthChallenge, Message, ProtocolVersion, RequestId, Transport, TransportError,
+    TransportErrorKind, TransportReceiver, TransportSender,
+};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{Method, StatusCode};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::config::HttpServerConfig;
+use crate::sse::SseParser;
+
+/// `Mcp-Session-Id`.
+pub const SESSION_ID_HEADER: &str = "mcp-session-id";
+/// `MCP-Protocol-Version`.
+pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+/// `Last-Event-ID`.
+pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+
+/// Messages waiting for the session's reader before senders wait (backpressure).
+pub(crate) const INCOMING_QUEUE: usize = 1024;
+
+/// What the HTTP transports deliver to the session's reader.
+pub(crate) type Incoming = mpsc::Sender<Result<Message, TransportError>>;
+
+/// A failed POST: the status when the server answered (the auto-detecting transport falls back
+/// to legacy SSE on 400/404/405), and the error to report.
+pub(crate) struct PostError {
+    pub(crate) status: Option<StatusCode>,
+    pub(crate) error: TransportError,
+}
+
+impl From<TransportError> for PostError {
+    fn from(error: TransportError) -> Self {
+        PostError {
+            status: None,
+            error,
+        }
+    }
+}
+/// Used when the server gives no `retry:` before a stream drops.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Cap on the server's `retry:` (a hostile value must not stall a request forever).
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// Resumption attempts for one POST stream before its request fails.
+const MAX_RESUME_ATTEMPTS: u32 = 5;
+/// Reconnection attempts of the standalone GET stream in a row before giving up on it.
+const MAX_GET_RECONNECTS: u32 = 10;
+
+/// An MCP server reached over Streamable HTTP.
+pub struct StreamableHttpTransport {
+    sender: HttpSender,
+    receiver: HttpReceiver,
+}
+
+impl StreamableHttpTransport {
+    /// Prepares the transport (no request is made until the session sends `initialize`).
+    pub fn new(config: HttpServerConfig) -> Result<StreamableHttpTransport, TransportError> {
+        let (incoming, receiver) = mpsc::channel(INCOMING_QUEUE);
+        let shared = Shared::new(config, incoming)?;
+        Ok(StreamableHttpTransport {
+            sender: HttpSender { shared },
+            receiver: HttpReceiver::new(receiver),
+        })
+    }
+}
+
+impl Transport for StreamableHttpTransport {
+    type Sender = HttpSender;
+    type Receiver = HttpReceiver;
+
+    fn split(self) -> (HttpSender, HttpReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) struct Shared {
+    client: reqwest::Client,
+    /// The URL for messages (see `HttpServerConfig::display_url`).
+    display_url: String,
+    headers: HeaderMap,
+    config: HttpServerConfig,
+    session_id: Mutex<Option<String>>,
+    protocol_version: Mutex<Option<ProtocolVersion>>,
+    /// Taken on close: once every stream task has ended too, the receiver sees the end.
+    incoming: Mutex<Option<mpsc::Sender<Result<Message, TransportError>>>>,
+    tasks: Mutex<Vec<AbortHandle>>,
+    get_stream_started: AtomicBool,
+    closed: AtomicBool,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// How a stream ended.
+enum StreamEnd {
+    /// The awaited response arrived (POST streams).
+    Answered,
+    /// The stream closed or failed; it may be resumed from `last_event_id`.
+    Dropped {
+        last_event_id: Option<String>,
+        retry: Option<Duration>,
+        why: String,
+    },
+    /// The receiver is gone: stop.
+    Closed,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        config: HttpServerConfig,
+        incoming: Incoming,
+    ) -> Result<Arc<Shared>, TransportError> {
+        Ok(Arc::new(Shared {
+            client: config.build_client()?,
+            display_url: config.display_url(),
+            headers: config.header_map()?,
+            config,
+            session_id: Mutex::new(None),
+            protocol_version: Mutex::new(None),
+            incoming: Mutex::new(Some(incoming)),
+            tasks: Mutex::new(Vec::new()),
+            get_stream_started: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    fn incoming(&self) -> Option<mpsc::Sender<Result<Message, TransportError>>> {
+        lock(&self.incoming).clone()
+    }
+
+    fn spawn(self: &Arc<Self>, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task).abort_handle();
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    /// Headers every request carries: configured ones, session id, protocol version.
+    fn request_headers(&self, accept: &'static str) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        if let Some(id) = lock(&self.session_id).as_deref() {
+            if let Ok(value) = HeaderValue::from_str(id) {
+                headers.insert(HeaderName::from_static(SESSION_ID_HEADER), value);
+            }
+        }
+        if let Some(version) = *lock(&self.protocol_version) {
+            if version.has_protocol_version_header() {
+                headers.insert(
+                    HeaderName::from_static(PROTOCOL_VERSION_HEADER),
+                    HeaderValue::from_static(version.as_str()),
+                );
+            }
+        }
+        headers
+    }
+
+    /// Sends one HTTP request with credentials; on 401/403 asks the auth provider once and
+    /// retries if it got new credentials.
+    async fn execute(
+        &self,
+        method: Method,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<reqwest::Response, TransportError> {
+        let mut retried = false;
+        loop {
+            let mut request = self
+                .client
+                .request(method.clone(), &self.config.url)
+                .headers(headers.clone());
+            if let Some(body) = &body {
+                request = request
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            if let Some(auth) = &self.config.auth {
+                let value = auth.authorization().await.map_err(|e| {
+                    TransportError::recoverable(
+                        TransportErrorKind::Unauthorized,
+                        format!("no credentials for {}: {}", self.display_url, e.message()),
+                    )
+                })?;
+                if let Some(value) = value {
+                    request = request.header(reqwest::header::AUTHORIZATION, value.expose());
+                }
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| request_error(&self.display_url, e))?;
+            let status = response.status();
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(response);
+            }
+            let challenge = AuthChallenge {
+                status: status.as_u16(),
+                www_authenticate: response
+                    .headers()
+                    .get(reqwest::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+            };
+            let retry = match (&self.config.auth, retried) {
+                (Some(auth), false) => auth.on_challenge(&challenge).await.unwrap_or(false),
+                _ => false,
+            };
+            if !retry {
+                return Err(TransportError::recoverable(
+                    TransportErrorKind::Unauthorized,
+                    format!(
+                        "{} answered HTTP {}{}",
+                        self.display_url,
+                        status.as_u16(),
+                        challenge
+                            .www_authenticate
+                            .map(|c| format!(" (WWW-Authenticate: {c})"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+            retried = true;
+        }
+    }
+
+    /// Reads an SSE response, forwarding every message; stops at the response to `awaiting`.
+    async fn pump_sse(
+        &self,
+        mut response: reqwest::Response,
+        parser: &mut SseParser,
+        awaiting: Option<&RequestId>,
+    ) -> StreamEnd {
+        let Some(incoming) = self.incoming() else {
+            return StreamEnd::Closed;
+        };
+        loop {
+            while let Some(event) = parser.next_event() {
+                // Other event types, and priming events (an id, empty data), carry no message.
+                if event.event_type() != "message" || event.data.is_empty() {
+                    continue;
+                }
+                let item = Message::from_json_str(&event.data).map_err(|e| {
+                    TransportError::recoverable(
+                        TransportErrorKind::InvalidMessage,
+                        format!("the server sent {e}"),
+                    )
+                });
+                let answers = matches!(
+                    (&item, awaiting),
+                    (Ok(Message::Response(r)), Some(id)) if r.id.as_ref() == Some(id)
+                );
+                if incoming.send(item).await.is_err() {
+                    return StreamEnd::Closed;
+                }
+                if answers {
+                    return StreamEnd::Answered;
+                }
+            }
+            let dropped = |why: String, parser: &SseParser| StreamEnd::Dropped {
+                last_event_id: parser.last_event_id().map(str::to_owned),
+                retry: parser.retry(),
+                why,
+            };
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if let Err(e) = parser.feed(&chunk) {
+                        let error = TransportError::recoverable(
+                            TransportErrorKind::MessageTooLarge,
+                            format!("{e} (from {})", self.display_url),
+                        )
+                        .for_request(awaiting.cloned());
+                        let _ = incoming.send(Err(error)).await;
+                    }
+                }
+                Ok(None) => return dropped("the stream ended".into(), parser),
+                Err(e) => return dropped(format!("the stream failed: {e}"), parser),
+            }
+        }
+    }
+
+    /// GET with `Last-Event-ID`: resumes a stream the server dropped.
+    async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, TransportError> {
+        let mut headers = self.request_headers("text/event-stream");
+        if let Ok(value) = HeaderValue::from_str(last_event_id) {
+            headers.insert(HeaderName::from_static(LAST_EVENT_ID_HEADER), value);
+        }
+        let response = self.execute(Method::GET, headers, None).await?;
+        if response.status().is_success() {
+            Ok(response)
+        } else {
+            Err(TransportError::recoverable(
+                TransportErrorKind::Io,
+                format!(
+                    "resuming the stream: {} answered HTTP {}",
+                    self.display_url,
+                    response.status()
+                ),
+            ))
+        }
+    }
+
+    /// Follows a POST's SSE stream to the response, resuming it when it drops.
+    async fn follow_post_stream(self: Arc<Self>, response: reqwest::Response, id: RequestId) {
+        let mut parser = SseParser::new(self.config.max_message_size);
+        let mut response = response;
+        let mut attempts = 0;
+        loop {
+            match self.pump_sse(response, &mut parser, Some(&id)).await {
+                StreamEnd::Answered | StreamEnd::Closed => return,
+                StreamEnd::Dropped {
+                    last_event_id,
+                    retry,
+                    why,
+                } => {
+                    let Some(last_event_id) = last_event_id else {
+                        return self.fail_request(&id, format!("{why} before the response, and cannot be resumed (no event id)")).await;
+                    };
+                    attempts += 1;
+                    if attempts > MAX_RESUME_ATTEMPTS || self.closed.load(Ordering::Acquire) {
+                        return self.fail_request(&id, format!("{why} before the response; resuming failed {MAX_RESUME_ATTEMPTS} times")).await;
+                    }
+                    tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+                    match self.resume(&last_event_id).await {
+                        Ok(resumed) => {
+                            response = resumed;
+                            parser.finish();
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "resuming a response stream failed");
+                            response = match self.resume_later(&last_event_id, &mut attempts).await
+                            {
+                                Some(r) => r,
+                                None => return self.fail_request(&id, format!("{why}; {e}")).await,
+                            };
+                            parser.finish();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Retries resumption with the default delay until it works or attempts run out.
+    async fn resume_later(
+        &self,
+        last_event_id: &str,
+        attempts: &mut u32,
+    ) -> Option<reqwest::Response> {
+        while *attempts < MAX_RESUME_ATTEMPTS && !self.closed.load(Ordering::Acquire) {
+            *attempts += 1;
+            tokio::time::sleep(DEFAULT_RETRY).await;
+            if let Ok(response) = self.resume(last_event_id).await {
+                return Some(response);
+            }
+        }
+        None
+    }
+
+    async fn fail_request(&self, id: &RequestId, why: String) {
+        if let Some(incoming) = self.incoming() {
+            let error = TransportError::recoverable(
+                TransportErrorKind::PeerGone,
+                format!("{}: {why}", self.display_url),
+            )
+            .for_request(Some(id.clone()));
+            let _ = incoming.send(Err(error)).await;
+        }
+    }
+
+    /// The standalone GET stream: server-initiated messages; reconnects when it drops; a 405
+    /// means the server has none. Never affects the POST channel.
+    async fn run_get_stream(self: Arc<Self>) {
+        let mut parser = SseParser::new(self.config.max_message_size);
+        let mut failures = 0;
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let mut headers = self.request_headers("text/event-stream");
+            if let Some(id) = parser.last_event_id() {
+                if let Ok(value) = HeaderValue::from_str(id) {
+                    headers.insert(HeaderName::from_static(LAST_EVENT_ID_HEADER), value);
+                }
+            }
+            let delay = match self.execute(Method::GET, headers, None).await {
+                Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::debug!(url = %self.display_url, "the server offers no standalone stream (405)");
+                    return;
+                }
+                Ok(response) if response.status().is_success() => {
+                    failures = 0;
+                    match self.pump_sse(response, &mut parser, None).await {
+                        StreamEnd::Closed | StreamEnd::Answered => return,
+                        StreamEnd::Dropped { retry, why, .. } => {
+                            tracing::debug!(why, "the standalone stream dropped; reconnecting");
+                            parser.finish();
+                            retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)
+                        }
+                    }
+                }
+                Ok(response) => {
+                    failures += 1;
+                    tracing::debug!(status = %response.status(), "opening the standalone stream failed");
+                    DEFAULT_RETRY * failures
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::debug!(error = %e, "opening the standalone stream failed");
+                    DEFAULT_RETRY * failures
+                }
+            };
+            if failures > MAX_GET_RECONNECTS {
+                tracing::warn!(url = %self.display_url, "giving up on the standalone stream");
+                return;
+            }
+            tokio::time::sleep(delay.min(MAX_RETRY)).await;
+        }
+    }
+}
+
+impl Shared {
+    /// Ends the session: stops the streams, DELETEs the session, ends the receiver.
+    pub(crate) async fn close(&self) {
+        let shared = self;
+        if shared.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for task in lock(&shared.tasks).drain(..) {
+            task.abort();
+        }
+        let session = lock(&shared.session_id).clone();
+        if session.is_some() {
+            let headers = shared.request_headers("application/json, text/event-stream");
+            let delete = shared.execute(Method::DELETE, headers, None);
+            match tokio::time::timeout(Duration::from_secs(5), delete).await {
+                Ok(Ok(r)) => tracing::debug!(status = %r.status(), "session ended (DELETE)"),
+                Ok(Err(e)) => tracing::debug!(error = %e, "DELETE of the session failed"),
+                Err(_) => tracing::debug!("DELETE of the session timed out"),
+            }
+        }
+        lock(&shared.incoming).take();
+    }
+
+    /// Stops delivering to the receiver without a DELETE (no session was made: another
+    /// transport flavor took over).
+    pub(crate) fn abandon(&self) {
+        self.closed.store(true, Ordering::Release);
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
+        lock(&self.incoming).take();
+    }
+
+    pub(crate) fn set_protocol_version(&self, version: ProtocolVersion) {
+        *lock(&self.protocol_version) = Some(version);
+    }
+
+    /// POSTs one message and routes what comes back.
+    pub(crate) async fn post(self: &Arc<Self>, message: Message) -> Result<(), PostError> {
+        let shared = self;
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(PostError::from(TransportError::fatal(
+                TransportErrorKind::Closed,
+                format!("the connection to {} is closed", shared.display_url),
+            )));
+        }
+        let request_id = match &message {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        };
+        let opens_session = matches!(&message, Message::Notification(n) if n.method == mcp_core::types::methods::NOTIFICATION_INITIALIZED);
+        let body = message.to_json_string().map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!("could not encode the message: {e}"),
+            )
+        })?;
+        let had_session = lock(&shared.session_id).is_some();
+        let headers = shared.request_headers("application/json, text/event-stream");
+        let response = shared
+            .execute(Method::POST, headers, Some(body.into_bytes()))
+            .await?;
+        let status = response.status();
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_ID_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            let mut session = lock(&shared.session_id);
+            if session.is_none() {
+                *session = Some(id.to_owned());
+            }
+        }
+        if status == StatusCode::NOT_FOUND && had_session {
+            return Err(PostError::from(TransportError::recoverable(
+                TransportErrorKind::SessionExpired,
+                format!(
+                    "{} no longer knows this session (HTTP 404)",
+                    shared.display_url
+                ),
+            )));
+        }
+        if !status.is_success() {
+            let failed = status;
+            let body = response.text().await.unwrap_or_default();
+            let detail: String = body.chars().take(200).collect();
+            return Err(PostError {
+                status: Some(failed),
+                error: TransportError::recoverable(
+                    TransportErrorKind::Io,
+                    format!(
+                        "{} answered HTTP {}{}",
+                        shared.display_url,
+                        status.as_u16(),
+                        if detail.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {detail}")
+                        }
+                    ),
+                ),
+            });
+        }
+        if opens_session && !shared.get_stream_started.swap(true, Ordering::AcqRel) {
+            shared.spawn(shared.clone().run_get_stream());
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let Some(id) = request_id else {
+            // Notifications and responses: 202 Accepted, nothing to read.
+            return Ok(());
+        };
+        if content_type.starts_with("text/event-stream") {
+            shared.spawn(shared.clone().follow_post_stream(response, id));
+            return Ok(());
+        }
+        if status == StatusCode::ACCEPTED {
+            return Err(PostError::from(TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!(
+                    "{} accepted a request without answering it (HTTP 202)",
+                    shared.display_url
+                ),
+            )));
+        }
+        // A plain JSON answer: read it here (bounded), hand it to the reader.
+        let limit = shared.config.max_message_size;
+        let bytes = read_limited(response, limit)
+            .await
+            .map_err(|e| PostError::from(e.for_request(Some(id.clone()))))?;
+        let parsed = parse_json_body(&bytes);
+        let Some(incoming) = shared.incoming() else {
+            return Err(PostError::from(TransportError::fatal(
+                TransportErrorKind::Closed,
+                "the transport is closed",
+            )));
+        };
+        for item in parsed {
+            if incoming.send(item).await.is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn request_error(url: &str, e: reqwest::Error) -> TransportError {
+    let kind = if e.is_connect() {
+        TransportErrorKind::Connect
+    } else {
+        TransportErrorKind::Io
+    };
+    // Without the URL: a query string may carry a key; the caller names the server.
+    let e = e.without_url();
+    TransportError::recoverable(kind, format!("HTTP request to {url} failed: {e}"))
+}
+
+/// The sending half: one POST per message.
+pub struct HttpSender {
+    shared: Arc<Shared>,
+}
+
+impl Drop for HttpSender {
+    /// The stream tasks hold the shared state; the sender owns them: dropping it ends them.
+    fn drop(&mut self) {
+        for task in lock(&self.shared.tasks).drain(..) {
+            task.abort();
+        }
+        lock(&self.shared.incoming).take();
+    }
+}
+
+#[async_trait]
+impl TransportSender for HttpSender {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        self.shared.post(message).await.map_err(|e| e.error)
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        self.shared.close().await;
+        Ok(())
+    }
+
+    fn set_protocol_version(&self, version: ProtocolVersion) {
+        self.shared.set_protocol_version(version);
+    }
+
+    fn transport_name(&self) -> &'static str {
+        "tcp"
+    }
+}
+
+/// Reads a body up to `limit` bytes.
+async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, TransportError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        TransportError::recoverable(
+            TransportErrorKind::Io,
+            format!("reading the response failed: {e}"),
+        )
+    })? {
+        if body.len() + chunk.len() > limit {
+            return Err(TransportError::recoverable(
+                TransportErrorKind::MessageTooLarge,
+                format!("the server sent a response of more than {limit} bytes (max_message_size)"),
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// One message, or a batch (2025-03-26 servers).
+fn parse_json_body(bytes: &[u8]) -> Vec<Result<Message, TransportError>> {
+    let invalid = |e: String| {
+        TransportError::recoverable(
+            TransportErrorKind::InvalidMessage,
+            format!("the server sent {e}"),
+        )
+    };
+    let trimmed = bytes.trim_ascii_start();
+    if trimmed.first() == Some(&b'[') {
+        match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(trimmed) {
+            Ok(items) => items
+                .iter()
+                .map(|raw| Message::from_json_str(raw.get()).map_err(|e| invalid(e.to_string())))
+                .collect(),
+            Err(e) => vec![Err(invalid(format!("an invalid JSON batch: {e}")))],
+        }
+    } else {
+        vec![Message::from_slice(bytes).map_err(|e| invalid(e.to_string()))]
+    }
+}
+
+/// The receiving half: everything the POST and GET streams delivered, in arrival order.
+pub struct HttpReceiver {
+    receiver: mpsc::Receiver<Result<Message, TransportError>>,
+}
+
+impl HttpReceiver {
+    pub(crate) fn new(receiver: mpsc::Receiver<Result<Message, TransportError>>) -> Self {
+        HttpReceiver { receiver }
+    }
+}
+
+#[async_trait]
+impl TransportReceiver for HttpReceiver {
+    async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
+        self.receiver.recv().await
+    }
+}

@@ -1,0 +1,294 @@
+//! Streamable HTTP against the fixture server served over HTTP on 127.0.0.1: JSON and SSE
+//! answers, progress inside the POST stream, the standalone GET stream, resumption after a
+//! dropped stream, session expiry, DELETE on close.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_core::{ClientSession, ErrorKind, RequestOptions, ServerNotification, SessionOptions};
+use mcp_testkit::http::{serve_http, HttpFixture};
+use mcp_testkit::options::{parse_args, CliCommand};
+use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+async fn fixture(flags: &[&str]) -> HttpFixture {
+    let options = match parse_args(flags.iter().map(|f| f.to_string())) {
+        Ok(CliCommand::Run(options)) => options,
+        _ => panic!("bad fixture flags {flags:?}"),
+    };
+    serve_http(options, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("the fixture listens")
+}
+
+async fn connect(server: &HttpFixture) -> ClientSession {
+    let transport =
+        StreamableHttpTransport::new(HttpServerConfig::new(server.url())).expect("valid config");
+    tokio::time::timeout(
+        DEADLINE,
+        ClientSession::connect(transport, (), SessionOptions::default()),
+    )
+    .await
+    .expect("connects in time")
+    .expect("connects")
+}
+
+#[tokio::test]
+async fn calls_tools_with_sse_answers_and_progress_in_the_post_stream() {
+    let server = fixture(&[]).await;
+    let session = connect(&server).await;
+    assert_eq!(session.server_info().server_info.name, "mcp-fixture-server");
+    assert_eq!(session.transport_name(), "tcp");
+    let tools = session.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    let r = session
+        .call_tool("echo", Some(json!({"text": "over http"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "over http");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions::new().on_progress({
+        let seen = seen.clone();
+        move |p| seen.lock().unwrap().push(p.progress)
+    });
+    let r = session
+        .call_tool_with(
+            "slow",
+            Some(json!({"duration_ms": 100, "steps": 3})),
+            options,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "done after 3 steps");
+    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+    // Concurrent calls each get their own POST stream.
+    let calls: Vec<_> = (0..20)
+        .map(|i| {
+            let s = session.clone();
+            tokio::spawn(async move {
+                s.call_tool("echo", Some(json!({"text": i.to_string()})))
+                    .await
+            })
+        })
+        .collect();
+    for (i, c) in calls.into_iter().enumerate() {
+        assert_eq!(c.await.unwrap().unwrap().text(), i.to_string());
+    }
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn plain_json_answers_work_too() {
+    let server = fixture(&["--http-json"]).await;
+    let session = connect(&server).await;
+    let r = session
+        .call_tool("add", Some(json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 5})));
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_initiated_messages_arrive_on_the_get_stream() {
+    let server = fixture(&[]).await;
+    let session = connect(&server).await;
+    let mut notes = session.subscribe();
+    session
+        .subscribe_resource("fixture://counter")
+        .await
+        .unwrap();
+    // The GET stream opens after initialized; bump until its update is seen (bounded).
+    let update = tokio::time::timeout(DEADLINE, async {
+        loop {
+            session.call_tool("bump_resource", None).await.unwrap();
+            let got = tokio::time::timeout(Duration::from_millis(500), notes.next()).await;
+            if let Ok(Some(ServerNotification::ResourceUpdated(p))) = got {
+                break p;
+            }
+        }
+    })
+    .await
+    .expect("a resource update arrives on the standalone stream");
+    assert_eq!(update.uri, "fixture://counter");
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dropped_response_stream_is_resumed_with_last_event_id() {
+    let server = fixture(&["--http-drop-sse-after", "1"]).await;
+    let session = connect(&server).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions::new().on_progress({
+        let seen = seen.clone();
+        move |p| seen.lock().unwrap().push(p.progress)
+    });
+    let r = tokio::time::timeout(
+        DEADLINE,
+        session.call_tool_with(
+            "slow",
+            Some(json!({"duration_ms": 200, "steps": 4})),
+            options,
+        ),
+    )
+    .await
+    .expect("answered after resumption")
+    .unwrap();
+    assert_eq!(r.text(), "done after 4 steps");
+    assert_eq!(
+        seen.lock().unwrap().last(),
+        Some(&4.0),
+        "no progress lost across the resumption"
+    );
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_is_reported_distinctly() {
+    let server = fixture(&["--http-expire-session-after", "3"]).await;
+    let session = connect(&server).await;
+    let mut last = Ok(());
+    for _ in 0..5 {
+        last = session.ping().await;
+        if last.is_err() {
+            break;
+        }
+    }
+    let err = last.expect_err("the session expires");
+    assert_eq!(err.kind(), ErrorKind::Network);
+    assert!(
+        err.message().contains("no longer knows this session"),
+        "{err}"
+    );
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn close_ends_the_server_session_with_delete() {
+    let server = fixture(&[]).await;
+    let session = connect(&server).await;
+    assert_eq!(server.session_count(), 1);
+    session.close().await;
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while server.session_count() != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session was not deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_fails_the_handshake_clearly() {
+    let transport =
+        StreamableHttpTransport::new(HttpServerConfig::new("http://127.0.0.1:9/mcp?key=s3cret"))
+            .unwrap();
+    let err = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network);
+    assert!(err.message().contains("127.0.0.1:9"), "{err}");
+    assert!(
+        !err.message().contains("s3cret"),
+        "the query string is not shown: {err}"
+    );
+    assert!(StreamableHttpTransport::new(HttpServerConfig::new("ftp://x")).is_err());
+}
+
+#[tokio::test]
+async fn the_legacy_sse_transport_works_against_the_fixture() {
+    use mcp_transport_http::LegacySseTransport;
+    let server = fixture(&[]).await;
+    let transport = LegacySseTransport::connect(HttpServerConfig::new(server.sse_url()))
+        .await
+        .expect("endpoint event");
+    let session = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .expect("connects");
+    let r = session
+        .call_tool("echo", Some(json!({"text": "legacy"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "legacy");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions::new().on_progress({
+        let seen = seen.clone();
+        move |p| seen.lock().unwrap().push(p.progress)
+    });
+    let r = session
+        .call_tool_with(
+            "slow",
+            Some(json!({"duration_ms": 60, "steps": 2})),
+            options,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "done after 2 steps");
+    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0]);
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_detection_falls_back_to_legacy_and_remembers() {
+    use mcp_transport_http::{HttpFlavor, HttpFlavorMemo, HttpTransport};
+    let server = fixture(&[]).await;
+    // Streamable endpoint: detected as Streamable HTTP.
+    let memo = HttpFlavorMemo::default();
+    let transport = HttpTransport::new(HttpServerConfig::new(server.url()), memo.clone()).unwrap();
+    let session = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .expect("connects");
+    assert_eq!(memo.get(), Some(HttpFlavor::Streamable));
+    assert_eq!(
+        session
+            .call_tool("echo", Some(json!({"text": "a"})))
+            .await
+            .unwrap()
+            .text(),
+        "a"
+    );
+    session.close().await;
+    // The legacy SSE URL: the POST is refused, the GET yields the endpoint event.
+    let memo = HttpFlavorMemo::default();
+    let transport =
+        HttpTransport::new(HttpServerConfig::new(server.sse_url()), memo.clone()).unwrap();
+    let session = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .expect("falls back");
+    assert_eq!(memo.get(), Some(HttpFlavor::LegacySse));
+    assert_eq!(
+        session
+            .call_tool("echo", Some(json!({"text": "b"})))
+            .await
+            .unwrap()
+            .text(),
+        "b"
+    );
+    session.close().await;
+    // Remembered: the next connection goes straight to legacy.
+    let transport =
+        HttpTransport::new(HttpServerConfig::new(server.sse_url()), memo.clone()).unwrap();
+    let session = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .expect("connects");
+    assert_eq!(
+        session
+            .call_tool("echo", Some(json!({"text": "c"})))
+            .await
+            .unwrap()
+            .text(),
+        "c"
+    );
+    session.close().await;
+    server.shutdown().await;
+}
