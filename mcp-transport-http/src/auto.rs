@@ -197,6 +197,10 @@ impl TransportSender for AutoSender {
         self.streamable.set_protocol_version(version);
     }
 
+    fn sessions_can_expire(&self) -> bool {
+        true
+    }
+
     fn transport_name(&self) -> &'static str {
         "tcp"
     }

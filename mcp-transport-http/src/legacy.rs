@@ -216,7 +216,8 @@ impl LegacyShared {
         }
         let kind = match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TransportErrorKind::Unauthorized,
-            StatusCode::NOT_FOUND => TransportErrorKind::SessionExpired,
+            // The stream is the session: a forgotten one cannot be re-initialized here.
+            StatusCode::NOT_FOUND => TransportErrorKind::PeerGone,
             _ => TransportErrorKind::Io,
         };
         Err(PostError {

@@ -58,6 +58,8 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// Resumption attempts for one POST stream before its request fails.
 const MAX_RESUME_ATTEMPTS: u32 = 5;
+/// How long the `initialized` notification waits for the standalone stream to open.
+const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// Reconnection attempts of the standalone GET stream in a row before giving up on it.
 const MAX_GET_RECONNECTS: u32 = 10;
 
@@ -103,6 +105,8 @@ pub(crate) struct Shared {
     /// Taken on close: once every stream task has ended too, the receiver sees the end.
     incoming: Mutex<Option<mpsc::Sender<Result<Message, TransportError>>>>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The standalone GET stream's task (also in `tasks`), restarted with a new session.
+    get_task: Mutex<Option<AbortHandle>>,
     get_stream_started: AtomicBool,
     closed: AtomicBool,
 }
@@ -143,6 +147,7 @@ impl Shared {
             protocol_version: Mutex::new(None),
             incoming: Mutex::new(Some(incoming)),
             tasks: Mutex::new(Vec::new()),
+            get_task: Mutex::new(None),
             get_stream_started: AtomicBool::new(false),
             closed: AtomicBool::new(false),
         }))
@@ -393,9 +398,10 @@ impl Shared {
 
     /// The standalone GET stream: server-initiated messages; reconnects when it drops; a 405
     /// means the server has none. Never affects the POST channel.
-    async fn run_get_stream(self: Arc<Self>) {
+    async fn run_get_stream(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
         let mut parser = SseParser::new(self.config.max_message_size);
         let mut failures = 0;
+        let mut opened = Some(opened);
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return;
@@ -406,7 +412,12 @@ impl Shared {
                     headers.insert(HeaderName::from_static(LAST_EVENT_ID_HEADER), value);
                 }
             }
-            let delay = match self.execute(Method::GET, headers, None).await {
+            let answer = self.execute(Method::GET, headers, None).await;
+            // The first answer (a stream, a 405, a failure) releases the `initialized` send.
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            let delay = match answer {
                 Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     tracing::debug!(url = %self.display_url, "the server offers no standalone stream (405)");
                     return;
@@ -516,6 +527,13 @@ impl Shared {
             }
         }
         if status == StatusCode::NOT_FOUND && had_session {
+            // The session is gone: the next initialize starts a new one, and the standalone
+            // stream is reopened after it.
+            lock(&shared.session_id).take();
+            if let Some(get) = lock(&shared.get_task).take() {
+                get.abort();
+            }
+            shared.get_stream_started.store(false, Ordering::Release);
             return Err(PostError::from(TransportError::recoverable(
                 TransportErrorKind::SessionExpired,
                 format!(
@@ -546,7 +564,14 @@ impl Shared {
             });
         }
         if opens_session && !shared.get_stream_started.swap(true, Ordering::AcqRel) {
-            shared.spawn(shared.clone().run_get_stream());
+            // Open the standalone stream before the session goes on: servers send
+            // server-initiated requests (elicitation, sampling) there and may drop them while no
+            // stream is open. Bounded: a slow or silent server only delays the start a little.
+            let (opened_tx, opened) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(shared.clone().run_get_stream(opened_tx)).abort_handle();
+            *lock(&shared.get_task) = Some(task.clone());
+            lock(&shared.tasks).push(task);
+            let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, opened).await;
         }
         let content_type = response
             .headers()
@@ -631,6 +656,10 @@ impl TransportSender for HttpSender {
 
     fn set_protocol_version(&self, version: ProtocolVersion) {
         self.shared.set_protocol_version(version);
+    }
+
+    fn sessions_can_expire(&self) -> bool {
+        true
     }
 
     fn transport_name(&self) -> &'static str {

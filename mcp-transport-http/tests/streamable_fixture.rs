@@ -150,22 +150,29 @@ async fn a_dropped_response_stream_is_resumed_with_last_event_id() {
 }
 
 #[tokio::test]
-async fn an_expired_session_is_reported_distinctly() {
-    let server = fixture(&["--http-expire-session-after", "3"]).await;
+async fn an_expired_session_is_reinitialized_and_the_refused_request_replayed() {
+    // The fixture forgets a session after 6 requests (initialize counts).
+    let server = fixture(&["--http-expire-session-after", "6"]).await;
     let session = connect(&server).await;
-    let mut last = Ok(());
-    for _ in 0..5 {
-        last = session.ping().await;
-        if last.is_err() {
-            break;
-        }
+    for i in 0..10 {
+        let r = session
+            .call_tool("echo", Some(json!({"text": i.to_string()})))
+            .await;
+        assert_eq!(r.expect("replayed on a new session").text(), i.to_string());
     }
-    let err = last.expect_err("the session expires");
-    assert_eq!(err.kind(), ErrorKind::Network);
-    assert!(
-        err.message().contains("no longer knows this session"),
-        "{err}"
-    );
+    // Concurrent requests that all hit the expiry share one new handshake.
+    let calls: Vec<_> = (0..8)
+        .map(|i| {
+            let s = session.clone();
+            tokio::spawn(async move {
+                s.call_tool("echo", Some(json!({"text": i.to_string()})))
+                    .await
+            })
+        })
+        .collect();
+    for (i, c) in calls.into_iter().enumerate() {
+        assert_eq!(c.await.unwrap().unwrap().text(), i.to_string());
+    }
     session.close().await;
     server.shutdown().await;
 }

@@ -108,6 +108,12 @@ pub const STEPS: &[Step] = &[
         fatal: false,
     },
     Step {
+        name: "conformance",
+        action: Action::Custom(conformance),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
         name: "doctest",
         action: Action::Cargo(&["test", "--workspace", "--all-features", "--doc"]),
         interop_env: true,
@@ -247,6 +253,26 @@ fn profiles(ctx: &Ctx) -> Outcome {
         ok,
         counts: None,
         note,
+    }
+}
+
+/// `cargo xtask conformance`: the official suite against `mcp-conformance-client`, with the
+/// baseline in `conformance/expected-failures.yml`.
+fn conformance(ctx: &Ctx) -> Outcome {
+    match crate::conformance::run(ctx.root, None) {
+        Ok(report) => Outcome {
+            ok: report.code == Some(0),
+            counts: None,
+            note: report.summary,
+        },
+        Err(e) => {
+            eprintln!("conformance: error: {e}");
+            Outcome {
+                ok: false,
+                counts: None,
+                note: e,
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod bench;
 mod ci;
+mod conformance;
 mod interop;
 mod profiles;
 mod shell;
@@ -26,6 +27,15 @@ Commands:
                    pinned with taskset. Prints a markdown table and writes
                    target/bench/report.md and report.json. --quick: a short
                    run that only checks the harness (CI runs it).
+  conformance [--scenario S]
+                   Run the official MCP conformance suite (client side,
+                   @modelcontextprotocol/conformance, pinned) against
+                   `mcp-conformance-client`: installs Node 22 + the suite into
+                   `<workspace>/.interop/conformance/` (idempotent), builds the
+                   client, runs `--suite all` (or one scenario) with the
+                   baseline conformance/expected-failures.yml, writes results to
+                   target/conformance/ and prints per-scenario check counts.
+                   Exits with the suite's code.
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/` (idempotent).
   help             Show this message.
@@ -45,6 +55,27 @@ fn main() -> ExitCode {
         }
         Some("ci") if args.len() == 1 => ci::run(&root),
         Some("bench") => bench::run(&root, &args[1..]),
+        Some("conformance") => {
+            let scenario = match &args[1..] {
+                [] => None,
+                [flag, s] if flag == "--scenario" => Some(s.as_str()),
+                _ => {
+                    eprintln!("xtask: usage: cargo xtask conformance [--scenario S]");
+                    return ExitCode::from(2);
+                }
+            };
+            match conformance::run(&root, scenario) {
+                Ok(report) => match report.code {
+                    Some(0) => ExitCode::SUCCESS,
+                    Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1).max(1)),
+                    None => ExitCode::FAILURE,
+                },
+                Err(e) => {
+                    eprintln!("conformance: error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("interop-setup") if args.len() == 1 => match interop::setup(&root) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

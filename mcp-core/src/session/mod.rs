@@ -34,11 +34,13 @@ pub use options::{ProgressCallback, RequestOptions, SessionOptions};
 
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
-use crate::transport::{Transport, TransportReceiver, TransportSender};
+use crate::transport::{Transport, TransportErrorKind, TransportReceiver, TransportSender};
 use crate::types::*;
 use crate::version::ProtocolVersion;
 use pending::{PendingRequest, PendingTable, ProgressState};
 
+/// How often one request is replayed on a new session before its failure is reported.
+const MAX_SESSION_REPLAYS: u32 = 3;
 /// How long `close` waits for queued cancellations to be handed to the transport.
 const OUTBOX_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long `close` waits for the reader task to see the end of the connection.
@@ -64,6 +66,10 @@ struct Shared {
     initialize_result: OnceLock<InitializeResult>,
     protocol_version: OnceLock<ProtocolVersion>,
     closed: watch::Sender<Option<Error>>,
+    /// Counts re-initializations after session expiry.
+    session_generation: std::sync::atomic::AtomicU64,
+    /// Serializes re-initialization (rare; never on the normal message path).
+    reinitializing: tokio::sync::Mutex<()>,
 }
 
 /// Owns the session's tasks; dropping it (with the last handle) ends them.
@@ -141,6 +147,8 @@ impl ClientSession {
             initialize_result: OnceLock::new(),
             protocol_version: OnceLock::new(),
             closed: closed_tx,
+            session_generation: std::sync::atomic::AtomicU64::new(0),
+            reinitializing: tokio::sync::Mutex::new(()),
         });
         let reader = tokio::spawn(run_reader(shared.clone(), receiver));
         let outbox = tokio::spawn(run_outbox(shared.clone(), outbox_rx));
@@ -153,6 +161,22 @@ impl ClientSession {
             shared,
             _owner: Arc::new(owner),
         }
+    }
+
+    /// A new session after the server forgot the old one (HTTP 404): one handshake however
+    /// many requests noticed, then the counter moves on.
+    async fn reinitialize(&self, seen_generation: u64) -> Result<(), Error> {
+        let _one_at_a_time = self.shared.reinitializing.lock().await;
+        if self.shared.session_generation.load(Ordering::Acquire) != seen_generation {
+            return Ok(());
+        }
+        // Boxed: `initialize` sends requests, which could (by type, never at run time: the
+        // handshake itself is not replayed) come back here.
+        Box::pin(self.initialize()).await?;
+        self.shared
+            .session_generation
+            .fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 
     async fn initialize(&self) -> Result<(), Error> {
@@ -188,7 +212,9 @@ impl ClientSession {
             version = %version,
             "MCP session initialized"
         );
-        let _ = self.shared.initialize_result.set(result);
+        if self.shared.initialize_result.set(result).is_err() {
+            tracing::debug!("re-initialized; keeping the first session's server info");
+        }
         self.notify(methods::NOTIFICATION_INITIALIZED, None).await
     }
 
@@ -356,11 +382,36 @@ impl ClientSession {
             cancellable: method != methods::INITIALIZE,
         };
         let request = Request::new(id, method, params);
+        // Where the server can forget the session (HTTP), keep a copy to replay: a request the
+        // server refused with "unknown session" never ran, so sending it again is safe.
+        let replay = (shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
+            .then(|| request.clone());
+        let mut generation = shared.session_generation.load(Ordering::Acquire);
         // Marked sent before the await: a caller that gives up mid-send still cancels.
         guard.sent = true;
-        if let Err(e) = shared.sender.send(request.into()).await {
-            guard.sent = false;
-            return Err(Error::from(e));
+        let mut sent = shared.sender.send(request.into()).await;
+        let mut replays = 0;
+        while let Err(e) = sent {
+            let expired = e.kind() == TransportErrorKind::SessionExpired;
+            match &replay {
+                Some(replay) if expired && replays < MAX_SESSION_REPLAYS => {
+                    replays += 1;
+                    tracing::info!(
+                        method,
+                        "the server forgot the session; initializing a new one"
+                    );
+                    if let Err(reinit) = self.reinitialize(generation).await {
+                        guard.sent = false;
+                        return Err(reinit);
+                    }
+                    generation = shared.session_generation.load(Ordering::Acquire);
+                    sent = shared.sender.send(replay.clone().into()).await;
+                }
+                _ => {
+                    guard.sent = false;
+                    return Err(Error::from(e));
+                }
+            }
         }
 
         let timeout = options.timeout.unwrap_or(shared.options.request_timeout);

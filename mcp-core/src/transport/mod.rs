@@ -82,6 +82,13 @@ pub trait TransportSender: Send + Sync + 'static {
         let _ = version;
     }
 
+    /// True when the server may forget the session (Streamable HTTP): the session then keeps a
+    /// copy of each request so that one refused with [`TransportErrorKind::SessionExpired`] can
+    /// be replayed after a new handshake. Default: false.
+    fn sessions_can_expire(&self) -> bool {
+        false
+    }
+
     /// True for in-process transports, where a [`Payload::Value`](crate::Payload::Value) moves
     /// to the server for free; byte transports return false (the default) and the session then
     /// hands them parameters already serialized, so nothing is built twice.

@@ -1,0 +1,512 @@
+//! `cargo xtask conformance [--scenario S]`: run the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, client side) against `mcp-conformance-client`.
+//!
+//! 1. Installs Node 22 (the npm package `node@22`; the suite does not start on Node 20) and the
+//!    pinned suite into `<workspace>/.interop/conformance/` unless its stamp matches.
+//! 2. Builds `mcp-conformance-client` (`cargo build -p mcp-conformance`).
+//! 3. Runs `conformance client --command "exec <client>" --suite all` (or `--scenario S`) with
+//!    the baseline `conformance/expected-failures.yml`, results in `target/conformance/`, and
+//!    `node_modules/.bin` first on PATH.
+//! 4. Prints one line per scenario with its check counts (from `checks.json`).
+//!
+//! The exit code is the suite's: 0 when every failure is in the baseline and no baseline entry
+//! passes. The suite's mock servers call `listen(0)` without a host (all interfaces); a small
+//! `--require` preload pins them to 127.0.0.1, and the run refuses to start if that does not hold.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::{interop, shell};
+
+/// The suite, pinned. Bump it here (and re-check the baseline).
+pub const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
+pub const SUITE_VERSION: &str = "0.1.16";
+/// The Node.js runtime, installed from the npm registry as a package.
+pub const NODE_SPEC: &str = "node@22";
+const NODE_MAJOR: &str = "v22.";
+
+/// Sub-folder of `.interop/`.
+const DIR: &str = "conformance";
+const STAMP: &str = ".xtask-stamp";
+const PRELOAD: &str = "loopback.cjs";
+/// Bump when the preload changes so old installs rewrite it.
+const PRELOAD_VERSION: u32 = 1;
+const BASELINE: &str = "conformance/expected-failures.yml";
+/// Scenarios that pass without the client doing anything (it refuses every auth scenario):
+/// shown as such so nobody counts them as real passes.
+/// `auth/resource-mismatch`: its only check is "no authorization request was made".
+const VACUOUS: &[&str] = &["auth/resource-mismatch"];
+
+const PRELOAD_JS: &str = r#"// Written by `cargo xtask conformance`, loaded with NODE_OPTIONS=--require.
+// The suite's mock servers call listen(0) with no host, which binds every interface (`::`);
+// bind them to 127.0.0.1 instead. `_listen2` sees a null address exactly when no host was given;
+// patching it keeps listen() synchronous (a host argument adds an async DNS lookup, and the
+// suite reads server.address() right after listen()).
+"use strict";
+const net = require("net");
+const listen2 = net.Server.prototype._listen2;
+net.Server.prototype._listen2 = function (address, port, addressType, backlog, fd, flags) {
+  if (!address && !(typeof fd === "number" && fd >= 0)) {
+    address = "127.0.0.1";
+    addressType = 4;
+  }
+  return listen2.call(this, address, port, addressType, backlog, fd, flags);
+};
+"#;
+
+/// The outcome of a run, for `main` and the CI step.
+pub struct Report {
+    /// The suite's exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// e.g. "4 passed, 21 expected failures, 1 vacuous passes".
+    pub summary: String,
+}
+
+pub fn conformance_dir(root: &Path) -> PathBuf {
+    interop::interop_dir(root).join(DIR)
+}
+
+fn stamp_text() -> String {
+    format!("{NODE_SPEC}\n{SUITE_PACKAGE}@{SUITE_VERSION}\npreload-v{PRELOAD_VERSION}\n")
+}
+
+/// `cargo xtask conformance [--scenario S]`.
+pub fn run(root: &Path, scenario: Option<&str>) -> Result<Report, String> {
+    let start = Instant::now();
+    let dir = conformance_dir(root);
+    let msg = ensure_installed(&dir)?;
+    println!("conformance: {NODE_SPEC} + {SUITE_PACKAGE}@{SUITE_VERSION}: {msg}");
+
+    let mut build = shell::command(
+        shell::cargo(),
+        &[
+            "build",
+            "-p",
+            "mcp-conformance",
+            "--bin",
+            "mcp-conformance-client",
+        ],
+        root,
+    );
+    let status = shell::run(&mut build).map_err(|e| format!("could not start cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building mcp-conformance-client failed ({status})"));
+    }
+    let client = target_dir(root).join("debug/mcp-conformance-client");
+    let client = client.to_string_lossy().into_owned();
+    // The suite splits --command on spaces.
+    if client.contains(char::is_whitespace) {
+        return Err(format!(
+            "the client path {client:?} contains whitespace, which the suite cannot run"
+        ));
+    }
+
+    let out = target_dir(root).join("conformance");
+    if out.exists() {
+        fs::remove_dir_all(&out).map_err(|e| format!("clearing {}: {e}", out.display()))?;
+    }
+    let out_arg = out.to_string_lossy().into_owned();
+    let baseline = root.join(BASELINE).to_string_lossy().into_owned();
+    let command = format!("exec {client}");
+    let mut args = vec!["client", "--command", &command];
+    match scenario {
+        Some(s) => args.extend(["--scenario", s]),
+        None => args.extend(["--suite", "all"]),
+    }
+    args.extend(["--expected-failures", &baseline, "-o", &out_arg]);
+    let mut cmd = node_command(&dir, dir.join("node_modules/.bin/conformance"), &args, root)?;
+    assert_loopback_only(&dir, root)?;
+    let status =
+        shell::run(&mut cmd).map_err(|e| format!("could not start the conformance suite: {e}"))?;
+
+    let expected = read_baseline(&root.join(BASELINE));
+    let results = collect_results(&out);
+    let summary = print_summary(&results, &expected);
+    println!(
+        "conformance: suite exit code {} in {:.1}s",
+        status
+            .code()
+            .map_or_else(|| "none (signal)".to_owned(), |c| c.to_string()),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(Report {
+        code: status.code(),
+        summary,
+    })
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => {
+            let d = PathBuf::from(d);
+            if d.is_absolute() {
+                d
+            } else {
+                root.join(d)
+            }
+        }
+        _ => root.join("target"),
+    }
+}
+
+/// A command for `program` (a script run by `node`) with Node 22 first on PATH and the
+/// loopback preload.
+fn node_command(
+    dir: &Path,
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+    cwd: &Path,
+) -> Result<Command, String> {
+    let bin = dir.join("node_modules/.bin");
+    let mut paths = vec![bin];
+    if let Some(old) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    let path = std::env::join_paths(paths).map_err(|e| format!("building PATH: {e}"))?;
+    let preload = dir.join(PRELOAD);
+    let mut node_options = format!("--require \"{}\"", preload.display());
+    if let Some(old) = std::env::var_os("NODE_OPTIONS") {
+        node_options = format!("{} {node_options}", old.to_string_lossy());
+    }
+    let mut cmd = shell::command(program, args, cwd);
+    cmd.env("PATH", path).env("NODE_OPTIONS", node_options);
+    Ok(cmd)
+}
+
+/// Refuses to run when the preload does not pin `listen(0)` to loopback.
+fn assert_loopback_only(dir: &Path, cwd: &Path) -> Result<(), String> {
+    let script = "const s=require('http').createServer();s.listen(0);\
+                  const a=s.address();process.stdout.write(a?a.address:'none');s.close();";
+    let mut cmd = node_command(
+        dir,
+        dir.join("node_modules/.bin/node"),
+        &["-e", script],
+        cwd,
+    )?;
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start node: {e}"))?;
+    let address = String::from_utf8_lossy(&out.stdout).into_owned();
+    if address == "127.0.0.1" {
+        Ok(())
+    } else {
+        Err(format!(
+            "the loopback preload is not effective (a mock server would bind {address:?}); \
+             refusing to run the suite"
+        ))
+    }
+}
+
+/// Installs Node 22 + the suite unless the stamp matches; returns the status word.
+fn ensure_installed(dir: &Path) -> Result<&'static str, String> {
+    let stamp = dir.join(STAMP);
+    let current = fs::read_to_string(&stamp).ok();
+    let mut word = "up to date";
+    if current.as_deref() != Some(stamp_text().as_str()) || !installed_ok(dir) {
+        if dir.exists() {
+            fs::remove_dir_all(dir)
+                .map_err(|e| format!("removing stale {}: {e}", dir.display()))?;
+        }
+        fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let suite = format!("{SUITE_PACKAGE}@{SUITE_VERSION}");
+        let prefix = dir.to_string_lossy().into_owned();
+        let mut cmd = shell::command(
+            "npm",
+            &[
+                "install",
+                "--prefix",
+                &prefix,
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                NODE_SPEC,
+                &suite,
+            ],
+            dir,
+        );
+        let status = shell::run(&mut cmd).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                "`npm` not found on PATH; install Node.js with npm to run the conformance suite"
+                    .to_owned()
+            } else {
+                format!("could not start `npm`: {e}")
+            }
+        })?;
+        if !status.success() {
+            return Err(format!(
+                "`npm install {NODE_SPEC} {suite}` failed ({status})"
+            ));
+        }
+        fs::write(dir.join(PRELOAD), PRELOAD_JS)
+            .map_err(|e| format!("writing the loopback preload: {e}"))?;
+        if !installed_ok(dir) {
+            return Err(format!(
+                "install finished but {} does not run Node 22 with the suite",
+                dir.display()
+            ));
+        }
+        let tmp = stamp.with_extension("tmp");
+        fs::write(&tmp, stamp_text())
+            .and_then(|()| fs::rename(&tmp, &stamp))
+            .map_err(|e| format!("writing {}: {e}", stamp.display()))?;
+        word = "installed";
+    }
+    Ok(word)
+}
+
+/// Node 22 runs from the prefix, and the suite and the preload are there.
+fn installed_ok(dir: &Path) -> bool {
+    let node = dir.join("node_modules/.bin/node");
+    if !dir.join("node_modules/.bin/conformance").exists() || !dir.join(PRELOAD).exists() {
+        return false;
+    }
+    shell::command(&node, &["--version"], dir)
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with(NODE_MAJOR))
+        .unwrap_or(false)
+}
+
+/// Scenario names listed under `client:` in the baseline (`- name  # why`).
+fn read_baseline(path: &Path) -> Vec<String> {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let mut in_client = false;
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        if !line.starts_with(' ') && !line.starts_with('-') && line.trim_end().ends_with(':') {
+            in_client = line.trim() == "client:";
+            continue;
+        }
+        if let Some(name) = line.trim().strip_prefix("- ") {
+            if in_client {
+                names.push(name.trim().trim_matches(['"', '\'']).to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Check counts of one scenario.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Counts {
+    success: u32,
+    failure: u32,
+    warning: u32,
+    other: u32,
+}
+
+/// `(scenario, counts)` for every `checks.json` under `out`, sorted by scenario.
+fn collect_results(out: &Path) -> Vec<(String, Counts)> {
+    let mut files = Vec::new();
+    find_checks(out, &mut files);
+    let mut results: Vec<(String, Counts)> = files
+        .into_iter()
+        .filter_map(|file| {
+            let rel = file.parent()?.strip_prefix(out).ok()?;
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            let text = fs::read_to_string(&file).ok()?;
+            Some((strip_timestamp(&rel).to_owned(), count_statuses(&text)))
+        })
+        .collect();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    results
+}
+
+fn find_checks(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            find_checks(&path, out);
+        } else if path.file_name().is_some_and(|n| n == "checks.json") {
+            out.push(path);
+        }
+    }
+}
+
+/// The suite names result folders `<scenario>-<ISO time with : and . as ->`, e.g.
+/// `sse-retry-2026-12-02T16-27-27-113Z`.
+fn strip_timestamp(dir: &str) -> &str {
+    const LEN: usize = "-2026-12-02T16-27-27-113Z".len();
+    if dir.len() > LEN && dir.ends_with('Z') && dir.is_char_boundary(dir.len() - LEN) {
+        let (name, stamp) = dir.split_at(dir.len() - LEN);
+        if stamp.starts_with('-') && stamp.as_bytes()[11] == b'T' {
+            return name;
+        }
+    }
+    dir
+}
+
+/// Counts the `"status"` members of the top-level check objects of a `checks.json` array
+/// (xtask has no JSON dependency: a small scanner that tracks nesting and strings).
+fn count_statuses(json: &str) -> Counts {
+    let mut counts = Counts::default();
+    let bytes = json.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    // The last string read at depth 2 and whether a ':' followed it (it was a key).
+    let mut last_key: Option<String> = None;
+    let mut after_colon = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => {
+                depth += 1;
+                last_key = None;
+                after_colon = false;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                last_key = None;
+                after_colon = false;
+            }
+            b':' => after_colon = true,
+            b',' => {
+                last_key = None;
+                after_colon = false;
+            }
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let text = json.get(start..j.min(bytes.len())).unwrap_or("");
+                if depth == 2 {
+                    if after_colon {
+                        if last_key.as_deref() == Some("status") {
+                            match text {
+                                "SUCCESS" => counts.success += 1,
+                                "FAILURE" => counts.failure += 1,
+                                "WARNING" => counts.warning += 1,
+                                _ => counts.other += 1,
+                            }
+                        }
+                        last_key = None;
+                        after_colon = false;
+                    } else {
+                        last_key = Some(text.to_owned());
+                    }
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    counts
+}
+
+/// One line per scenario; returns the short summary for the CI table.
+fn print_summary(results: &[(String, Counts)], expected: &[String]) -> String {
+    println!();
+    println!(
+        "{:<44} {:<14} {:>7} {:>7} {:>7} {:>7}",
+        "scenario", "result", "success", "failure", "warning", "info"
+    );
+    println!("{}", "-".repeat(92));
+    let (mut passed, mut expected_fail, mut unexpected, mut stale, mut vacuous) = (0, 0, 0, 0, 0);
+    for (name, c) in results {
+        let failing = c.failure > 0 || c.warning > 0;
+        let listed = expected.iter().any(|e| e == name);
+        let result = match (failing, listed) {
+            (true, true) => {
+                expected_fail += 1;
+                "expected-fail"
+            }
+            (true, false) => {
+                unexpected += 1;
+                "FAIL"
+            }
+            (false, true) => {
+                stale += 1;
+                "STALE-BASELINE"
+            }
+            (false, false) if c.success == 0 || VACUOUS.contains(&name.as_str()) => {
+                vacuous += 1;
+                "pass(vacuous)"
+            }
+            (false, false) => {
+                passed += 1;
+                "pass"
+            }
+        };
+        println!(
+            "{:<44} {:<14} {:>7} {:>7} {:>7} {:>7}",
+            name, result, c.success, c.failure, c.warning, c.other
+        );
+    }
+    println!("{}", "-".repeat(92));
+    let mut summary = format!("{passed} passed, {expected_fail} expected failures");
+    if vacuous > 0 {
+        summary.push_str(&format!(", {vacuous} vacuous passes"));
+    }
+    if unexpected > 0 {
+        summary.push_str(&format!(", {unexpected} FAILED"));
+    }
+    if stale > 0 {
+        summary.push_str(&format!(", {stale} stale baseline entries"));
+    }
+    if results.is_empty() {
+        summary = "no checks.json found".to_owned();
+    }
+    println!("conformance: {summary}");
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_only_top_level_statuses() {
+        let json = r#"[
+  {"id": "a", "status": "SUCCESS", "details": {"status": "FAILURE", "body": "x\"status\": \"WARNING\""}},
+  {"id": "b", "name": "status", "status": "WARNING"},
+  {"id": "c", "status": "INFO", "details": {"list": [{"status": "FAILURE"}]}},
+  {"id": "d", "status": "FAILURE"}
+]"#;
+        assert_eq!(
+            count_statuses(json),
+            Counts {
+                success: 1,
+                failure: 1,
+                warning: 1,
+                other: 1
+            }
+        );
+    }
+
+    #[test]
+    fn timestamps_are_stripped_from_result_folders() {
+        assert_eq!(
+            strip_timestamp("sse-retry-2026-12-02T16-27-27-113Z"),
+            "sse-retry"
+        );
+        assert_eq!(
+            strip_timestamp("auth/metadata-var1-2026-12-02T16-27-27-113Z"),
+            "auth/metadata-var1"
+        );
+        assert_eq!(strip_timestamp("initialize"), "initialize");
+    }
+
+    #[test]
+    fn baseline_client_entries_are_read() {
+        let dir = std::env::temp_dir().join(format!("xtask-baseline-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("b.yml");
+        fs::write(
+            &file,
+            "# c\nserver:\n  - s1\nclient:\n  # group\n  - auth/a   # why\n  - \"b\"\n",
+        )
+        .unwrap();
+        assert_eq!(read_baseline(&file), vec!["auth/a", "b"]);
+        let _ = fs::remove_dir_all(dir);
+    }
+}
