@@ -11,6 +11,10 @@
 //!   py/                         python venv (python3 -m venv)
 //!     bin/python                has `mcp` installed
 //!     .xtask-stamp
+//!   tssdk/                      npm prefix: the TypeScript SDK, for its example servers
+//!     node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/*.js
+//!   fastmcp/                    python venv with `fastmcp` (kept apart from `py/` so
+//!     bin/python                its `mcp` requirement never constrains the SDK pin)
 //! ```
 //!
 //! Each component is skipped when its stamp matches the pin below and its
@@ -48,8 +52,15 @@ pub struct Pin {
 ///
 /// * `@modelcontextprotocol/server-everything` — the reference "everything"
 ///   server (TypeScript SDK); run as `mcp-server-everything stdio`.
-/// * `mcp` — the official Python SDK; `interop/python_server.py` runs on it
-///   via `.interop/py/bin/python`.
+/// * `mcp` — the official Python SDK; `interop/python_server.py` (stdio) and
+///   `interop/python_http_server.py` (streamable-http / sse) run on it via
+///   `.interop/py/bin/python`.
+/// * `@modelcontextprotocol/sdk` — the TypeScript SDK; the HTTP interop tests
+///   run its example servers (`dist/esm/examples/server/*.js`) with `node`.
+/// * `fastmcp` — FastMCP; `interop/fastmcp_server.py` runs on it via
+///   `.interop/fastmcp/bin/python`. Its own venv: fastmcp requires its own
+///   `mcp` range (4.2.3 happens to resolve to mcp 2.3.0 as well), and the
+///   SDK pin above must stay exactly what it is.
 pub const PINS: &[Pin] = &[
     Pin {
         dir: "node",
@@ -63,6 +74,20 @@ pub const PINS: &[Pin] = &[
         kind: Kind::PythonVenv,
         package: "mcp",
         version: "2.3.0",
+        entry: "bin/python",
+    },
+    Pin {
+        dir: "tssdk",
+        kind: Kind::Npm,
+        package: "@modelcontextprotocol/sdk",
+        version: "1.32.2",
+        entry: "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+    },
+    Pin {
+        dir: "fastmcp",
+        kind: Kind::PythonVenv,
+        package: "fastmcp",
+        version: "4.2.3",
         entry: "bin/python",
     },
 ];
@@ -81,12 +106,12 @@ pub fn setup(root: &Path) -> Result<(), String> {
     for pin in PINS {
         match ensure(&base, pin) {
             Ok(msg) => println!(
-                "interop-setup: {:<6} {}@{}: {msg}",
+                "interop-setup: {:<7} {}@{}: {msg}",
                 pin.dir, pin.package, pin.version
             ),
             Err(e) => {
                 println!(
-                    "interop-setup: {:<6} {}@{}: FAILED",
+                    "interop-setup: {:<7} {}@{}: FAILED",
                     pin.dir, pin.package, pin.version
                 );
                 errors.push(format!("{}: {e}", pin.dir));
@@ -137,13 +162,18 @@ fn entry_works(pin: &Pin, entry: &Path) -> bool {
         Kind::Npm => entry.exists(),
         // The venv's python is a symlink to the base interpreter: make sure
         // it still starts (the base python may have moved).
-        Kind::PythonVenv => shell::command(entry, &["-c", "import mcp"], Path::new("."))
+        Kind::PythonVenv => shell::command(entry, &["-c", &import_check(pin)], Path::new("."))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status()
             .map(|s| s.success())
             .unwrap_or(false),
     }
+}
+
+/// `import <module>` for the package a venv pin installs (`fastmcp`, `mcp`, `a-b` → `a_b`).
+fn import_check(pin: &Pin) -> String {
+    format!("import {}", pin.package.replace('-', "_"))
 }
 
 fn tool_missing(tool: &str, e: &io::Error, hint: &str) -> String {

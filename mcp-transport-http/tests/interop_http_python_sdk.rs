@@ -1,0 +1,127 @@
+//! Interop over HTTP: interop/python_http_server.py (the stdio test server's tools on the
+//! official Python SDK, PyPI `mcp` pinned by xtask) over `streamable-http` (`/mcp`) and the
+//! legacy `sse` transport (`/sse` + `/messages/`). Facts are in interop/NOTES.md ("HTTP").
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use mcp_core::types::Root;
+use mcp_core::{ClientSession, RequestOptions, ServerNotification, SessionOptions, StaticRoots};
+use serde_json::json;
+
+fn roots() -> StaticRoots {
+    StaticRoots::new(vec![
+        Root::new("file:///srv/a", "a"),
+        Root::new("file:///srv/b", "b"),
+    ])
+}
+
+async fn calls_add(session: &ClientSession) {
+    let r = session
+        .call_tool("add", Some(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "3");
+    assert_eq!(r.structured_content, Some(json!({"result": 3})));
+    assert!(!r.is_error());
+}
+
+async fn long_task_reports_progress(session: &ClientSession) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions::new().on_progress({
+        let seen = seen.clone();
+        move |p| {
+            seen.lock()
+                .unwrap()
+                .push((p.progress, p.total, p.message.clone()))
+        }
+    });
+    let r = session
+        .call_tool_with("long_task", Some(json!({"steps": 3})), options)
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "finished 3 steps");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        (1..=3)
+            .map(|i| (i as f64, Some(3.0), Some(format!("step {i}/3"))))
+            .collect::<Vec<_>>()
+    );
+}
+
+async fn list_roots_is_answered(session: &ClientSession) {
+    let r = session.call_tool("list_roots", None).await.unwrap();
+    assert_eq!(r.text(), "file:///srv/a\nfile:///srv/b");
+}
+
+async fn add_tool_announces_list_changed(session: &ClientSession) {
+    let mut notes = session.subscribe();
+    let r = session.call_tool("add_tool", None).await.unwrap();
+    assert_eq!(r.text(), "added tool dynamic");
+    wait_for(&mut notes, "notifications/tools/list_changed", |n| {
+        (*n == ServerNotification::ToolListChanged).then_some(())
+    })
+    .await;
+    let names: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names.last().map(String::as_str), Some("dynamic"));
+    let r = session.call_tool("dynamic", None).await.unwrap();
+    assert_eq!(r.text(), "dynamic tool called");
+}
+
+#[tokio::test]
+async fn streamable_http_tools_progress_roots_and_list_changed() {
+    let server = Server::start(python_server("streamable-http")).await;
+    let session = connect_with(&server, roots(), SessionOptions::default()).await;
+    let info = session.server_info();
+    assert_eq!(info.server_info.name, "python-interop-server");
+    assert_eq!(
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed),
+        Some(true)
+    );
+    let names: Vec<String> = session
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["add", "echo", "long_task", "list_roots", "add_tool"]
+    );
+    calls_add(&session).await;
+    long_task_reports_progress(&session).await;
+    // roots/list is a server→client request inside the tools/call's SSE answer; the answer
+    // goes back as its own POST.
+    list_roots_is_answered(&session).await;
+    add_tool_announces_list_changed(&session).await;
+    let r = session.read_resource("data://items/7").await.unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("item 7"));
+    session.close().await;
+}
+
+#[tokio::test]
+async fn legacy_sse_tools_progress_roots_and_list_changed() {
+    let server = Server::start(python_server("sse")).await;
+    let session = connect_legacy(&server, roots()).await;
+    assert_eq!(
+        session.server_info().server_info.name,
+        "python-interop-server"
+    );
+    calls_add(&session).await;
+    long_task_reports_progress(&session).await;
+    list_roots_is_answered(&session).await;
+    add_tool_announces_list_changed(&session).await;
+    session.close().await;
+}
