@@ -3,12 +3,39 @@
 //! ```text
 //! bench-client-X --server PATH [--server-arg ARG]... --mode latency|throughput
 //!                [--inflight N] [--warmup N] [--calls N] [--payload small|large]
+//!                [--transport stdio|http]
 //! ```
 //! The client starts the server itself (`--server` with its args; prefix with `taskset` to pin
 //! it), runs the warm-up calls, measures `--calls` calls, and prints one [`Measurement`]
 //! (crate::Measurement) as a JSON line on stdout.
+//!
+//! With `--transport http` the server command gets `--http 127.0.0.1:0` appended, the client
+//! reads the URL from its first stdout line and talks Streamable HTTP to `<url>/mcp` (see
+//! [`crate::http_server`]); it kills the server at the end.
+
+use serde::{Deserialize, Serialize};
 
 use crate::scenario::Payload;
+
+/// How the client reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// The server is a child process talking over its stdin/stdout.
+    Stdio,
+    /// The server serves Streamable HTTP on loopback.
+    Http,
+}
+
+impl Transport {
+    /// `stdio` or `http`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+        }
+    }
+}
 
 /// Sequential latency, or throughput with calls in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +63,8 @@ pub struct ClientArgs {
     pub calls: usize,
     /// What to call.
     pub payload: Payload,
+    /// stdio (default) or Streamable HTTP.
+    pub transport: Transport,
 }
 
 impl ClientArgs {
@@ -44,7 +73,7 @@ impl ClientArgs {
         match ClientArgs::parse(std::env::args().skip(1)) {
             Ok(args) => args,
             Err(e) => {
-                eprintln!("error: {e}\nusage: --server PATH [--server-arg ARG]... --mode latency|throughput [--inflight N] [--warmup N] [--calls N] [--payload small|large]");
+                eprintln!("error: {e}\nusage: --server PATH [--server-arg ARG]... --mode latency|throughput [--inflight N] [--warmup N] [--calls N] [--payload small|large] [--transport stdio|http]");
                 std::process::exit(2);
             }
         }
@@ -59,6 +88,7 @@ impl ClientArgs {
         let mut warmup = 1000;
         let mut calls = 10_000;
         let mut payload = Payload::Small;
+        let mut transport = Transport::Stdio;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -83,6 +113,13 @@ impl ClientArgs {
                     let v = value()?;
                     payload = Payload::parse(&v).ok_or_else(|| format!("unknown payload {v}"))?;
                 }
+                "--transport" => {
+                    transport = match value()?.as_str() {
+                        "stdio" => Transport::Stdio,
+                        "http" => Transport::Http,
+                        other => return Err(format!("unknown transport {other}")),
+                    }
+                }
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -94,6 +131,7 @@ impl ClientArgs {
             warmup,
             calls,
             payload,
+            transport,
         })
     }
 }
@@ -122,6 +160,8 @@ mod tests {
                 "50",
                 "--payload",
                 "large",
+                "--transport",
+                "http",
             ]
             .map(String::from),
         )
@@ -131,6 +171,12 @@ mod tests {
         assert_eq!(a.mode, Mode::Throughput);
         assert_eq!((a.inflight, a.warmup, a.calls), (64, 5, 50));
         assert_eq!(a.payload, Payload::Large);
+        assert_eq!(a.transport, Transport::Http);
+        let b = ClientArgs::parse(["--server", "x"].map(String::from)).unwrap();
+        assert_eq!(b.transport, Transport::Stdio);
+        assert!(
+            ClientArgs::parse(["--server", "x", "--transport", "ws"].map(String::from)).is_err()
+        );
         assert!(ClientArgs::parse(["--mode".to_owned()]).is_err());
         assert!(ClientArgs::parse(Vec::<String>::new()).is_err());
     }

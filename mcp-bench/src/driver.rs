@@ -31,8 +31,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::args::Transport;
 use crate::measure::Measurement;
-use crate::report::{self, Cell, Pin, Report, Scenario, CLIENTS, SCENARIOS};
+use crate::report::{self, Cell, Pin, Report, Scenario, CLIENTS, TRANSPORTS};
 
 /// Which pin modes to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +107,8 @@ impl Options {
 /// One client run, as kept in `report.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
+    /// stdio or http.
+    pub transport: Transport,
     /// Pin mode.
     pub pin: Pin,
     /// Scenario label.
@@ -194,6 +197,7 @@ fn taskset_works(cpu: u32) -> bool {
 fn client_command(
     client: &Path,
     fixture: &Path,
+    transport: Transport,
     pin: Pin,
     scenario: &Scenario,
     quick: bool,
@@ -218,6 +222,9 @@ fn client_command(
         command.arg("--server-arg").arg(arg);
     }
     command.args(scenario.client_args(quick));
+    if transport == Transport::Http {
+        command.args(["--transport", "http"]);
+    }
     command
 }
 
@@ -330,7 +337,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
         ("rmcp".into(), rmcp_version(&dir)),
         (
             "server".into(),
-            "`mcp-fixture-server` over stdio (`echo {\"text\":\"hi\"}` = small; `large {\"bytes\":262144}` = 256KiB); each client starts its own".into(),
+            "`mcp-fixture-server` over stdio, and over Streamable HTTP on loopback (`--http 127.0.0.1:0`, SSE answers) for the `http` rows (`echo {\"text\":\"hi\"}` = small; `large {\"bytes\":262144}` = 256KiB); each client starts its own".into(),
         ),
         (
             "run".into(),
@@ -350,7 +357,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
         ),
         (
             "metrics".into(),
-            "client CPU = user + sys of the client process only, over the measured calls, per call; peak RSS = the client's `ru_maxrss`; throughput ×N = N calls in flight; the floor pipes the same request and response bytes to a non-MCP echo process".into(),
+            "client CPU = user + sys of the client process only, over the measured calls, per call; peak RSS = the client's `ru_maxrss`; throughput ×N = N calls in flight; the floor pipes the same request and response bytes to a non-MCP echo process (over http: the same POST and the fixture's recorded response, replayed by a std-only HTTP/1.1 responder with Content-Length, one keep-alive connection, requests pipelined when ×N)".into(),
         ),
     ];
 
@@ -358,63 +365,70 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     let mut runs = Vec::new();
     let mut cells = Vec::new();
     let mut failed = false;
-    for &pin in &pins {
-        for scenario in SCENARIOS {
-            let mut per_client: [Vec<Measurement>; 3] = Default::default();
-            for repeat in 0..repeats {
-                for (i, client) in CLIENTS.iter().enumerate() {
-                    if !present[i] {
-                        continue;
-                    }
-                    let t = Instant::now();
-                    let result = run_client(
-                        client_command(&clients[i], &fixture, pin, scenario, quick),
-                        limit,
-                    );
-                    let wall_secs = t.elapsed().as_secs_f64();
-                    match &result {
-                        Ok(m) => {
-                            eprintln!(
-                                "[{} {} #{}] {client:<5} {} ({wall_secs:.1}s)",
-                                pin.name(),
-                                scenario.label(),
-                                repeat + 1,
-                                short(m, scenario)
-                            );
-                            per_client[i].push(m.clone());
+    for &(transport, scenarios) in TRANSPORTS {
+        for &pin in &pins {
+            for scenario in scenarios {
+                let mut per_client: [Vec<Measurement>; 3] = Default::default();
+                for repeat in 0..repeats {
+                    for (i, client) in CLIENTS.iter().enumerate() {
+                        if !present[i] {
+                            continue;
                         }
-                        Err(e) => {
-                            eprintln!(
-                                "[{} {} #{}] {client:<5} FAILED: {e}",
-                                pin.name(),
-                                scenario.label(),
-                                repeat + 1
-                            );
-                            notes.push(format!(
-                                "{client} failed on {} {} (run {}): {e}",
-                                pin.name(),
-                                scenario.label(),
-                                repeat + 1
-                            ));
-                            failed = true;
+                        let t = Instant::now();
+                        let result = run_client(
+                            client_command(&clients[i], &fixture, transport, pin, scenario, quick),
+                            limit,
+                        );
+                        let wall_secs = t.elapsed().as_secs_f64();
+                        match &result {
+                            Ok(m) => {
+                                eprintln!(
+                                    "[{} {} {} #{}] {client:<5} {} ({wall_secs:.1}s)",
+                                    transport.name(),
+                                    pin.name(),
+                                    scenario.label(),
+                                    repeat + 1,
+                                    short(m, scenario)
+                                );
+                                per_client[i].push(m.clone());
+                            }
+                            Err(e) => {
+                                eprintln!(
+                                    "[{} {} {} #{}] {client:<5} FAILED: {e}",
+                                    transport.name(),
+                                    pin.name(),
+                                    scenario.label(),
+                                    repeat + 1
+                                );
+                                notes.push(format!(
+                                    "{client} failed on {} {} {} (run {}): {e}",
+                                    transport.name(),
+                                    pin.name(),
+                                    scenario.label(),
+                                    repeat + 1
+                                ));
+                                failed = true;
+                            }
                         }
+                        runs.push(Run {
+                            transport,
+                            pin,
+                            scenario: scenario.label(),
+                            client: (*client).to_owned(),
+                            repeat,
+                            wall_secs,
+                            measurement: result.as_ref().ok().cloned(),
+                            error: result.err(),
+                        });
                     }
-                    runs.push(Run {
-                        pin,
-                        scenario: scenario.label(),
-                        client: (*client).to_owned(),
-                        repeat,
-                        wall_secs,
-                        measurement: result.as_ref().ok().cloned(),
-                        error: result.err(),
-                    });
                 }
+                cells.push(Cell {
+                    transport,
+                    pin,
+                    scenario: *scenario,
+                    results: per_client.each_ref().map(|runs| report::median(runs)),
+                });
             }
-            cells.push(Cell {
-                pin,
-                scenario: *scenario,
-                results: per_client.each_ref().map(|runs| report::median(runs)),
-            });
         }
     }
     notes.push(format!(
@@ -465,6 +479,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::SCENARIOS;
 
     #[test]
     fn parses_options() {
@@ -491,6 +506,7 @@ mod tests {
         let c = client_command(
             Path::new("/b/ours"),
             Path::new("/b/fix"),
+            Transport::Stdio,
             Pin::Split,
             &SCENARIOS[0],
             true,
@@ -508,11 +524,17 @@ mod tests {
         let c = client_command(
             Path::new("/b/ours"),
             Path::new("/b/fix"),
+            Transport::Http,
             Pin::None,
             &SCENARIOS[0],
             true,
         );
         assert_eq!(c.get_program(), "/b/ours");
         assert_eq!(c.get_args().nth(1).unwrap(), "/b/fix");
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.join(" ").ends_with("--payload small --transport http"));
     }
 }

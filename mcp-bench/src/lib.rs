@@ -4,6 +4,8 @@
 //! - [`args`]: the command line every client binary takes ([`ClientArgs`]).
 //! - [`measure`]: the timing loops (sequential latency, N calls in flight) over any async call,
 //!   and [`Measurement`], the JSON line a client prints.
+//! - [`http_server`]: starting the server command as a Streamable HTTP server (`--transport
+//!   http`) and killing it at the end.
 //! - [`usage`]: this process's CPU time and peak memory (`getrusage`).
 //! - [`scenario`]: the calls benchmarked (echo with a few bytes, a 256 KiB result) and the
 //!   exact JSON-RPC lines of each, for the floor.
@@ -15,11 +17,12 @@
 
 pub mod args;
 pub mod driver;
+pub mod http_server;
 pub mod measure;
 pub mod report;
 pub mod scenario;
 pub mod usage;
 
-pub use args::{ClientArgs, Mode};
+pub use args::{ClientArgs, Mode, Transport};
 pub use measure::{measure, Measurement};
 pub use scenario::Payload;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::args::Mode;
+use crate::args::{Mode, Transport};
 use crate::measure::Measurement;
 use crate::scenario::Payload;
 
@@ -65,6 +65,21 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario::throughput(Payload::Small, 16, 50_000, 500),
     Scenario::throughput(Payload::Small, 64, 50_000, 500),
     Scenario::throughput(Payload::Large, 16, 2_000, 50),
+];
+
+/// The scenarios run over Streamable HTTP (fewer calls: an HTTP round trip costs more).
+pub const HTTP_SCENARIOS: &[Scenario] = &[
+    Scenario::latency(Payload::Small, 10_000, 300),
+    Scenario::latency(Payload::Large, 1_000, 30),
+    Scenario::throughput(Payload::Small, 1, 10_000, 300),
+    Scenario::throughput(Payload::Small, 16, 20_000, 300),
+    Scenario::throughput(Payload::Small, 64, 20_000, 300),
+];
+
+/// The transports and their scenarios, in report order.
+pub const TRANSPORTS: &[(Transport, &[Scenario])] = &[
+    (Transport::Stdio, SCENARIOS),
+    (Transport::Http, HTTP_SCENARIOS),
 ];
 
 impl Scenario {
@@ -234,6 +249,8 @@ pub fn median(runs: &[Measurement]) -> Option<Measurement> {
 /// The result of one (pin, scenario): each client's median, in [`CLIENTS`] order.
 #[derive(Debug, Clone)]
 pub struct Cell {
+    /// stdio or http.
+    pub transport: Transport,
     /// Pinning.
     pub pin: Pin,
     /// What was measured.
@@ -267,7 +284,8 @@ pub fn render_table(cells: &[Cell]) -> String {
                 .map(|r| r.as_ref().map(|m| metric.value(m)));
             let shown = values.map(|v| v.map_or_else(|| "n/a".to_owned(), |v| metric.format(v)));
             out.push_str(&format!(
-                "| stdio | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                cell.transport.name(),
                 cell.pin.name(),
                 cell.scenario.label(),
                 metric.label(),
@@ -390,6 +408,7 @@ mod tests {
     fn table_has_a_row_per_metric_and_na_for_missing_clients() {
         let cells = [
             Cell {
+                transport: Transport::Stdio,
                 pin: Pin::Same,
                 scenario: SCENARIOS[0],
                 results: [
@@ -399,6 +418,7 @@ mod tests {
                 ],
             },
             Cell {
+                transport: Transport::Http,
                 pin: Pin::Split,
                 scenario: SCENARIOS[4],
                 results: [
@@ -425,11 +445,11 @@ mod tests {
         );
         assert_eq!(
             lines[6],
-            "| stdio | split | throughput small ×64 | calls/s | 40000 | 30000 | 400000 | 1.33 | 0.10 |"
+            "| http | split | throughput small ×64 | calls/s | 40000 | 30000 | 400000 | 1.33 | 0.10 |"
         );
         assert_eq!(
             lines[7],
-            "| stdio | split | throughput small ×64 | client CPU µs/call | 20.0 | 25.0 | 1.0 | 0.80 | 20.00 |"
+            "| http | split | throughput small ×64 | client CPU µs/call | 20.0 | 25.0 | 1.0 | 0.80 | 20.00 |"
         );
     }
 

@@ -1,9 +1,12 @@
-//! Our client (`mcp-core` + `mcp-transport-stdio`) doing the benchmark calls.
+//! Our client (`mcp-core` + `mcp-transport-stdio`, or `mcp-transport-http`'s Streamable HTTP
+//! transport with `--transport http`) doing the benchmark calls.
 
 use std::rc::Rc;
 
-use mcp_bench::{measure, ClientArgs};
-use mcp_core::{ClientSession, ProtocolVersion, SessionOptions};
+use mcp_bench::http_server::HttpServer;
+use mcp_bench::{measure, ClientArgs, Transport};
+use mcp_core::{ClientSession, ProtocolVersion, SessionOptions, Transport as McpTransport};
+use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 
 #[tokio::main(flavor = "current_thread")]
@@ -19,8 +22,24 @@ async fn main() {
 }
 
 async fn run(args: &ClientArgs) -> Result<(), String> {
-    let config = StdioServerConfig::new(&args.server).args(&args.server_args);
-    let transport = StdioTransport::spawn(config).map_err(|e| e.to_string())?;
+    match args.transport {
+        Transport::Stdio => {
+            let config = StdioServerConfig::new(&args.server).args(&args.server_args);
+            let transport = StdioTransport::spawn(config).map_err(|e| e.to_string())?;
+            bench(args, transport).await
+        }
+        Transport::Http => {
+            let server = HttpServer::start(&args.server, &args.server_args)?;
+            let transport = StreamableHttpTransport::new(HttpServerConfig::new(server.endpoint()))
+                .map_err(|e| e.to_string())?;
+            let result = bench(args, transport).await;
+            drop(server);
+            result
+        }
+    }
+}
+
+async fn bench<T: McpTransport>(args: &ClientArgs, transport: T) -> Result<(), String> {
     let options = SessionOptions::default().with_protocol_version(ProtocolVersion::V2025_11_25);
     let session = ClientSession::connect(transport, (), options)
         .await

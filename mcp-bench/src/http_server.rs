@@ -1,0 +1,91 @@
+//! A server command started as a Streamable HTTP server (`--transport http`).
+//!
+//! The command (`--server` with its `--server-arg`s, e.g. `taskset -c 1 mcp-fixture-server`)
+//! gets `--http 127.0.0.1:0` appended; the server prints `listening on http://IP:PORT` as its
+//! first stdout line, and the MCP endpoint is `<that URL>/mcp`. The server is killed when the
+//! [`HttpServer`] is dropped.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// The path of the Streamable HTTP endpoint.
+pub const ENDPOINT_PATH: &str = "/mcp";
+
+/// A running HTTP server process; killed on drop.
+pub struct HttpServer {
+    child: Child,
+    /// Kept open: some servers end on stdin EOF.
+    _stdin: Option<ChildStdin>,
+    /// Kept open so that later writes to stdout do not fail.
+    _stdout: BufReader<ChildStdout>,
+    /// `http://IP:PORT`, without a trailing slash.
+    pub base_url: String,
+}
+
+impl HttpServer {
+    /// Starts `program args... --http 127.0.0.1:0` and waits for its `listening on` line.
+    pub fn start(program: &str, args: &[String]) -> Result<HttpServer, String> {
+        let mut all = args.to_vec();
+        all.extend(["--http".to_owned(), "127.0.0.1:0".to_owned()]);
+        HttpServer::spawn(program, &all, None)
+    }
+
+    /// Starts `program args...` as is, writes `input` to its stdin (kept open afterwards), and
+    /// waits for its `listening on http://…` line.
+    pub fn spawn(
+        program: &str,
+        args: &[String],
+        input: Option<&[u8]>,
+    ) -> Result<HttpServer, String> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {program}: {e}"))?;
+        let mut stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped");
+        let mut server = HttpServer {
+            child,
+            _stdin: None,
+            _stdout: BufReader::new(stdout),
+            base_url: String::new(),
+        };
+        if let (Some(input), Some(pipe)) = (input, stdin.as_mut()) {
+            pipe.write_all(input)
+                .and_then(|()| pipe.flush())
+                .map_err(|e| format!("writing to {program}: {e}"))?;
+        }
+        server._stdin = stdin;
+        let mut line = String::new();
+        server
+            ._stdout
+            .read_line(&mut line)
+            .map_err(|e| format!("reading {program}'s stdout: {e}"))?;
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .filter(|u| u.starts_with("http://"))
+            .ok_or_else(|| format!("{program} did not print `listening on http://…`: {line:?}"))?;
+        server.base_url = url.trim_end_matches('/').to_owned();
+        Ok(server)
+    }
+
+    /// `<base URL>/mcp`.
+    pub fn endpoint(&self) -> String {
+        format!("{}{ENDPOINT_PATH}", self.base_url)
+    }
+
+    /// `IP:PORT`.
+    pub fn authority(&self) -> &str {
+        self.base_url.trim_start_matches("http://")
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
