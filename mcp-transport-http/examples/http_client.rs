@@ -6,6 +6,7 @@
 //! ```
 //! Set `MCP_BEARER_TOKEN` to send `Authorization: Bearer …`.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -49,8 +50,11 @@ async fn run(
     let memo = HttpFlavorMemo::default();
     let transport = HttpTransport::new(config, memo.clone())?;
     let session = ClientSession::connect(transport, (), SessionOptions::default()).await?;
+    // Output errors (a closed pipe) are ignored: this is a demo, not a tool to pipe from.
+    let mut out = std::io::stdout().lock();
     let info = &session.server_info().server_info;
-    println!(
+    let _ = writeln!(
+        out,
         "connected to {} {} over {:?} (protocol {})",
         info.name,
         info.version,
@@ -58,12 +62,13 @@ async fn run(
         session.protocol_version()
     );
     for t in session.list_all_tools().await? {
-        println!("  {}", t.name);
+        let _ = writeln!(out, "  {}", t.name);
     }
     if let Some(tool) = tool {
         let result = session.call_tool(&tool, arguments).await?;
-        println!("{tool} → {}", result.text());
+        let _ = writeln!(out, "{tool} → {}", result.text());
     }
+    drop(out);
     session.close().await;
     Ok(())
 }
