@@ -226,10 +226,7 @@ impl McpClient {
             )
             .with_subject(qualified_name)
         })?;
-        let server = self
-            .inner
-            .server(&entry.server)
-            .expect("catalog entries come from configured servers");
+        let server = self.inner.catalog_server(&entry.server)?;
         let session = server
             .ready_session()
             .map_err(|e| e.with_subject(qualified_name))?;
@@ -397,10 +394,7 @@ impl McpClient {
             )
             .with_subject(qualified_name)
         })?;
-        let server = self
-            .inner
-            .server(&entry.server)
-            .expect("catalog entries come from configured servers");
+        let server = self.inner.catalog_server(&entry.server)?;
         let session = server.ready_session()?;
         session
             .get_prompt(&entry.prompt.name, arguments)
@@ -481,6 +475,16 @@ impl std::fmt::Debug for McpClient {
 impl Inner {
     fn server(&self, name: &str) -> Option<&Arc<ManagedServer>> {
         self.servers.iter().find(|s| s.config.name == name)
+    }
+
+    /// The server a catalog entry came from (always configured: catalogs are built from them).
+    fn catalog_server(&self, name: &str) -> Result<&Arc<ManagedServer>, Error> {
+        self.server(name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::ServerUnavailable,
+                format!("no server named {name:?} is configured"),
+            )
+        })
     }
 
     /// Rebuilds the catalog from every ready server's tools (stable order).

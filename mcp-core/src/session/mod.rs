@@ -460,6 +460,35 @@ impl ClientSession {
         }
     }
 
+    /// One page of a paginated list.
+    async fn list_page<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        cursor: Option<String>,
+    ) -> Result<R, Error> {
+        self.request_typed(
+            method,
+            &PaginatedRequestParams { cursor },
+            RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// Every page of a paginated list (see [`SessionOptions::max_pages`]); `split` takes a
+    /// page's items and next cursor.
+    async fn list_all<R: DeserializeOwned, T>(
+        &self,
+        method: &str,
+        split: impl Fn(R) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>, Error> {
+        let split = &split;
+        pagination::collect_pages(method, self.shared.options.max_pages, |cursor| {
+            let page = self.list_page::<R>(method, cursor);
+            async move { page.await.map(split) }
+        })
+        .await
+    }
+
     /// `ping`: checks that the server answers.
     pub async fn ping(&self) -> Result<(), Error> {
         self.request(methods::PING, None, RequestOptions::default())
@@ -469,24 +498,14 @@ impl ClientSession {
 
     /// `tools/list`: one page.
     pub async fn list_tools(&self, cursor: Option<String>) -> Result<ListToolsResult, Error> {
-        self.request_typed(
-            methods::TOOLS_LIST,
-            &PaginatedRequestParams { cursor },
-            RequestOptions::default(),
-        )
-        .await
+        self.list_page(methods::TOOLS_LIST, cursor).await
     }
 
     /// Every tool, following cursors up to [`SessionOptions::max_pages`] pages.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, Error> {
-        pagination::collect_pages(
-            methods::TOOLS_LIST,
-            self.shared.options.max_pages,
-            |cursor| async {
-                let page = self.list_tools(cursor).await?;
-                Ok((page.tools, page.next_cursor))
-            },
-        )
+        self.list_all(methods::TOOLS_LIST, |page: ListToolsResult| {
+            (page.tools, page.next_cursor)
+        })
         .await
     }
 
@@ -572,24 +591,14 @@ impl ClientSession {
         &self,
         cursor: Option<String>,
     ) -> Result<ListResourcesResult, Error> {
-        self.request_typed(
-            methods::RESOURCES_LIST,
-            &PaginatedRequestParams { cursor },
-            RequestOptions::default(),
-        )
-        .await
+        self.list_page(methods::RESOURCES_LIST, cursor).await
     }
 
     /// Every resource, following cursors.
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>, Error> {
-        pagination::collect_pages(
-            methods::RESOURCES_LIST,
-            self.shared.options.max_pages,
-            |cursor| async {
-                let page = self.list_resources(cursor).await?;
-                Ok((page.resources, page.next_cursor))
-            },
-        )
+        self.list_all(methods::RESOURCES_LIST, |page: ListResourcesResult| {
+            (page.resources, page.next_cursor)
+        })
         .await
     }
 
@@ -598,23 +607,15 @@ impl ClientSession {
         &self,
         cursor: Option<String>,
     ) -> Result<ListResourceTemplatesResult, Error> {
-        self.request_typed(
-            methods::RESOURCES_TEMPLATES_LIST,
-            &PaginatedRequestParams { cursor },
-            RequestOptions::default(),
-        )
-        .await
+        self.list_page(methods::RESOURCES_TEMPLATES_LIST, cursor)
+            .await
     }
 
     /// Every resource template, following cursors.
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
-        pagination::collect_pages(
+        self.list_all(
             methods::RESOURCES_TEMPLATES_LIST,
-            self.shared.options.max_pages,
-            |cursor| async {
-                let page = self.list_resource_templates(cursor).await?;
-                Ok((page.resource_templates, page.next_cursor))
-            },
+            |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor),
         )
         .await
     }
@@ -662,24 +663,14 @@ impl ClientSession {
 
     /// `prompts/list`: one page.
     pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult, Error> {
-        self.request_typed(
-            methods::PROMPTS_LIST,
-            &PaginatedRequestParams { cursor },
-            RequestOptions::default(),
-        )
-        .await
+        self.list_page(methods::PROMPTS_LIST, cursor).await
     }
 
     /// Every prompt, following cursors.
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, Error> {
-        pagination::collect_pages(
-            methods::PROMPTS_LIST,
-            self.shared.options.max_pages,
-            |cursor| async {
-                let page = self.list_prompts(cursor).await?;
-                Ok((page.prompts, page.next_cursor))
-            },
-        )
+        self.list_all(methods::PROMPTS_LIST, |page: ListPromptsResult| {
+            (page.prompts, page.next_cursor)
+        })
         .await
     }
 
