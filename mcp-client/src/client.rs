@@ -1,5 +1,6 @@
 //! [`McpClient`]: many servers, one catalog, partial availability.
 
+use mcp_core::McpServiceExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -242,7 +243,7 @@ impl McpClient {
         );
         let started = Instant::now();
         let result = session
-            .call_tool_with(&entry.tool.name, arguments, options)
+            .call_tool(&entry.tool.name, arguments, options)
             .instrument(span.clone())
             .await
             .map_err(|e| e.with_subject(qualified_name));
@@ -275,7 +276,7 @@ impl McpClient {
     pub async fn resources(&self) -> Gathered<Vec<CatalogResource>> {
         let gathered = self
             .gather("resources/list", |session| async move {
-                session.list_all_resources().await
+                session.list_all_resources(RequestOptions::new()).await
             })
             .await;
         Gathered {
@@ -312,15 +313,15 @@ impl McpClient {
             .with_subject(uri)
         })?;
         let session = server.ready_session().map_err(|e| e.with_subject(uri))?;
-        session.read_resource(uri).await
+        session.read_resource(uri, RequestOptions::new()).await
     }
 
     async fn find_resource_server(&self, uri: &str) -> Result<String, Error> {
         let listed = self
             .gather("resources/list", |session| async move {
-                let resources = session.list_all_resources().await?;
+                let resources = session.list_all_resources(RequestOptions::new()).await?;
                 let templates = session
-                    .list_all_resource_templates()
+                    .list_all_resource_templates(RequestOptions::new())
                     .await
                     .unwrap_or_default();
                 Ok((resources, templates))
@@ -360,7 +361,7 @@ impl McpClient {
     pub async fn prompts(&self) -> Gathered<Catalog<CatalogPrompt>> {
         let gathered = self
             .gather("prompts/list", |session| async move {
-                session.list_all_prompts().await
+                session.list_all_prompts(RequestOptions::new()).await
             })
             .await;
         let entries = gathered
@@ -397,7 +398,7 @@ impl McpClient {
         let server = self.inner.catalog_server(&entry.server)?;
         let session = server.ready_session()?;
         session
-            .get_prompt(&entry.prompt.name, arguments)
+            .get_prompt(&entry.prompt.name, arguments, RequestOptions::new())
             .await
             .map_err(|e| e.with_subject(qualified_name))
     }
@@ -570,21 +571,25 @@ async fn start_server(
             &server.http_memo,
         )
         .await?;
-        let tools =
-            match tokio::time::timeout(config.startup_timeout, session.list_all_tools()).await {
-                Ok(Ok(tools)) => tools,
-                Ok(Err(e)) => {
-                    session.close().await;
-                    return Err(e);
-                }
-                Err(_) => {
-                    session.close().await;
-                    return Err(Error::timeout(format!(
-                        "tools/list got no answer within the startup timeout ({:?})",
-                        config.startup_timeout
-                    )));
-                }
-            };
+        let tools = match tokio::time::timeout(
+            config.startup_timeout,
+            session.list_all_tools(RequestOptions::new()),
+        )
+        .await
+        {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                session.close().await;
+                return Err(e);
+            }
+            Err(_) => {
+                session.close().await;
+                return Err(Error::timeout(format!(
+                    "tools/list got no answer within the startup timeout ({:?})",
+                    config.startup_timeout
+                )));
+            }
+        };
         Ok::<_, Error>((session, tools))
     };
     match started.await {
@@ -632,7 +637,7 @@ async fn monitor_server(
                 // Coalesce a burst of notifications into one refresh.
                 while changes.try_recv().is_ok() {}
                 let limit = server.config.tool_timeout;
-                match tokio::time::timeout(limit, session.list_all_tools()).await {
+                match tokio::time::timeout(limit, session.list_all_tools(RequestOptions::new())).await {
                     Ok(Ok(tools)) => {
                         tracing::debug!(server = %server.config.name, tools = tools.len(), "tool list refreshed");
                         lock(&server.state).tools = tools;

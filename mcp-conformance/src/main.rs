@@ -8,6 +8,8 @@
 //! session (DELETE) and exits 0. On error it prints one line to stderr and exits 1; an unknown
 //! scenario is an error too, so it shows up as a failure instead of passing silently.
 
+use mcp_core::McpServiceExt;
+use mcp_core::RequestOptions;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -114,7 +116,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
 /// What each scenario's mock server waits for after the handshake.
 async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
     let tools = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .map_err(|e| format!("tools/list: {e}"))?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -135,7 +137,7 @@ async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
         return Err(format!("the server does not list the tool {tool:?}"));
     }
     let result = session
-        .call_tool(tool, arguments)
+        .call_tool(tool, arguments, RequestOptions::new())
         .await
         .map_err(|e| format!("tools/call {tool}: {e}"))?;
     let text = result_text(&result);

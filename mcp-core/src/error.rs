@@ -61,9 +61,14 @@ impl ErrorKind {
         ErrorKind::StaleCache,
     ];
 
-    /// Whether retrying the same call may succeed. Never retryable: a wrong tool name, bad
-    /// arguments, failed or insufficient credentials, and protocol violations — the same request
-    /// would fail the same way.
+    /// Whether the failure is transient: retrying the same call may succeed. Never retryable: a
+    /// wrong tool name, bad arguments, failed or insufficient credentials, and protocol
+    /// violations — the same request would fail the same way.
+    ///
+    /// Transient is not the same as *safe to send again*: a [`Tool`](ErrorKind::Tool) error (the
+    /// fallback for every unknown error code) or a [`Timeout`](ErrorKind::Timeout) may follow a
+    /// tool that already ran. Retry layers also ask whether the request is idempotent and how
+    /// far it got ([`Error::delivery`]).
     pub const fn is_retryable(self) -> bool {
         match self {
             ErrorKind::Network
@@ -106,6 +111,38 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// How far a request got before it failed: the question a retry layer must answer before it
+/// sends a request with side effects again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// The request never left the client (the connection was refused, the session was already
+    /// closed, the server refused the session before reading it): sending it again cannot run
+    /// anything twice.
+    NotSent,
+    /// The request was handed to the connection and may have reached the server, which may
+    /// have acted on it (the connection died, or no answer came in time).
+    Sent,
+    /// The server answered (with an error).
+    Answered,
+}
+
+impl Delivery {
+    /// A stable snake_case name, for logs and tests.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Delivery::NotSent => "not_sent",
+            Delivery::Sent => "sent",
+            Delivery::Answered => "answered",
+        }
+    }
+}
+
+impl fmt::Display for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The breaker cool-down the agent is told about when none is known.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -127,6 +164,7 @@ struct ErrorInner {
     subject: Option<String>,
     field: Option<String>,
     retry_after: Option<Duration>,
+    delivery: Option<Delivery>,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
@@ -142,6 +180,7 @@ impl Error {
                 subject: None,
                 field: None,
                 retry_after: None,
+                delivery: None,
                 source: None,
             }),
         }
@@ -182,6 +221,7 @@ impl Error {
                 subject: None,
                 field,
                 retry_after: None,
+                delivery: Some(Delivery::Answered),
                 source: None,
             }),
         }
@@ -205,6 +245,14 @@ impl Error {
         self
     }
 
+    /// Records how far the request got (set by the session engine and the transports).
+    pub fn with_delivery(mut self, delivery: Delivery) -> Self {
+        if self.inner.delivery != Some(delivery) {
+            self.edit().delivery = Some(delivery);
+        }
+        self
+    }
+
     /// Attaches the underlying cause.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.edit().source = Some(Arc::new(source));
@@ -216,9 +264,24 @@ impl Error {
         self.inner.kind
     }
 
-    /// Whether a retry may succeed (see [`ErrorKind::is_retryable`]).
+    /// Whether the failure is transient, i.e. a retry may succeed (see
+    /// [`ErrorKind::is_retryable`]). This says nothing about whether sending the request again is
+    /// *safe*: that depends on the request ([`Operation::idempotent`](crate::Operation)) and on
+    /// [`delivery`](Error::delivery).
     pub fn is_retryable(&self) -> bool {
         self.inner.kind.is_retryable()
+    }
+
+    /// How far the request got, when this error is about one: `None` for errors that are not
+    /// about a request (configuration, start-up). A retry layer treats `None` like
+    /// [`Delivery::Sent`].
+    pub fn delivery(&self) -> Option<Delivery> {
+        self.inner.delivery
+    }
+
+    /// True when the request provably never reached the server ([`Delivery::NotSent`]).
+    pub fn was_never_sent(&self) -> bool {
+        self.inner.delivery == Some(Delivery::NotSent)
     }
 
     /// The technical message.
@@ -311,6 +374,9 @@ impl fmt::Debug for Error {
         }
         if let Some(field) = &self.inner.field {
             d.field("field", field);
+        }
+        if let Some(delivery) = &self.inner.delivery {
+            d.field("delivery", delivery);
         }
         if let Some(source) = &self.inner.source {
             d.field("source", &source.to_string());

@@ -5,18 +5,21 @@
 //! - [`version`]: protocol versions and their negotiation.
 //! - [`transport`]: the [`Transport`] trait every transport crate implements, and
 //!   [`ChannelTransport`], an in-memory pair for in-process servers and tests.
-//! - [`session`]: the client session engine, [`ClientSession`].
+//! - [`service`]: the seam policies compose around — [`Operation`], [`McpService`], [`Layer`] —
+//!   and the typed MCP methods on any service ([`McpServiceExt`]).
+//! - [`session`]: the client session engine, [`ClientSession`] (the innermost service).
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
 //! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
 //!
 //! ```no_run
 //! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
-//! use mcp_core::{ClientSession, SessionOptions};
+//! use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
 //! let session = ClientSession::connect(transport, (), SessionOptions::default()).await?;
-//! for tool in session.list_all_tools().await? {
+//! for tool in session.list_all_tools(RequestOptions::new()).await? {
 //!     println!("{}", tool.name);
 //! }
-//! let result = session.call_tool("echo", Some(serde_json::json!({"text": "hi"}))).await?;
+//! let arguments = Some(serde_json::json!({"text": "hi"}));
+//! let result = session.call_tool("echo", arguments, RequestOptions::new()).await?;
 //! println!("{}", result.text());
 //! session.close().await;
 //! # Ok(()) }
@@ -27,14 +30,19 @@
 pub mod auth;
 pub mod error;
 pub mod jsonrpc;
+pub mod service;
 pub mod session;
 pub mod transport;
 pub mod types;
 pub mod version;
 
 pub use auth::{AuthChallenge, AuthProvider, AuthorizationValue, StaticBearer};
-pub use error::{Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
+pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
 pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
+pub use service::{
+    is_idempotent_method, BoxLayer, BoxService, Identity, Layer, McpService, McpServiceExt,
+    Operation, Stack,
+};
 pub use session::{
     ClientHandler, ClientSession, NotificationEvent, NotificationStream, ProgressCallback,
     RequestOptions, ServerNotification, SessionOptions, StaticRoots,

@@ -6,6 +6,8 @@
 //! ```
 //! Set `MCP_BEARER_TOKEN` to send `Authorization: Bearer …`.
 
+use mcp_core::McpServiceExt;
+use mcp_core::RequestOptions;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -61,11 +63,13 @@ async fn run(
         memo.get().expect("detected by the handshake"),
         session.protocol_version()
     );
-    for t in session.list_all_tools().await? {
+    for t in session.list_all_tools(RequestOptions::new()).await? {
         let _ = writeln!(out, "  {}", t.name);
     }
     if let Some(tool) = tool {
-        let result = session.call_tool(&tool, arguments).await?;
+        let result = session
+            .call_tool(&tool, arguments, RequestOptions::new())
+            .await?;
         let _ = writeln!(out, "{tool} → {}", result.text());
     }
     drop(out);

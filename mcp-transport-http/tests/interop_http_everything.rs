@@ -5,6 +5,7 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
 
 use common::*;
@@ -25,7 +26,7 @@ async fn streamable_lists_tools_and_calls_echo_and_get_sum() {
             .and_then(|r| r.subscribe),
         Some(true)
     );
-    let tools = session.list_all_tools().await.unwrap();
+    let tools = session.list_all_tools(RequestOptions::new()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names.len(), 13, "{names:?}");
     for expected in [
@@ -37,12 +38,20 @@ async fn streamable_lists_tools_and_calls_echo_and_get_sum() {
         assert!(names.contains(&expected), "{expected} missing: {names:?}");
     }
     let r = session
-        .call_tool("echo", Some(json!({"message": "over streamable http"})))
+        .call_tool(
+            "echo",
+            Some(json!({"message": "over streamable http"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: over streamable http");
     let r = session
-        .call_tool("get-sum", Some(json!({"a": 19, "b": 23})))
+        .call_tool(
+            "get-sum",
+            Some(json!({"a": 19, "b": 23})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "The sum of 19 and 23 is 42.");
@@ -61,7 +70,7 @@ async fn streamable_progress_arrives_inside_the_post_stream() {
     // The TypeScript SDK sends request-related notifications on the request's own SSE answer,
     // before the response; so all three are in by the time the call returns.
     let r = session
-        .call_tool_with(
+        .call_tool(
             "trigger-long-running-operation",
             Some(json!({"duration": 0.6, "steps": 3})),
             options,
@@ -85,9 +94,12 @@ async fn streamable_resource_updates_arrive_on_the_get_stream() {
     let session = connect(&server).await;
     let mut notes = session.subscribe();
     let uri = "demo://resource/static/document/architecture.md";
-    session.subscribe_resource(uri).await.unwrap();
+    session
+        .subscribe_resource(uri, RequestOptions::new())
+        .await
+        .unwrap();
     let r = session
-        .call_tool("toggle-subscriber-updates", None)
+        .call_tool("toggle-subscriber-updates", None, RequestOptions::new())
         .await
         .unwrap();
     assert!(
@@ -106,7 +118,11 @@ async fn streamable_resource_updates_arrive_on_the_get_stream() {
     assert_eq!(updated, uri);
     // The POST channel keeps working while the GET stream is open.
     let r = session
-        .call_tool("echo", Some(json!({"message": "still here"})))
+        .call_tool(
+            "echo",
+            Some(json!({"message": "still here"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: still here");
@@ -122,7 +138,7 @@ async fn legacy_sse_lists_tools_calls_echo_and_reports_progress() {
         "mcp-servers/everything"
     );
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
@@ -130,7 +146,11 @@ async fn legacy_sse_lists_tools_calls_echo_and_reports_progress() {
         .collect();
     assert!(names.iter().any(|n| n == "get-sum"), "{names:?}");
     let r = session
-        .call_tool("echo", Some(json!({"message": "over legacy sse"})))
+        .call_tool(
+            "echo",
+            Some(json!({"message": "over legacy sse"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: over legacy sse");
@@ -140,7 +160,7 @@ async fn legacy_sse_lists_tools_calls_echo_and_reports_progress() {
         move |p| seen.lock().unwrap().push(p.progress)
     });
     let r = session
-        .call_tool_with(
+        .call_tool(
             "trigger-long-running-operation",
             Some(json!({"duration": 0.3, "steps": 3})),
             options,
@@ -174,7 +194,11 @@ async fn auto_detects_streamable_and_legacy() {
     let session = connect_auto(&streamable.url, &memo).await;
     assert_eq!(memo.get(), Some(HttpFlavor::Streamable));
     let r = session
-        .call_tool("get-sum", Some(json!({"a": 1, "b": 2})))
+        .call_tool(
+            "get-sum",
+            Some(json!({"a": 1, "b": 2})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "The sum of 1 and 2 is 3.");
@@ -186,7 +210,11 @@ async fn auto_detects_streamable_and_legacy() {
     let session = connect_auto(&legacy.url, &memo).await;
     assert_eq!(memo.get(), Some(HttpFlavor::LegacySse));
     let r = session
-        .call_tool("get-sum", Some(json!({"a": 2, "b": 3})))
+        .call_tool(
+            "get-sum",
+            Some(json!({"a": 2, "b": 3})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "The sum of 2 and 3 is 5.");
@@ -194,7 +222,11 @@ async fn auto_detects_streamable_and_legacy() {
     // The memo lets a second connection skip the probe.
     let session = connect_auto(&legacy.url, &memo).await;
     let r = session
-        .call_tool("echo", Some(json!({"message": "remembered"})))
+        .call_tool(
+            "echo",
+            Some(json!({"message": "remembered"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: remembered");

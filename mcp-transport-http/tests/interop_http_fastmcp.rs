@@ -3,6 +3,7 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
 
 use common::*;
@@ -18,7 +19,7 @@ async fn calls_tools_and_receives_progress() {
         "fastmcp-interop-server"
     );
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
@@ -26,13 +27,21 @@ async fn calls_tools_and_receives_progress() {
         .collect();
     assert_eq!(names, ["multiply", "greet", "count_up"]);
     let r = session
-        .call_tool("multiply", Some(json!({"a": 6, "b": 7})))
+        .call_tool(
+            "multiply",
+            Some(json!({"a": 6, "b": 7})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "42");
     assert_eq!(r.structured_content, Some(json!({"result": 42})));
     let r = session
-        .call_tool("greet", Some(json!({"name": "Ferris"})))
+        .call_tool(
+            "greet",
+            Some(json!({"name": "Ferris"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Hello, Ferris!");
@@ -47,7 +56,7 @@ async fn calls_tools_and_receives_progress() {
         }
     });
     let r = session
-        .call_tool_with("count_up", Some(json!({"steps": 3})), options)
+        .call_tool("count_up", Some(json!({"steps": 3})), options)
         .await
         .unwrap();
     assert_eq!(r.text(), "counted to 3");

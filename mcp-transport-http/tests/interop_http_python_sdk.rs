@@ -4,6 +4,7 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
 
 use common::*;
@@ -20,7 +21,7 @@ fn roots() -> StaticRoots {
 
 async fn calls_add(session: &ClientSession) {
     let r = session
-        .call_tool("add", Some(json!({"a": 1, "b": 2})))
+        .call_tool("add", Some(json!({"a": 1, "b": 2})), RequestOptions::new())
         .await
         .unwrap();
     assert_eq!(r.text(), "3");
@@ -39,7 +40,7 @@ async fn long_task_reports_progress(session: &ClientSession) {
         }
     });
     let r = session
-        .call_tool_with("long_task", Some(json!({"steps": 3})), options)
+        .call_tool("long_task", Some(json!({"steps": 3})), options)
         .await
         .unwrap();
     assert_eq!(r.text(), "finished 3 steps");
@@ -52,27 +53,36 @@ async fn long_task_reports_progress(session: &ClientSession) {
 }
 
 async fn list_roots_is_answered(session: &ClientSession) {
-    let r = session.call_tool("list_roots", None).await.unwrap();
+    let r = session
+        .call_tool("list_roots", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "file:///srv/a\nfile:///srv/b");
 }
 
 async fn add_tool_announces_list_changed(session: &ClientSession) {
     let mut notes = session.subscribe();
-    let r = session.call_tool("add_tool", None).await.unwrap();
+    let r = session
+        .call_tool("add_tool", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "added tool dynamic");
     wait_for(&mut notes, "notifications/tools/list_changed", |n| {
         (*n == ServerNotification::ToolListChanged).then_some(())
     })
     .await;
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert_eq!(names.last().map(String::as_str), Some("dynamic"));
-    let r = session.call_tool("dynamic", None).await.unwrap();
+    let r = session
+        .call_tool("dynamic", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "dynamic tool called");
 }
 
@@ -90,7 +100,7 @@ async fn streamable_http_tools_progress_roots_and_list_changed() {
         Some(true)
     );
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
@@ -106,7 +116,10 @@ async fn streamable_http_tools_progress_roots_and_list_changed() {
     // goes back as its own POST.
     list_roots_is_answered(&session).await;
     add_tool_announces_list_changed(&session).await;
-    let r = session.read_resource("data://items/7").await.unwrap();
+    let r = session
+        .read_resource("data://items/7", RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.contents[0].text.as_deref(), Some("item 7"));
     session.close().await;
 }

@@ -6,6 +6,8 @@
 mod common;
 
 use common::*;
+use mcp_core::McpServiceExt;
+use mcp_core::RequestOptions;
 use mcp_core::{ClientSession, ServerNotification, SessionOptions};
 use mcp_transport_http::{HttpFlavor, HttpFlavorMemo, HttpServerConfig, HttpTransport};
 use serde_json::json;
@@ -20,7 +22,7 @@ async fn json_response_server_answers_in_plain_json() {
         "json-response-streamable-http-server"
     );
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
@@ -28,13 +30,21 @@ async fn json_response_server_answers_in_plain_json() {
         .collect();
     assert_eq!(names, ["greet", "multi-greet"]);
     let r = session
-        .call_tool("greet", Some(json!({"name": "Ferris"})))
+        .call_tool(
+            "greet",
+            Some(json!({"name": "Ferris"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Hello, Ferris!");
     // ~2 s before the JSON body arrives (its log messages are not delivered in JSON mode).
     let r = session
-        .call_tool("multi-greet", Some(json!({"name": "Ferris"})))
+        .call_tool(
+            "multi-greet",
+            Some(json!({"name": "Ferris"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Good morning, Ferris!");
@@ -55,6 +65,7 @@ async fn stateless_server_works_without_a_session() {
         .call_tool(
             "start-notification-stream",
             Some(json!({"interval": 10, "count": 3})),
+            RequestOptions::new(),
         )
         .await
         .unwrap();
@@ -69,6 +80,7 @@ async fn stateless_server_works_without_a_session() {
         .get_prompt(
             "greeting-template",
             Some([("name".to_owned(), "Ferris".to_owned())].into()),
+            RequestOptions::new(),
         )
         .await
         .unwrap();
@@ -77,7 +89,10 @@ async fn stateless_server_works_without_a_session() {
         Some("Please greet Ferris in a friendly manner.")
     );
     let r = session
-        .read_resource("https://example.com/greetings/default")
+        .read_resource(
+            "https://example.com/greetings/default",
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.contents[0].text.as_deref(), Some("Hello, world!"));
@@ -102,6 +117,7 @@ async fn backwards_compatible_server_over_both_transports() {
         .call_tool(
             "start-notification-stream",
             Some(json!({"interval": 10, "count": 3})),
+            RequestOptions::new(),
         )
         .await
         .unwrap();
@@ -140,6 +156,7 @@ async fn backwards_compatible_server_over_both_transports() {
         .call_tool(
             "start-notification-stream",
             Some(json!({"interval": 1, "count": 1})),
+            RequestOptions::new(),
         )
         .await
         .unwrap();

@@ -2,6 +2,7 @@
 //! answers, progress inside the POST stream, the standalone GET stream, resumption after a
 //! dropped stream, session expiry, DELETE on close.
 
+use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,10 +42,14 @@ async fn calls_tools_with_sse_answers_and_progress_in_the_post_stream() {
     let session = connect(&server).await;
     assert_eq!(session.server_info().server_info.name, "mcp-fixture-server");
     assert_eq!(session.transport_name(), "tcp");
-    let tools = session.list_all_tools().await.unwrap();
+    let tools = session.list_all_tools(RequestOptions::new()).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "echo"));
     let r = session
-        .call_tool("echo", Some(json!({"text": "over http"})))
+        .call_tool(
+            "echo",
+            Some(json!({"text": "over http"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "over http");
@@ -54,7 +59,7 @@ async fn calls_tools_with_sse_answers_and_progress_in_the_post_stream() {
         move |p| seen.lock().unwrap().push(p.progress)
     });
     let r = session
-        .call_tool_with(
+        .call_tool(
             "slow",
             Some(json!({"duration_ms": 100, "steps": 3})),
             options,
@@ -68,8 +73,12 @@ async fn calls_tools_with_sse_answers_and_progress_in_the_post_stream() {
         .map(|i| {
             let s = session.clone();
             tokio::spawn(async move {
-                s.call_tool("echo", Some(json!({"text": i.to_string()})))
-                    .await
+                s.call_tool(
+                    "echo",
+                    Some(json!({"text": i.to_string()})),
+                    RequestOptions::new(),
+                )
+                .await
             })
         })
         .collect();
@@ -85,7 +94,7 @@ async fn plain_json_answers_work_too() {
     let server = fixture(&["--http-json"]).await;
     let session = connect(&server).await;
     let r = session
-        .call_tool("add", Some(json!({"a": 2, "b": 3})))
+        .call_tool("add", Some(json!({"a": 2, "b": 3})), RequestOptions::new())
         .await
         .unwrap();
     assert_eq!(r.structured_content, Some(json!({"sum": 5})));
@@ -99,13 +108,16 @@ async fn server_initiated_messages_arrive_on_the_get_stream() {
     let session = connect(&server).await;
     let mut notes = session.subscribe();
     session
-        .subscribe_resource("fixture://counter")
+        .subscribe_resource("fixture://counter", RequestOptions::new())
         .await
         .unwrap();
     // The GET stream opens after initialized; bump until its update is seen (bounded).
     let update = tokio::time::timeout(DEADLINE, async {
         loop {
-            session.call_tool("bump_resource", None).await.unwrap();
+            session
+                .call_tool("bump_resource", None, RequestOptions::new())
+                .await
+                .unwrap();
             let got = tokio::time::timeout(Duration::from_millis(500), notes.next()).await;
             if let Ok(Some(ServerNotification::ResourceUpdated(p))) = got {
                 break p;
@@ -130,7 +142,7 @@ async fn a_dropped_response_stream_is_resumed_with_last_event_id() {
     });
     let r = tokio::time::timeout(
         DEADLINE,
-        session.call_tool_with(
+        session.call_tool(
             "slow",
             Some(json!({"duration_ms": 200, "steps": 4})),
             options,
@@ -156,7 +168,11 @@ async fn an_expired_session_is_reinitialized_and_the_refused_request_replayed() 
     let session = connect(&server).await;
     for i in 0..10 {
         let r = session
-            .call_tool("echo", Some(json!({"text": i.to_string()})))
+            .call_tool(
+                "echo",
+                Some(json!({"text": i.to_string()})),
+                RequestOptions::new(),
+            )
             .await;
         assert_eq!(r.expect("replayed on a new session").text(), i.to_string());
     }
@@ -165,8 +181,12 @@ async fn an_expired_session_is_reinitialized_and_the_refused_request_replayed() 
         .map(|i| {
             let s = session.clone();
             tokio::spawn(async move {
-                s.call_tool("echo", Some(json!({"text": i.to_string()})))
-                    .await
+                s.call_tool(
+                    "echo",
+                    Some(json!({"text": i.to_string()})),
+                    RequestOptions::new(),
+                )
+                .await
             })
         })
         .collect();
@@ -222,7 +242,11 @@ async fn the_legacy_sse_transport_works_against_the_fixture() {
         .await
         .expect("connects");
     let r = session
-        .call_tool("echo", Some(json!({"text": "legacy"})))
+        .call_tool(
+            "echo",
+            Some(json!({"text": "legacy"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "legacy");
@@ -232,7 +256,7 @@ async fn the_legacy_sse_transport_works_against_the_fixture() {
         move |p| seen.lock().unwrap().push(p.progress)
     });
     let r = session
-        .call_tool_with(
+        .call_tool(
             "slow",
             Some(json!({"duration_ms": 60, "steps": 2})),
             options,
@@ -258,7 +282,7 @@ async fn auto_detection_falls_back_to_legacy_and_remembers() {
     assert_eq!(memo.get(), Some(HttpFlavor::Streamable));
     assert_eq!(
         session
-            .call_tool("echo", Some(json!({"text": "a"})))
+            .call_tool("echo", Some(json!({"text": "a"})), RequestOptions::new())
             .await
             .unwrap()
             .text(),
@@ -275,7 +299,7 @@ async fn auto_detection_falls_back_to_legacy_and_remembers() {
     assert_eq!(memo.get(), Some(HttpFlavor::LegacySse));
     assert_eq!(
         session
-            .call_tool("echo", Some(json!({"text": "b"})))
+            .call_tool("echo", Some(json!({"text": "b"})), RequestOptions::new())
             .await
             .unwrap()
             .text(),
@@ -290,7 +314,7 @@ async fn auto_detection_falls_back_to_legacy_and_remembers() {
         .expect("connects");
     assert_eq!(
         session
-            .call_tool("echo", Some(json!({"text": "c"})))
+            .call_tool("echo", Some(json!({"text": "c"})), RequestOptions::new())
             .await
             .unwrap()
             .text(),

@@ -22,6 +22,8 @@
 //! `stdio_roundtrip [pin=…]: ours p50 X µs …, floor p50 Y µs …, ratio Z×`, with the client's CPU
 //! time per call (`getrusage(RUSAGE_SELF)`, the bench process only).
 
+use mcp_core::McpServiceExt;
+use mcp_core::RequestOptions;
 use std::hint::black_box;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -133,7 +135,11 @@ fn capture_wire_bytes(fixture: &Path) -> WireBytes {
             .await
             .expect("the fixture (behind tee) initializes");
         let result = session
-            .call_tool("echo", Some(json!({ "text": PAYLOAD })))
+            .call_tool(
+                "echo",
+                Some(json!({ "text": PAYLOAD })),
+                RequestOptions::new(),
+            )
             .await
             .expect("echo answers");
         assert_eq!(result.text(), PAYLOAD);
@@ -224,7 +230,11 @@ impl Ours {
 
     async fn call(session: &ClientSession) {
         let result = session
-            .call_tool("echo", Some(json!({ "text": PAYLOAD })))
+            .call_tool(
+                "echo",
+                Some(json!({ "text": PAYLOAD })),
+                RequestOptions::new(),
+            )
             .await
             .expect("echo answers");
         black_box(result);

@@ -8,6 +8,7 @@
 //! Without a command it runs this workspace's fixture server (`cargo run -p mcp-testkit`) and
 //! calls its `echo` tool.
 
+use mcp_core::McpServiceExt;
 use std::process::ExitCode;
 
 use mcp_core::{ClientSession, RequestOptions, SessionOptions};
@@ -107,7 +108,7 @@ async fn run(args: Args) -> Result<(), mcp_core::Error> {
         info.server_info.version,
         session.protocol_version()
     );
-    let tools = session.list_all_tools().await?;
+    let tools = session.list_all_tools(RequestOptions::new()).await?;
     println!("{} tools:", tools.len());
     for tool in &tools {
         let description = tool
@@ -129,7 +130,7 @@ async fn run(args: Args) -> Result<(), mcp_core::Error> {
             );
         });
         let result = session
-            .call_tool_with(tool, args.arguments.clone(), options)
+            .call_tool(tool, args.arguments.clone(), options)
             .await;
         match result {
             Ok(result) if result.is_error() => {

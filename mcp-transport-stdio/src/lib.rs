@@ -18,7 +18,7 @@
 //! let config = StdioServerConfig::new("mcp-server-everything").arg("stdio");
 //! let transport = StdioTransport::spawn(config)?;
 //! let session = ClientSession::connect(transport, (), SessionOptions::default()).await?;
-//! println!("{:?}", session.list_all_tools().await?);
+//! println!("{:?}", session.list_all_tools(RequestOptions::new()).await?);
 //! session.close().await;
 //! # Ok(()) }
 //! ```

@@ -3,6 +3,7 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +20,7 @@ async fn lists_and_calls_tools_over_newline_delimited_json() {
     let (session, pid) = connect(&[]).await;
     assert_eq!(session.server_info().server_info.name, "mcp-fixture-server");
     assert_eq!(session.transport_name(), "pipe");
-    let tools = session.list_all_tools().await.unwrap();
+    let tools = session.list_all_tools(RequestOptions::new()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for expected in [
         "echo",
@@ -36,12 +37,16 @@ async fn lists_and_calls_tools_over_newline_delimited_json() {
         );
     }
     let echo = session
-        .call_tool("echo", Some(json!({"text": "hello, stdio"})))
+        .call_tool(
+            "echo",
+            Some(json!({"text": "hello, stdio"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(echo.text(), "hello, stdio");
     let add = session
-        .call_tool("add", Some(json!({"a": 2, "b": 40})))
+        .call_tool("add", Some(json!({"a": 2, "b": 40})), RequestOptions::new())
         .await
         .unwrap();
     assert_eq!(add.structured_content, Some(json!({"sum": 42})));
@@ -52,10 +57,13 @@ async fn lists_and_calls_tools_over_newline_delimited_json() {
 #[tokio::test]
 async fn pagination_collects_every_page() {
     let (session, _) = connect(&["--page-size", "2"]).await;
-    let first = session.list_tools(None).await.unwrap();
+    let first = session
+        .list_tools(None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(first.tools.len(), 2);
     assert!(first.next_cursor.is_some());
-    let all = session.list_all_tools().await.unwrap();
+    let all = session.list_all_tools(RequestOptions::new()).await.unwrap();
     assert!(all.len() > 6, "{}", all.len());
     let mut names: Vec<_> = all.iter().map(|t| t.name.clone()).collect();
     names.dedup();
@@ -68,7 +76,11 @@ async fn garbage_lines_on_stdout_are_skipped() {
     let (session, _) = connect(&["--garbage-lines"]).await;
     for i in 0..20 {
         let r = session
-            .call_tool("echo", Some(json!({"text": format!("m{i}")})))
+            .call_tool(
+                "echo",
+                Some(json!({"text": format!("m{i}")})),
+                RequestOptions::new(),
+            )
             .await
             .unwrap();
         assert_eq!(r.text(), format!("m{i}"));
@@ -83,8 +95,12 @@ async fn concurrent_calls_over_one_pipe() {
         .map(|i| {
             let s = session.clone();
             tokio::spawn(async move {
-                s.call_tool("echo", Some(json!({"text": i.to_string()})))
-                    .await
+                s.call_tool(
+                    "echo",
+                    Some(json!({"text": i.to_string()})),
+                    RequestOptions::new(),
+                )
+                .await
             })
         })
         .collect();
@@ -99,13 +115,17 @@ async fn eight_mib_messages_work_both_ways() {
     let (session, _) = connect(&[]).await;
     let big = "z".repeat(8 * 1024 * 1024);
     let r = session
-        .call_tool("echo", Some(json!({"text": big})))
+        .call_tool("echo", Some(json!({"text": big})), RequestOptions::new())
         .await
         .unwrap();
     assert_eq!(r.text().len(), 8 * 1024 * 1024);
     assert!(r.text().bytes().all(|b| b == b'z'));
     let r = session
-        .call_tool("large", Some(json!({"bytes": 8 * 1024 * 1024})))
+        .call_tool(
+            "large",
+            Some(json!({"bytes": 8 * 1024 * 1024})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text().len(), 8 * 1024 * 1024);
@@ -118,7 +138,11 @@ async fn an_oversized_message_fails_its_request_clearly_and_the_session_goes_on(
     let (session, _) = connect_with(config, (), SessionOptions::default()).await;
     let err = tokio::time::timeout(
         DEADLINE,
-        session.call_tool("large", Some(json!({"bytes": 3 * 1024 * 1024}))),
+        session.call_tool(
+            "large",
+            Some(json!({"bytes": 3 * 1024 * 1024})),
+            RequestOptions::new(),
+        ),
     )
     .await
     .expect("fails at once, not after the timeout")
@@ -126,9 +150,12 @@ async fn an_oversized_message_fails_its_request_clearly_and_the_session_goes_on(
     assert_eq!(err.kind(), ErrorKind::Protocol);
     assert!(err.message().contains("1048576-byte limit"), "{err}");
     assert!(err.message().contains("max_message_size"), "{err}");
-    session.ping().await.expect("the session survives");
+    session
+        .ping(RequestOptions::new())
+        .await
+        .expect("the session survives");
     let ok = session
-        .call_tool("large", Some(json!({"bytes": 1000})))
+        .call_tool("large", Some(json!({"bytes": 1000})), RequestOptions::new())
         .await
         .unwrap();
     assert_eq!(ok.text().len(), 1000);
@@ -144,7 +171,7 @@ async fn progress_from_a_long_running_tool_reaches_the_caller() {
         move |p| seen.lock().unwrap().push((p.progress, p.total))
     });
     let r = session
-        .call_tool_with(
+        .call_tool(
             "slow",
             Some(json!({"duration_ms": 200, "steps": 4})),
             options,
@@ -169,7 +196,7 @@ async fn a_timed_out_call_is_cancelled_and_the_session_goes_on() {
     let (session, _) = connect(&[]).await;
     let options = RequestOptions::new().with_timeout(Duration::from_millis(300));
     let err = session
-        .call_tool_with(
+        .call_tool(
             "slow",
             Some(json!({"duration_ms": 60_000, "steps": 2})),
             options,
@@ -179,7 +206,11 @@ async fn a_timed_out_call_is_cancelled_and_the_session_goes_on() {
     assert_eq!(err.kind(), ErrorKind::Timeout);
     // The server dropped the cancelled call (no late answer arrives to confuse anything).
     let r = session
-        .call_tool("echo", Some(json!({"text": "after"})))
+        .call_tool(
+            "echo",
+            Some(json!({"text": "after"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "after");
@@ -189,17 +220,27 @@ async fn a_timed_out_call_is_cancelled_and_the_session_goes_on() {
 #[tokio::test]
 async fn tool_errors_and_protocol_errors_are_told_apart() {
     let (session, _) = connect(&["--fail-first", "1"]).await;
-    let r = session.call_tool("fail", None).await.unwrap();
+    let r = session
+        .call_tool("fail", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert!(r.is_error());
     assert_eq!(r.text(), "failure 1 of 1");
     assert_eq!(
-        session.call_tool("fail", None).await.unwrap().text(),
+        session
+            .call_tool("fail", None, RequestOptions::new())
+            .await
+            .unwrap()
+            .text(),
         "ok after 1 failures"
     );
-    let err = session.call_tool("no_such_tool", None).await.unwrap_err();
+    let err = session
+        .call_tool("no_such_tool", None, RequestOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ToolNotFound);
     let err = session
-        .call_tool("add", Some(json!({"a": "x"})))
+        .call_tool("add", Some(json!({"a": "x"})), RequestOptions::new())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidParams);
@@ -211,7 +252,7 @@ async fn list_changed_and_resource_updates_arrive_as_notifications() {
     let (session, _) = connect(&[]).await;
     let mut notes = session.subscribe();
     session
-        .call_tool("trigger_list_changed", None)
+        .call_tool("trigger_list_changed", None, RequestOptions::new())
         .await
         .unwrap();
     let n = tokio::time::timeout(DEADLINE, notes.next())
@@ -220,7 +261,7 @@ async fn list_changed_and_resource_updates_arrive_as_notifications() {
         .unwrap();
     assert_eq!(n, ServerNotification::ToolListChanged);
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
@@ -229,12 +270,18 @@ async fn list_changed_and_resource_updates_arrive_as_notifications() {
     assert!(names.contains(&"dynamic_tool".to_owned()));
 
     session
-        .subscribe_resource("fixture://counter")
+        .subscribe_resource("fixture://counter", RequestOptions::new())
         .await
         .unwrap();
-    let before = session.read_resource("fixture://counter").await.unwrap();
+    let before = session
+        .read_resource("fixture://counter", RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(before.contents[0].text.as_deref(), Some("counter = 0"));
-    session.call_tool("bump_resource", None).await.unwrap();
+    session
+        .call_tool("bump_resource", None, RequestOptions::new())
+        .await
+        .unwrap();
     let n = tokio::time::timeout(DEADLINE, notes.next())
         .await
         .unwrap()
@@ -243,7 +290,10 @@ async fn list_changed_and_resource_updates_arrive_as_notifications() {
         matches!(n, ServerNotification::ResourceUpdated(ref p) if p.uri == "fixture://counter"),
         "{n:?}"
     );
-    let after = session.read_resource("fixture://counter").await.unwrap();
+    let after = session
+        .read_resource("fixture://counter", RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(after.contents[0].text.as_deref(), Some("counter = 1"));
     session.close().await;
 }
@@ -251,28 +301,49 @@ async fn list_changed_and_resource_updates_arrive_as_notifications() {
 #[tokio::test]
 async fn resources_prompts_and_templates() {
     let (session, _) = connect(&[]).await;
-    let resources = session.list_all_resources().await.unwrap();
+    let resources = session
+        .list_all_resources(RequestOptions::new())
+        .await
+        .unwrap();
     assert!(resources.iter().any(|r| r.uri == "fixture://static/hello"));
-    let templates = session.list_all_resource_templates().await.unwrap();
+    let templates = session
+        .list_all_resource_templates(RequestOptions::new())
+        .await
+        .unwrap();
     assert!(templates
         .iter()
         .any(|t| t.uri_template == "fixture://items/{id}"));
-    let item = session.read_resource("fixture://items/42").await.unwrap();
+    let item = session
+        .read_resource("fixture://items/42", RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(item.contents[0].text.as_deref(), Some("item 42"));
-    let err = session.read_resource("fixture://nope").await.unwrap_err();
+    let err = session
+        .read_resource("fixture://nope", RequestOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Resource);
-    let prompts = session.list_all_prompts().await.unwrap();
+    let prompts = session
+        .list_all_prompts(RequestOptions::new())
+        .await
+        .unwrap();
     assert!(prompts.iter().any(|p| p.name == "greeting"));
     let args = BTreeMap::from([
         ("name".to_owned(), "Ada".to_owned()),
         ("style".to_owned(), "formal".to_owned()),
     ]);
-    let prompt = session.get_prompt("greeting", Some(args)).await.unwrap();
+    let prompt = session
+        .get_prompt("greeting", Some(args), RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(
         prompt.messages[0].content.as_text(),
         Some("Please greet Ada in a formal way.")
     );
-    let err = session.get_prompt("greeting", None).await.unwrap_err();
+    let err = session
+        .get_prompt("greeting", None, RequestOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidParams);
     assert_eq!(err.field(), Some("name"), "{err:?}");
     session.close().await;
@@ -282,7 +353,10 @@ async fn resources_prompts_and_templates() {
 async fn roots_requests_are_answered_by_the_handler() {
     let roots = StaticRoots::new(vec![Root::new("file:///srv/project", "project")]);
     let (session, _) = connect_with(fixture(&[]), roots, SessionOptions::default()).await;
-    let r = session.call_tool("ask_roots", None).await.unwrap();
+    let r = session
+        .call_tool("ask_roots", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert!(!r.is_error(), "{}", r.text());
     let answer: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
     assert_eq!(
@@ -292,7 +366,10 @@ async fn roots_requests_are_answered_by_the_handler() {
     session.close().await;
     // Without the capability the client refuses, and the tool reports the refusal.
     let (session, _) = connect(&[]).await;
-    let r = session.call_tool("ask_roots", None).await.unwrap();
+    let r = session
+        .call_tool("ask_roots", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert!(r.is_error());
     assert!(
         r.text().contains("-32601") || r.text().to_lowercase().contains("method not found"),

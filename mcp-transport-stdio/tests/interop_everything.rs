@@ -3,6 +3,7 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,9 +49,12 @@ async fn handshake_at_every_protocol_version() {
 async fn lists_every_tool_and_calls_them() {
     let (session, _) = connect_with(everything(), (), SessionOptions::default()).await;
     // server-everything sends everything in one page (no nextCursor); list_all follows cursors anyway.
-    let page = session.list_tools(None).await.unwrap();
+    let page = session
+        .list_tools(None, RequestOptions::new())
+        .await
+        .unwrap();
     assert!(page.next_cursor.is_none());
-    let tools = session.list_all_tools().await.unwrap();
+    let tools = session.list_all_tools(RequestOptions::new()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names.len(), 13, "{names:?}");
     for expected in [
@@ -77,12 +81,20 @@ async fn lists_every_tool_and_calls_them() {
     );
 
     let r = session
-        .call_tool("echo", Some(json!({"message": "hi there"})))
+        .call_tool(
+            "echo",
+            Some(json!({"message": "hi there"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: hi there");
     let r = session
-        .call_tool("get-sum", Some(json!({"a": 1, "b": 2})))
+        .call_tool(
+            "get-sum",
+            Some(json!({"a": 1, "b": 2})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "The sum of 1 and 2 is 3.");
@@ -90,6 +102,7 @@ async fn lists_every_tool_and_calls_them() {
         .call_tool(
             "get-structured-content",
             Some(json!({"location": "New York"})),
+            RequestOptions::new(),
         )
         .await
         .unwrap();
@@ -100,14 +113,20 @@ async fn lists_every_tool_and_calls_them() {
             "{key} missing in {structured}"
         );
     }
-    let r = session.call_tool("get-tiny-image", None).await.unwrap();
+    let r = session
+        .call_tool("get-tiny-image", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert!(
         r.content.iter().any(|c| c.type_name() == "image"),
         "{:?}",
         r.content
     );
     // Tool-level failures are results with isError, not protocol errors.
-    let r = session.call_tool("nope", Some(json!({}))).await.unwrap();
+    let r = session
+        .call_tool("nope", Some(json!({})), RequestOptions::new())
+        .await
+        .unwrap();
     assert!(r.is_error());
     assert!(r.text().contains("Tool nope not found"), "{}", r.text());
     session.close().await;
@@ -116,13 +135,19 @@ async fn lists_every_tool_and_calls_them() {
 #[tokio::test]
 async fn reads_resources_and_templates() {
     let (session, _) = connect_with(everything(), (), SessionOptions::default()).await;
-    let resources = session.list_all_resources().await.unwrap();
+    let resources = session
+        .list_all_resources(RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(resources.len(), 7);
     assert!(resources
         .iter()
         .all(|r| r.uri.starts_with("demo://resource/static/document/")));
     let doc = session
-        .read_resource("demo://resource/static/document/architecture.md")
+        .read_resource(
+            "demo://resource/static/document/architecture.md",
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(doc.contents[0].mime_type.as_deref(), Some("text/markdown"));
@@ -131,12 +156,15 @@ async fn reads_resources_and_templates() {
         .as_deref()
         .unwrap()
         .starts_with("# Everything Server – Architecture"));
-    let templates = session.list_all_resource_templates().await.unwrap();
+    let templates = session
+        .list_all_resource_templates(RequestOptions::new())
+        .await
+        .unwrap();
     assert!(templates
         .iter()
         .any(|t| t.uri_template == "demo://resource/dynamic/text/{resourceId}"));
     let dynamic = session
-        .read_resource("demo://resource/dynamic/text/1")
+        .read_resource("demo://resource/dynamic/text/1", RequestOptions::new())
         .await
         .unwrap();
     assert!(dynamic.contents[0]
@@ -145,7 +173,7 @@ async fn reads_resources_and_templates() {
         .unwrap()
         .starts_with("Resource 1: This is a plaintext resource created at"));
     let blob = session
-        .read_resource("demo://resource/dynamic/blob/1")
+        .read_resource("demo://resource/dynamic/blob/1", RequestOptions::new())
         .await
         .unwrap();
     assert!(blob.contents[0]
@@ -153,7 +181,10 @@ async fn reads_resources_and_templates() {
         .as_deref()
         .unwrap()
         .starts_with("UmVzb3VyY2UgMT"));
-    let err = session.read_resource("demo://nope").await.unwrap_err();
+    let err = session
+        .read_resource("demo://nope", RequestOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Resource, "{err:?}");
     session.close().await;
 }
@@ -161,7 +192,10 @@ async fn reads_resources_and_templates() {
 #[tokio::test]
 async fn gets_prompts_with_arguments() {
     let (session, _) = connect_with(everything(), (), SessionOptions::default()).await;
-    let prompts = session.list_all_prompts().await.unwrap();
+    let prompts = session
+        .list_all_prompts(RequestOptions::new())
+        .await
+        .unwrap();
     let args_prompt = prompts
         .iter()
         .find(|p| p.name == "args-prompt")
@@ -173,18 +207,24 @@ async fn gets_prompts_with_arguments() {
         ("city".to_owned(), "Paris".to_owned()),
         ("state".to_owned(), "TX".to_owned()),
     ]);
-    let r = session.get_prompt("args-prompt", Some(args)).await.unwrap();
+    let r = session
+        .get_prompt("args-prompt", Some(args), RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(
         r.messages[0].content.as_text(),
         Some("What's weather in Paris, TX?")
     );
-    let r = session.get_prompt("simple-prompt", None).await.unwrap();
+    let r = session
+        .get_prompt("simple-prompt", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(
         r.messages[0].content.as_text(),
         Some("This is a simple prompt without arguments.")
     );
     let err = session
-        .get_prompt("args-prompt", Some(BTreeMap::new()))
+        .get_prompt("args-prompt", Some(BTreeMap::new()), RequestOptions::new())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidParams);
@@ -200,7 +240,7 @@ async fn progress_from_the_long_running_operation() {
         move |p| seen.lock().unwrap().push((p.progress, p.total))
     });
     let r = session
-        .call_tool_with(
+        .call_tool(
             "trigger-long-running-operation",
             Some(json!({"duration": 0.6, "steps": 3})),
             options,
@@ -285,7 +325,10 @@ async fn answers_roots_list_and_receives_list_changed() {
         logged.data,
         json!("Roots updated: 1 root(s) received from client")
     );
-    let r = session.call_tool("get-roots-list", None).await.unwrap();
+    let r = session
+        .call_tool("get-roots-list", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert!(
         r.text().contains("1. project\n   URI: file:///srv/project"),
         "{}",
@@ -301,7 +344,7 @@ async fn answers_roots_list_and_receives_list_changed() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()

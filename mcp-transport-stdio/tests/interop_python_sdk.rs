@@ -3,6 +3,7 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -40,7 +41,7 @@ async fn handshake_at_every_protocol_version() {
 #[tokio::test]
 async fn lists_and_calls_tools() {
     let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
-    let tools = session.list_all_tools().await.unwrap();
+    let tools = session.list_all_tools(RequestOptions::new()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
@@ -50,19 +51,27 @@ async fn lists_and_calls_tools() {
     assert_eq!(add.input_schema["required"], json!(["a", "b"]));
     assert!(add.output_schema.is_some());
     let r = session
-        .call_tool("add", Some(json!({"a": 1, "b": 2})))
+        .call_tool("add", Some(json!({"a": 1, "b": 2})), RequestOptions::new())
         .await
         .unwrap();
     assert_eq!(r.text(), "3");
     assert_eq!(r.structured_content, Some(json!({"result": 3})));
     assert!(!r.is_error());
     let r = session
-        .call_tool("echo", Some(json!({"text": "héllo ✓"})))
+        .call_tool(
+            "echo",
+            Some(json!({"text": "héllo ✓"})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(r.text(), "héllo ✓");
     let r = session
-        .call_tool("add", Some(json!({"a": "x", "b": 2})))
+        .call_tool(
+            "add",
+            Some(json!({"a": "x", "b": 2})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert!(r.is_error());
@@ -83,7 +92,7 @@ async fn progress_from_a_long_task() {
         }
     });
     let r = session
-        .call_tool_with("long_task", Some(json!({"steps": 3})), options)
+        .call_tool("long_task", Some(json!({"steps": 3})), options)
         .await
         .unwrap();
     assert_eq!(r.text(), "finished 3 steps");
@@ -104,12 +113,18 @@ async fn answers_roots_list() {
         Root::new("file:///srv/b", "b"),
     ]);
     let (session, _) = connect_with(python_server(), roots, SessionOptions::default()).await;
-    let r = session.call_tool("list_roots", None).await.unwrap();
+    let r = session
+        .call_tool("list_roots", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "file:///srv/a\nfile:///srv/b");
     session.close().await;
     // A client without the roots capability refuses; the SDK turns that into a failed call.
     let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
-    let err = session.call_tool("list_roots", None).await.unwrap_err();
+    let err = session
+        .call_tool("list_roots", None, RequestOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Some(-32601), "{err:?}");
     session.close().await;
 }
@@ -118,7 +133,10 @@ async fn answers_roots_list() {
 async fn receives_tools_list_changed() {
     let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
     let mut notes = session.subscribe();
-    let r = session.call_tool("add_tool", None).await.unwrap();
+    let r = session
+        .call_tool("add_tool", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "added tool dynamic");
     let n = tokio::time::timeout(DEADLINE, notes.next())
         .await
@@ -126,14 +144,17 @@ async fn receives_tools_list_changed() {
         .unwrap();
     assert_eq!(n, ServerNotification::ToolListChanged);
     let names: Vec<String> = session
-        .list_all_tools()
+        .list_all_tools(RequestOptions::new())
         .await
         .unwrap()
         .into_iter()
         .map(|t| t.name)
         .collect();
     assert_eq!(names.last().map(String::as_str), Some("dynamic"));
-    let r = session.call_tool("dynamic", None).await.unwrap();
+    let r = session
+        .call_tool("dynamic", None, RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "dynamic tool called");
     session.close().await;
 }
@@ -141,21 +162,42 @@ async fn receives_tools_list_changed() {
 #[tokio::test]
 async fn reads_resources_and_gets_prompts() {
     let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
-    let resources = session.list_all_resources().await.unwrap();
+    let resources = session
+        .list_all_resources(RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(resources.len(), 1);
     assert_eq!(resources[0].uri, "data://greeting");
-    let r = session.read_resource("data://greeting").await.unwrap();
+    let r = session
+        .read_resource("data://greeting", RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.contents[0].text.as_deref(), Some("hello from python"));
-    let templates = session.list_all_resource_templates().await.unwrap();
+    let templates = session
+        .list_all_resource_templates(RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(templates[0].uri_template, "data://items/{item_id}");
-    let r = session.read_resource("data://items/42").await.unwrap();
+    let r = session
+        .read_resource("data://items/42", RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(r.contents[0].text.as_deref(), Some("item 42"));
-    let err = session.read_resource("data://missing").await.unwrap_err();
+    let err = session
+        .read_resource("data://missing", RequestOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Resource, "{err:?}");
-    let prompts = session.list_all_prompts().await.unwrap();
+    let prompts = session
+        .list_all_prompts(RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(prompts[0].name, "review");
     let args = BTreeMap::from([("code".to_owned(), "fn main() {}".to_owned())]);
-    let p = session.get_prompt("review", Some(args)).await.unwrap();
+    let p = session
+        .get_prompt("review", Some(args), RequestOptions::new())
+        .await
+        .unwrap();
     assert_eq!(
         p.messages[0].content.as_text(),
         Some("Please review this code:\n\nfn main() {}")

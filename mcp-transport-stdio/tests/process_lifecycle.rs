@@ -2,6 +2,8 @@
 
 mod common;
 
+use mcp_core::McpServiceExt;
+use mcp_core::RequestOptions;
 use std::time::Duration;
 
 use common::*;
@@ -142,12 +144,20 @@ async fn a_crash_mid_call_fails_every_pending_request_with_status_and_stderr() {
         .map(|_| {
             let s = session.clone();
             tokio::spawn(async move {
-                s.call_tool("slow", Some(json!({"duration_ms": 600_000, "steps": 1})))
-                    .await
+                s.call_tool(
+                    "slow",
+                    Some(json!({"duration_ms": 600_000, "steps": 1})),
+                    RequestOptions::new(),
+                )
+                .await
             })
         })
         .collect();
-    let crash = session.call_tool("crash", Some(json!({"exit_code": 3})));
+    let crash = session.call_tool(
+        "crash",
+        Some(json!({"exit_code": 3})),
+        RequestOptions::new(),
+    );
     let crash_err = tokio::time::timeout(DEADLINE, crash)
         .await
         .expect("fails long before the 120 s timeout")
@@ -179,7 +189,10 @@ async fn a_crash_mid_call_fails_every_pending_request_with_status_and_stderr() {
 async fn the_stderr_ring_buffer_is_bounded() {
     let config = fixture(&["--stderr-noise", "5000"]).stderr_buffer(2048);
     let (session, pid) = connect_with(config, (), SessionOptions::default()).await;
-    let err = session.call_tool("crash", None).await.unwrap_err();
+    let err = session
+        .call_tool("crash", None, RequestOptions::new())
+        .await
+        .unwrap_err();
     let message = err.message();
     let tail = &message[message.find("stderr tail").expect("has a tail")..];
     assert!(tail.len() < 2048 + 100, "tail of {} bytes", tail.len());

@@ -1,6 +1,8 @@
 //! Our client (`mcp-core` + `mcp-transport-stdio`, or `mcp-transport-http`'s Streamable HTTP
 //! transport with `--transport http`) doing the benchmark calls.
 
+use mcp_core::McpServiceExt;
+use mcp_core::RequestOptions;
 use std::rc::Rc;
 
 use mcp_bench::http_server::HttpServer;
@@ -54,7 +56,7 @@ async fn bench<T: McpTransport>(args: &ClientArgs, transport: T) -> Result<(), S
             let arguments = arguments.clone();
             async move {
                 let result = session
-                    .call_tool(payload.tool(), Some(arguments))
+                    .call_tool(payload.tool(), Some(arguments), RequestOptions::new())
                     .await
                     .map_err(|e| e.to_string())?;
                 match result.content.first().and_then(|c| c.as_text()) {

@@ -4,6 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::error::ErrorCodeTable;
 use crate::types::{Implementation, ProgressNotificationParams};
 use crate::version::ProtocolVersion;
@@ -32,8 +34,12 @@ pub struct SessionOptions {
     pub notification_buffer: usize,
     /// Maps server error codes to error kinds. Default: [`ErrorCodeTable::default`].
     pub error_codes: ErrorCodeTable,
-    /// Page cap of the `list_all_*` helpers. Default: 100.
-    pub max_pages: usize,
+    /// How long [`close`](super::ClientSession::close) lets the transport end the connection
+    /// gracefully before the session drops it (which releases everything at once). Default: 10 s.
+    pub close_timeout: Duration,
+    /// Server→client requests (sampling, elicitation, roots) handled at once; past it the server
+    /// gets a JSON-RPC error instead of another task. Default: 32.
+    pub max_concurrent_server_requests: usize,
 }
 
 impl Default for SessionOptions {
@@ -47,7 +53,8 @@ impl Default for SessionOptions {
             max_request_time: Duration::from_secs(600),
             notification_buffer: 1024,
             error_codes: ErrorCodeTable::default(),
-            max_pages: 100,
+            close_timeout: Duration::from_secs(10),
+            max_concurrent_server_requests: 32,
         }
     }
 }
@@ -94,8 +101,15 @@ impl SessionOptions {
 /// Per-request overrides and the progress callback.
 #[derive(Clone, Default)]
 pub struct RequestOptions {
-    /// Overrides [`SessionOptions::request_timeout`].
+    /// Overrides [`SessionOptions::request_timeout`]: how long the request may take from the
+    /// moment it is issued (queueing, sending, waiting for headers, body and response).
     pub timeout: Option<Duration>,
+    /// An absolute deadline that nothing waits past, whatever `timeout` says — set by the
+    /// caller or by a timeout layer, so that every attempt of a retried request shares one
+    /// deadline.
+    pub deadline: Option<Instant>,
+    /// Page cap of the `list_all_*` methods. Default: 100.
+    pub max_pages: Option<usize>,
     /// Overrides [`SessionOptions::reset_timeout_on_progress`].
     pub reset_timeout_on_progress: Option<bool>,
     /// Overrides [`SessionOptions::max_request_time`].
@@ -110,9 +124,28 @@ impl RequestOptions {
         RequestOptions::default()
     }
 
-    /// Sets this request's deadline.
+    /// Sets how long this request may take.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets an absolute deadline (kept when an earlier one is already set).
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self
+    }
+
+    /// The moment this request must be over: the earlier of [`deadline`](Self::deadline) and
+    /// `started + timeout` (with `default_timeout` when no `timeout` is set).
+    pub fn deadline_from(&self, started: Instant, default_timeout: Duration) -> Instant {
+        let by_timeout = started + self.timeout.unwrap_or(default_timeout);
+        self.deadline.map_or(by_timeout, |d| d.min(by_timeout))
+    }
+
+    /// Sets the page cap of the `list_all_*` methods.
+    pub fn with_max_pages(mut self, pages: usize) -> Self {
+        self.max_pages = Some(pages);
         self
     }
 
@@ -137,6 +170,8 @@ impl fmt::Debug for RequestOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestOptions")
             .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
+            .field("max_pages", &self.max_pages)
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("max_total_time", &self.max_total_time)
             .field("on_progress", &self.on_progress.is_some())

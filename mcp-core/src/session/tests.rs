@@ -5,9 +5,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::request::with_progress_token;
 use super::*;
+use crate::jsonrpc::{ErrorObject, Message, Request, Response};
 use crate::transport::{ChannelTransport, ServerEnd};
-use crate::ErrorCodeTable;
+use crate::{Delivery, ErrorCodeTable, ErrorKind, McpServiceExt};
+use serde_json::Value;
+use tokio::time::Instant;
 
 const STEP: Duration = Duration::from_secs(5);
 
@@ -181,8 +185,12 @@ async fn concurrent_requests_are_correlated_by_id() {
         .map(|i| {
             let s = session.clone();
             tokio::spawn(async move {
-                s.call_tool("echo", Some(json!({"text": i.to_string()})))
-                    .await
+                s.call_tool(
+                    "echo",
+                    Some(json!({"text": i.to_string()})),
+                    RequestOptions::new(),
+                )
+                .await
             })
         })
         .collect();
@@ -218,7 +226,7 @@ async fn a_timed_out_request_is_cancelled_on_the_server() {
     let options = RequestOptions::new().with_timeout(Duration::from_millis(200));
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool_with("slow", None, options).await }
+        async move { s.call_tool("slow", None, options).await }
     });
     let request = server.expect_request("tools/call").await;
     let err = call.await.unwrap().unwrap_err();
@@ -242,7 +250,7 @@ impl ClientSession {
     async fn ping_answered(&self, server: &mut FakeServer) {
         let ping = tokio::spawn({
             let s = self.clone();
-            async move { s.ping().await }
+            async move { s.ping(RequestOptions::new()).await }
         });
         let r = server.expect_request("ping").await;
         server.respond(r.id, json!({})).await;
@@ -255,7 +263,7 @@ async fn dropping_a_request_future_cancels_it_on_the_server() {
     let (session, mut server) = connect().await;
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool("slow", None).await }
+        async move { s.call_tool("slow", None, RequestOptions::new()).await }
     });
     let request = server.expect_request("tools/call").await;
     call.abort();
@@ -280,7 +288,7 @@ async fn progress_reaches_the_caller() {
     });
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool_with("slow", None, options).await }
+        async move { s.call_tool("slow", None, options).await }
     });
     let request = server.expect_request("tools/call").await;
     let token = progress_token(&request);
@@ -324,7 +332,7 @@ async fn progress_resets_the_deadline_up_to_the_hard_cap() {
     let call = tokio::spawn({
         let s = session.clone();
         let options = options.clone();
-        async move { s.call_tool_with("slow", None, options).await }
+        async move { s.call_tool("slow", None, options).await }
     });
     let request = server.expect_request("tools/call").await;
     let token = progress_token(&request);
@@ -346,7 +354,7 @@ async fn progress_resets_the_deadline_up_to_the_hard_cap() {
     let started = Instant::now();
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool_with("slow", None, options).await }
+        async move { s.call_tool("slow", None, options).await }
     });
     let request = server.expect_request("tools/call").await;
     let token = progress_token(&request);
@@ -377,7 +385,7 @@ async fn without_reset_progress_does_not_extend_the_deadline() {
     let started = Instant::now();
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool_with("slow", None, options).await }
+        async move { s.call_tool("slow", None, options).await }
     });
     let request = server.expect_request("tools/call").await;
     let token = progress_token(&request);
@@ -400,7 +408,7 @@ async fn transport_end_fails_every_pending_request_at_once() {
     let calls: Vec<_> = (0..3)
         .map(|_| {
             let s = session.clone();
-            tokio::spawn(async move { s.call_tool("slow", None).await })
+            tokio::spawn(async move { s.call_tool("slow", None, RequestOptions::new()).await })
         })
         .collect();
     for _ in 0..3 {
@@ -419,7 +427,14 @@ async fn transport_end_fails_every_pending_request_at_once() {
     assert!(session.is_closed());
     assert_eq!(session.closed().await.kind(), ErrorKind::Network);
     // New requests fail at once too.
-    assert_eq!(session.ping().await.unwrap_err().kind(), ErrorKind::Network);
+    assert_eq!(
+        session
+            .ping(RequestOptions::new())
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Network
+    );
 }
 
 #[tokio::test]
@@ -587,7 +602,10 @@ async fn server_errors_are_classified_through_the_table() {
     let (session, mut server) = connect().await;
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool("nope", Some(json!({}))).await }
+        async move {
+            s.call_tool("nope", Some(json!({})), RequestOptions::new())
+                .await
+        }
     });
     let r = server.expect_request("tools/call").await;
     server
@@ -612,7 +630,7 @@ async fn custom_error_table_is_used() {
     let (session, mut server, _) = connect_with((), options, "2025-11-25").await;
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool("t", None).await }
+        async move { s.call_tool("t", None, RequestOptions::new()).await }
     });
     let r = server.expect_request("tools/call").await;
     server
@@ -629,7 +647,7 @@ async fn list_all_tools_follows_cursors() {
     let (session, mut server) = connect().await;
     let list = tokio::spawn({
         let s = session.clone();
-        async move { s.list_all_tools().await }
+        async move { s.list_all_tools(RequestOptions::new()).await }
     });
     for (cursor, names, next) in [
         (Value::Null, vec!["a", "b"], json!("p2")),
@@ -664,13 +682,21 @@ async fn typed_helpers_send_the_right_params() {
     let (session, mut server) = connect().await;
     let s = session.clone();
     let client = tokio::spawn(async move {
-        s.set_logging_level(LoggingLevel::Warning).await.unwrap();
-        s.subscribe_resource("x://r").await.unwrap();
-        let read = s.read_resource("x://r").await.unwrap();
+        s.set_logging_level(LoggingLevel::Warning, RequestOptions::new())
+            .await
+            .unwrap();
+        s.subscribe_resource("x://r", RequestOptions::new())
+            .await
+            .unwrap();
+        let read = s
+            .read_resource("x://r", RequestOptions::new())
+            .await
+            .unwrap();
         let prompt = s
             .get_prompt(
                 "greet",
                 Some([("name".to_owned(), "Ada".to_owned())].into()),
+                RequestOptions::new(),
             )
             .await
             .unwrap();
@@ -782,7 +808,14 @@ async fn close_ends_the_session_and_the_server_sees_the_end() {
         .unwrap()
         .is_none());
     assert!(stream.next().await.is_none());
-    assert_eq!(session.ping().await.unwrap_err().kind(), ErrorKind::Network);
+    assert_eq!(
+        session
+            .ping(RequestOptions::new())
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Network
+    );
     assert!(session.subscribe().next().await.is_none());
 }
 
@@ -808,7 +841,7 @@ async fn malformed_results_are_protocol_errors() {
     let (session, mut server) = connect().await;
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.list_tools(None).await }
+        async move { s.list_tools(None, RequestOptions::new()).await }
     });
     let r = server.expect_request("tools/list").await;
     server.respond(r.id, json!({"tools": "not a list"})).await;
@@ -833,7 +866,7 @@ async fn many_requests_from_many_tasks_all_complete() {
             let s = session.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                s.ping().await.unwrap();
+                s.ping(RequestOptions::new()).await.unwrap();
                 done.fetch_add(1, Ordering::Relaxed);
             })
         })
@@ -850,7 +883,7 @@ async fn a_request_dropped_just_before_close_is_still_cancelled_on_the_server() 
     let (session, mut server) = connect().await;
     let call = tokio::spawn({
         let s = session.clone();
-        async move { s.call_tool("slow", None).await }
+        async move { s.call_tool("slow", None, RequestOptions::new()).await }
     });
     let request = server.expect_request("tools/call").await;
     call.abort();
@@ -863,4 +896,266 @@ async fn a_request_dropped_just_before_close_is_still_cancelled_on_the_server() 
         .await
         .unwrap()
         .is_none());
+}
+
+/// Connects over a pair whose client→server direction holds `capacity` messages, returning the
+/// raw server end: once the test stops reading it, the transport stops taking messages.
+async fn connect_over_pair(
+    capacity: usize,
+    options: SessionOptions,
+    handler: impl ClientHandler,
+) -> (ClientSession, FakeServer) {
+    let (transport, end) = ChannelTransport::pair(capacity);
+    let mut server = FakeServer { end };
+    let server_task = tokio::spawn(async move {
+        server.handshake("2025-11-25").await;
+        server
+    });
+    let session = ClientSession::connect(transport, handler, options)
+        .await
+        .expect("connects");
+    (session, server_task.await.unwrap())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_the_transport_cannot_take_times_out_at_its_deadline() {
+    // One slot towards the server, and the server stops reading after the handshake: the first
+    // call fills the slot, every later one waits inside `send`.
+    let (session, mut server) = connect_over_pair(1, SessionOptions::default(), ()).await;
+    let timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let calls: Vec<_> = (0..5)
+        .map(|i| {
+            let s = session.clone();
+            let options = RequestOptions::new().with_timeout(timeout);
+            tokio::spawn(async move { s.call_tool("echo", Some(json!({"i": i})), options).await })
+        })
+        .collect();
+    for call in calls {
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+        assert_eq!(err.delivery(), Some(Delivery::Sent));
+        let elapsed = Instant::now() - started;
+        assert!(
+            elapsed >= timeout && elapsed < timeout + Duration::from_millis(50),
+            "{elapsed:?}"
+        );
+    }
+    assert_eq!(session.pending_requests(), 0);
+    // The server reads again: it hears the cancellation of the one request it got, and the
+    // session works.
+    let first = server.expect_request("tools/call").await;
+    let cancel = server.expect_notification("notifications/cancelled").await;
+    let params: CancelledNotificationParams = cancel.params.unwrap().into_typed().unwrap();
+    assert_eq!(params.request_id, first.id);
+    let ping = tokio::spawn({
+        let s = session.clone();
+        async move { s.ping(RequestOptions::new()).await }
+    });
+    let r = loop {
+        match server.next().await {
+            Message::Request(r) if r.method == "ping" => break r,
+            Message::Notification(n) if n.method == "notifications/cancelled" => continue,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    server.respond(r.id, json!({})).await;
+    ping.await.unwrap().expect("the session is usable again");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_absolute_deadline_wins_over_a_longer_timeout() {
+    let (session, mut server) = connect().await;
+    let started = Instant::now();
+    let options = RequestOptions::new()
+        .with_timeout(Duration::from_secs(30))
+        .with_deadline(started + Duration::from_secs(1));
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("slow", None, options).await }
+    });
+    server.expect_request("tools/call").await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert_eq!(Instant::now() - started, Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn notify_is_bounded_when_the_transport_takes_nothing() {
+    let options = SessionOptions::default().with_request_timeout(Duration::from_secs(1));
+    let (session, _server) = connect_over_pair(1, options, ()).await;
+    // Fill the one slot, then the next notification cannot be taken.
+    session.notify("notifications/x", None).await.unwrap();
+    let started = Instant::now();
+    let err = session.notify("notifications/x", None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(err.message().contains("notifications/x"), "{err}");
+    assert_eq!(Instant::now() - started, Duration::from_secs(1));
+}
+
+/// A transport whose close never finishes (a peer that ignores every way of ending).
+struct StuckOnClose(ChannelTransport);
+
+struct StuckSender(crate::transport::ChannelSender);
+
+#[async_trait::async_trait]
+impl TransportSender for StuckSender {
+    async fn send(&self, message: Message) -> Result<(), crate::TransportError> {
+        self.0.send(message).await
+    }
+    async fn close(&self) -> Result<(), crate::TransportError> {
+        std::future::pending().await
+    }
+    fn transport_name(&self) -> &'static str {
+        "stuck"
+    }
+}
+
+impl Transport for StuckOnClose {
+    type Sender = StuckSender;
+    type Receiver = crate::transport::ChannelReceiver;
+    fn split(self) -> (StuckSender, crate::transport::ChannelReceiver) {
+        let (sender, receiver) = self.0.split();
+        (StuckSender(sender), receiver)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn close_is_bounded_when_the_transport_never_closes() {
+    let (transport, end) = ChannelTransport::pair(8);
+    let mut server = FakeServer { end };
+    let server_task = tokio::spawn(async move {
+        server.handshake("2025-11-25").await;
+        server
+    });
+    let options = SessionOptions {
+        close_timeout: Duration::from_secs(3),
+        ..SessionOptions::default()
+    };
+    let session = ClientSession::connect(StuckOnClose(transport), (), options)
+        .await
+        .unwrap();
+    let _server = server_task.await.unwrap();
+    let started = Instant::now();
+    session.close().await;
+    let took = Instant::now() - started;
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert!(session.is_closed());
+    assert_eq!(
+        session
+            .ping(RequestOptions::new())
+            .await
+            .unwrap_err()
+            .delivery(),
+        Some(Delivery::NotSent)
+    );
+}
+
+/// A handler whose sampling never finishes (a human who never answers).
+struct NeverSamples;
+
+#[async_trait::async_trait]
+impl ClientHandler for NeverSamples {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            sampling: Some(json!({})),
+            ..ClientCapabilities::default()
+        }
+    }
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn server_requests_past_the_cap_are_answered_busy() {
+    let options = SessionOptions {
+        max_concurrent_server_requests: 2,
+        ..SessionOptions::default()
+    };
+    let (session, mut server) = connect_over_pair(16, options, NeverSamples).await;
+    let sampling = || Some(Payload::Value(json!({"messages": [], "maxTokens": 5})));
+    for id in ["s1", "s2"] {
+        server
+            .send(Request::new(id, "sampling/createMessage", sampling()))
+            .await;
+    }
+    let deadline = Instant::now() + STEP;
+    while session.server_requests_in_flight() < 2 {
+        assert!(Instant::now() < deadline, "handler tasks never started");
+        tokio::task::yield_now().await;
+    }
+    let busy = server_request(
+        &mut server,
+        "s3",
+        "sampling/createMessage",
+        json!({"messages": [], "maxTokens": 5}),
+    )
+    .await;
+    let error = busy.outcome.unwrap_err();
+    assert_eq!(error.code, server_requests::BUSY_ERROR_CODE);
+    assert!(error.message.contains("busy"), "{}", error.message);
+    // Pings are still answered, without a task.
+    let pong = server_request(&mut server, "p1", "ping", json!({})).await;
+    assert!(pong.outcome.is_ok());
+    // Once the server cancels one, there is room again.
+    server
+        .notify("notifications/cancelled", json!({"requestId": "s1"}))
+        .await;
+    let deadline = Instant::now() + STEP;
+    while session.server_requests_in_flight() > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the cancelled task is still counted"
+        );
+        tokio::task::yield_now().await;
+    }
+    server
+        .send(Request::new("s4", "sampling/createMessage", sampling()))
+        .await;
+    let deadline = Instant::now() + STEP;
+    while session.server_requests_in_flight() < 2 {
+        assert!(Instant::now() < deadline, "s4 was not taken");
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_say_how_far_the_request_got() {
+    let (session, mut server) = connect().await;
+    // Answered with an error.
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("t", None, RequestOptions::new()).await }
+    });
+    let r = server.expect_request("tools/call").await;
+    server
+        .send(Response::error(Some(r.id), ErrorObject::internal("boom")))
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.delivery(), Some(Delivery::Answered));
+    assert_eq!(err.subject(), Some("t"));
+    // Sent, then the connection died.
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("t", None, RequestOptions::new()).await }
+    });
+    server.expect_request("tools/call").await;
+    drop(server);
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network);
+    assert_eq!(err.delivery(), Some(Delivery::Sent));
+    // After the end, nothing is sent.
+    let err = session
+        .call_tool("t", None, RequestOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.delivery(), Some(Delivery::NotSent));
+    assert!(err.was_never_sent());
 }

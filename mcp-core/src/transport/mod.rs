@@ -141,6 +141,7 @@ pub struct TransportError {
     message: String,
     fatal: bool,
     request_id: Option<RequestId>,
+    never_sent: bool,
 }
 
 impl TransportError {
@@ -151,6 +152,7 @@ impl TransportError {
             message: message.into(),
             fatal: true,
             request_id: None,
+            never_sent: false,
         }
     }
 
@@ -161,6 +163,7 @@ impl TransportError {
             message: message.into(),
             fatal: false,
             request_id: None,
+            never_sent: false,
         }
     }
 
@@ -168,6 +171,30 @@ impl TransportError {
     pub fn for_request(mut self, id: Option<RequestId>) -> Self {
         self.request_id = id;
         self
+    }
+
+    /// Marks a failed `send` whose message provably never reached the server (e.g. HTTP 503 or
+    /// 429: the server refused the request before handling it), so that a retry layer may send
+    /// even a side-effecting request again.
+    pub fn never_sent(mut self) -> Self {
+        self.never_sent = true;
+        self
+    }
+
+    /// Whether the message of a failed `send` may have reached the server. False when marked
+    /// [`never_sent`](TransportError::never_sent) and for the kinds that mean nothing was
+    /// delivered: [`Connect`](TransportErrorKind::Connect), [`Closed`](TransportErrorKind::Closed),
+    /// [`SessionExpired`](TransportErrorKind::SessionExpired) (the server refused the session
+    /// before reading the request) and [`Unauthorized`](TransportErrorKind::Unauthorized).
+    pub fn may_have_been_delivered(&self) -> bool {
+        !(self.never_sent
+            || matches!(
+                self.kind,
+                TransportErrorKind::Connect
+                    | TransportErrorKind::Closed
+                    | TransportErrorKind::SessionExpired
+                    | TransportErrorKind::Unauthorized
+            ))
     }
 
     /// The kind.
@@ -209,6 +236,13 @@ impl From<TransportError> for crate::Error {
             }
             _ => ErrorKind::Network,
         };
-        crate::Error::new(kind, e.message.clone()).with_source(e)
+        let delivery = if e.may_have_been_delivered() {
+            crate::Delivery::Sent
+        } else {
+            crate::Delivery::NotSent
+        };
+        crate::Error::new(kind, e.message.clone())
+            .with_delivery(delivery)
+            .with_source(e)
     }
 }

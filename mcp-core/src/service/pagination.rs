@@ -5,6 +5,10 @@ use std::future::Future;
 
 use crate::error::Error;
 
+/// The page cap of the `list_all_*` methods unless
+/// [`RequestOptions::max_pages`](crate::RequestOptions::max_pages) says otherwise.
+pub(crate) const DEFAULT_MAX_PAGES: usize = 100;
+
 /// Fetches pages until one has no `nextCursor`. Fails clearly when the server returns more than
 /// `max_pages` pages or repeats a cursor (which would loop forever).
 pub(crate) async fn collect_pages<T, F, Fut>(

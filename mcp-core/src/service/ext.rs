@@ -1,0 +1,383 @@
+//! The typed MCP methods, on any [`McpService`]: a session, or a stack of layers around one.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::pagination::{collect_pages, DEFAULT_MAX_PAGES};
+use super::{McpService, Operation};
+use crate::error::{Delivery, Error, ErrorKind};
+use crate::jsonrpc::Payload;
+use crate::session::RequestOptions;
+use crate::types::*;
+
+/// A request that could not be encoded never left the client.
+pub(crate) fn encode_error(e: serde_json::Error) -> Error {
+    Error::new(
+        ErrorKind::InvalidParams,
+        format!("could not encode the request: {e}"),
+    )
+    .with_delivery(Delivery::NotSent)
+}
+
+fn invalid_result(method: &str, e: serde_json::Error) -> Error {
+    Error::protocol(format!("invalid {method} result: {e}")).with_delivery(Delivery::Answered)
+}
+
+impl Operation {
+    /// A `tools/call` of `name` with JSON `arguments` (an object, or `None`). Not idempotent
+    /// unless marked so with [`with_idempotent`](Operation::with_idempotent).
+    pub fn call_tool(name: &str, arguments: Option<Value>) -> Operation {
+        let mut params = Map::with_capacity(3);
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), arguments);
+        }
+        Operation::new(
+            methods::TOOLS_CALL,
+            Some(Payload::Value(Value::Object(params))),
+        )
+        .with_subject(name)
+    }
+
+    /// A `tools/call` whose arguments are raw JSON text (e.g. straight from a model's output):
+    /// validated once, never turned into a value tree.
+    pub fn call_tool_raw(
+        name: &str,
+        arguments: &serde_json::value::RawValue,
+    ) -> Result<Operation, Error> {
+        #[derive(Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            arguments: &'a serde_json::value::RawValue,
+        }
+        let raw =
+            serde_json::value::to_raw_value(&Params { name, arguments }).map_err(encode_error)?;
+        Ok(Operation::new(methods::TOOLS_CALL, Some(Payload::Raw(raw))).with_subject(name))
+    }
+
+    /// An operation whose parameters are `params` serialized.
+    pub fn with_params<P: Serialize + ?Sized>(
+        method: impl Into<Cow<'static, str>>,
+        params: &P,
+    ) -> Result<Operation, Error> {
+        let params = Payload::from_serialize(params).map_err(encode_error)?;
+        Ok(Operation::new(method, Some(params)))
+    }
+}
+
+/// Parses a `tools/call` result.
+pub(crate) fn call_tool_result(result: Payload, name: &str) -> Result<CallToolResult, Error> {
+    result
+        .into_typed()
+        .map_err(|e| invalid_result(methods::TOOLS_CALL, e).with_subject(name))
+}
+
+/// One page of a paginated list.
+async fn list_page<S, R>(
+    service: &S,
+    method: &'static str,
+    cursor: Option<String>,
+    options: RequestOptions,
+) -> Result<R, Error>
+where
+    S: McpService + ?Sized,
+    R: DeserializeOwned,
+{
+    let operation =
+        Operation::with_params(method, &PaginatedRequestParams { cursor })?.with_options(options);
+    let result = service.call(operation).await?;
+    result.into_typed().map_err(|e| invalid_result(method, e))
+}
+
+/// Every page of a paginated list (up to [`RequestOptions::max_pages`]); `split` takes a page's
+/// items and next cursor.
+async fn list_all<S, R, T>(
+    service: &S,
+    method: &'static str,
+    options: RequestOptions,
+    split: impl Fn(R) -> (Vec<T>, Option<String>),
+) -> Result<Vec<T>, Error>
+where
+    S: McpService + ?Sized,
+    R: DeserializeOwned,
+{
+    let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
+    let split = &split;
+    let options = &options;
+    collect_pages(method, max_pages, |cursor| {
+        let page = list_page::<S, R>(service, method, cursor, options.clone());
+        async move { page.await.map(split) }
+    })
+    .await
+}
+
+/// The MCP methods, typed, on any [`McpService`]. Every method takes [`RequestOptions`]
+/// (`RequestOptions::new()` for the defaults: the service's deadline, no progress callback).
+///
+/// Errors name what they are about ([`Error::subject`]): the tool, URI or prompt.
+pub trait McpServiceExt: McpService {
+    /// Any request, raw: parameters as a [`Payload`], the result unparsed.
+    fn request(
+        &self,
+        method: impl Into<Cow<'static, str>> + Send,
+        params: Option<Payload>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Payload, Error>> + Send {
+        self.call(Operation::new(method, params).with_options(options))
+    }
+
+    /// Any request with serializable parameters and a typed result.
+    fn request_typed<P, R>(
+        &self,
+        method: &'static str,
+        params: &P,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<R, Error>> + Send
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let operation = Operation::with_params(method, params).map(|o| o.with_options(options));
+        async move {
+            let result = self.call(operation?).await?;
+            result.into_typed().map_err(|e| invalid_result(method, e))
+        }
+    }
+
+    /// `ping`: checks that the server answers.
+    fn ping(&self, options: RequestOptions) -> impl Future<Output = Result<(), Error>> + Send {
+        let operation = Operation::new(methods::PING, None).with_options(options);
+        async move { self.call(operation).await.map(|_| ()) }
+    }
+
+    /// `tools/list`: one page.
+    fn list_tools(
+        &self,
+        cursor: Option<String>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<ListToolsResult, Error>> + Send {
+        list_page(self, methods::TOOLS_LIST, cursor, options)
+    }
+
+    /// Every tool, following cursors up to [`RequestOptions::max_pages`] pages (default 100).
+    fn list_all_tools(
+        &self,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Vec<Tool>, Error>> + Send {
+        list_all(
+            self,
+            methods::TOOLS_LIST,
+            options,
+            |page: ListToolsResult| (page.tools, page.next_cursor),
+        )
+    }
+
+    /// `tools/call` with JSON arguments (an object, or `None`). Never idempotent: a layer that
+    /// retries sends it again only when it provably never reached the server. To call a tool
+    /// known to be safe to repeat, build [`Operation::call_tool`] and mark it.
+    fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<CallToolResult, Error>> + Send {
+        let operation = Operation::call_tool(name, arguments).with_options(options);
+        async move { call_tool_result(self.call(operation).await?, name) }
+    }
+
+    /// `tools/call` with arguments given as raw JSON text (e.g. straight from a model's output):
+    /// the arguments are validated once and never turned into a value tree, and the result is
+    /// returned raw for the caller to pass through or parse.
+    fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: &serde_json::value::RawValue,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Payload, Error>> + Send {
+        let operation = Operation::call_tool_raw(name, arguments).map(|o| o.with_options(options));
+        async move { self.call(operation?).await }
+    }
+
+    /// `resources/list`: one page.
+    fn list_resources(
+        &self,
+        cursor: Option<String>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<ListResourcesResult, Error>> + Send {
+        list_page(self, methods::RESOURCES_LIST, cursor, options)
+    }
+
+    /// Every resource, following cursors.
+    fn list_all_resources(
+        &self,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Vec<Resource>, Error>> + Send {
+        list_all(
+            self,
+            methods::RESOURCES_LIST,
+            options,
+            |page: ListResourcesResult| (page.resources, page.next_cursor),
+        )
+    }
+
+    /// `resources/templates/list`: one page.
+    fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, Error>> + Send {
+        list_page(self, methods::RESOURCES_TEMPLATES_LIST, cursor, options)
+    }
+
+    /// Every resource template, following cursors.
+    fn list_all_resource_templates(
+        &self,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Vec<ResourceTemplate>, Error>> + Send {
+        list_all(
+            self,
+            methods::RESOURCES_TEMPLATES_LIST,
+            options,
+            |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor),
+        )
+    }
+
+    /// `resources/read`.
+    fn read_resource(
+        &self,
+        uri: &str,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<ReadResourceResult, Error>> + Send {
+        let operation = Operation::with_params(
+            methods::RESOURCES_READ,
+            &ReadResourceRequestParams {
+                uri: uri.to_owned(),
+            },
+        )
+        .map(|o| o.with_options(options).with_subject(uri));
+        async move {
+            let result = self.call(operation?).await?;
+            result
+                .into_typed()
+                .map_err(|e| invalid_result(methods::RESOURCES_READ, e).with_subject(uri))
+        }
+    }
+
+    /// `resources/subscribe`: the server will send `notifications/resources/updated` for `uri`.
+    fn subscribe_resource(
+        &self,
+        uri: &str,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        subscription(self, methods::RESOURCES_SUBSCRIBE, uri, options)
+    }
+
+    /// `resources/unsubscribe`.
+    fn unsubscribe_resource(
+        &self,
+        uri: &str,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        subscription(self, methods::RESOURCES_UNSUBSCRIBE, uri, options)
+    }
+
+    /// `prompts/list`: one page.
+    fn list_prompts(
+        &self,
+        cursor: Option<String>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<ListPromptsResult, Error>> + Send {
+        list_page(self, methods::PROMPTS_LIST, cursor, options)
+    }
+
+    /// Every prompt, following cursors.
+    fn list_all_prompts(
+        &self,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Vec<Prompt>, Error>> + Send {
+        list_all(
+            self,
+            methods::PROMPTS_LIST,
+            options,
+            |page: ListPromptsResult| (page.prompts, page.next_cursor),
+        )
+    }
+
+    /// `prompts/get` with string arguments.
+    fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<GetPromptResult, Error>> + Send {
+        let operation = Operation::with_params(
+            methods::PROMPTS_GET,
+            &GetPromptRequestParams {
+                name: name.to_owned(),
+                arguments,
+            },
+        )
+        .map(|o| o.with_options(options).with_subject(name));
+        async move {
+            let result = self.call(operation?).await?;
+            result
+                .into_typed()
+                .map_err(|e| invalid_result(methods::PROMPTS_GET, e).with_subject(name))
+        }
+    }
+
+    /// `completion/complete`.
+    fn complete(
+        &self,
+        params: &CompleteRequestParams,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<CompleteResult, Error>> + Send {
+        self.request_typed(methods::COMPLETION_COMPLETE, params, options)
+    }
+
+    /// `logging/setLevel`.
+    fn set_logging_level(
+        &self,
+        level: LoggingLevel,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        let operation =
+            Operation::with_params(methods::LOGGING_SET_LEVEL, &SetLevelRequestParams { level })
+                .map(|o| o.with_options(options));
+        async move {
+            let result = self.call(operation?).await?;
+            result
+                .into_typed::<EmptyResult>()
+                .map(|_| ())
+                .map_err(|e| invalid_result(methods::LOGGING_SET_LEVEL, e))
+        }
+    }
+}
+
+impl<S: McpService + ?Sized> McpServiceExt for S {}
+
+async fn subscription<S: McpService + ?Sized>(
+    service: &S,
+    method: &'static str,
+    uri: &str,
+    options: RequestOptions,
+) -> Result<(), Error> {
+    let operation = Operation::with_params(
+        method,
+        &SubscribeRequestParams {
+            uri: uri.to_owned(),
+        },
+    )?
+    .with_options(options)
+    .with_subject(uri);
+    let result = service.call(operation).await?;
+    result
+        .into_typed::<EmptyResult>()
+        .map(|_| ())
+        .map_err(|e| invalid_result(method, e).with_subject(uri))
+}

@@ -1,0 +1,150 @@
+//! The session's two background tasks: the reader, which dispatches everything the server
+//! sends, and the outbox, which sends what synchronous code (a `Drop`, the reader itself)
+//! cannot await.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::server_requests::handle_server_request;
+use super::{lock, ServerNotification, SessionShared};
+use crate::error::Error;
+use crate::jsonrpc::{Message, RequestId};
+use crate::transport::TransportReceiver;
+use crate::types::{methods, CancelledNotificationParams, ProgressNotificationParams};
+
+/// Messages the outbox holds before new ones are dropped (each is a best-effort cancellation or
+/// a reply the server is already past waiting for when the outbox is that far behind).
+pub(super) const OUTBOX_CAPACITY: usize = 1024;
+/// How long the outbox waits for the transport to take one message.
+const OUTBOX_SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the outbox task does, in order.
+pub(super) enum OutboxItem {
+    /// Send a message (a cancellation queued from `Drop`, a reply from the reader).
+    Send(Message),
+    /// Everything queued before has been sent: tell the closer.
+    Flush(oneshot::Sender<()>),
+}
+
+impl SessionShared {
+    /// Queues a message for the outbox; when it is full the message is dropped and logged.
+    pub(super) fn queue(&self, item: OutboxItem) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.outbox.try_send(item) {
+            tracing::debug!("the outbox is full; dropping a queued message");
+        }
+    }
+}
+
+pub(super) async fn run_outbox(shared: Arc<SessionShared>, mut outbox: mpsc::Receiver<OutboxItem>) {
+    while let Some(item) = outbox.recv().await {
+        match item {
+            OutboxItem::Send(message) => {
+                match tokio::time::timeout(OUTBOX_SEND_TIMEOUT, shared.sender.send(message)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::debug!(error = %e, "could not send a queued message"),
+                    Err(_) => {
+                        tracing::debug!("the transport did not take a queued message in time")
+                    }
+                }
+            }
+            OutboxItem::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+pub(super) async fn run_reader(
+    shared: Arc<SessionShared>,
+    mut receiver: Box<dyn TransportReceiver>,
+) {
+    let notifications = lock(&shared.notifications).clone();
+    let reason = loop {
+        match receiver.receive().await {
+            Some(Ok(message)) => dispatch(&shared, notifications.as_ref(), message),
+            Some(Err(e)) if !e.is_fatal() => {
+                tracing::warn!(error = %e, "skipping a bad message from the server");
+                if let Some(RequestId::Number(id)) = e.request_id() {
+                    shared.pending.complete(*id, Err(Error::from(e.clone())));
+                }
+            }
+            Some(Err(e)) => break Error::from(e),
+            None => break Error::network("the server closed the connection"),
+        }
+    };
+    tracing::debug!(reason = %reason, "MCP session ended");
+    drop(notifications);
+    shared.finish(reason);
+}
+
+fn dispatch(
+    shared: &Arc<SessionShared>,
+    notifications: Option<&broadcast::Sender<ServerNotification>>,
+    message: Message,
+) {
+    match message {
+        Message::Response(response) => {
+            let id = match response.id {
+                Some(RequestId::Number(id)) => id,
+                Some(RequestId::String(ref s)) => match s.parse::<i64>() {
+                    Ok(id) => id,
+                    Err(_) => {
+                        tracing::warn!(id = %s, "response to a request this client never sent");
+                        return;
+                    }
+                },
+                None => {
+                    if let Err(e) = &response.outcome {
+                        tracing::warn!(error = %e, "the server reported an error without a request id");
+                    }
+                    return;
+                }
+            };
+            let outcome = response
+                .outcome
+                .map_err(|e| Error::from_error_object(e, &shared.options.error_codes));
+            if !shared.pending.complete(id, outcome) {
+                tracing::debug!(id, "response for a request that is no longer waiting");
+            }
+        }
+        Message::Notification(note) => match note.method.as_str() {
+            methods::NOTIFICATION_PROGRESS => {
+                let params: Result<ProgressNotificationParams, _> = match &note.params {
+                    Some(p) => p.deserialize(),
+                    None => return,
+                };
+                match params {
+                    Ok(params) => {
+                        let id = match &params.progress_token {
+                            RequestId::Number(n) => Some(*n),
+                            RequestId::String(s) => s.parse().ok(),
+                        };
+                        if let Some(state) = id.and_then(|id| shared.pending.progress(id)) {
+                            state.record(&params);
+                        }
+                    }
+                    Err(e) => tracing::debug!(error = %e, "malformed progress notification"),
+                }
+            }
+            methods::NOTIFICATION_CANCELLED => {
+                let params: Option<CancelledNotificationParams> =
+                    note.params.as_ref().and_then(|p| p.deserialize().ok());
+                if let Some(params) = params {
+                    if let Some(task) = lock(&shared.handler_tasks).remove(&params.request_id) {
+                        task.abort();
+                    }
+                }
+            }
+            _ => {
+                let notification = ServerNotification::parse(note);
+                shared.handler.on_notification(&notification);
+                if let Some(tx) = notifications {
+                    let _ = tx.send(notification);
+                }
+            }
+        },
+        Message::Request(request) => handle_server_request(shared, request),
+    }
+}

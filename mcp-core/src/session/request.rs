@@ -1,0 +1,275 @@
+//! The request path: one deadline from the moment a request is issued, the send (with replays
+//! after session expiry), the wait for the response, and cancellation on timeout or drop.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::pending::{PendingRequest, ProgressState};
+use super::reader::OutboxItem;
+use super::{ClientSession, RequestOptions, SessionShared};
+use crate::error::{Delivery, Error, ErrorKind};
+use crate::jsonrpc::{Notification, Payload, Request, RequestId};
+use crate::service::encode_error;
+use crate::transport::TransportErrorKind;
+use crate::types::{methods, CancelledNotificationParams};
+
+/// How often one request is replayed on a new session before its failure is reported.
+const MAX_SESSION_REPLAYS: u32 = 3;
+
+impl ClientSession {
+    /// Issues request `method` and waits for its result. Its deadline starts now: waiting for
+    /// the transport to accept it counts, as does every re-initialization it waits for.
+    pub(super) async fn issue(
+        &self,
+        method: &str,
+        params: Option<Payload>,
+        options: RequestOptions,
+        progress_token: bool,
+    ) -> Result<Payload, Error> {
+        let shared = &self.shared;
+        let started = Instant::now();
+        let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
+        let reset = options
+            .reset_timeout_on_progress
+            .unwrap_or(shared.options.reset_timeout_on_progress);
+        let mut hard_deadline = if reset {
+            started
+                + options
+                    .max_total_time
+                    .unwrap_or(shared.options.max_request_time)
+        } else {
+            started + timeout
+        };
+        if let Some(deadline) = options.deadline {
+            hard_deadline = hard_deadline.min(deadline);
+        }
+        let mut deadline = (started + timeout).min(hard_deadline);
+
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let params = if progress_token {
+            Some(with_progress_token(params, id)?)
+        } else {
+            params
+        };
+        let progress = (reset || options.on_progress.is_some())
+            .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
+        let (reply, response) = oneshot::channel();
+        shared
+            .pending
+            .insert(
+                id,
+                PendingRequest {
+                    reply,
+                    progress: progress.clone(),
+                },
+            )
+            .map_err(|e| e.with_delivery(Delivery::NotSent))?;
+        let mut guard = PendingGuard {
+            shared,
+            id,
+            sent: false,
+            cancellable: method != methods::INITIALIZE,
+        };
+        let request = Request::new(id, method, params);
+
+        // Marked sent before the await: a caller that gives up mid-send still cancels.
+        guard.sent = true;
+        match tokio::time::timeout_at(deadline, self.send_with_replays(method, request)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                guard.sent = e.delivery() != Some(Delivery::NotSent);
+                return Err(e);
+            }
+            Err(_elapsed) => {
+                guard.cancel("timeout");
+                return Err(Error::timeout(format!(
+                    "{method} got no response within {}: the request could not even be sent (the server is not reading its input or not answering the connection)",
+                    human_duration(Instant::now() - started)
+                ))
+                .with_delivery(Delivery::Sent));
+            }
+        }
+
+        tokio::pin!(response);
+        loop {
+            match tokio::time::timeout_at(deadline, &mut response).await {
+                Ok(outcome) => {
+                    guard.sent = false;
+                    let outcome = match outcome {
+                        Ok(outcome) => outcome,
+                        Err(_) => Err(shared.end_reason()),
+                    };
+                    // The request was sent: a failure without a stage of its own (the
+                    // connection ended) may have followed the server acting on it.
+                    return outcome.map_err(|e| match e.delivery() {
+                        None => e.with_delivery(Delivery::Sent),
+                        Some(_) => e,
+                    });
+                }
+                Err(_elapsed) => {
+                    if reset {
+                        let extended = progress
+                            .as_ref()
+                            .and_then(|p| p.last_update())
+                            .map(|last| last + timeout);
+                        if let Some(next) = extended {
+                            let next = next.min(hard_deadline);
+                            if next > deadline {
+                                deadline = next;
+                                continue;
+                            }
+                        }
+                    }
+                    guard.cancel("timeout");
+                    return Err(Error::timeout(format!(
+                        "{method} got no response within {}",
+                        human_duration(Instant::now() - started)
+                    ))
+                    .with_delivery(Delivery::Sent));
+                }
+            }
+        }
+    }
+
+    /// Hands the request to the transport. Where the server can forget the session (HTTP) a
+    /// copy is kept: a request refused with "unknown session" never ran, so after a new
+    /// handshake it is sent again (at most [`MAX_SESSION_REPLAYS`] times).
+    async fn send_with_replays(&self, method: &str, request: Request) -> Result<(), Error> {
+        let shared = &self.shared;
+        let replay = (shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
+            .then(|| request.clone());
+        let mut generation = shared.session_generation.load(Ordering::Acquire);
+        let mut sent = shared.sender.send(request.into()).await;
+        let mut replays = 0;
+        while let Err(e) = sent {
+            let expired = e.kind() == TransportErrorKind::SessionExpired;
+            match &replay {
+                Some(replay) if expired && replays < MAX_SESSION_REPLAYS => {
+                    replays += 1;
+                    tracing::info!(
+                        method,
+                        "the server forgot the session; initializing a new one"
+                    );
+                    self.reinitialize(generation)
+                        .await
+                        .map_err(|e| e.with_delivery(Delivery::NotSent))?;
+                    generation = shared.session_generation.load(Ordering::Acquire);
+                    sent = shared.sender.send(replay.clone().into()).await;
+                }
+                _ => return Err(Error::from(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes a request from the pending table if its future ends early, and tells the server.
+struct PendingGuard<'a> {
+    shared: &'a SessionShared,
+    id: i64,
+    sent: bool,
+    cancellable: bool,
+}
+
+impl PendingGuard<'_> {
+    fn cancel(&mut self, reason: &str) {
+        let was_pending = self.shared.pending.remove(self.id);
+        if was_pending && self.sent && self.cancellable {
+            let params = CancelledNotificationParams {
+                request_id: RequestId::Number(self.id),
+                reason: Some(reason.to_owned()),
+            };
+            if let Ok(params) = Payload::from_serialize(&params) {
+                let note = Notification::new(methods::NOTIFICATION_CANCELLED, Some(params));
+                self.shared.queue(OutboxItem::Send(note.into()));
+            }
+        }
+        self.sent = false;
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.sent {
+            self.cancel("the client no longer waits for this request");
+        } else {
+            self.shared.pending.remove(self.id);
+        }
+    }
+}
+
+/// Adds `_meta.progressToken = id` to request parameters (creating them if absent).
+pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Error> {
+    let not_an_object = || {
+        Error::new(
+            ErrorKind::InvalidParams,
+            "request params must be a JSON object",
+        )
+        .with_delivery(Delivery::NotSent)
+    };
+    match params {
+        None => Ok(Payload::Value(json!({ "_meta": { "progressToken": id } }))),
+        Some(Payload::Value(Value::Object(mut map))) => {
+            match map.get_mut("_meta") {
+                Some(Value::Object(meta)) => {
+                    meta.entry("progressToken").or_insert(Value::from(id));
+                }
+                _ => {
+                    let mut meta = Map::with_capacity(1);
+                    meta.insert("progressToken".into(), Value::from(id));
+                    map.insert("_meta".into(), Value::Object(meta));
+                }
+            }
+            Ok(Payload::Value(Value::Object(map)))
+        }
+        Some(payload @ (Payload::Raw(_) | Payload::Shared(_))) => {
+            // Splice the token in as text: no value tree is built for pass-through arguments.
+            let json = payload.to_json_string();
+            let text = json.trim();
+            let Some(body) = text.strip_prefix('{') else {
+                return Err(not_an_object());
+            };
+            if has_top_level_meta(text) {
+                drop(json);
+                return Ok(payload);
+            }
+            let body = body.trim_start();
+            let spliced = if body.starts_with('}') {
+                format!("{{\"_meta\":{{\"progressToken\":{id}}}}}")
+            } else {
+                format!("{{\"_meta\":{{\"progressToken\":{id}}},{body}")
+            };
+            serde_json::value::RawValue::from_string(spliced)
+                .map(Payload::Raw)
+                .map_err(encode_error)
+        }
+        Some(Payload::Value(_)) => Err(not_an_object()),
+    }
+}
+
+fn has_top_level_meta(object_text: &str) -> bool {
+    serde_json::from_str::<HashMap<&str, &serde_json::value::RawValue>>(object_text)
+        .map(|m| m.contains_key("_meta"))
+        // Escaped keys cannot borrow; fall back to a conservative textual check.
+        .unwrap_or_else(|_| object_text.contains("\"_meta\""))
+}
+
+/// Formats a duration for messages: "30s", "1.5s", "250ms".
+pub(crate) fn human_duration(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        let secs = d.as_secs_f64();
+        if (secs - secs.round()).abs() < 0.05 {
+            format!("{}s", secs.round() as u64)
+        } else {
+            format!("{secs:.1}s")
+        }
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}

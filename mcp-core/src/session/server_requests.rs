@@ -1,0 +1,108 @@
+//! Requests the server sends the client (ping, roots, sampling, elicitation): answered by the
+//! session's [`ClientHandler`](super::ClientHandler), each on its own task, at most
+//! [`SessionOptions::max_concurrent_server_requests`](super::SessionOptions) at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::json;
+
+use super::reader::OutboxItem;
+use super::{lock, SessionShared};
+use crate::jsonrpc::{ErrorObject, Payload, Request, Response};
+use crate::types::methods;
+
+/// The JSON-RPC error code of the answer to a server request past the concurrency cap
+/// (implementation-defined range).
+pub(crate) const BUSY_ERROR_CODE: i64 = -32000;
+/// How long a reply may wait for the transport.
+const REPLY_SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Answers one server→client request: `ping` at once; anything else on its own task (it may
+/// wait on a human or a model), unless the cap is reached, when the server is told the client
+/// is busy.
+pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Request) {
+    if request.method == methods::PING {
+        let reply = Response::success(request.id, Payload::Value(json!({})));
+        shared.queue(OutboxItem::Send(reply.into()));
+        return;
+    }
+    let mut tasks = lock(&shared.handler_tasks);
+    tasks.retain(|_, task| !task.is_finished());
+    let cap = shared.options.max_concurrent_server_requests;
+    if tasks.len() >= cap {
+        drop(tasks);
+        tracing::warn!(
+            method = %request.method,
+            cap,
+            "refusing a server request: too many are being handled already"
+        );
+        let error = ErrorObject::new(
+            BUSY_ERROR_CODE,
+            format!(
+                "the client is busy: it is already handling {cap} requests from this server; try again later"
+            ),
+        );
+        shared.queue(OutboxItem::Send(
+            Response::error(Some(request.id), error).into(),
+        ));
+        return;
+    }
+    let id = request.id.clone();
+    let task_shared = shared.clone();
+    let task = tokio::spawn(async move {
+        let id = request.id.clone();
+        let outcome = answer_server_request(&task_shared, request).await;
+        lock(&task_shared.handler_tasks).remove(&id);
+        let response = match outcome {
+            Ok(result) => Response::success(id, result),
+            Err(error) => Response::error(Some(id), error),
+        };
+        let send = task_shared.sender.send(response.into());
+        match tokio::time::timeout(REPLY_SEND_TIMEOUT, send).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "could not answer a server request"),
+            Err(_) => {
+                tracing::debug!("the transport did not take the answer to a server request in time")
+            }
+        }
+    });
+    tasks.insert(id, task.abort_handle());
+}
+
+async fn answer_server_request(
+    shared: &SessionShared,
+    request: Request,
+) -> Result<Payload, ErrorObject> {
+    fn params<T: DeserializeOwned>(request: &Request) -> Result<T, ErrorObject> {
+        match &request.params {
+            Some(p) => p.deserialize().map_err(|e| {
+                ErrorObject::invalid_params(format!("invalid {} params: {e}", request.method))
+            }),
+            None => Err(ErrorObject::invalid_params(format!(
+                "{} needs params",
+                request.method
+            ))),
+        }
+    }
+    fn encode<T: Serialize>(value: T) -> Result<Payload, ErrorObject> {
+        Payload::from_serialize(&value).map_err(|e| ErrorObject::internal(e.to_string()))
+    }
+    let handler = &shared.handler;
+    let capabilities = handler.capabilities();
+    match request.method.as_str() {
+        methods::ROOTS_LIST if capabilities.roots.is_some() => encode(handler.list_roots().await?),
+        methods::SAMPLING_CREATE_MESSAGE if capabilities.sampling.is_some() => {
+            encode(handler.create_message(params(&request)?).await?)
+        }
+        methods::ELICITATION_CREATE if capabilities.elicitation.is_some() => {
+            encode(handler.elicit(params(&request)?).await?)
+        }
+        methods::ROOTS_LIST | methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE => {
+            Err(ErrorObject::method_not_found(&request.method))
+        }
+        _ => handler.handle_other(request).await,
+    }
+}
