@@ -128,9 +128,10 @@ impl CliError {
             CliError::Interrupted => EXIT_INTERRUPTED,
             CliError::Mcp(e) => match e.kind() {
                 ErrorKind::Timeout => EXIT_TIMEOUT,
-                ErrorKind::ServerUnavailable | ErrorKind::Network | ErrorKind::CircuitOpen => {
-                    EXIT_UNAVAILABLE
-                }
+                ErrorKind::ServerUnavailable
+                | ErrorKind::Network
+                | ErrorKind::CircuitOpen
+                | ErrorKind::RateLimited => EXIT_UNAVAILABLE,
                 ErrorKind::ToolNotFound | ErrorKind::Resource => EXIT_NOT_FOUND,
                 ErrorKind::Tool => EXIT_FAILURE,
                 _ => EXIT_PROTOCOL,
@@ -205,6 +206,11 @@ impl CliError {
                 ErrorKind::ServerUnavailable | ErrorKind::Network | ErrorKind::CircuitOpen => {
                     "run `mcph servers` to see the server's state; --verbose shows its log".into()
                 }
+                ErrorKind::RateLimited => {
+                    "the configured rate limit for this server was reached; wait, or raise \
+                     rate_limit in the configuration"
+                        .into()
+                }
                 ErrorKind::ToolNotFound => "run `mcph tools` to list the tools".into(),
                 ErrorKind::Resource if e.message().contains("several servers") => {
                     "name the server with --server NAME".into()
@@ -238,6 +244,7 @@ mod tests {
         assert_eq!(code(ErrorKind::ServerUnavailable), 4);
         assert_eq!(code(ErrorKind::Network), 4);
         assert_eq!(code(ErrorKind::CircuitOpen), 4);
+        assert_eq!(code(ErrorKind::RateLimited), 4);
         assert_eq!(code(ErrorKind::ToolNotFound), 5);
         assert_eq!(code(ErrorKind::Resource), 5);
         assert_eq!(code(ErrorKind::Tool), 1);

@@ -42,11 +42,13 @@ pub enum ErrorKind {
     ServerUnavailable,
     /// A cached result is known to be stale.
     StaleCache,
+    /// The client's own rate limit for the server was reached (the call was never sent).
+    RateLimited,
 }
 
 impl ErrorKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Network,
         ErrorKind::Timeout,
         ErrorKind::Auth,
@@ -59,6 +61,7 @@ impl ErrorKind {
         ErrorKind::CircuitOpen,
         ErrorKind::ServerUnavailable,
         ErrorKind::StaleCache,
+        ErrorKind::RateLimited,
     ];
 
     /// Whether the failure is transient: retrying the same call may succeed. Never retryable: a
@@ -77,7 +80,8 @@ impl ErrorKind {
             | ErrorKind::Resource
             | ErrorKind::CircuitOpen
             | ErrorKind::ServerUnavailable
-            | ErrorKind::StaleCache => true,
+            | ErrorKind::StaleCache
+            | ErrorKind::RateLimited => true,
             ErrorKind::Auth
             | ErrorKind::ToolNotFound
             | ErrorKind::InvalidParams
@@ -101,6 +105,7 @@ impl ErrorKind {
             ErrorKind::CircuitOpen => "circuit_open",
             ErrorKind::ServerUnavailable => "server_unavailable",
             ErrorKind::StaleCache => "stale_cache",
+            ErrorKind::RateLimited => "rate_limited",
         }
     }
 }
@@ -347,6 +352,12 @@ impl Error {
                 format!("tool {tool} is unavailable: the server broke the protocol")
             }
             ErrorKind::Tool => format!("tool {tool} failed: {}", self.inner.message),
+            ErrorKind::RateLimited => format!(
+                "tool {tool} is rate-limited: too many calls to its server; try again in {}s",
+                self.inner
+                    .retry_after
+                    .map_or(1, |d| d.as_secs_f64().ceil().max(1.0) as u64)
+            ),
         }
     }
 }
@@ -697,6 +708,12 @@ mod tests {
         assert_eq!(
             e(ErrorKind::Tool).agent_message(),
             "tool search failed: detail"
+        );
+        assert_eq!(
+            e(ErrorKind::RateLimited)
+                .with_retry_after(Duration::from_millis(1500))
+                .agent_message(),
+            "tool search is rate-limited: too many calls to its server; try again in 2s"
         );
         assert_eq!(
             e(ErrorKind::Protocol).agent_message(),

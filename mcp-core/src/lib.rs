@@ -9,6 +9,8 @@
 //!   and the typed MCP methods on any service ([`McpServiceExt`]).
 //! - [`session`]: the client session engine, [`ClientSession`] (the innermost service).
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
+//! - [`connector`]: how to open one more session to a server ([`Connector`]), for pools and
+//!   supervisors.
 //! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
 //!
 //! ```no_run
@@ -28,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod connector;
 pub mod error;
 pub mod jsonrpc;
 pub mod service;
@@ -37,6 +40,7 @@ pub mod types;
 pub mod version;
 
 pub use auth::{AuthChallenge, AuthProvider, AuthorizationValue, StaticBearer};
+pub use connector::{connector_fn, Connector, ConnectorFn};
 pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
 pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
 pub use service::{
