@@ -1,0 +1,1 @@
+//! `mcp-pool`: pools of MCP sessions per server.

@@ -1,0 +1,1 @@
+//! `mcp-resilience`: policies as layers around any [`mcp_core::McpService`].
