@@ -43,6 +43,32 @@ impl fmt::Display for AuthorizationValue {
     }
 }
 
+/// A URL as it may be shown in errors, logs and `Debug` output: without user info
+/// (`user:password@`), query string and fragment, any of which may carry a key. Works on text
+/// that is not a valid URL too (it never fails, and never shows more than it should).
+///
+/// ```
+/// assert_eq!(
+///     mcp_core::auth::redact_url("https://me:pw@api.example.com/mcp?key=s3cret#x"),
+///     "https://api.example.com/mcp"
+/// );
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..end];
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => (&url[..at + 3], &url[at + 3..]),
+        None => ("", url),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = match authority.rfind('@') {
+        Some(at) => &authority[at + 1..],
+        None => authority,
+    };
+    format!("{scheme}{host}{path}")
+}
+
 /// What the server answered when it refused a request's credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthChallenge {
@@ -94,6 +120,23 @@ impl AuthProvider for StaticBearer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_user_info_query_and_fragment() {
+        for (raw, shown) in [
+            ("https://api.example.com/mcp", "https://api.example.com/mcp"),
+            (
+                "http://u:p@127.0.0.1:8080/mcp?token=abc",
+                "http://127.0.0.1:8080/mcp",
+            ),
+            ("https://h/mcp#frag", "https://h/mcp"),
+            ("https://u@h?k=v", "https://h"),
+            ("not a url?secret=1", "not a url"),
+            ("user:pw@host/path", "host/path"),
+        ] {
+            assert_eq!(redact_url(raw), shown, "{raw}");
+        }
+    }
 
     #[test]
     fn secrets_never_show_in_debug_or_display() {

@@ -13,6 +13,7 @@
 //! with `--http 127.0.0.1:0` ([`http::serve_http`]).
 //!
 //! Modules:
+//! - [`event_log`]: `--event-log`, the executions and cancellations a test counts.
 //! - [`options`]: [`ServerOptions`] and the command-line parser (fault-injection flags).
 //! - [`jsonrpc`]: envelope parsing, error codes and output line builders.
 //! - [`server`]: [`FixtureServer`], the shared state and request dispatch.
@@ -27,6 +28,7 @@
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
 
+pub mod event_log;
 pub mod http;
 pub mod jsonrpc;
 pub mod locate;

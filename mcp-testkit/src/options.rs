@@ -50,6 +50,21 @@ pub struct ServerOptions {
     pub http_fail_first: u64,
     /// HTTP: delay every HTTP response by N milliseconds (`--http-delay-ms`).
     pub http_delay_ms: u64,
+    /// HTTP: the first N `tools/call` POSTs (server-wide) never get response headers
+    /// (`--http-stall-first`); the request is not handled.
+    pub http_stall_first: u64,
+    /// HTTP: the first N `tools/call` POSTs get 200 and headers, then a body that trickles one
+    /// meaningless byte every 100 ms and never ends (`--http-trickle-first`); not handled.
+    pub http_trickle_first: u64,
+    /// HTTP: the first N `tools/call` POSTs get 500 with an endless body
+    /// (`--http-endless-error-first`); not handled.
+    pub http_endless_error_first: u64,
+    /// HTTP: every request must carry `Authorization: Bearer <token>`; anything else gets 401
+    /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`).
+    pub http_bearer: Option<String>,
+    /// Append one JSON line per executed `tools/call` and per `notifications/cancelled` to this
+    /// file (`--event-log PATH`); see [`crate::event_log`].
+    pub event_log: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerOptions {
@@ -75,12 +90,18 @@ impl Default for ServerOptions {
             http_expire_session_after: None,
             http_fail_first: 0,
             http_delay_ms: 0,
+            http_stall_first: 0,
+            http_trickle_first: 0,
+            http_endless_error_first: 0,
+            event_log: None,
+            http_bearer: None,
         }
     }
 }
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // built once per process; boxing would only add noise
 pub enum CliCommand {
     /// Serve with these options.
     Run(ServerOptions),
@@ -113,6 +134,9 @@ FLAGS:
                             per page (default 0 = no pagination).
     --protocol-version V    Answer initialize with protocol version V whatever the client asked.
     --client-timeout-ms N   How long ask_* tools wait for the client's answer (default 30000).
+    --event-log PATH        Append one JSON line per executed tools/call ({\"event\":\"call\",\"id\",
+                            \"tool\",\"call_id\"}) and per notifications/cancelled received
+                            ({\"event\":\"cancelled\",\"id\"}) to PATH.
 
 HTTP (instead of stdio):
     --http ADDR             Serve HTTP on ADDR (loopback only, e.g. 127.0.0.1:0) instead of stdio:
@@ -129,6 +153,13 @@ HTTP (instead of stdio):
                             every later request with its id gets 404.
     --http-fail-first N     Answer the first N POSTs (server-wide) with 503.
     --http-delay-ms N       Delay every HTTP response by N milliseconds.
+    --http-bearer TOKEN     Require `Authorization: Bearer TOKEN` on every HTTP request (401 otherwise).
+    --http-stall-first N    The first N tools/call POSTs never get response headers (not handled).
+    --http-trickle-first N  The first N tools/call POSTs get 200 and headers, then a body that
+                            trickles one byte every 100 ms and never ends (not handled).
+    --http-endless-error-first N
+                            The first N tools/call POSTs get HTTP 500 with an endless body
+                            (not handled).
     -h, --help              Print this help and exit.
     -V, --version           Print the version and exit.
 
@@ -219,6 +250,15 @@ where
             }
             "--http-fail-first" => options.http_fail_first = number(&flag, &value(&flag)?)?,
             "--http-delay-ms" => options.http_delay_ms = number(&flag, &value(&flag)?)?,
+            "--http-stall-first" => options.http_stall_first = number(&flag, &value(&flag)?)?,
+            "--http-trickle-first" => {
+                options.http_trickle_first = number(&flag, &value(&flag)?)?;
+            }
+            "--http-endless-error-first" => {
+                options.http_endless_error_first = number(&flag, &value(&flag)?)?;
+            }
+            "--event-log" => options.event_log = Some(value(&flag)?.into()),
+            "--http-bearer" => options.http_bearer = Some(value(&flag)?),
             other => return Err(format!("unknown argument: {other} (see --help)")),
         }
     }
@@ -333,6 +373,11 @@ mod tests {
             "--http-expire-session-after",
             "--http-fail-first",
             "--http-delay-ms",
+            "--http-stall-first",
+            "--http-trickle-first",
+            "--http-endless-error-first",
+            "--event-log",
+            "--http-bearer",
         ] {
             assert!(HELP.contains(flag), "help lacks {flag}");
         }

@@ -169,6 +169,7 @@ struct State {
 }
 
 struct Inner {
+    events: crate::event_log::EventLog,
     options: ServerOptions,
     out: mpsc::UnboundedSender<Outgoing>,
     state: Mutex<State>,
@@ -194,6 +195,7 @@ impl FixtureServer {
         let (out, rx) = mpsc::unbounded_channel();
         let server = Self {
             inner: Arc::new(Inner {
+                events: crate::event_log::EventLog::open(options.event_log.as_deref()),
                 options,
                 out,
                 state: Mutex::new(State::default()),
@@ -305,7 +307,10 @@ impl FixtureServer {
 
     fn handle_request(&self, id: &RawValue, method: &str, params: Option<&RawValue>) {
         let dispatch = match method {
-            "tools/call" => tools::call(self, id, params),
+            "tools/call" => {
+                self.record_call(id, params);
+                tools::call(self, id, params)
+            }
             "ping" => Dispatch::result(Value::Object(Map::new())),
             "initialize" => self.initialize(params),
             "tools/list" => Dispatch::from_result(tools::list(self, params)),
@@ -437,6 +442,9 @@ impl FixtureServer {
             tracing::debug!("notifications/cancelled without requestId");
             return;
         };
+        self.inner
+            .events
+            .record(&json!({"event": "cancelled", "id": request_id}));
         let key = jsonrpc::id_key(request_id);
         let trigger = self.state().in_flight.remove(&key);
         match trigger {
@@ -446,6 +454,32 @@ impl FixtureServer {
             }
             None => tracing::debug!(id = %key, "cancellation for an unknown or finished request"),
         }
+    }
+
+    /// Appends an event to the `--event-log` (if any).
+    pub(crate) fn record_event(&self, event: &Value) {
+        self.inner.events.record(event);
+    }
+
+    /// Logs an executed `tools/call` (with `--event-log`).
+    fn record_call(&self, id: &RawValue, params: Option<&RawValue>) {
+        if !self.inner.events.is_enabled() {
+            return;
+        }
+        let params: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+        self.inner.events.record(&json!({
+            "event": "call",
+            "id": id,
+            "tool": params.get("name").cloned().unwrap_or(Value::Null),
+            "call_id": params
+                .get("arguments")
+                .and_then(|a| a.get("call_id"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        }));
     }
 
     fn handle_client_response(

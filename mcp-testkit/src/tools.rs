@@ -38,6 +38,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "ask_sampling",
     "ask_elicitation",
     "log",
+    "record",
 ];
 
 /// Name of the tool toggled by `trigger_list_changed`.
@@ -192,6 +193,18 @@ fn base_tools() -> &'static [Value] {
                     &["level", "message"],
                 ),
             ),
+            tool(
+                "record",
+                "Record",
+                "A tool with a side effect: records call_id as executed (in the --event-log) and answers \"recorded <call_id>\" after delay_ms (cancellable). Not idempotent: running it twice for one call_id is a duplicate execution.",
+                schema(
+                    json!({
+                        "call_id": { "type": "string", "description": "Identifies one logical call" },
+                        "delay_ms": { "type": "integer", "minimum": 0, "maximum": MAX_SLOW_DURATION_MS, "default": 0 }
+                    }),
+                    &["call_id"],
+                ),
+            ),
         ]
     })
 }
@@ -307,6 +320,7 @@ pub(crate) fn call(server: &FixtureServer, id: &RawValue, params: Option<&RawVal
         "add" => add(&args),
         "slow" => slow(server, &args, call.meta),
         "fail" => fail(server, &args),
+        "record" => record(&args),
         "crash" => crash(&args),
         "trigger_list_changed" => Ok(trigger_list_changed(server)),
         "bump_resource" => Ok(bump_resource(server)),
@@ -416,6 +430,22 @@ fn slow(
             }
         }
         Reply::Result(text_result(format!("done after {steps} steps")))
+    })))
+}
+
+fn record(args: &Map<String, Value>) -> Result<Dispatch, RpcError> {
+    let call_id = match args.get("call_id") {
+        Some(Value::String(id)) => id.clone(),
+        _ => return Err(RpcError::bad_field("call_id", "a string")),
+    };
+    let delay_ms = opt_u64(args, "delay_ms", 0, MAX_SLOW_DURATION_MS)?;
+    let reply = text_result(format!("recorded {call_id}"));
+    if delay_ms == 0 {
+        return Ok(Dispatch::result(reply));
+    }
+    Ok(Dispatch::Later(Box::pin(async move {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        Reply::Result(reply)
     })))
 }
 

@@ -82,6 +82,7 @@ async fn tools_list_pagination() {
         "ask_sampling",
         "ask_elicitation",
         "log",
+        "record",
     ];
     assert_eq!(names, expected);
 
@@ -97,7 +98,7 @@ async fn tools_list_pagination() {
 async fn unpaginated_lists_have_no_cursor() {
     let mut f = Fixture::initialized(&[]).await;
     let r = f.request("tools/list", json!({})).await;
-    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(12));
+    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(13));
     assert!(r["result"].get("nextCursor").is_none());
     let add = r["result"]["tools"]
         .as_array()

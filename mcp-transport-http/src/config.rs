@@ -54,19 +54,17 @@ impl HttpServerConfig {
 
     /// One connection pool per server: the client is built per transport.
     pub(crate) fn build_client(&self) -> Result<reqwest::Client, TransportError> {
+        let shown = mcp_core::auth::redact_url(&self.url);
         let url = reqwest::Url::parse(&self.url).map_err(|e| {
             TransportError::fatal(
                 TransportErrorKind::Connect,
-                format!("invalid server URL {:?}: {e}", self.url),
+                format!("invalid server URL {shown:?}: {e}"),
             )
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(TransportError::fatal(
                 TransportErrorKind::Connect,
-                format!(
-                    "invalid server URL {:?}: the scheme must be http or https",
-                    self.url
-                ),
+                format!("invalid server URL {shown:?}: the scheme must be http or https"),
             ));
         }
         reqwest::Client::builder()
@@ -90,7 +88,7 @@ impl HttpServerConfig {
                 url.set_fragment(None);
                 url.to_string()
             }
-            Err(_) => "<invalid URL>".to_owned(),
+            Err(_) => mcp_core::auth::redact_url(&self.url),
         }
     }
 

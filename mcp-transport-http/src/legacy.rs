@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_core::{Message, Transport, TransportError, TransportErrorKind, TransportSender};
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
-use reqwest::{StatusCode, Url};
+use reqwest::header::{HeaderValue, ACCEPT};
+use reqwest::{Method, StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::config::HttpServerConfig;
+use crate::exchange::{status_error, Exchange};
 use crate::sse::SseParser;
 use crate::streamable::{HttpReceiver, Incoming, PostError, INCOMING_QUEUE};
 
@@ -50,9 +51,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 pub(crate) struct LegacyShared {
-    client: reqwest::Client,
-    headers: HeaderMap,
-    config: HttpServerConfig,
+    exchange: Exchange,
     display_url: String,
     endpoint: Url,
     stream: Mutex<Option<AbortHandle>>,
@@ -79,35 +78,23 @@ impl LegacyShared {
         config: HttpServerConfig,
         incoming: Incoming,
     ) -> Result<Arc<LegacyShared>, TransportError> {
-        let client = config.build_client()?;
-        let headers = config.header_map()?;
-        let display_url = config.display_url();
+        let exchange = Exchange::new(&config)?;
+        let display_url = exchange.display_url.clone();
         let sse_url = Url::parse(&config.url).map_err(|e| connect_error(&display_url, e))?;
-        let mut request = client
-            .get(sse_url.clone())
-            .headers(headers.clone())
-            .header(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(auth) = &config.auth {
-            if let Some(value) = auth
-                .authorization()
-                .await
-                .map_err(|e| connect_error(&display_url, e.message()))?
-            {
-                request = request.header(reqwest::header::AUTHORIZATION, value.expose());
-            }
-        }
+        let mut headers = exchange.headers();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         let open = async {
-            let mut response = request
-                .send()
+            let mut response = exchange
+                .send(Method::GET, &sse_url, headers, None)
                 .await
-                .map_err(|e| connect_error(&display_url, e.without_url()))?;
+                .map_err(|e| match e.kind() {
+                    TransportErrorKind::Unauthorized => TransportError::fatal(
+                        TransportErrorKind::Unauthorized,
+                        format!("legacy SSE: {}", e.message()),
+                    ),
+                    _ => connect_error(&display_url, e.message()),
+                })?;
             let status = response.status();
-            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-                return Err(TransportError::fatal(
-                    TransportErrorKind::Unauthorized,
-                    format!("legacy SSE at {display_url}: HTTP {}", status.as_u16()),
-                ));
-            }
             if !status.is_success() {
                 return Err(connect_error(
                     &display_url,
@@ -150,10 +137,8 @@ impl LegacyShared {
                 connect_error(&display_url, "no endpoint event within the connect timeout")
             })??;
         let shared = Arc::new(LegacyShared {
-            client,
-            headers,
+            exchange,
             display_url,
-            config,
             endpoint,
             stream: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -183,53 +168,27 @@ impl LegacyShared {
                 format!("could not encode the message: {e}"),
             )
         })?;
-        let mut request = self
-            .client
-            .post(self.endpoint.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(body);
-        if let Some(auth) = &self.config.auth {
-            let value = auth.authorization().await.map_err(|e| {
-                TransportError::recoverable(
-                    TransportErrorKind::Unauthorized,
-                    e.message().to_owned(),
-                )
-            })?;
-            if let Some(value) = value {
-                request = request.header(reqwest::header::AUTHORIZATION, value.expose());
-            }
-        }
-        let response = request.send().await.map_err(|e| {
-            TransportError::recoverable(
-                TransportErrorKind::Io,
-                format!(
-                    "HTTP request to {} failed: {}",
-                    self.display_url,
-                    e.without_url()
-                ),
+        let response = self
+            .exchange
+            .send(
+                Method::POST,
+                &self.endpoint,
+                self.exchange.headers(),
+                Some(body.as_bytes()),
             )
-        })?;
+            .await?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
         }
         let kind = match status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TransportErrorKind::Unauthorized,
             // The stream is the session: a forgotten one cannot be re-initialized here.
             StatusCode::NOT_FOUND => TransportErrorKind::PeerGone,
             _ => TransportErrorKind::Io,
         };
         Err(PostError {
             status: Some(status),
-            error: TransportError::recoverable(
-                kind,
-                format!(
-                    "{} answered HTTP {} to a message",
-                    self.display_url,
-                    status.as_u16()
-                ),
-            ),
+            error: status_error(response, &self.display_url, kind).await,
         })
     }
 

@@ -13,6 +13,7 @@
 
 mod auto;
 mod config;
+mod exchange;
 mod legacy;
 pub mod sse;
 mod streamable;

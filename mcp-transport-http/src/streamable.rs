@@ -7,21 +7,24 @@
 //! delay, reconnects the GET stream when it drops (a failure there never affects the POSTs), and
 //! ends the session with a DELETE on close.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use mcp_core::types::{methods, CancelledNotificationParams};
 use mcp_core::{
-    AuthChallenge, Message, ProtocolVersion, RequestId, Transport, TransportError,
-    TransportErrorKind, TransportReceiver, TransportSender,
+    Message, ProtocolVersion, RequestId, Transport, TransportError, TransportErrorKind,
+    TransportReceiver, TransportSender,
 };
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
-use reqwest::{Method, StatusCode};
+use reqwest::{Method, StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::config::HttpServerConfig;
+use crate::exchange::{read_limited, status_error, Exchange};
 use crate::sse::SseParser;
 
 /// `Mcp-Session-Id`.
@@ -95,10 +98,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 pub(crate) struct Shared {
-    client: reqwest::Client,
+    exchange: Exchange,
+    /// The endpoint.
+    url: Url,
     /// The URL for messages (see `HttpServerConfig::display_url`).
     display_url: String,
-    headers: HeaderMap,
     config: HttpServerConfig,
     session_id: Mutex<Option<String>>,
     protocol_version: Mutex<Option<ProtocolVersion>>,
@@ -108,6 +112,9 @@ pub(crate) struct Shared {
     /// The standalone GET stream's task (also in `tasks`), restarted with a new session.
     get_task: Mutex<Option<AbortHandle>>,
     get_stream_started: AtomicBool,
+    /// The task following each request's SSE answer, by request id: a cancelled request's
+    /// stream is closed once the server has been told.
+    post_streams: Mutex<HashMap<RequestId, AbortHandle>>,
     closed: AtomicBool,
 }
 
@@ -138,10 +145,17 @@ impl Shared {
         config: HttpServerConfig,
         incoming: Incoming,
     ) -> Result<Arc<Shared>, TransportError> {
+        let exchange = Exchange::new(&config)?;
+        let url = Url::parse(&config.url).map_err(|e| {
+            TransportError::fatal(
+                TransportErrorKind::Connect,
+                format!("invalid server URL {}: {e}", exchange.display_url),
+            )
+        })?;
         Ok(Arc::new(Shared {
-            client: config.build_client()?,
-            display_url: config.display_url(),
-            headers: config.header_map()?,
+            display_url: exchange.display_url.clone(),
+            exchange,
+            url,
             config,
             session_id: Mutex::new(None),
             protocol_version: Mutex::new(None),
@@ -149,6 +163,7 @@ impl Shared {
             tasks: Mutex::new(Vec::new()),
             get_task: Mutex::new(None),
             get_stream_started: AtomicBool::new(false),
+            post_streams: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
         }))
     }
@@ -157,16 +172,9 @@ impl Shared {
         lock(&self.incoming).clone()
     }
 
-    fn spawn(self: &Arc<Self>, task: impl std::future::Future<Output = ()> + Send + 'static) {
-        let handle = tokio::spawn(task).abort_handle();
-        let mut tasks = lock(&self.tasks);
-        tasks.retain(|t| !t.is_finished());
-        tasks.push(handle);
-    }
-
     /// Headers every request carries: configured ones, session id, protocol version.
     fn request_headers(&self, accept: &'static str) -> HeaderMap {
-        let mut headers = self.headers.clone();
+        let mut headers = self.exchange.headers();
         headers.insert(ACCEPT, HeaderValue::from_static(accept));
         if let Some(id) = lock(&self.session_id).as_deref() {
             if let Ok(value) = HeaderValue::from_str(id) {
@@ -184,72 +192,14 @@ impl Shared {
         headers
     }
 
-    /// Sends one HTTP request with credentials; on 401/403 asks the auth provider once and
-    /// retries if it got new credentials.
+    /// Sends one HTTP request to the endpoint with credentials (see [`Exchange::send`]).
     async fn execute(
         &self,
         method: Method,
         headers: HeaderMap,
-        body: Option<Vec<u8>>,
+        body: Option<&[u8]>,
     ) -> Result<reqwest::Response, TransportError> {
-        let mut retried = false;
-        loop {
-            let mut request = self
-                .client
-                .request(method.clone(), &self.config.url)
-                .headers(headers.clone());
-            if let Some(body) = &body {
-                request = request
-                    .header(CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-            }
-            if let Some(auth) = &self.config.auth {
-                let value = auth.authorization().await.map_err(|e| {
-                    TransportError::recoverable(
-                        TransportErrorKind::Unauthorized,
-                        format!("no credentials for {}: {}", self.display_url, e.message()),
-                    )
-                })?;
-                if let Some(value) = value {
-                    request = request.header(reqwest::header::AUTHORIZATION, value.expose());
-                }
-            }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| request_error(&self.display_url, e))?;
-            let status = response.status();
-            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
-                return Ok(response);
-            }
-            let challenge = AuthChallenge {
-                status: status.as_u16(),
-                www_authenticate: response
-                    .headers()
-                    .get(reqwest::header::WWW_AUTHENTICATE)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned),
-            };
-            let retry = match (&self.config.auth, retried) {
-                (Some(auth), false) => auth.on_challenge(&challenge).await.unwrap_or(false),
-                _ => false,
-            };
-            if !retry {
-                return Err(TransportError::recoverable(
-                    TransportErrorKind::Unauthorized,
-                    format!(
-                        "{} answered HTTP {}{}",
-                        self.display_url,
-                        status.as_u16(),
-                        challenge
-                            .www_authenticate
-                            .map(|c| format!(" (WWW-Authenticate: {c})"))
-                            .unwrap_or_default()
-                    ),
-                ));
-            }
-            retried = true;
-        }
+        self.exchange.send(method, &self.url, headers, body).await
     }
 
     /// Reads an SSE response, forwarding every message; stops at the response to `awaiting`.
@@ -317,14 +267,7 @@ impl Shared {
         if response.status().is_success() {
             Ok(response)
         } else {
-            Err(TransportError::recoverable(
-                TransportErrorKind::Io,
-                format!(
-                    "resuming the stream: {} answered HTTP {}",
-                    self.display_url,
-                    response.status()
-                ),
-            ))
+            Err(status_error(response, &self.display_url, TransportErrorKind::Io).await)
         }
     }
 
@@ -510,11 +453,27 @@ impl Shared {
                 format!("could not encode the message: {e}"),
             )
         })?;
+        let cancels = match &message {
+            Message::Notification(n) if n.method == methods::NOTIFICATION_CANCELLED => n
+                .params
+                .as_ref()
+                .and_then(|p| p.deserialize::<CancelledNotificationParams>().ok())
+                .map(|p| p.request_id),
+            _ => None,
+        };
         let had_session = lock(&shared.session_id).is_some();
         let headers = shared.request_headers("application/json, text/event-stream");
-        let response = shared
-            .execute(Method::POST, headers, Some(body.into_bytes()))
-            .await?;
+        let answer = shared
+            .execute(Method::POST, headers, Some(body.as_bytes()))
+            .await;
+        if let Some(cancelled) = cancels {
+            // The server has been told (or cannot be): nothing more will come for that
+            // request that anyone waits for, so stop following its stream.
+            if let Some(stream) = lock(&shared.post_streams).remove(&cancelled) {
+                stream.abort();
+            }
+        }
+        let response = answer?;
         let status = response.status();
         if let Some(id) = response
             .headers()
@@ -543,24 +502,9 @@ impl Shared {
             )));
         }
         if !status.is_success() {
-            let failed = status;
-            let body = response.text().await.unwrap_or_default();
-            let detail: String = body.chars().take(200).collect();
             return Err(PostError {
-                status: Some(failed),
-                error: TransportError::recoverable(
-                    TransportErrorKind::Io,
-                    format!(
-                        "{} answered HTTP {}{}",
-                        shared.display_url,
-                        status.as_u16(),
-                        if detail.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {detail}")
-                        }
-                    ),
-                ),
+                status: Some(status),
+                error: status_error(response, &shared.display_url, TransportErrorKind::Io).await,
             });
         }
         if opens_session && !shared.get_stream_started.swap(true, Ordering::AcqRel) {
@@ -584,7 +528,15 @@ impl Shared {
             return Ok(());
         };
         if content_type.starts_with("text/event-stream") {
-            shared.spawn(shared.clone().follow_post_stream(response, id));
+            let task = tokio::spawn(shared.clone().follow_post_stream(response, id.clone()))
+                .abort_handle();
+            let mut streams = lock(&shared.post_streams);
+            streams.retain(|_, t| !t.is_finished());
+            streams.insert(id, task.clone());
+            drop(streams);
+            let mut tasks = lock(&shared.tasks);
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task);
             return Ok(());
         }
         if status == StatusCode::ACCEPTED {
@@ -615,17 +567,6 @@ impl Shared {
         }
         Ok(())
     }
-}
-
-fn request_error(url: &str, e: reqwest::Error) -> TransportError {
-    let kind = if e.is_connect() {
-        TransportErrorKind::Connect
-    } else {
-        TransportErrorKind::Io
-    };
-    // Without the URL: a query string may carry a key; the caller names the server.
-    let e = e.without_url();
-    TransportError::recoverable(kind, format!("HTTP request to {url} failed: {e}"))
 }
 
 /// The sending half: one POST per message.
@@ -665,29 +606,6 @@ impl TransportSender for HttpSender {
     fn transport_name(&self) -> &'static str {
         "tcp"
     }
-}
-
-/// Reads a body up to `limit` bytes.
-async fn read_limited(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, TransportError> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| {
-        TransportError::recoverable(
-            TransportErrorKind::Io,
-            format!("reading the response failed: {e}"),
-        )
-    })? {
-        if body.len() + chunk.len() > limit {
-            return Err(TransportError::recoverable(
-                TransportErrorKind::MessageTooLarge,
-                format!("the server sent a response of more than {limit} bytes (max_message_size)"),
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// One message, or a batch (2025-03-26 servers).

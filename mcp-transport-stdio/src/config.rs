@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How to start an MCP server as a child process. Build it with [`StdioServerConfig::new`] and
-/// the chained setters; every limit has a sensible default.
-#[derive(Debug, Clone)]
+/// the chained setters; every limit has a sensible default. `Debug` shows environment variable
+/// names but never their values (they hold tokens).
+#[derive(Clone)]
 pub struct StdioServerConfig {
     /// The program (looked up on `PATH` if it has no slash).
     pub command: OsString,
@@ -27,6 +28,9 @@ pub struct StdioServerConfig {
     pub shutdown_grace: Duration,
     /// A name for logs and errors. Default: the command's file name.
     pub name: Option<String>,
+    /// Messages queued for the child before `send` waits for it to read (backpressure; a
+    /// request's deadline covers that wait). Default: 1024.
+    pub outgoing_queue: usize,
 }
 
 impl StdioServerConfig {
@@ -42,6 +46,7 @@ impl StdioServerConfig {
             stderr_buffer: 16 * 1024,
             shutdown_grace: Duration::from_secs(2),
             name: None,
+            outgoing_queue: 1024,
         }
     }
 
@@ -93,6 +98,12 @@ impl StdioServerConfig {
         self
     }
 
+    /// Sets how many messages may wait for the child to read them (at least 1).
+    pub fn outgoing_queue(mut self, messages: usize) -> Self {
+        self.outgoing_queue = messages.max(1);
+        self
+    }
+
     /// Sets the shutdown grace period.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -114,5 +125,44 @@ impl StdioServerConfig {
                 .to_string_lossy()
                 .into_owned()
         })
+    }
+}
+
+impl std::fmt::Debug for StdioServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(key, _)| format!("{}=<redacted>", key.to_string_lossy()))
+            .collect();
+        f.debug_struct("StdioServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("clear_env", &self.clear_env)
+            .field("cwd", &self.cwd)
+            .field("max_message_size", &self.max_message_size)
+            .field("stderr_buffer", &self.stderr_buffer)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("name", &self.name)
+            .field("outgoing_queue", &self.outgoing_queue)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_env_names_but_never_values() {
+        let config = StdioServerConfig::new("server")
+            .env("GITHUB_TOKEN", "ghp_topsecret")
+            .arg("--verbose");
+        for text in [format!("{config:?}"), format!("{config:#?}")] {
+            assert!(!text.contains("ghp_topsecret"), "{text}");
+            assert!(text.contains("GITHUB_TOKEN=<redacted>"), "{text}");
+            assert!(text.contains("--verbose"), "{text}");
+        }
     }
 }

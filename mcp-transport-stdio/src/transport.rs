@@ -18,8 +18,6 @@ use crate::framing::{Frame, LineReader};
 use crate::process::ProcessGroup;
 use crate::stderr::{drain_stderr, StderrTail};
 
-/// Queued outgoing lines before `send` waits for the child to read (backpressure).
-const OUTGOING_QUEUE: usize = 1024;
 /// Largest batch of queued lines written with one syscall.
 const MAX_BATCH: usize = 1 << 20;
 /// After the child exits, how long output it wrote before dying is still read.
@@ -108,7 +106,7 @@ impl StdioTransport {
             stderr_task,
             stderr_done,
         ));
-        let (queue, outgoing) = mpsc::channel(OUTGOING_QUEUE);
+        let (queue, outgoing) = mpsc::channel(config.outgoing_queue.max(1));
         let writer = tokio::spawn(run_writer(stdin, outgoing));
         tracing::debug!(server = %process.name, pid = process.pid(), "started MCP server");
         Ok(StdioTransport {

@@ -1,7 +1,7 @@
 //! The configuration model every format is read into.
 //!
 //! `Debug` never prints `env` or `headers` values (they hold tokens): keys are shown, values read
-//! `"<redacted>"`.
+//! `"<redacted>"`; URLs are shown without user info, query or fragment.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -166,17 +166,17 @@ impl fmt::Debug for TransportConfig {
                 .finish(),
             TransportConfig::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &mcp_core::auth::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
             TransportConfig::Sse { url, headers } => f
                 .debug_struct("Sse")
-                .field("url", url)
+                .field("url", &mcp_core::auth::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
             TransportConfig::Url { url, headers } => f
                 .debug_struct("Url")
-                .field("url", url)
+                .field("url", &mcp_core::auth::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
         }
@@ -196,7 +196,7 @@ mod tests {
             cwd: None,
         };
         let http = TransportConfig::Http {
-            url: "https://example.com/mcp".into(),
+            url: "https://user:pw-secret789@example.com/mcp?api_key=q-secret000".into(),
             headers: BTreeMap::from([("Authorization".into(), "Bearer sk-secret456".into())]),
         };
         let config = ClientConfig {
@@ -206,6 +206,8 @@ mod tests {
         for text in [format!("{config:?}"), format!("{config:#?}")] {
             assert!(!text.contains("ghp_secret123"), "{text}");
             assert!(!text.contains("sk-secret456"), "{text}");
+            assert!(!text.contains("pw-secret789"), "{text}");
+            assert!(!text.contains("q-secret000"), "{text}");
         }
         let text = format!("{:?}", config.servers[0].transport);
         assert!(text.contains(r#""GITHUB_TOKEN": "<redacted>""#), "{text}");

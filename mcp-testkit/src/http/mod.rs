@@ -56,7 +56,12 @@
 //! priming event), `--http-expire-session-after N` (after N JSON-RPC requests, initialize
 //! included, any request carrying the session id gets 404), `--http-json`, `--http-no-get`
 //! (GET → 405, so no resumption either), `--http-stateless` (no `Mcp-Session-Id`).
+//! `--http-bearer TOKEN` answers 401 (with `WWW-Authenticate`) to any request without
+//! `Authorization: Bearer TOKEN`. On `tools/call` POSTs only (server-wide, never handled): `--http-stall-first N` (no headers,
+//! ever), `--http-trickle-first N` (200, headers, then one byte every 100 ms forever),
+//! `--http-endless-error-first N` (500 with an endless body).
 
+mod faults;
 mod legacy;
 mod session;
 mod streamable;
@@ -189,6 +194,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
         stateless,
         legacy: Mutex::new(HashMap::new()),
         posts: AtomicU64::new(0),
+        call_faults: faults::CallFaults::default(),
     });
     let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
     Ok(HttpFixture {
@@ -205,6 +211,7 @@ pub(crate) struct Shared {
     pub(crate) stateless: Option<Arc<Session>>,
     pub(crate) legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
     posts: AtomicU64,
+    pub(crate) call_faults: faults::CallFaults,
 }
 
 impl Shared {
@@ -264,6 +271,21 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
     let delay = shared.options.http_delay_ms;
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if let Some(token) = &shared.options.http_bearer {
+        let expected = format!("Bearer {token}");
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if presented != Some(expected.as_str()) {
+            let mut response = error_response(StatusCode::UNAUTHORIZED, "Unauthorized");
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"fixture\""),
+            );
+            return response;
+        }
     }
     if request.method() == Method::POST && shared.fail_post() {
         return error_response(

@@ -216,6 +216,17 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
     match kind {
         Kind::Request { id, method } => {
             session.count_request();
+            if method == "tools/call" {
+                if let Some(fault) = shared.call_faults.next(&shared.options) {
+                    tracing::debug!(?fault, "injecting a fault into a tools/call POST");
+                    session.server.record_event(&serde_json::json!({
+                        "event": "fault",
+                        "fault": fault.name(),
+                        "id": id,
+                    }));
+                    return super::faults::respond(fault, shared.options.http_json).await;
+                }
+            }
             let mut response = if shared.options.http_json {
                 json_request(&session, &body, &id).await
             } else {

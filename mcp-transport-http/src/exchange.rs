@@ -1,0 +1,214 @@
+//! One HTTP exchange with credentials, shared by both HTTP transports: the configured headers,
+//! an `Authorization` value from the [`AuthProvider`](mcp_core::AuthProvider) (marked
+//! sensitive, so it never shows in `Debug` output or logs), one retry after a 401/403 when the
+//! provider has new credentials, and failures that say whether the message reached the server.
+
+use std::sync::Arc;
+
+use mcp_core::{AuthChallenge, AuthProvider, TransportError, TransportErrorKind};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use reqwest::{Method, StatusCode, Url};
+
+use crate::config::HttpServerConfig;
+
+/// How much of an error body is read for the error message: a server answering 500 with an
+/// endless body must not hold the request (or fill memory).
+const ERROR_BODY_LIMIT: usize = 4096;
+/// How many characters of an error body go into the message.
+const ERROR_DETAIL_CHARS: usize = 200;
+
+/// The HTTP client of one transport: one connection pool per server.
+pub(crate) struct Exchange {
+    client: reqwest::Client,
+    headers: HeaderMap,
+    auth: Option<Arc<dyn AuthProvider>>,
+    /// The URL as shown in errors and logs (no query, no user info).
+    pub(crate) display_url: String,
+}
+
+impl Exchange {
+    pub(crate) fn new(config: &HttpServerConfig) -> Result<Exchange, TransportError> {
+        Ok(Exchange {
+            client: config.build_client()?,
+            headers: config.header_map()?,
+            auth: config.auth.clone(),
+            display_url: config.display_url(),
+        })
+    }
+
+    /// The configured headers (values marked sensitive).
+    pub(crate) fn headers(&self) -> HeaderMap {
+        self.headers.clone()
+    }
+
+    /// Sends one request. On 401/403 the provider hears the challenge, and the request is sent
+    /// once more when it has new credentials; a refusal that stays is an `Unauthorized` error
+    /// (which says the message was not handled).
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<&[u8]>,
+    ) -> Result<reqwest::Response, TransportError> {
+        let mut retried = false;
+        loop {
+            let mut request = self
+                .client
+                .request(method.clone(), url.clone())
+                .headers(headers.clone());
+            if let Some(body) = body {
+                request = request
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.to_vec());
+            }
+            if let Some(value) = self.authorization().await? {
+                request = request.header(AUTHORIZATION, value);
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| request_error(&self.display_url, e))?;
+            let status = response.status();
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(response);
+            }
+            let challenge = AuthChallenge {
+                status: status.as_u16(),
+                www_authenticate: response
+                    .headers()
+                    .get(WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+            };
+            let retry = match (&self.auth, retried) {
+                (Some(auth), false) => auth.on_challenge(&challenge).await.unwrap_or(false),
+                _ => false,
+            };
+            if !retry {
+                return Err(TransportError::recoverable(
+                    TransportErrorKind::Unauthorized,
+                    format!(
+                        "{} answered HTTP {}{}",
+                        self.display_url,
+                        status.as_u16(),
+                        challenge
+                            .www_authenticate
+                            .map(|c| format!(" (WWW-Authenticate: {c})"))
+                            .unwrap_or_default()
+                    ),
+                ));
+            }
+            retried = true;
+        }
+    }
+
+    /// The `Authorization` value for the next request, marked sensitive.
+    async fn authorization(&self) -> Result<Option<HeaderValue>, TransportError> {
+        let Some(auth) = &self.auth else {
+            return Ok(None);
+        };
+        let value = auth.authorization().await.map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::Unauthorized,
+                format!("no credentials for {}: {}", self.display_url, e.message()),
+            )
+        })?;
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let mut header = HeaderValue::from_str(value.expose()).map_err(|_| {
+            TransportError::recoverable(
+                TransportErrorKind::Unauthorized,
+                format!(
+                    "the credentials for {} are not a valid header value",
+                    self.display_url
+                ),
+            )
+        })?;
+        header.set_sensitive(true);
+        Ok(Some(header))
+    }
+}
+
+/// A transport error for a request reqwest could not complete: a refused connection never
+/// reached the server; anything later may have.
+pub(crate) fn request_error(url: &str, e: reqwest::Error) -> TransportError {
+    let kind = if e.is_connect() {
+        TransportErrorKind::Connect
+    } else {
+        TransportErrorKind::Io
+    };
+    // Without the URL: a query string may carry a key; the caller names the server.
+    let e = e.without_url();
+    TransportError::recoverable(kind, format!("HTTP request to {url} failed: {e}"))
+}
+
+/// The error for a non-success answer: its status and the start of its body (read under
+/// [`ERROR_BODY_LIMIT`], so an endless body cannot hold the request). 503 and 429 say the
+/// server did not handle the message, so even a side-effecting request may be sent again.
+pub(crate) async fn status_error(
+    response: reqwest::Response,
+    display_url: &str,
+    kind: TransportErrorKind,
+) -> TransportError {
+    let status = response.status();
+    let body = read_prefix(response, ERROR_BODY_LIMIT).await;
+    let text = String::from_utf8_lossy(&body);
+    let detail: String = text.trim().chars().take(ERROR_DETAIL_CHARS).collect();
+    let error = TransportError::recoverable(
+        kind,
+        format!(
+            "{display_url} answered HTTP {}{}",
+            status.as_u16(),
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            }
+        ),
+    );
+    if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+        error.never_sent()
+    } else {
+        error
+    }
+}
+
+/// Reads at most `limit` bytes of a body, then drops the rest (closing the connection).
+async fn read_prefix(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = limit - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body
+}
+
+/// Reads a whole body of at most `limit` bytes.
+pub(crate) async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, TransportError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        TransportError::recoverable(
+            TransportErrorKind::Io,
+            format!("reading the response failed: {}", e.without_url()),
+        )
+    })? {
+        if body.len() + chunk.len() > limit {
+            return Err(TransportError::recoverable(
+                TransportErrorKind::MessageTooLarge,
+                format!("the server sent a response of more than {limit} bytes (max_message_size)"),
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
