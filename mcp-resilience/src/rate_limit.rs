@@ -1,0 +1,388 @@
+//! A per-server rate limit on [`governor`] (feature `rate-limit`): at most so many calls per
+//! second, with a burst allowance.
+//!
+//! In [`RateLimitMode::Wait`] (the default) a call over the limit waits for its permit — unless
+//! the permit would come only at or after the operation's deadline (or later than
+//! [`RateLimitPolicy::max_wait`]), in which case it fails at once rather than wait uselessly. In
+//! [`RateLimitMode::Reject`] it fails at once. Either way the error is
+//! [`ErrorKind::RateLimited`], names the limit, says when to retry, and was never sent.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use governor::clock::Clock;
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use mcp_core::{Delivery, Error, ErrorKind, Layer, McpService, Operation, Payload};
+use tokio::time::Instant;
+
+use crate::clock::{TokioClock, TokioInstant};
+use crate::instant_after;
+
+/// What a call over the limit does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateLimitMode {
+    /// Wait for a permit, within the operation's deadline and [`RateLimitPolicy::max_wait`].
+    #[default]
+    Wait,
+    /// Fail at once.
+    Reject,
+}
+
+/// How many calls per second one server gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitPolicy {
+    /// Sustained calls per second. Default: 5.
+    pub calls_per_second: NonZeroU32,
+    /// Calls allowed at once after a quiet spell. Default: 10.
+    pub burst: NonZeroU32,
+    /// Wait or reject. Default: wait.
+    pub mode: RateLimitMode,
+    /// The longest a call waits for a permit, for operations without a deadline (with one, the
+    /// earlier of the two bounds the wait). Default: 30 s.
+    pub max_wait: Duration,
+}
+
+impl Default for RateLimitPolicy {
+    /// 5 calls/s, burst 10, waiting up to 30 s within the deadline.
+    fn default() -> Self {
+        RateLimitPolicy {
+            calls_per_second: non_zero(5),
+            burst: non_zero(10),
+            mode: RateLimitMode::Wait,
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RateLimitPolicy {
+    /// `calls_per_second`, with a burst of as many (the other settings default).
+    pub fn per_second(calls_per_second: NonZeroU32) -> Self {
+        RateLimitPolicy {
+            calls_per_second,
+            burst: calls_per_second,
+            ..RateLimitPolicy::default()
+        }
+    }
+
+    /// Sets the burst.
+    pub fn with_burst(mut self, burst: NonZeroU32) -> Self {
+        self.burst = burst;
+        self
+    }
+
+    /// Sets the mode.
+    pub fn with_mode(mut self, mode: RateLimitMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the longest wait for a permit.
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
+    }
+
+    /// The time between permits once the burst is spent (1 s / calls per second).
+    pub fn interval(&self) -> Duration {
+        self.quota().replenish_interval()
+    }
+
+    fn quota(&self) -> Quota {
+        Quota::per_second(self.calls_per_second).allow_burst(self.burst)
+    }
+}
+
+impl fmt::Display for RateLimitPolicy {
+    /// "5 calls/s (burst 10)".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} calls/s (burst {})",
+            self.calls_per_second, self.burst
+        )
+    }
+}
+
+/// `n` as a `NonZeroU32`, for constants (0 would become 1).
+const fn non_zero(n: u32) -> NonZeroU32 {
+    match NonZeroU32::new(n) {
+        Some(n) => n,
+        None => NonZeroU32::MIN,
+    }
+}
+
+type Governor = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<TokioInstant>>;
+
+struct Limiter {
+    policy: RateLimitPolicy,
+    governor: Governor,
+}
+
+/// Wraps a service in a rate limit. Clones share the limit: use one layer per server.
+#[derive(Clone)]
+pub struct RateLimitLayer {
+    limiter: Arc<Limiter>,
+}
+
+impl fmt::Debug for RateLimitLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("policy", &self.limiter.policy)
+            .finish()
+    }
+}
+
+impl RateLimitLayer {
+    /// A layer limiting by `policy`.
+    pub fn new(policy: RateLimitPolicy) -> Self {
+        RateLimitLayer {
+            limiter: Arc::new(Limiter {
+                governor: RateLimiter::direct_with_clock(policy.quota(), TokioClock),
+                policy,
+            }),
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &RateLimitPolicy {
+        &self.limiter.policy
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimitService<S>;
+
+    fn layer(&self, inner: S) -> RateLimitService<S> {
+        RateLimitService {
+            inner,
+            limiter: self.limiter.clone(),
+        }
+    }
+}
+
+/// A rate-limited service (see [`RateLimitLayer`]).
+#[derive(Clone)]
+pub struct RateLimitService<S> {
+    inner: S,
+    limiter: Arc<Limiter>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for RateLimitService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitService")
+            .field("inner", &self.inner)
+            .field("policy", &self.limiter.policy)
+            .finish()
+    }
+}
+
+impl<S> RateLimitService<S> {
+    /// The wrapped service.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl Limiter {
+    /// Takes a permit, waiting for one if the mode and the deadline allow.
+    async fn acquire(&self, operation: &Operation) -> Result<(), Error> {
+        let started = Instant::now();
+        let waited_long_enough = instant_after(started, self.policy.max_wait);
+        loop {
+            let not_until = match self.governor.check() {
+                Ok(()) => return Ok(()),
+                Err(not_until) => not_until,
+            };
+            let now = Instant::now();
+            let wait = not_until.wait_time_from(TokioClock.now());
+            let why_not = match (self.policy.mode, instant_after(now, wait)) {
+                (RateLimitMode::Reject, _) => None,
+                (RateLimitMode::Wait, None) => Some("comes too late to wait for"),
+                (RateLimitMode::Wait, Some(ready)) => {
+                    if operation.options.deadline.is_some_and(|d| ready >= d) {
+                        Some("comes after the request's deadline")
+                    } else if waited_long_enough.is_some_and(|limit| ready > limit) {
+                        Some("comes later than the longest wait allowed")
+                    } else {
+                        tracing::debug!(
+                            method = %operation.method,
+                            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                            "waiting for a rate-limit permit"
+                        );
+                        tokio::time::sleep_until(ready).await;
+                        // Another caller may have taken this permit: check again.
+                        continue;
+                    }
+                }
+            };
+            return Err(self.rejection(operation, wait, why_not));
+        }
+    }
+
+    fn rejection(&self, operation: &Operation, wait: Duration, why_not: Option<&str>) -> Error {
+        let mut message = format!("rate limit of {} reached", self.policy);
+        if let Some(why_not) = why_not {
+            message.push_str(&format!("; the next permit (in {wait:?}) {why_not}"));
+        }
+        operation.attach_subject(
+            Error::new(ErrorKind::RateLimited, message)
+                .with_retry_after(wait)
+                .with_delivery(Delivery::NotSent),
+        )
+    }
+}
+
+#[async_trait]
+impl<S: McpService> McpService for RateLimitService<S> {
+    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
+        self.limiter.acquire(&operation).await?;
+        self.inner.call(operation).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+    use std::time::Duration;
+
+    use mcp_core::{Delivery, ErrorKind, Layer, McpService, Operation, RequestOptions};
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::test_support::{tool_call, Scripted};
+
+    fn nz(n: u32) -> NonZeroU32 {
+        NonZeroU32::new(n).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_five_per_second_burst_ten_waiting() {
+        let policy = RateLimitPolicy::default();
+        assert_eq!(policy.to_string(), "5 calls/s (burst 10)");
+        assert_eq!(policy.mode, RateLimitMode::Wait);
+        assert_eq!(policy.interval(), Duration::from_millis(200));
+        assert_eq!(policy.max_wait, Duration::from_secs(30));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn burst_passes_at_once_then_wait_mode_waits_exactly_the_interval() {
+        let server = Scripted::new();
+        let service = RateLimitLayer::new(RateLimitPolicy::default()).layer(server.clone());
+        let t0 = Instant::now();
+        for _ in 0..13 {
+            service.call(tool_call("search")).await.unwrap();
+        }
+        let offsets: Vec<_> = server.starts().iter().map(|t| *t - t0).collect();
+        let mut expected = vec![Duration::ZERO; 10];
+        expected.extend([200, 400, 600].map(Duration::from_millis));
+        assert_eq!(offsets, expected);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reject_mode_fails_at_once_naming_the_limit() {
+        let server = Scripted::new();
+        let policy = RateLimitPolicy::default().with_mode(RateLimitMode::Reject);
+        let service = RateLimitLayer::new(policy).layer(server.clone());
+        for _ in 0..10 {
+            service.call(tool_call("search")).await.unwrap();
+        }
+        let t0 = Instant::now();
+        let error = service.call(tool_call("search")).await.unwrap_err();
+        assert_eq!(Instant::now(), t0, "no wait");
+        assert_eq!(server.calls(), 10, "nothing sent");
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert_eq!(
+            error.message(),
+            "rate limit of 5 calls/s (burst 10) reached"
+        );
+        assert_eq!(error.retry_after(), Some(Duration::from_millis(200)));
+        assert_eq!(error.delivery(), Some(Delivery::NotSent));
+        assert_eq!(error.subject(), Some("search"));
+        assert_eq!(
+            error.agent_message(),
+            "tool search is rate-limited: too many calls to its server; try again in 1s"
+        );
+        // One interval later a permit is there again.
+        tokio::time::advance(Duration::from_millis(200)).await;
+        service.call(tool_call("search")).await.unwrap();
+        assert_eq!(server.calls(), 11);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_mode_fails_at_once_when_the_permit_comes_after_the_deadline() {
+        let server = Scripted::new();
+        let policy = RateLimitPolicy::per_second(nz(1));
+        let service = RateLimitLayer::new(policy).layer(server.clone());
+        service.call(tool_call("search")).await.unwrap();
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_millis(999);
+        let error = service
+            .call(tool_call("search").with_options(RequestOptions::new().with_deadline(deadline)))
+            .await
+            .unwrap_err();
+        assert_eq!(Instant::now(), t0, "no useless wait");
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert_eq!(
+            error.message(),
+            "rate limit of 1 calls/s (burst 1) reached; the next permit (in 1s) comes after the request's deadline"
+        );
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(1)));
+        // A deadline just past the permit is waited for, exactly.
+        let deadline = t0 + Duration::from_millis(1001);
+        service
+            .call(
+                Operation::new("ping", None)
+                    .with_options(RequestOptions::new().with_deadline(deadline)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(Instant::now() - t0, Duration::from_secs(1));
+        assert_eq!(server.calls(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_mode_never_waits_longer_than_max_wait() {
+        let server = Scripted::new();
+        let policy = RateLimitPolicy::per_second(nz(1)).with_max_wait(Duration::from_millis(500));
+        let service = RateLimitLayer::new(policy).layer(server.clone());
+        service.call(Operation::new("ping", None)).await.unwrap();
+        let t0 = Instant::now();
+        let error = service
+            .call(Operation::new("ping", None))
+            .await
+            .unwrap_err();
+        assert_eq!(Instant::now(), t0);
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert!(
+            error.message().contains("longest wait"),
+            "{}",
+            error.message()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_service_of_one_layer_shares_the_limit() {
+        let layer = RateLimitLayer::new(
+            RateLimitPolicy::per_second(nz(2)).with_mode(RateLimitMode::Reject),
+        );
+        let a = layer.layer(Scripted::new());
+        let b = layer.clone().layer(Scripted::new());
+        a.call(Operation::new("ping", None)).await.unwrap();
+        b.call(Operation::new("ping", None)).await.unwrap();
+        assert_eq!(
+            a.call(Operation::new("ping", None))
+                .await
+                .unwrap_err()
+                .kind(),
+            ErrorKind::RateLimited
+        );
+        // A separate layer is a separate server.
+        let other = RateLimitLayer::new(layer.policy().to_owned()).layer(Scripted::new());
+        other.call(Operation::new("ping", None)).await.unwrap();
+    }
+}
