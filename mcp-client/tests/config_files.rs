@@ -188,18 +188,25 @@ fn claude_code_with_remote_transports_defaults_and_extras() {
         local.settings,
         HarnessSettings {
             idle_timeout: Duration::from_secs(600),
-            pool: PoolSettings { min: 1, max: 4 },
+            pool: PoolSettings {
+                min: 1,
+                max: 4,
+                configured: true,
+            },
             retry: RetrySettings {
                 max_retries: 3,
                 max_wait: Duration::from_secs(10),
                 jitter: 0.1,
+                configured: true,
             },
             breaker: BreakerSettings {
                 failure_threshold: 3,
                 window: Duration::from_secs(30),
                 cooldown: Duration::from_secs(15),
                 half_open_max_requests: 1,
+                per_tool: false,
             },
+            ..HarnessSettings::default()
         }
     );
 
@@ -414,7 +421,11 @@ fn codex_toml() {
         ServerConfig {
             enabled: false,
             settings: HarnessSettings {
-                pool: PoolSettings { min: 1, max: 1 },
+                pool: PoolSettings {
+                    min: 1,
+                    max: 1,
+                    configured: true,
+                },
                 ..HarnessSettings::default()
             },
             ..ServerConfig::new("archived", stdio("old-server", &[], &[], None))
@@ -779,11 +790,19 @@ fn partial_settings_keep_the_other_defaults() {
     )
     .unwrap();
     let s = &config.servers[0].settings;
-    assert_eq!(s.pool, PoolSettings { min: 12, max: 12 });
+    assert_eq!(
+        s.pool,
+        PoolSettings {
+            min: 12,
+            max: 12,
+            configured: true
+        }
+    );
     assert_eq!(
         s.retry,
         RetrySettings {
             jitter: 0.0,
+            configured: true,
             ..RetrySettings::default()
         }
     );
@@ -835,4 +854,38 @@ fn vscode_settings_file_with_mcp_servers() {
     .unwrap();
     assert_eq!(names(&config), ["s"]);
     assert_eq!(config.servers[0].transport.kind(), "http");
+}
+
+#[test]
+fn rate_limit_breaker_per_tool_and_probe_interval_are_read() {
+    let config = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x",
+            "rate_limit": {"calls_per_sec": 2.5, "wait": false},
+            "breaker": {"per_tool": true},
+            "probe_interval_sec": 5}}}"#,
+        &[],
+    )
+    .unwrap();
+    let s = &config.servers[0].settings;
+    assert_eq!(
+        s.rate_limit,
+        Some(mcp_client::config::RateLimitSettings {
+            calls_per_sec: 2.5,
+            burst: 3,
+            wait: false
+        })
+    );
+    assert!(s.breaker.per_tool);
+    assert_eq!(s.probe_interval, Duration::from_secs(5));
+    assert!(!s.pool.configured && !s.retry.configured);
+
+    let err = parse_err(r#"{"mcpServers": {"s": {"command": "x", "rate_limit": {"burst": 3}}}}"#);
+    assert_eq!(err.kind(), ConfigErrorKind::Missing);
+    assert_eq!(err.server(), Some("s"), "{err}");
+    assert_eq!(err.field(), Some("rate_limit.calls_per_sec"), "{err}");
+    let err =
+        parse_err(r#"{"mcpServers": {"s": {"command": "x", "rate_limit": {"calls_per_sec": 0}}}}"#);
+    assert_eq!(err.kind(), ConfigErrorKind::Invalid);
+    assert_eq!(err.server(), Some("s"), "{err}");
+    assert_eq!(err.field(), Some("rate_limit.calls_per_sec"), "{err}");
 }

@@ -9,8 +9,8 @@ use super::fields::{Ctx, Obj};
 use super::model::{ServerConfig, TransportConfig};
 use super::node::Node;
 use super::settings::{
-    BreakerSettings, HarnessSettings, PoolSettings, RetrySettings, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+    BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
 };
 
 /// Which format's entry shape to expect.
@@ -241,6 +241,10 @@ fn read_extras(obj: &Obj<'_>, ctx: &Ctx<'_>, server: &mut ServerConfig) -> Resul
         pool: read_pool(obj, ctx)?,
         retry: read_retry(obj, ctx)?,
         breaker: read_breaker(obj, ctx)?,
+        rate_limit: read_rate_limit(obj, ctx)?,
+        probe_interval: obj
+            .duration(ctx, "probe_interval_sec", 1.0)?
+            .unwrap_or(DEFAULT_PROBE_INTERVAL),
     };
     Ok(())
 }
@@ -254,17 +258,16 @@ fn read_pool(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<PoolSettings, ConfigError> 
     let max = pool.u32(ctx, "max")?;
     pool.log_unknown(ctx);
     // A bound left out follows the one given, so `pool: { max: 1 }` means min 1, not an error.
-    Ok(match (min, max) {
-        (Some(min), Some(max)) => PoolSettings { min, max },
-        (Some(min), None) => PoolSettings {
-            min,
-            max: defaults.max.max(min),
-        },
-        (None, Some(max)) => PoolSettings {
-            min: defaults.min.min(max),
-            max,
-        },
-        (None, None) => defaults,
+    let (min, max) = match (min, max) {
+        (Some(min), Some(max)) => (min, max),
+        (Some(min), None) => (min, defaults.max.max(min)),
+        (None, Some(max)) => (defaults.min.min(max), max),
+        (None, None) => (defaults.min, defaults.max),
+    };
+    Ok(PoolSettings {
+        min,
+        max,
+        configured: true,
     })
 }
 
@@ -281,6 +284,7 @@ fn read_retry(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<RetrySettings, ConfigError
             .duration(ctx, "max_wait_sec", 1.0)?
             .unwrap_or(defaults.max_wait),
         jitter: retry.number(ctx, "jitter")?.unwrap_or(defaults.jitter),
+        configured: true,
     };
     retry.log_unknown(ctx);
     Ok(settings)
@@ -304,9 +308,33 @@ fn read_breaker(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<BreakerSettings, ConfigE
         half_open_max_requests: breaker
             .u32(ctx, "half_open_max_requests")?
             .unwrap_or(defaults.half_open_max_requests),
+        per_tool: breaker.bool(ctx, "per_tool")?.unwrap_or(defaults.per_tool),
     };
     breaker.log_unknown(ctx);
     Ok(settings)
+}
+
+fn read_rate_limit(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<Option<RateLimitSettings>, ConfigError> {
+    let Some(limit) = obj.object(ctx, "rate_limit")? else {
+        return Ok(None);
+    };
+    let calls_per_sec = limit.number(ctx, "calls_per_sec")?.ok_or_else(|| {
+        ctx.error(
+            ConfigErrorKind::Missing,
+            "rate_limit.calls_per_sec",
+            "a rate limit needs `calls_per_sec` (a number > 0), found none",
+        )
+    })?;
+    let burst = limit
+        .u32(ctx, "burst")?
+        .unwrap_or_else(|| (calls_per_sec.ceil().clamp(1.0, f64::from(u32::MAX))) as u32);
+    let wait = limit.bool(ctx, "wait")?.unwrap_or(true);
+    limit.log_unknown(ctx);
+    Ok(Some(RateLimitSettings {
+        calls_per_sec,
+        burst,
+        wait,
+    }))
 }
 
 fn validate(server: &ServerConfig, ctx: &Ctx<'_>) -> Result<(), ConfigError> {

@@ -40,8 +40,8 @@ pub use expand::EnvLookup;
 pub use load::{load, load_with_env, parse, parse_format_with_env, parse_with_env, ConfigFormat};
 pub use model::{ClientConfig, ServerConfig, TransportConfig};
 pub use settings::{
-    BreakerSettings, HarnessSettings, PoolSettings, RetrySettings, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+    BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
 };
 pub use vscode::{parse_vscode, parse_vscode_with_env};
 

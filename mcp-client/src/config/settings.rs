@@ -9,6 +9,14 @@
 //! | `pool.min` / `pool.max` | 2 / 10 |
 //! | `retry.max_retries` / `retry.max_wait_sec` / `retry.jitter` | 5 / 30 s / 0.25 |
 //! | `breaker.failure_threshold` / `window_sec` / `cooldown_sec` / `half_open_max_requests` | 5 / 60 s / 30 s / 3 |
+//! | `breaker.per_tool` | false (one breaker per server) |
+//! | `rate_limit.calls_per_sec` / `burst` / `wait` | none (no limit) / = calls_per_sec / true |
+//! | `probe_interval_sec` | 30 s (how often an unavailable server is tried again) |
+//!
+//! Which of these apply depends on the profile (see `StackPolicy` in the facade): `minimal`
+//! retries 3 times in all with a fixed 1 s wait and has no breaker or pool; `professional` adds
+//! backoff retry and pools for remote servers; `enterprise` adds the breaker, rate limits and
+//! load-sized pools.
 
 use std::time::Duration;
 
@@ -18,6 +26,8 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default idle time after which a connection is closed (seed: idle 300 s).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default time between attempts at bringing an unavailable server back.
+pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Per-server harness settings beyond the transport.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +40,10 @@ pub struct HarnessSettings {
     pub retry: RetrySettings,
     /// Circuit breaker (`breaker`).
     pub breaker: BreakerSettings,
+    /// Client-side rate limit (`rate_limit`); `None`: no limit.
+    pub rate_limit: Option<RateLimitSettings>,
+    /// How often an unavailable server is tried again (`probe_interval_sec`, default 30 s).
+    pub probe_interval: Duration,
 }
 
 impl Default for HarnessSettings {
@@ -39,6 +53,8 @@ impl Default for HarnessSettings {
             pool: PoolSettings::default(),
             retry: RetrySettings::default(),
             breaker: BreakerSettings::default(),
+            rate_limit: None,
+            probe_interval: DEFAULT_PROBE_INTERVAL,
         }
     }
 }
@@ -50,11 +66,17 @@ pub struct PoolSettings {
     pub min: u32,
     /// Most connections at once (default 10, at least 1).
     pub max: u32,
+    /// Whether the configuration names a `pool` (stdio servers are pooled only then).
+    pub configured: bool,
 }
 
 impl Default for PoolSettings {
     fn default() -> Self {
-        PoolSettings { min: 2, max: 10 }
+        PoolSettings {
+            min: 2,
+            max: 10,
+            configured: false,
+        }
     }
 }
 
@@ -67,6 +89,9 @@ pub struct RetrySettings {
     pub max_wait: Duration,
     /// Random spread of each wait, as a fraction in [0, 1] (default 0.25 = ±25 %).
     pub jitter: f64,
+    /// Whether the configuration names a `retry` (the `minimal` profile's fixed retry then
+    /// takes `max_retries` from it).
+    pub configured: bool,
 }
 
 impl Default for RetrySettings {
@@ -75,6 +100,7 @@ impl Default for RetrySettings {
             max_retries: 5,
             max_wait: Duration::from_secs(30),
             jitter: 0.25,
+            configured: false,
         }
     }
 }
@@ -91,6 +117,8 @@ pub struct BreakerSettings {
     pub cooldown: Duration,
     /// Probe requests admitted while half-open (default 3, at least 1).
     pub half_open_max_requests: u32,
+    /// One breaker per tool as well as the server's (default false).
+    pub per_tool: bool,
 }
 
 impl Default for BreakerSettings {
@@ -100,8 +128,22 @@ impl Default for BreakerSettings {
             window: Duration::from_secs(60),
             cooldown: Duration::from_secs(30),
             half_open_max_requests: 3,
+            per_tool: false,
         }
     }
+}
+
+/// A client-side rate limit (`rate_limit: { calls_per_sec, burst, wait }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimitSettings {
+    /// Calls per second, sustained (> 0).
+    pub calls_per_sec: f64,
+    /// Calls that may go at once after a quiet spell (default: `calls_per_sec` rounded up, at
+    /// least 1).
+    pub burst: u32,
+    /// Over the limit: wait for a permit within the call's deadline (`true`, the default) or
+    /// fail at once (`false`).
+    pub wait: bool,
 }
 
 impl HarnessSettings {
@@ -143,8 +185,23 @@ impl HarnessSettings {
                 "expected a number ≥ 1, found 0".to_owned(),
             ));
         }
+        if let Some(limit) = &self.rate_limit {
+            if !(limit.calls_per_sec > 0.0 && limit.calls_per_sec.is_finite()) {
+                return Err((
+                    "rate_limit.calls_per_sec",
+                    format!("expected a number > 0, found {}", limit.calls_per_sec),
+                ));
+            }
+            if limit.burst < 1 {
+                return Err((
+                    "rate_limit.burst",
+                    "expected a number ≥ 1, found 0".to_owned(),
+                ));
+            }
+        }
         for (field, duration) in [
             ("idle_timeout_sec", self.idle_timeout),
+            ("probe_interval_sec", self.probe_interval),
             ("retry.max_wait_sec", self.retry.max_wait),
             ("breaker.window_sec", self.breaker.window),
             ("breaker.cooldown_sec", self.breaker.cooldown),
@@ -165,7 +222,11 @@ mod tests {
     fn defaults_are_the_seeds() {
         let s = HarnessSettings::default();
         assert_eq!(s.idle_timeout, Duration::from_secs(300));
-        assert_eq!(s.pool, PoolSettings { min: 2, max: 10 });
+        assert_eq!(s.pool.min, 2);
+        assert_eq!(s.pool.max, 10);
+        assert_eq!(s.probe_interval, Duration::from_secs(30));
+        assert_eq!(s.rate_limit, None);
+        assert!(!s.breaker.per_tool);
         assert_eq!(s.retry.max_retries, 5);
         assert_eq!(s.retry.max_wait, Duration::from_secs(30));
         assert_eq!(s.retry.jitter, 0.25);
