@@ -63,6 +63,8 @@ pub enum CliError {
         server: String,
         /// Its status label and first line of its failure reason.
         why: String,
+        /// The tool or prompt the command wanted, when there was one.
+        subject: Option<String>,
     },
     /// No such tool / prompt / resource / server.
     NotFound {
@@ -143,7 +145,7 @@ impl CliError {
     pub fn message(&self) -> String {
         match self {
             CliError::Config(e) => format!("configuration: {e}"),
-            CliError::Unavailable { server, why } => format!("server \"{server}\" {why}"),
+            CliError::Unavailable { server, why, .. } => format!("server \"{server}\" {why}"),
             CliError::NotFound { what, name } => {
                 format!("no {} named \"{name}\"", what.noun())
             }
@@ -170,6 +172,39 @@ impl CliError {
             }
             CliError::Other(m) => m.clone(),
             CliError::Interrupted => "interrupted".to_owned(),
+        }
+    }
+
+    /// The `agent: ` line: the sentence an agent would be shown for this failure (R-PROTO-4),
+    /// for failures of a tool, prompt or server.
+    pub fn agent_message(&self) -> Option<String> {
+        match self {
+            CliError::Mcp(e) => Some(e.agent_message()),
+            CliError::Unavailable {
+                subject: Some(subject),
+                why,
+                ..
+            } => {
+                let kind = if why.starts_with("needs credentials") {
+                    ErrorKind::Auth
+                } else {
+                    ErrorKind::ServerUnavailable
+                };
+                Some(
+                    McpError::new(kind, why.clone())
+                        .with_subject(subject)
+                        .agent_message(),
+                )
+            }
+            CliError::NotFound {
+                what: Missing::Tool,
+                name,
+            } => Some(
+                McpError::new(ErrorKind::ToolNotFound, "not in the catalog")
+                    .with_subject(name)
+                    .agent_message(),
+            ),
+            _ => None,
         }
     }
 
@@ -271,10 +306,18 @@ mod tests {
         );
         let e = CliError::Unavailable {
             server: "gh".into(),
-            why: "failed: exited with status 3".into(),
+            why: "is unavailable: exited with status 3".into(),
+            subject: Some("gh__search".into()),
         };
         assert_eq!(e.exit_code(), 4);
-        assert_eq!(e.message(), "server \"gh\" failed: exited with status 3");
+        assert_eq!(
+            e.message(),
+            "server \"gh\" is unavailable: exited with status 3"
+        );
+        assert_eq!(
+            e.agent_message().as_deref(),
+            Some("tool gh__search is unavailable: server not responding")
+        );
         let e = CliError::NotFound {
             what: Missing::Tool,
             name: "a__b".into(),

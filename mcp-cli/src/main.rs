@@ -2,8 +2,9 @@
 //!
 //! Parses the command line, resolves the configuration, starts the servers, runs one command,
 //! shuts the servers down and maps the outcome to a documented exit code (see
-//! [`cli::EXIT_CODES`]). Failures are one `error:` line and one `hint:` line on stderr — never a
-//! panic message or a backtrace.
+//! [`cli::EXIT_CODES`]). Failures are one `error:` line, the agent-facing sentence (`agent:`,
+//! for failures of a tool, prompt or server) and one `hint:` line on stderr — never a panic
+//! message or a backtrace.
 
 mod args;
 mod cli;
@@ -103,6 +104,9 @@ fn run(cli: &Cli) -> u8 {
 
 fn report(error: &CliError) -> u8 {
     eprintln!("error: {}", error.message());
+    if let Some(agent) = error.agent_message() {
+        eprintln!("agent: {agent}");
+    }
     eprintln!("hint: {}", error.hint());
     error.exit_code()
 }

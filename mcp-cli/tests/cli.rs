@@ -76,7 +76,12 @@ fn claude_config_with_a_broken_server_is_partially_available() {
         "{}",
         run.stdout
     );
-    assert!(row("broken").contains("failed"), "{}", run.stdout);
+    assert!(row("broken").contains("unavailable"), "{}", run.stdout);
+    assert!(
+        lines[0].contains("BREAKER") && lines[0].contains("RECONNECTS"),
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stdout.contains("reason: ") && run.stdout.contains("/nonexistent/server"),
         "{}",
@@ -96,7 +101,13 @@ fn claude_config_with_a_broken_server_is_partially_available() {
     assert!(servers[0]["protocolVersion"].is_string());
     assert!(servers[0].get("reason").is_none());
     assert_eq!(servers[2]["name"], "broken");
-    assert_eq!(servers[2]["status"], "failed");
+    assert_eq!(servers[0]["breaker"]["state"], "closed");
+    assert_eq!(servers[2]["status"], "unavailable");
+    assert_eq!(servers[2]["reconnects"], 0);
+    assert!(servers[2]["lastError"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/server"));
     assert!(servers[2]["reason"]
         .as_str()
         .unwrap()
@@ -109,7 +120,8 @@ fn claude_config_with_a_broken_server_is_partially_available() {
     assert!(run.stdout.contains("fixture2__echo"), "{}", run.stdout);
     assert!(!run.stdout.contains("broken__"), "{}", run.stdout);
     assert!(
-        run.stderr.contains("warning: server \"broken\" failed"),
+        run.stderr
+            .contains("warning: server \"broken\" is unavailable"),
         "{}",
         run.stderr
     );
@@ -191,7 +203,7 @@ fn servers_that_crash_or_hang_at_start_fail_and_the_rest_work() {
     };
     assert_eq!(by_name("good")["status"], "ready");
     let crashy = by_name("crashy");
-    assert_eq!(crashy["status"], "failed");
+    assert_eq!(crashy["status"], "unavailable");
     assert!(
         crashy["reason"]
             .as_str()
@@ -200,7 +212,7 @@ fn servers_that_crash_or_hang_at_start_fail_and_the_rest_work() {
         "{crashy}"
     );
     let hangy = by_name("hangy");
-    assert_eq!(hangy["status"], "failed");
+    assert_eq!(hangy["status"], "unavailable");
     let reason = hangy["reason"].as_str().unwrap();
     assert!(
         reason.contains("within") || reason.contains("timed out") || reason.contains("timeout"),
@@ -215,13 +227,21 @@ fn servers_that_crash_or_hang_at_start_fail_and_the_rest_work() {
         run.stdout
     );
 
-    // A tool of the failed server: unavailable (4), naming the server and why.
+    // A tool of the unavailable server: unavailable (4), naming the server and why, and the
+    // sentence an agent would be shown.
     let run = env.run(&["call", "crashy__echo", r#"{"text":"x"}"#]);
     run.assert_code(4);
     assert!(run.stdout.is_empty());
     assert!(
+        run.stderr.contains(
+            "error: server \"crashy\" is unavailable: MCP server `crashy` exited with status 3"
+        ),
+        "{}",
         run.stderr
-            .contains("error: server \"crashy\" failed: MCP server `crashy` exited with status 3"),
+    );
+    assert!(
+        run.stderr
+            .contains("\nagent: tool crashy__echo is unavailable: server not responding\n"),
         "{}",
         run.stderr
     );
@@ -303,11 +323,11 @@ fn call_errors_have_documented_exit_codes() {
         run.stderr
     );
 
-    // A failed server's tool by prefix: 4.
+    // An unavailable server's tool by prefix: 4.
     let run = env.run(&["call", "broken__anything"]);
     run.assert_code(4);
     assert!(
-        run.stderr.contains("server \"broken\" failed"),
+        run.stderr.contains("server \"broken\" is unavailable"),
         "{}",
         run.stderr
     );

@@ -132,10 +132,66 @@ impl<T: CatalogEntry> Catalog<T> {
     }
 }
 
+/// What changed between two tool catalogs, by qualified name (each list in catalog order).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogChange {
+    /// New tools.
+    pub added: Vec<String>,
+    /// Tools that are gone.
+    pub removed: Vec<String>,
+    /// Tools whose definition (description, schema, annotations, …) changed.
+    pub changed: Vec<String>,
+}
+
+impl CatalogChange {
+    /// The difference from `old` to `new`.
+    pub fn between(old: &Catalog<CatalogTool>, new: &Catalog<CatalogTool>) -> CatalogChange {
+        let mut change = CatalogChange::default();
+        for entry in new.entries() {
+            match old.get(&entry.qualified_name) {
+                None => change.added.push(entry.qualified_name.clone()),
+                Some(before) if before.tool != entry.tool => {
+                    change.changed.push(entry.qualified_name.clone())
+                }
+                Some(_) => {}
+            }
+        }
+        for entry in old.entries() {
+            if new.get(&entry.qualified_name).is_none() {
+                change.removed.push(entry.qualified_name.clone());
+            }
+        }
+        change
+    }
+
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_change_lists_added_removed_and_changed_tools() {
+        let old = Catalog::build(vec![tool("a", "x"), tool("a", "y"), tool("b", "z")]);
+        let mut y = tool("a", "y");
+        y.tool.description = Some("now documented".into());
+        let new = Catalog::build(vec![tool("a", "x"), y, tool("b", "w")]);
+        let change = CatalogChange::between(&old, &new);
+        assert_eq!(
+            change,
+            CatalogChange {
+                added: vec!["b__w".into()],
+                removed: vec!["b__z".into()],
+                changed: vec!["a__y".into()],
+            }
+        );
+        assert!(CatalogChange::between(&new, &new).is_empty());
+    }
 
     fn tool(server: &str, name: &str) -> CatalogTool {
         CatalogTool {

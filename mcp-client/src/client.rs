@@ -1,41 +1,49 @@
-//! [`McpClient`]: many servers, one catalog, partial availability.
+//! [`McpClient`]: many servers, one catalog, partial availability — the facade's public API.
+//! The per-server machinery lives next door: `server.rs` (one server), `supervisor.rs` (its
+//! life cycle), `stack.rs` (its call stack), `routing.rs` (finding resources and prompts),
+//! `catalog.rs` (qualified names and diffs).
 
-use mcp_core::McpServiceExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mcp_core::types::{
-    CallToolResult, GetPromptResult, Implementation, Prompt, ReadResourceResult, Resource, Tool,
+    CallToolResult, GetPromptResult, Implementation, LoggingLevel, Prompt, ReadResourceResult,
+    Resource,
 };
 use mcp_core::{
-    ClientHandler, ClientSession, Error, ErrorKind, RequestOptions, ServerNotification,
-    SessionOptions,
+    BoxService, ClientHandler, ClientSession, Delivery, Error, ErrorKind, McpService,
+    McpServiceExt, Operation, RequestOptions, SessionOptions,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::sync::broadcast;
+use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use crate::catalog::{Catalog, CatalogPrompt, CatalogTool};
+use crate::builder::{McpClientBuilder, SessionOptionsHook};
+use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool};
 use crate::config::{ClientConfig, ServerConfig};
-use crate::connect::connect;
+use crate::handler::ClientNotification;
+use crate::routing::{pick_resource_server, ResourceIndex};
+use crate::server::{ManagedServer, ServerContext};
+use crate::stack::StackPolicy;
 use crate::status::{ServerReport, ServerStatus};
+use crate::supervisor::{SupervisionPolicy, SupervisorListener};
 
 /// How the client presents itself and treats its servers.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// Sent as `clientInfo` in every `initialize`. Default: `mcp-client` and this crate's version.
     pub client_info: Implementation,
-    /// How long `close` may take per server in [`McpClient::shutdown`]. Default: 5 s.
-    pub shutdown_timeout: Duration,
+    /// How long closing may take per server in [`McpClient::shutdown`]. Default: 5 s.
+    pub shutdown_timeout: std::time::Duration,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             client_info: Implementation::new("mcp-client", env!("CARGO_PKG_VERSION")),
-            shutdown_timeout: Duration::from_secs(5),
+            shutdown_timeout: std::time::Duration::from_secs(5),
         }
     }
 }
@@ -60,9 +68,18 @@ pub struct Gathered<T> {
 
 /// A harness's connection to all its MCP servers.
 ///
-/// Every enabled server is started in parallel under its own startup timeout; a server that
-/// fails to start, or dies later, is marked failed with the reason and drops out of the catalog,
-/// and the others go on. Dropping the client ends every session and child process;
+/// Every enabled server is started in parallel under its own startup timeout, and from then on
+/// supervised: a server that dies is restarted (stdio) or reconnected (remote) on a backoff
+/// schedule, an unavailable one is probed until it is back, and the catalog follows. Every call
+/// goes through the server's call stack (timeout, retry, rate limit, breaker, pool — as the
+/// profile and the configuration say).
+///
+/// **Callers.** One `McpClient` is one caller — one harness, one agent conversation: its
+/// sessions and pools are its own and are never shared with another client, and the calls made
+/// through it share them. A harness that serves unrelated users (a gateway) makes one client per
+/// user, so that a server that keeps state per session never mixes two users' state.
+///
+/// Dropping the last clone ends every session, pool and child process;
 /// [`shutdown`](McpClient::shutdown) does it gracefully.
 #[derive(Clone)]
 pub struct McpClient {
@@ -70,92 +87,89 @@ pub struct McpClient {
 }
 
 struct Inner {
-    servers: Vec<Arc<ManagedServer>>,
+    servers: RwLock<Vec<Arc<ManagedServer>>>,
     tools: RwLock<Arc<Catalog<CatalogTool>>>,
-    monitors: Mutex<Vec<AbortHandle>>,
+    /// Serializes catalog rebuilds, so every change is reported once and in order.
+    rebuilding: Mutex<()>,
+    catalog_changes: broadcast::Sender<CatalogChange>,
+    notifications: broadcast::Sender<ClientNotification>,
     options: ClientOptions,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        for monitor in lock(&self.monitors).drain(..) {
-            monitor.abort();
-        }
-    }
-}
-
-struct ManagedServer {
-    config: ServerConfig,
-    state: Mutex<ServerState>,
-    http_memo: crate::connect::HttpMemo,
-}
-
-struct ServerState {
-    status: ServerStatus,
-    session: Option<ClientSession>,
-    tools: Vec<Tool>,
+    handler: Arc<dyn ClientHandler>,
+    session_options: Option<SessionOptionsHook>,
+    stack: StackPolicy,
+    supervision: SupervisionPolicy,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Forwards list-change notifications to the server's monitor task, from the handshake on.
-struct FacadeHandler {
-    changes: mpsc::UnboundedSender<ServerNotification>,
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
 }
 
-impl ClientHandler for FacadeHandler {
-    fn on_notification(&self, notification: &ServerNotification) {
-        if matches!(notification, ServerNotification::ToolListChanged) {
-            let _ = self.changes.send(notification.clone());
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How supervisors reach the client (weakly: the client owns them).
+struct Listener(Weak<Inner>);
+
+impl SupervisorListener for Listener {
+    fn tools_changed(&self, _server: &str) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.rebuild_tools();
+        }
+    }
+
+    fn lists_changed(&self, server: &str) {
+        if let Some(server) = self.0.upgrade().and_then(|inner| inner.server(server)) {
+            server.lists_changed();
         }
     }
 }
 
 impl McpClient {
-    /// Starts every enabled server in parallel and returns once each is ready or has failed
-    /// (each bounded by its `startup_timeout`). Never fails as a whole: check
-    /// [`servers`](McpClient::servers) for each server's status.
+    /// Starts every enabled server with default settings; see [`McpClient::builder`] for the
+    /// harness's own handler, session options and policies.
     pub async fn start(config: ClientConfig, options: ClientOptions) -> McpClient {
-        let servers: Vec<Arc<ManagedServer>> = config
+        McpClient::builder(config).options(options).start().await
+    }
+
+    /// A builder for a client over `config`.
+    pub fn builder(config: ClientConfig) -> McpClientBuilder {
+        McpClientBuilder::new(config)
+    }
+
+    pub(crate) async fn from_builder(builder: McpClientBuilder) -> McpClient {
+        let (catalog_changes, _) = broadcast::channel(64);
+        let (notifications, _) = broadcast::channel(1024);
+        let inner = Arc::new(Inner {
+            servers: RwLock::new(Vec::new()),
+            tools: RwLock::new(Arc::new(Catalog::default())),
+            rebuilding: Mutex::new(()),
+            catalog_changes,
+            notifications,
+            options: builder.options,
+            handler: builder.handler,
+            session_options: builder.session_options,
+            stack: builder.stack,
+            supervision: builder.supervision,
+        });
+        let servers: Vec<Arc<ManagedServer>> = builder
+            .config
             .servers
             .into_iter()
-            .map(|config| {
-                let status = if config.enabled {
-                    ServerStatus::Starting
-                } else {
-                    ServerStatus::Disabled
-                };
-                Arc::new(ManagedServer {
-                    http_memo: Default::default(),
-                    config,
-                    state: Mutex::new(ServerState {
-                        status,
-                        session: None,
-                        tools: Vec::new(),
-                    }),
-                })
-            })
+            .map(|config| inner.build_server(config))
             .collect();
-        let inner = Arc::new(Inner {
-            servers,
-            tools: RwLock::new(Arc::new(Catalog::default())),
-            monitors: Mutex::new(Vec::new()),
-            options,
-        });
+        *write(&inner.servers) = servers.clone();
+        let listener: Arc<dyn SupervisorListener> = Arc::new(Listener(Arc::downgrade(&inner)));
         let mut starting = JoinSet::new();
-        for server in inner.servers.iter().filter(|s| s.config.enabled) {
-            let server = server.clone();
-            let client_info = inner.options.client_info.clone();
-            let weak = Arc::downgrade(&inner);
-            starting.spawn(async move { start_server(server, client_info, weak).await });
+        for server in servers {
+            let listener = listener.clone();
+            starting.spawn(async move { server.start(listener).await });
         }
-        while let Some(started) = starting.join_next().await {
-            if let Ok(Some(monitor)) = started {
-                lock(&inner.monitors).push(monitor);
-            }
-        }
+        while starting.join_next().await.is_some() {}
         inner.rebuild_tools();
         McpClient { inner }
     }
@@ -163,43 +177,48 @@ impl McpClient {
     /// Every configured server with its status, in configuration order.
     pub fn servers(&self) -> Vec<ServerReport> {
         let catalog = self.tools();
-        self.inner
-            .servers
+        read(&self.inner.servers)
             .iter()
             .map(|s| {
-                let state = lock(&s.state);
-                let session = state.session.as_ref();
-                ServerReport {
-                    name: s.config.name.clone(),
-                    status: state.status.clone(),
-                    transport: s.config.transport.kind(),
-                    tools: catalog
-                        .entries()
-                        .iter()
-                        .filter(|t| t.server == s.config.name)
-                        .count(),
-                    server_info: session.map(|x| x.server_info().server_info.clone()),
-                    protocol_version: session.map(ClientSession::protocol_version),
-                }
+                let tools = catalog
+                    .entries()
+                    .iter()
+                    .filter(|t| t.server == s.config.name)
+                    .count();
+                s.report(tools)
             })
             .collect()
     }
 
-    /// The tool catalog: every ready server's tools (after allow/deny lists) under qualified
-    /// names, in stable order. Refreshed when a server announces `tools/list_changed` or fails.
+    /// The tool catalog: every server's tools (after allow/deny lists) under qualified names,
+    /// in stable order. A server that is away (reconnecting, unavailable) keeps its last known
+    /// tools, so calling one tells the agent it is unavailable rather than unknown; a stopped
+    /// server has none. Refreshed on `tools/list_changed` and after every reconnect.
     pub fn tools(&self) -> Arc<Catalog<CatalogTool>> {
-        self.inner
-            .tools
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read(&self.inner.tools).clone()
     }
 
-    /// The session of a ready server, for anything the facade does not wrap.
+    /// Every change of the tool catalog from now on (added / removed / changed tools).
+    pub fn catalog_changes(&self) -> broadcast::Receiver<CatalogChange> {
+        self.inner.catalog_changes.subscribe()
+    }
+
+    /// Every notification of every server from now on, tagged with the server's name (across
+    /// reconnects: the subscriber never has to subscribe again).
+    pub fn notifications(&self) -> broadcast::Receiver<ClientNotification> {
+        self.inner.notifications.subscribe()
+    }
+
+    /// The primary session of a ready server, for anything the facade does not wrap. Calls on
+    /// it bypass the server's call stack (no retry, breaker or pool).
     pub fn session(&self, server: &str) -> Option<ClientSession> {
-        self.inner
-            .server(server)
-            .and_then(|s| lock(&s.state).session.clone())
+        self.inner.server(server).and_then(|s| s.ready_session())
+    }
+
+    /// The server's whole call stack (timeout, retry, breaker, pool …) as a service, for
+    /// requests the facade does not wrap: [`McpServiceExt`] works on it.
+    pub fn service(&self, server: &str) -> Option<BoxService> {
+        self.inner.server(server).map(|s| s.stack.service.clone())
     }
 
     /// Calls a tool by its qualified name (`server__tool`) with the server's tool timeout.
@@ -213,12 +232,14 @@ impl McpClient {
     }
 
     /// Calls a tool by its qualified name with per-call options (progress, deadline). Without
-    /// an explicit deadline the server's `tool_timeout` applies.
+    /// an explicit timeout the server's `tool_timeout` applies. The call is retried only when
+    /// that is safe: the tool is annotated read-only or idempotent, or the failure proves the
+    /// server never received it.
     pub async fn call_tool_with(
         &self,
         qualified_name: &str,
         arguments: Option<Value>,
-        mut options: RequestOptions,
+        options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
         let entry = self.tools().get(qualified_name).cloned().ok_or_else(|| {
             Error::new(
@@ -226,26 +247,34 @@ impl McpClient {
                 format!("no tool named {qualified_name:?} in the catalog"),
             )
             .with_subject(qualified_name)
+            .with_delivery(Delivery::NotSent)
         })?;
         let server = self.inner.catalog_server(&entry.server)?;
-        let session = server
-            .ready_session()
-            .map_err(|e| e.with_subject(qualified_name))?;
-        options.timeout.get_or_insert(server.config.tool_timeout);
+        let operation = Operation::call_tool(&entry.tool.name, arguments)
+            .with_idempotent(entry.tool.is_replay_safe())
+            .with_options(options);
         let span = tracing::info_span!(
             "mcp.client.operation",
             mcp.method.name = "tools/call",
             gen_ai.tool.name = %entry.tool.name,
             mcp.server.name = %entry.server,
-            network.transport = session.transport_name(),
+            network.transport = server.network_transport(),
             mcp.outcome = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
         let started = Instant::now();
-        let result = session
-            .call_tool(&entry.tool.name, arguments, options)
+        let result = server
+            .stack
+            .service
+            .call(operation)
             .instrument(span.clone())
             .await
+            .and_then(|payload| {
+                payload.into_typed::<CallToolResult>().map_err(|e| {
+                    Error::protocol(format!("invalid tools/call result: {e}"))
+                        .with_delivery(Delivery::Answered)
+                })
+            })
             .map_err(|e| e.with_subject(qualified_name));
         let outcome = match &result {
             Ok(r) if r.is_error() => "tool_error",
@@ -275,8 +304,12 @@ impl McpClient {
     /// Resources of every ready server, in configuration order.
     pub async fn resources(&self) -> Gathered<Vec<CatalogResource>> {
         let gathered = self
-            .gather("resources/list", |session| async move {
-                session.list_all_resources(RequestOptions::new()).await
+            .gather("resources/list", |server| async move {
+                server
+                    .stack
+                    .service
+                    .list_all_resources(RequestOptions::new())
+                    .await
             })
             .await;
         Gathered {
@@ -295,84 +328,153 @@ impl McpClient {
     }
 
     /// Reads a resource. With `server`, from that server; without, from the one ready server
-    /// that lists `uri` (or whose resource template's fixed prefix matches it).
+    /// that lists `uri` (or whose resource template's fixed prefix matches it). Each server's
+    /// resource list is fetched once and kept until it announces a change.
     pub async fn read_resource(
         &self,
         server: Option<&str>,
         uri: &str,
     ) -> Result<ReadResourceResult, Error> {
+        let server = self.resource_server(server, uri).await?;
+        server
+            .stack
+            .service
+            .read_resource(uri, RequestOptions::new())
+            .await
+    }
+
+    /// Subscribes to a resource's updates (they arrive on [`notifications`](Self::notifications)).
+    /// The subscription is renewed on every new session of the server.
+    pub async fn subscribe_resource(&self, server: Option<&str>, uri: &str) -> Result<(), Error> {
+        self.subscription(server, uri, true).await
+    }
+
+    /// Ends a resource subscription.
+    pub async fn unsubscribe_resource(&self, server: Option<&str>, uri: &str) -> Result<(), Error> {
+        self.subscription(server, uri, false).await
+    }
+
+    async fn subscription(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+        subscribe: bool,
+    ) -> Result<(), Error> {
+        let server = self.resource_server(server, uri).await?;
+        // On the primary session: that is where the server sends the updates.
+        let session = server
+            .ready_session()
+            .ok_or_else(|| server_not_ready(&server.config.name).with_subject(uri))?;
+        let options = RequestOptions::new().with_timeout(server.config.tool_timeout);
+        if subscribe {
+            session.subscribe_resource(uri, options).await?;
+        } else {
+            session.unsubscribe_resource(uri, options).await?;
+        }
+        server.supervisor.remember_subscription(uri, subscribe);
+        Ok(())
+    }
+
+    /// Sets the servers' logging level (`logging/setLevel`), on every ready server that has
+    /// logging, and again on every new session of any server. Returns the servers that refused.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Vec<(String, Error)> {
+        let servers: Vec<_> = read(&self.inner.servers).clone();
+        for server in &servers {
+            server
+                .setup
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .logging_level = Some(level);
+        }
+        let mut errors = Vec::new();
+        for server in servers {
+            let Some(session) = server.ready_session() else {
+                continue;
+            };
+            if session.server_info().capabilities.logging.is_none() {
+                continue;
+            }
+            let options = RequestOptions::new().with_timeout(server.config.tool_timeout);
+            if let Err(e) = session.set_logging_level(level, options).await {
+                errors.push((server.config.name.clone(), e));
+            }
+        }
+        errors
+    }
+
+    async fn resource_server(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+    ) -> Result<Arc<ManagedServer>, Error> {
         let name = match server {
             Some(name) => name.to_owned(),
             None => self.find_resource_server(uri).await?,
         };
-        let server = self.inner.server(&name).ok_or_else(|| {
+        self.inner.server(&name).ok_or_else(|| {
             Error::new(
                 ErrorKind::Resource,
                 format!("no server named {name:?} is configured"),
             )
             .with_subject(uri)
-        })?;
-        let session = server.ready_session().map_err(|e| e.with_subject(uri))?;
-        session.read_resource(uri, RequestOptions::new()).await
+            .with_delivery(Delivery::NotSent)
+        })
     }
 
     async fn find_resource_server(&self, uri: &str) -> Result<String, Error> {
-        let listed = self
-            .gather("resources/list", |session| async move {
-                let resources = session.list_all_resources(RequestOptions::new()).await?;
-                let templates = session
-                    .list_all_resource_templates(RequestOptions::new())
+        let indexes = self
+            .gather("resources/list", |server| async move {
+                let service = server.stack.service.clone();
+                server
+                    .resources
+                    .get_or_fetch(async move {
+                        let resources = service.list_all_resources(RequestOptions::new()).await?;
+                        let templates = service
+                            .list_all_resource_templates(RequestOptions::new())
+                            .await
+                            .unwrap_or_default();
+                        Ok(ResourceIndex {
+                            resources,
+                            templates,
+                        })
+                    })
                     .await
-                    .unwrap_or_default();
-                Ok((resources, templates))
             })
             .await;
-        let mut exact = Vec::new();
-        let mut by_template = Vec::new();
-        for (server, (resources, templates)) in listed.items {
-            if resources.iter().any(|r| r.uri == uri) {
-                exact.push(server);
-            } else if templates.iter().any(|t| {
-                let prefix = t.uri_template.split('{').next().unwrap_or("");
-                !prefix.is_empty() && uri.starts_with(prefix)
-            }) {
-                by_template.push(server);
-            }
-        }
-        let candidates = if exact.is_empty() { by_template } else { exact };
-        match candidates.as_slice() {
-            [one] => Ok(one.clone()),
-            [] => Err(
-                Error::new(ErrorKind::Resource, format!("no ready server offers {uri}"))
-                    .with_subject(uri),
-            ),
-            many => Err(Error::new(
-                ErrorKind::Resource,
-                format!(
-                    "several servers offer {uri} ({}); name the server",
-                    many.join(", ")
-                ),
-            )
-            .with_subject(uri)),
-        }
+        let offers: Vec<_> = indexes
+            .items
+            .iter()
+            .map(|(server, index)| (server.clone(), index.offers(uri)))
+            .collect();
+        pick_resource_server(uri, &offers)
     }
 
-    /// Prompts of every ready server under qualified names (`server__prompt`).
+    /// Prompts of every ready server under qualified names (`server__prompt`). Each server's
+    /// list is fetched once and kept until it announces a change or reconnects.
     pub async fn prompts(&self) -> Gathered<Catalog<CatalogPrompt>> {
         let gathered = self
-            .gather("prompts/list", |session| async move {
-                session.list_all_prompts(RequestOptions::new()).await
+            .gather("prompts/list", |server| async move {
+                let service = server.stack.service.clone();
+                server
+                    .prompts
+                    .get_or_fetch(
+                        async move { service.list_all_prompts(RequestOptions::new()).await },
+                    )
+                    .await
             })
             .await;
         let entries = gathered
             .items
             .into_iter()
-            .flat_map(|(server, prompts): (String, Vec<Prompt>)| {
-                prompts.into_iter().map(move |prompt| CatalogPrompt {
-                    qualified_name: String::new(),
-                    server: server.clone(),
-                    prompt,
-                })
+            .flat_map(|(server, prompts): (String, Arc<Vec<Prompt>>)| {
+                prompts
+                    .iter()
+                    .map(|prompt| CatalogPrompt {
+                        qualified_name: String::new(),
+                        server: server.clone(),
+                        prompt: prompt.clone(),
+                    })
+                    .collect::<Vec<_>>()
             })
             .collect();
         Gathered {
@@ -394,29 +496,67 @@ impl McpClient {
                 format!("no prompt named {qualified_name:?}"),
             )
             .with_subject(qualified_name)
+            .with_delivery(Delivery::NotSent)
         })?;
         let server = self.inner.catalog_server(&entry.server)?;
-        let session = server.ready_session()?;
-        session
+        server
+            .stack
+            .service
             .get_prompt(&entry.prompt.name, arguments, RequestOptions::new())
             .await
             .map_err(|e| e.with_subject(qualified_name))
     }
 
-    /// Closes every session gracefully (in parallel, each bounded), then stops monitoring.
-    pub async fn shutdown(&self) {
-        for monitor in lock(&self.inner.monitors).drain(..) {
-            monitor.abort();
+    /// Adds a server at run time: starts it (bounded by its `startup_timeout`) and returns its
+    /// report. Fails when a server of that name exists.
+    pub async fn add_server(&self, config: ServerConfig) -> Result<ServerReport, Error> {
+        if self.inner.server(&config.name).is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("a server named {:?} already exists", config.name),
+            ));
         }
+        let name = config.name.clone();
+        let server = self.inner.build_server(config);
+        write(&self.inner.servers).push(server.clone());
+        let listener: Arc<dyn SupervisorListener> = Arc::new(Listener(Arc::downgrade(&self.inner)));
+        server.start(listener).await;
+        self.inner.rebuild_tools();
+        self.servers()
+            .into_iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| server_not_ready(&name))
+    }
+
+    /// Removes a server at run time: its tools leave the catalog, and its sessions, pool and
+    /// process are closed (bounded by the shutdown timeout).
+    pub async fn remove_server(&self, name: &str) -> Result<(), Error> {
+        let removed = {
+            let mut servers = write(&self.inner.servers);
+            let index = servers
+                .iter()
+                .position(|s| s.config.name == name)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidParams,
+                        format!("no server named {name:?} is configured"),
+                    )
+                })?;
+            servers.remove(index)
+        };
+        removed.stop(self.inner.options.shutdown_timeout).await;
+        self.inner.rebuild_tools();
+        Ok(())
+    }
+
+    /// Stops every server gracefully (in parallel, each bounded by the shutdown timeout): no
+    /// server reports ready or lists tools afterwards.
+    pub async fn shutdown(&self) {
+        let servers: Vec<_> = read(&self.inner.servers).clone();
+        let limit = self.inner.options.shutdown_timeout;
         let mut closing = JoinSet::new();
-        for server in &self.inner.servers {
-            let session = lock(&server.state).session.take();
-            if let Some(session) = session {
-                let limit = self.inner.options.shutdown_timeout;
-                closing.spawn(async move {
-                    let _ = tokio::time::timeout(limit, session.close()).await;
-                });
-            }
+        for server in servers {
+            closing.spawn(async move { server.stop(limit).await });
         }
         while closing.join_next().await.is_some() {}
         self.inner.rebuild_tools();
@@ -426,22 +566,16 @@ impl McpClient {
     async fn gather<T, F, Fut>(&self, what: &str, f: F) -> Gathered<Vec<(String, T)>>
     where
         T: Send + 'static,
-        F: Fn(ClientSession) -> Fut,
+        F: Fn(Arc<ManagedServer>) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>> + Send + 'static,
     {
         let mut tasks = JoinSet::new();
-        for (index, server) in self.inner.servers.iter().enumerate() {
-            if let Some(session) = server.session_if_ready() {
+        let servers: Vec<_> = read(&self.inner.servers).clone();
+        for (index, server) in servers.into_iter().enumerate() {
+            if server.is_ready() {
                 let name = server.config.name.clone();
-                let limit = server.config.tool_timeout;
-                let fut = f(session);
-                tasks.spawn(async move {
-                    let result = match tokio::time::timeout(limit, fut).await {
-                        Ok(r) => r,
-                        Err(_) => Err(Error::timeout(format!("no answer within {limit:?}"))),
-                    };
-                    (index, name, result)
-                });
+                let fut = f(server);
+                tasks.spawn(async move { (index, name, fut.await) });
             }
         }
         let mut answers = Vec::new();
@@ -465,6 +599,14 @@ impl McpClient {
     }
 }
 
+fn server_not_ready(name: &str) -> Error {
+    Error::new(
+        ErrorKind::ServerUnavailable,
+        format!("server \"{name}\" is not ready"),
+    )
+    .with_delivery(Delivery::NotSent)
+}
+
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
@@ -474,30 +616,64 @@ impl std::fmt::Debug for McpClient {
 }
 
 impl Inner {
-    fn server(&self, name: &str) -> Option<&Arc<ManagedServer>> {
-        self.servers.iter().find(|s| s.config.name == name)
+    fn server(&self, name: &str) -> Option<Arc<ManagedServer>> {
+        read(&self.servers)
+            .iter()
+            .find(|s| s.config.name == name)
+            .cloned()
     }
 
-    /// The server a catalog entry came from (always configured: catalogs are built from them).
-    fn catalog_server(&self, name: &str) -> Result<&Arc<ManagedServer>, Error> {
+    /// The server a catalog entry came from (it may have been removed since).
+    fn catalog_server(&self, name: &str) -> Result<Arc<ManagedServer>, Error> {
         self.server(name).ok_or_else(|| {
             Error::new(
                 ErrorKind::ServerUnavailable,
                 format!("no server named {name:?} is configured"),
             )
+            .with_delivery(Delivery::NotSent)
         })
     }
 
-    /// Rebuilds the catalog from every ready server's tools (stable order).
+    fn build_server(&self, config: ServerConfig) -> Arc<ManagedServer> {
+        let mut options = SessionOptions {
+            client_info: self.options.client_info.clone(),
+            initialize_timeout: config.startup_timeout,
+            request_timeout: config.tool_timeout,
+            ..SessionOptions::default()
+        };
+        if let Some(hook) = &self.session_options {
+            options = hook(&config, options);
+        }
+        ManagedServer::new(
+            config,
+            ServerContext {
+                harness: self.handler.clone(),
+                session_options: options,
+                stack: &self.stack,
+                supervision: &self.supervision,
+                notifications: self.notifications.clone(),
+            },
+        )
+    }
+
+    /// Rebuilds the catalog from every server's known tools (stable order) and reports what
+    /// changed.
     fn rebuild_tools(&self) {
+        let _one_at_a_time = lock(&self.rebuilding);
         let mut entries = Vec::new();
-        for server in &self.servers {
-            let state = lock(&server.state);
-            if !state.status.is_ready() {
+        for server in read(&self.servers).iter() {
+            let snapshot = server.supervisor.snapshot();
+            if matches!(
+                snapshot.status,
+                ServerStatus::Stopped | ServerStatus::Disabled
+            ) {
                 continue;
             }
+            let Some(tools) = snapshot.tools else {
+                continue;
+            };
             let config = &server.config;
-            for tool in &state.tools {
+            for tool in tools.iter() {
                 if config.allows_tool(&tool.name) {
                     entries.push(CatalogTool {
                         qualified_name: String::new(),
@@ -508,147 +684,11 @@ impl Inner {
             }
         }
         let catalog = Arc::new(Catalog::build(entries));
-        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = catalog;
-    }
-}
-
-impl ManagedServer {
-    fn session_if_ready(&self) -> Option<ClientSession> {
-        let state = lock(&self.state);
-        state
-            .status
-            .is_ready()
-            .then(|| state.session.clone())
-            .flatten()
-    }
-
-    fn ready_session(&self) -> Result<ClientSession, Error> {
-        let state = lock(&self.state);
-        match (&state.status, &state.session) {
-            (ServerStatus::Ready, Some(session)) => Ok(session.clone()),
-            (status, _) => {
-                let why = match status {
-                    ServerStatus::Failed { reason } => format!("failed: {reason}"),
-                    other => other.label().to_owned(),
-                };
-                Err(Error::new(
-                    ErrorKind::ServerUnavailable,
-                    format!("server \"{}\" is {why}", self.config.name),
-                ))
-            }
-        }
-    }
-
-    fn fail(&self, reason: String) {
-        let mut state = lock(&self.state);
-        state.status = ServerStatus::Failed { reason };
-        state.session = None;
-        state.tools.clear();
-    }
-}
-
-/// Connects one server and lists its tools; on success returns its monitor task.
-async fn start_server(
-    server: Arc<ManagedServer>,
-    client_info: Implementation,
-    client: Weak<Inner>,
-) -> Option<AbortHandle> {
-    let config = &server.config;
-    let (changes_tx, changes) = mpsc::unbounded_channel();
-    let options = SessionOptions {
-        client_info,
-        initialize_timeout: config.startup_timeout,
-        request_timeout: config.tool_timeout,
-        ..SessionOptions::default()
-    };
-    let started = async {
-        let session = connect(
-            config,
-            FacadeHandler {
-                changes: changes_tx,
-            },
-            options,
-            &server.http_memo,
-        )
-        .await?;
-        let tools = match tokio::time::timeout(
-            config.startup_timeout,
-            session.list_all_tools(RequestOptions::new()),
-        )
-        .await
-        {
-            Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => {
-                session.close().await;
-                return Err(e);
-            }
-            Err(_) => {
-                session.close().await;
-                return Err(Error::timeout(format!(
-                    "tools/list got no answer within the startup timeout ({:?})",
-                    config.startup_timeout
-                )));
-            }
-        };
-        Ok::<_, Error>((session, tools))
-    };
-    match started.await {
-        Ok((session, tools)) => {
-            tracing::info!(server = %config.name, tools = tools.len(), "MCP server ready");
-            {
-                let mut state = lock(&server.state);
-                state.status = ServerStatus::Ready;
-                state.tools = tools;
-                state.session = Some(session.clone());
-            }
-            let monitor = tokio::spawn(monitor_server(server.clone(), session, changes, client));
-            Some(monitor.abort_handle())
-        }
-        Err(e) => {
-            tracing::warn!(server = %config.name, error = %e, "MCP server failed to start");
-            server.fail(e.message().to_owned());
-            None
-        }
-    }
-}
-
-/// Follows one ready server: refreshes its tools on `tools/list_changed`, marks it failed when
-/// its session ends.
-async fn monitor_server(
-    server: Arc<ManagedServer>,
-    session: ClientSession,
-    mut changes: mpsc::UnboundedReceiver<ServerNotification>,
-    client: Weak<Inner>,
-) {
-    loop {
-        tokio::select! {
-            reason = session.closed() => {
-                // A shutdown took the session first: nothing failed.
-                if lock(&server.state).session.is_some() {
-                    tracing::warn!(server = %server.config.name, reason = %reason, "MCP server session ended");
-                    server.fail(reason.message().to_owned());
-                }
-                if let Some(client) = client.upgrade() {
-                    client.rebuild_tools();
-                }
-                return;
-            }
-            Some(_) = changes.recv() => {
-                // Coalesce a burst of notifications into one refresh.
-                while changes.try_recv().is_ok() {}
-                let limit = server.config.tool_timeout;
-                match tokio::time::timeout(limit, session.list_all_tools(RequestOptions::new())).await {
-                    Ok(Ok(tools)) => {
-                        tracing::debug!(server = %server.config.name, tools = tools.len(), "tool list refreshed");
-                        lock(&server.state).tools = tools;
-                        if let Some(client) = client.upgrade() {
-                            client.rebuild_tools();
-                        }
-                    }
-                    Ok(Err(e)) => tracing::warn!(server = %server.config.name, error = %e, "refreshing tools failed"),
-                    Err(_) => tracing::warn!(server = %server.config.name, "refreshing tools timed out"),
-                }
-            }
+        let previous = std::mem::replace(&mut *write(&self.tools), catalog.clone());
+        let change = CatalogChange::between(&previous, &catalog);
+        if !change.is_empty() {
+            tracing::debug!(?change, "tool catalog changed");
+            let _ = self.catalog_changes.send(change);
         }
     }
 }

@@ -1,17 +1,91 @@
-//! Opening a session over whichever transport a server's configuration names, as far as the
-//! enabled profile has it.
+//! Opening sessions to one server over whichever transport its configuration names, as far as
+//! the enabled profile has it: [`ServerConnector`] is the server's [`Connector`], used by its
+//! supervisor (first connection, reconnects, probes) and by its pool (more connections).
 
-use mcp_core::{ClientHandler, ClientSession, Error, ErrorKind, SessionOptions};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_core::types::LoggingLevel;
+use mcp_core::{
+    ClientHandler, ClientSession, Connector, Error, ErrorKind, McpServiceExt, RequestOptions,
+    SessionOptions,
+};
 
 use crate::config::{ServerConfig, TransportConfig};
 
-/// What a server's `url` turned out to speak (Streamable HTTP or legacy SSE), kept for the
+/// What the server's `url` turned out to speak (Streamable HTTP or legacy SSE), kept for the
 /// server's later connections.
 #[cfg(feature = "http")]
 pub(crate) type HttpMemo = mcp_transport_http::HttpFlavorMemo;
 /// Nothing to remember without the HTTP transports.
 #[cfg(not(feature = "http"))]
 pub(crate) type HttpMemo = ();
+
+/// State every new session of a server is brought to before anyone uses it.
+#[derive(Debug, Default)]
+pub(crate) struct SessionSetup {
+    /// The harness's `logging/setLevel`, sent to every new session of a server that has logging.
+    pub(crate) logging_level: Option<LoggingLevel>,
+}
+
+/// Opens sessions to one configured server.
+pub(crate) struct ServerConnector {
+    config: ServerConfig,
+    handler: Arc<dyn ClientHandler>,
+    options: SessionOptions,
+    memo: HttpMemo,
+    setup: Arc<Mutex<SessionSetup>>,
+}
+
+impl ServerConnector {
+    pub(crate) fn new(
+        config: ServerConfig,
+        handler: Arc<dyn ClientHandler>,
+        options: SessionOptions,
+        setup: Arc<Mutex<SessionSetup>>,
+    ) -> ServerConnector {
+        ServerConnector {
+            config,
+            handler,
+            options,
+            memo: HttpMemo::default(),
+            setup,
+        }
+    }
+
+    async fn bring_up(&self, session: &ClientSession) {
+        let level = self
+            .setup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .logging_level;
+        if let Some(level) = level {
+            if session.server_info().capabilities.logging.is_some() {
+                if let Err(e) = session
+                    .set_logging_level(level, RequestOptions::new())
+                    .await
+                {
+                    tracing::warn!(server = %self.config.name, error = %e, "could not set the logging level on a new session");
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Connector for ServerConnector {
+    async fn connect(&self) -> Result<ClientSession, Error> {
+        let session = open(
+            &self.config,
+            self.handler.clone(),
+            self.options.clone(),
+            &self.memo,
+        )
+        .await?;
+        self.bring_up(&session).await;
+        Ok(session)
+    }
+}
 
 #[cfg(feature = "http")]
 fn http_config(
@@ -26,9 +100,9 @@ fn http_config(
 }
 
 /// Connects to one server and performs the handshake (bounded by `options.initialize_timeout`).
-pub(crate) async fn connect(
+async fn open(
     server: &ServerConfig,
-    handler: impl ClientHandler,
+    handler: Arc<dyn ClientHandler>,
     options: SessionOptions,
     memo: &HttpMemo,
 ) -> Result<ClientSession, Error> {
@@ -53,26 +127,26 @@ pub(crate) async fn connect(
                 config = config.cwd(cwd);
             }
             let transport = StdioTransport::spawn(config)?;
-            ClientSession::connect(transport, handler, options).await
+            ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Http { url, headers } => {
             let transport =
                 mcp_transport_http::StreamableHttpTransport::new(http_config(url, headers))?;
-            ClientSession::connect(transport, handler, options).await
+            ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Sse { url, headers } => {
             let transport =
                 mcp_transport_http::LegacySseTransport::connect(http_config(url, headers)).await?;
-            ClientSession::connect(transport, handler, options).await
+            ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Url { url, headers } => {
             let memo = memo.clone();
             let transport =
                 mcp_transport_http::HttpTransport::new(http_config(url, headers), memo)?;
-            ClientSession::connect(transport, handler, options).await
+            ClientSession::connect_shared(transport, handler, options).await
         }
         #[allow(unreachable_patterns)]
         other => {
@@ -87,5 +161,35 @@ pub(crate) async fn connect(
                 ),
             ))
         }
+    }
+}
+
+/// Why this profile cannot reach the server at all (its transport is not compiled in), if so.
+pub(crate) fn unsupported(server: &ServerConfig) -> Option<String> {
+    let supported = match &server.transport {
+        TransportConfig::Stdio { .. } => cfg!(feature = "stdio"),
+        TransportConfig::Http { .. }
+        | TransportConfig::Sse { .. }
+        | TransportConfig::Url { .. } => {
+            cfg!(feature = "http")
+        }
+    };
+    (!supported).then(|| {
+        format!(
+            "server \"{}\": the `{}` transport is not built into this profile of mcp-client (features: {}); it arrives with the `professional` profile",
+            server.name,
+            server.transport.kind(),
+            crate::PROFILE
+        )
+    })
+}
+
+/// The transport's name as in OpenTelemetry's `network.transport`, from the configuration.
+pub(crate) fn network_transport(config: &TransportConfig) -> &'static str {
+    match config {
+        TransportConfig::Stdio { .. } => "pipe",
+        TransportConfig::Http { .. }
+        | TransportConfig::Sse { .. }
+        | TransportConfig::Url { .. } => "tcp",
     }
 }

@@ -2,28 +2,44 @@
 //!
 //! - [`config`]: the configuration files users already have (Claude Desktop / Claude Code /
 //!   Cursor `mcpServers`, VS Code `servers`, Codex `[mcp_servers.*]`), with `${VAR}` expansion.
-//! - [`McpClient`]: starts every configured server in parallel with partial availability, keeps
-//!   one tool catalog under qualified names, routes calls, and shuts everything down.
+//! - [`McpClient`] (`client.rs`): starts every configured server in parallel with partial
+//!   availability, keeps one tool catalog under qualified names, routes calls, adds and removes
+//!   servers at run time, and shuts everything down; [`McpClientBuilder`] sets it up.
+//! - `supervisor.rs`: each server's life cycle — start, reconnect on a backoff schedule,
+//!   unavailable and probed, needs credentials — with [`SupervisionPolicy`].
+//! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool or
+//!   session), chosen by [`StackPolicy`].
+//! - `routing.rs`: which server offers a resource or prompt, from lists kept until they change.
+//! - [`catalog`]: the tool and prompt catalogs and their diffs ([`CatalogChange`]).
 //! - [`naming`]: qualified `server__tool` names within the 64-character limit of model APIs.
-//! - [`catalog`]: the tool and prompt catalogs.
-//! - [`status`]: each server's visible state.
+//! - [`status`]: each server's visible state ([`ServerReport`]).
 //!
 //! Profiles are cargo features: `minimal` (core + stdio), `professional`, `enterprise`; see
 //! [`PROFILE`].
 
 #![warn(missing_docs)]
 
+mod builder;
 pub mod catalog;
 mod client;
 pub mod config;
 mod connect;
+mod handler;
 pub mod naming;
+mod routing;
+mod server;
+mod stack;
 pub mod status;
+mod supervisor;
 
-pub use catalog::{Catalog, CatalogPrompt, CatalogTool};
+pub use builder::{McpClientBuilder, SessionOptionsHook};
+pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient};
 pub use config::{ClientConfig, ServerConfig, TransportConfig};
-pub use status::{ServerReport, ServerStatus};
+pub use handler::ClientNotification;
+pub use stack::{RetryStyle, StackPolicy};
+pub use status::{BreakerStatus, PoolReport, ServerReport, ServerStatus};
+pub use supervisor::SupervisionPolicy;
 
 /// The most capable profile compiled in: `enterprise`, `professional` or `minimal`.
 pub const PROFILE: &str = if cfg!(feature = "enterprise") {

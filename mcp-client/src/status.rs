@@ -1,40 +1,139 @@
-//! What state each configured server is in.
+//! What state each configured server is in, as the harness (and `mcph servers`) sees it.
+
+use std::time::Duration;
 
 use mcp_core::types::Implementation;
 use mcp_core::ProtocolVersion;
 
-/// The visible state of one server.
+/// The visible state of one server: where its supervisor is in its life cycle.
+///
+/// ```text
+/// Starting ──▶ Ready ──(session lost)──▶ Reconnecting{1..5} ──▶ Ready
+///    │                                        │
+///    └──(start failed)──▶ Unavailable ◀───────┘ (last attempt failed)
+///                          │    ▲
+///                          ▼    │ (probe failed)
+///                          Probing ──▶ Ready
+/// any attempt refused for credentials ──▶ NeedsCredentials (never retried)
+/// shutdown / remove ──▶ Stopped
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ServerStatus {
-    /// Connecting and initializing.
+    /// Connecting and initializing for the first time.
     Starting,
     /// Initialized; its tools are in the catalog.
     Ready,
-    /// Could not start, or died; `reason` says why (exit status, stderr tail, timeout, …).
-    Failed {
-        /// What happened.
+    /// The session was lost; attempt `attempt` (from 1) of re-establishing it is under way or
+    /// waiting for its turn in the backoff schedule.
+    Reconnecting {
+        /// Which attempt, from 1.
+        attempt: u32,
+    },
+    /// Every attempt failed: calls fail at once until a probe brings the server back.
+    Unavailable {
+        /// The last failure (exit status, stderr tail, timeout, …).
         reason: String,
     },
+    /// An unavailable server is being tried again.
+    Probing,
+    /// The server refused the credentials; it is not retried until they change.
+    NeedsCredentials {
+        /// What the server said.
+        reason: String,
+    },
+    /// Shut down or removed.
+    Stopped,
     /// Turned off in the configuration.
     Disabled,
 }
 
 impl ServerStatus {
-    /// A one-word label: `starting`, `ready`, `failed`, `disabled`.
+    /// A one-word label: `starting`, `ready`, `reconnecting`, `unavailable`, `probing`,
+    /// `needs-credentials`, `stopped`, `disabled`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerStatus::Starting => "starting",
             ServerStatus::Ready => "ready",
-            ServerStatus::Failed { .. } => "failed",
+            ServerStatus::Reconnecting { .. } => "reconnecting",
+            ServerStatus::Unavailable { .. } => "unavailable",
+            ServerStatus::Probing => "probing",
+            ServerStatus::NeedsCredentials { .. } => "needs-credentials",
+            ServerStatus::Stopped => "stopped",
             ServerStatus::Disabled => "disabled",
         }
     }
 
-    /// True when the server can take calls.
+    /// True when the server can take calls right now.
     pub fn is_ready(&self) -> bool {
         matches!(self, ServerStatus::Ready)
     }
+
+    /// True while the supervisor is working on a connection (a call waits for it within its
+    /// deadline).
+    pub fn is_connecting(&self) -> bool {
+        matches!(
+            self,
+            ServerStatus::Starting | ServerStatus::Reconnecting { .. } | ServerStatus::Probing
+        )
+    }
+
+    /// The reason, for the states that have one.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            ServerStatus::Unavailable { reason } | ServerStatus::NeedsCredentials { reason } => {
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ServerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerStatus::Reconnecting { attempt } => write!(f, "reconnecting (attempt {attempt})"),
+            other => f.write_str(other.label()),
+        }
+    }
+}
+
+/// A circuit breaker's state, for status displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerStatus {
+    /// Calls go through.
+    Closed,
+    /// Calls fail at once for `retry_in` more.
+    Open {
+        /// Time left before probes are admitted.
+        retry_in: Duration,
+    },
+    /// A few probe calls are admitted.
+    HalfOpen,
+}
+
+impl BreakerStatus {
+    /// `closed`, `open` or `half-open`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            BreakerStatus::Closed => "closed",
+            BreakerStatus::Open { .. } => "open",
+            BreakerStatus::HalfOpen => "half-open",
+        }
+    }
+}
+
+/// A server's connection pool, for status displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolReport {
+    /// Connections open.
+    pub connections: u32,
+    /// Of which bound to a call.
+    pub in_use: u32,
+    /// Of which idle.
+    pub idle: u32,
+    /// Calls that had to wait for a connection, since the start.
+    pub waits: u64,
 }
 
 /// A snapshot of one server for status displays.
@@ -52,4 +151,12 @@ pub struct ServerReport {
     pub server_info: Option<Implementation>,
     /// The negotiated protocol version.
     pub protocol_version: Option<ProtocolVersion>,
+    /// The server's circuit breaker, when the profile has one.
+    pub breaker: Option<BreakerStatus>,
+    /// Sessions re-established after one was lost (restarted children, reconnected servers).
+    pub reconnects: u64,
+    /// The last failure seen (start-up, connection, health check), if any.
+    pub last_error: Option<String>,
+    /// The server's connection pool, when it has one.
+    pub pool: Option<PoolReport>,
 }

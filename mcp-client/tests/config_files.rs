@@ -860,7 +860,7 @@ fn vscode_settings_file_with_mcp_servers() {
 fn rate_limit_breaker_per_tool_and_probe_interval_are_read() {
     let config = parse_json(
         r#"{"mcpServers": {"s": {"command": "x",
-            "rate_limit": {"calls_per_sec": 2.5, "wait": false},
+            "rate_limit": {"calls_per_sec": 3, "wait": false},
             "breaker": {"per_tool": true},
             "probe_interval_sec": 5}}}"#,
         &[],
@@ -870,7 +870,7 @@ fn rate_limit_breaker_per_tool_and_probe_interval_are_read() {
     assert_eq!(
         s.rate_limit,
         Some(mcp_client::config::RateLimitSettings {
-            calls_per_sec: 2.5,
+            calls_per_sec: 3,
             burst: 3,
             wait: false
         })

@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
-use mcp_client::{ClientOptions, McpClient, ServerStatus};
-use mcp_core::ErrorKind;
+use mcp_client::{ClientOptions, McpClient, ServerStatus, SupervisionPolicy};
+use mcp_core::jsonrpc::ErrorObject;
+use mcp_core::types::{ClientCapabilities, CreateMessageRequestParams, CreateMessageResult};
+use mcp_core::{ClientHandler, ErrorKind};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -117,10 +119,14 @@ async fn a_broken_server_does_not_stop_the_others() {
         .collect();
     assert_eq!(
         statuses,
-        [("alpha", "ready"), ("broken", "failed"), ("beta", "ready")]
+        [
+            ("alpha", "ready"),
+            ("broken", "unavailable"),
+            ("beta", "ready")
+        ]
     );
     match &servers[1].status {
-        ServerStatus::Failed { reason } => assert!(reason.contains("not found"), "{reason}"),
+        ServerStatus::Unavailable { reason } => assert!(reason.contains("not found"), "{reason}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -194,40 +200,269 @@ async fn tool_allow_and_deny_lists_shape_the_catalog() {
 }
 
 #[tokio::test]
-async fn a_server_that_dies_later_is_marked_failed_and_leaves_the_catalog() {
+async fn a_server_that_dies_is_restarted_and_callers_see_it_again() {
     let marker = unique_marker("dies");
     let client = start(vec![
         fixture("fragile", &[], &marker),
         fixture("steady", &[], &marker),
     ])
     .await;
+    let first_pid = processes_with(&marker);
     let err = client
         .call_tool("fragile__crash", Some(json!({"exit_code": 9})))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Network);
-    wait_until("fragile is failed", || {
-        !client.servers()[0].status.is_ready()
+    wait_until("fragile is back", || {
+        let fragile = &client.servers()[0];
+        fragile.status.is_ready() && fragile.reconnects == 1
     })
     .await;
-    match &client.servers()[0].status {
-        ServerStatus::Failed { reason } => {
-            assert!(reason.contains("exited with status 9"), "{reason}")
-        }
-        other => panic!("{other:?}"),
-    }
-    wait_until("fragile's tools leave the catalog", || {
-        client.tools().get("fragile__echo").is_none()
-    })
-    .await;
-    let err = client.call_tool("fragile__echo", None).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ToolNotFound);
+    let fragile = &client.servers()[0];
+    assert!(
+        fragile
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("exited with status 9")),
+        "{fragile:?}"
+    );
+    assert_ne!(processes_with(&marker), first_pid, "a new child runs");
+    // Nothing to do for the caller: the same tool name works again.
     let r = client
-        .call_tool("steady__echo", Some(json!({"text": "still here"})))
+        .call_tool("fragile__echo", Some(json!({"text": "back"})))
         .await
         .unwrap();
-    assert_eq!(r.text(), "still here");
+    assert_eq!(r.text(), "back");
     client.shutdown().await;
+    wait_until("every fixture process is gone", || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_restart_is_unavailable_until_a_probe_brings_it_back() {
+    let marker = unique_marker("unavailable");
+    let dir = std::env::temp_dir().join(&marker);
+    std::fs::create_dir_all(&dir).unwrap();
+    let refuse = dir.join("refuse");
+    let mut fragile = fixture(
+        "fragile",
+        &["--refuse-start-while", refuse.to_str().unwrap()],
+        &marker,
+    );
+    fragile.settings.probe_interval = Duration::from_millis(300);
+    let client = McpClient::builder(ClientConfig {
+        servers: vec![fragile],
+        source: None,
+    })
+    .supervision(SupervisionPolicy {
+        reconnect_delays: vec![Duration::ZERO, Duration::from_millis(50)],
+        ..SupervisionPolicy::default()
+    })
+    .start()
+    .await;
+    let mut changes = client.catalog_changes();
+    std::fs::write(&refuse, b"").unwrap();
+    let _ = client
+        .call_tool("fragile__crash", Some(json!({"exit_code": 9})))
+        .await;
+    wait_until("fragile is unavailable", || {
+        matches!(client.servers()[0].status, ServerStatus::Unavailable { .. })
+    })
+    .await;
+    // Its tools stay in the catalog; calling one fails at once with the seed's message.
+    let started = std::time::Instant::now();
+    let err = client
+        .call_tool("fragile__echo", Some(json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ServerUnavailable);
+    assert!(
+        started.elapsed() < Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        err.agent_message(),
+        "tool fragile__echo is unavailable: server not responding"
+    );
+    assert!(client.servers()[0]
+        .last_error
+        .as_deref()
+        .is_some_and(|e| e.contains("refusing to start")));
+    // The server can start again: the next probe brings it back.
+    std::fs::remove_file(&refuse).unwrap();
+    wait_until("fragile is back", || client.servers()[0].status.is_ready()).await;
+    let r = client
+        .call_tool("fragile__echo", Some(json!({"text": "back"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "back");
+    assert_eq!(client.servers()[0].reconnects, 1);
+    assert!(
+        changes.try_recv().is_err(),
+        "the same tools came back: no catalog change"
+    );
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn after_shutdown_no_server_is_ready_or_lists_tools() {
+    let marker = unique_marker("shutdown");
+    let client = start(vec![fixture("a", &[], &marker), fixture("b", &[], &marker)]).await;
+    assert!(!client.tools().is_empty());
+    client.shutdown().await;
+    assert!(client.tools().is_empty());
+    for server in client.servers() {
+        assert_eq!(server.status, ServerStatus::Stopped, "{server:?}");
+        assert_eq!(server.tools, 0);
+    }
+    let err = client
+        .call_tool("a__echo", Some(json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ToolNotFound);
+    wait_until("every fixture process is gone", || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn servers_can_be_added_and_removed_at_run_time() {
+    let marker = unique_marker("runtime");
+    let client = start(vec![fixture("first", &[], &marker)]).await;
+    let mut changes = client.catalog_changes();
+    let report = client
+        .add_server(fixture("second", &[], &marker))
+        .await
+        .unwrap();
+    assert!(report.status.is_ready(), "{report:?}");
+    let added = changes.recv().await.unwrap();
+    assert!(
+        added.added.contains(&"second__echo".to_owned()),
+        "{added:?}"
+    );
+    assert!(added.removed.is_empty());
+    let r = client
+        .call_tool("second__echo", Some(json!({"text": "new"})))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "new");
+    let err = client
+        .add_server(fixture("second", &[], &marker))
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("already exists"), "{err}");
+    assert_eq!(processes_with(&marker).len(), 2);
+
+    client.remove_server("first").await.unwrap();
+    let removed = changes.recv().await.unwrap();
+    assert!(
+        removed.removed.contains(&"first__echo".to_owned()),
+        "{removed:?}"
+    );
+    assert!(client.tools().get("first__echo").is_none());
+    assert_eq!(client.servers().len(), 1);
+    wait_until("the removed server's process is gone", || {
+        processes_with(&marker).len() == 1
+    })
+    .await;
+    assert!(client.remove_server("first").await.is_err());
+    client.shutdown().await;
+}
+
+/// A harness handler that answers sampling.
+struct Sampler;
+
+#[async_trait::async_trait]
+impl ClientHandler for Sampler {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            sampling: Some(json!({})),
+            ..ClientCapabilities::default()
+        }
+    }
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        Ok(serde_json::from_value(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": "sampled by the harness"},
+            "model": "test-model"
+        }))
+        .unwrap())
+    }
+}
+
+#[tokio::test]
+async fn the_harness_handler_and_session_options_reach_every_session() {
+    let marker = unique_marker("handler");
+    let hooked = Arc::new(Mutex::new(Vec::new()));
+    let seen = hooked.clone();
+    let client = McpClient::builder(ClientConfig {
+        servers: vec![fixture("asks", &[], &marker)],
+        source: None,
+    })
+    .handler(Sampler)
+    .session_options(move |server, options| {
+        seen.lock().unwrap().push(server.name.clone());
+        options.with_client_info("my-harness", "9.9")
+    })
+    .start()
+    .await;
+    let r = client
+        .call_tool("asks__ask_sampling", Some(json!({"prompt": "hi"})))
+        .await
+        .unwrap();
+    assert!(r.text().contains("sampled by the harness"), "{}", r.text());
+    assert_eq!(*hooked.lock().unwrap(), ["asks"]);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn prompts_and_resources_are_not_listed_again_on_every_call() {
+    let marker = unique_marker("listed");
+    let dir = std::env::temp_dir().join(&marker);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("events.jsonl");
+    let client = start(vec![fixture(
+        "one",
+        &["--event-log", log.to_str().unwrap()],
+        &marker,
+    )])
+    .await;
+    for _ in 0..3 {
+        let args = BTreeMap::from([("name".to_owned(), "Ada".to_owned())]);
+        client
+            .get_prompt("one__greeting", Some(args))
+            .await
+            .unwrap();
+        client
+            .read_resource(None, "fixture://static/hello")
+            .await
+            .unwrap();
+    }
+    let count = |method: &str| {
+        mcp_testkit::event_log::read_events(&log)
+            .iter()
+            .filter(|e| e["event"] == "request" && e["method"] == method)
+            .count()
+    };
+    assert_eq!(count("prompts/get"), 3);
+    assert_eq!(count("resources/read"), 3);
+    assert_eq!(count("prompts/list"), 1);
+    assert_eq!(count("resources/list"), 1);
+    assert_eq!(
+        count("tools/list"),
+        1,
+        "tools/list never runs per tool call"
+    );
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -257,11 +492,13 @@ async fn startup_timeout_and_exit_at_start_are_reported() {
     let client = start(vec![hangs, exits, fixture("fine", &[], &marker)]).await;
     let servers = client.servers();
     match &servers[0].status {
-        ServerStatus::Failed { reason } => assert!(reason.contains("initialize"), "{reason}"),
+        ServerStatus::Unavailable { reason } => {
+            assert!(reason.contains("initialize"), "{reason}")
+        }
         other => panic!("{other:?}"),
     }
     match &servers[1].status {
-        ServerStatus::Failed { reason } => {
+        ServerStatus::Unavailable { reason } => {
             assert!(reason.contains("exited with status 3"), "{reason}");
             assert!(reason.contains("refusing to start"), "{reason}");
         }
@@ -421,7 +658,7 @@ async fn a_remote_server_without_its_transport_is_a_clear_failure() {
     let client = start(vec![remote, fixture("local", &[], &marker)]).await;
     let servers = client.servers();
     match &servers[0].status {
-        ServerStatus::Failed { reason } => {
+        ServerStatus::Unavailable { reason } => {
             assert!(
                 reason.contains("`http` transport is not built into this profile"),
                 "{reason}"
@@ -486,7 +723,7 @@ async fn http_sse_and_bare_url_servers_are_reached() {
             ("streamable".to_owned(), "ready"),
             ("legacy".to_owned(), "ready"),
             ("detected".to_owned(), "ready"),
-            ("refused".to_owned(), "failed")
+            ("refused".to_owned(), "unavailable")
         ]
     );
     assert_eq!(client.servers()[0].transport, "http");

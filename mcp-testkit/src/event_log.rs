@@ -1,9 +1,10 @@
-//! The fixture's event log (`--event-log PATH`): one JSON line per executed `tools/call` and per
-//! `notifications/cancelled` received, appended to a file that survives the server's restarts,
+//! The fixture's event log (`--event-log PATH`): one JSON line per request, per executed
+//! `tools/call` and per `notifications/cancelled` received, appended to a file that survives the server's restarts,
 //! so tests can count executions per call (no side-effecting call may run twice) and check that
 //! the client told the server about every request it gave up on.
 //!
-//! Lines: `{"event":"call","id":<request id>,"tool":"<name>","call_id":<arguments.call_id>}`,
+//! Lines: `{"event":"request","method":"<method>","id":<request id>}` for every request,
+//! `{"event":"call","id":<request id>,"tool":"<name>","call_id":<arguments.call_id>}`,
 //! `{"event":"cancelled","id":<request id>}`, and for a `tools/call` POST that got an HTTP
 //! fault instead of being handled, `{"event":"fault","fault":"stall"|"trickle"|"endless_error",
 //! "id":<request id>}`. Each line is written with one `write` on a file

@@ -19,6 +19,9 @@ pub struct ServerOptions {
     pub hang_on_initialize: bool,
     /// Exit with this code immediately at start-up (`--exit-on-start`).
     pub exit_on_start: Option<i32>,
+    /// Exit with code 3 at start-up while this file exists (`--refuse-start-while PATH`): a
+    /// server that can be made to fail its restarts, and to come back.
+    pub refuse_start_while: Option<std::path::PathBuf>,
     /// Spawn a `sleep 600` child at start-up (`--spawn-grandchild`).
     pub spawn_grandchild: bool,
     /// Number of initial `fail` calls that fail, server-wide (`--fail-first`).
@@ -62,8 +65,8 @@ pub struct ServerOptions {
     /// HTTP: every request must carry `Authorization: Bearer <token>`; anything else gets 401
     /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`).
     pub http_bearer: Option<String>,
-    /// Append one JSON line per executed `tools/call` and per `notifications/cancelled` to this
-    /// file (`--event-log PATH`); see [`crate::event_log`].
+    /// Append one JSON line per request, executed `tools/call`, `notifications/cancelled` and
+    /// HTTP fault to this file (`--event-log PATH`); see [`crate::event_log`].
     pub event_log: Option<std::path::PathBuf>,
 }
 
@@ -77,6 +80,7 @@ impl Default for ServerOptions {
             stderr_noise: 0,
             hang_on_initialize: false,
             exit_on_start: None,
+            refuse_start_while: None,
             spawn_grandchild: false,
             fail_first: 2,
             page_size: 0,
@@ -127,6 +131,8 @@ FLAGS:
     --stderr-noise N        Write N lines \"stderr noise line K\" to stderr at start-up.
     --hang-on-initialize    Never answer the initialize request.
     --exit-on-start CODE    Write \"fixture server refusing to start\" to stderr and exit with CODE.
+    --refuse-start-while PATH
+                            While PATH exists, behave like --exit-on-start 3.
     --spawn-grandchild      Spawn `sleep 600` (same process group) at start-up and write
                             \"grandchild pid <PID>\" to stderr.
     --fail-first N          The first N calls of the `fail` tool fail (server-wide, default 2).
@@ -134,9 +140,10 @@ FLAGS:
                             per page (default 0 = no pagination).
     --protocol-version V    Answer initialize with protocol version V whatever the client asked.
     --client-timeout-ms N   How long ask_* tools wait for the client's answer (default 30000).
-    --event-log PATH        Append one JSON line per executed tools/call ({\"event\":\"call\",\"id\",
-                            \"tool\",\"call_id\"}) and per notifications/cancelled received
-                            ({\"event\":\"cancelled\",\"id\"}) to PATH.
+    --event-log PATH        Append one JSON line per request ({\"event\":\"request\",\"method\",\"id\"}),
+                            per executed tools/call ({\"event\":\"call\",\"id\",\"tool\",\"call_id\"}),
+                            per notifications/cancelled received ({\"event\":\"cancelled\",\"id\"})
+                            and per HTTP fault ({\"event\":\"fault\",\"fault\",\"id\"}) to PATH.
 
 HTTP (instead of stdio):
     --http ADDR             Serve HTTP on ADDR (loopback only, e.g. 127.0.0.1:0) instead of stdio:
@@ -221,6 +228,7 @@ where
                 options.hang_on_initialize = true;
             }
             "--exit-on-start" => options.exit_on_start = Some(number(&flag, &value(&flag)?)?),
+            "--refuse-start-while" => options.refuse_start_while = Some(value(&flag)?.into()),
             "--spawn-grandchild" => {
                 no_value(&flag)?;
                 options.spawn_grandchild = true;
@@ -378,6 +386,7 @@ mod tests {
             "--http-endless-error-first",
             "--event-log",
             "--http-bearer",
+            "--refuse-start-while",
         ] {
             assert!(HELP.contains(flag), "help lacks {flag}");
         }

@@ -306,6 +306,12 @@ impl FixtureServer {
     }
 
     fn handle_request(&self, id: &RawValue, method: &str, params: Option<&RawValue>) {
+        if self.inner.events.is_enabled() {
+            let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+            self.inner
+                .events
+                .record(&json!({"event": "request", "method": method, "id": id}));
+        }
         let dispatch = match method {
             "tools/call" => {
                 self.record_call(id, params);

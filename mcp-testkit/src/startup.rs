@@ -1,4 +1,4 @@
-//! Start-up fault injection: `--exit-on-start`, `--ignore-sigterm`,
+//! Start-up fault injection: `--exit-on-start`, `--refuse-start-while`, `--ignore-sigterm`,
 //! `--stderr-noise` and `--spawn-grandchild`.
 
 use std::io::{self, Write};
@@ -12,7 +12,12 @@ use crate::options::ServerOptions;
 /// Returns the grandchild (keep it alive; it is deliberately never reaped so
 /// that it outlives the server unless its process group is killed).
 pub fn apply_startup_faults(options: &ServerOptions) -> io::Result<Option<Child>> {
-    if let Some(code) = options.exit_on_start {
+    let refused = options
+        .refuse_start_while
+        .as_ref()
+        .is_some_and(|path| path.exists())
+        .then_some(3);
+    if let Some(code) = options.exit_on_start.or(refused) {
         eprintln!("fixture server refusing to start");
         std::process::exit(code);
     }

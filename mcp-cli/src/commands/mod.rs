@@ -11,12 +11,17 @@ use mcp_client::{McpClient, ServerReport, ServerStatus};
 use crate::errors::{first_line, reason_line, CliError, Missing};
 use crate::output;
 
-/// What a server that is not ready is doing, to follow its name: `failed: <first line of the
-/// reason>`, `is disabled`, `is starting`.
+/// What a server that is not ready is doing, to follow its name: `is unavailable: <first line
+/// of the reason>`, `needs credentials: …`, `is reconnecting (attempt 2)`, `is disabled`.
 pub fn status_why(status: &ServerStatus) -> String {
     match status {
-        ServerStatus::Failed { reason } => format!("failed: {}", reason_line(reason)),
-        other => format!("is {}", other.label()),
+        ServerStatus::Unavailable { reason } => {
+            format!("is unavailable: {}", reason_line(reason))
+        }
+        ServerStatus::NeedsCredentials { reason } => {
+            format!("needs credentials: {}", reason_line(reason))
+        }
+        other => format!("is {other}"),
     }
 }
 
@@ -36,6 +41,7 @@ pub fn require_ready(client: &McpClient, server: &str) -> Result<ServerReport, C
         Err(CliError::Unavailable {
             server: report.name,
             why: status_why(&report.status),
+            subject: None,
         })
     }
 }
@@ -68,6 +74,7 @@ pub fn missing_entry(client: &McpClient, qualified: &str, what: Missing) -> CliE
         Some(server) => CliError::Unavailable {
             why: status_why(&server.status),
             server: server.name,
+            subject: Some(qualified.to_owned()),
         },
         None => CliError::NotFound {
             what,

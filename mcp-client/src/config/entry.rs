@@ -318,16 +318,14 @@ fn read_rate_limit(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<Option<RateLimitSetti
     let Some(limit) = obj.object(ctx, "rate_limit")? else {
         return Ok(None);
     };
-    let calls_per_sec = limit.number(ctx, "calls_per_sec")?.ok_or_else(|| {
+    let calls_per_sec = limit.u32(ctx, "calls_per_sec")?.ok_or_else(|| {
         ctx.error(
             ConfigErrorKind::Missing,
             "rate_limit.calls_per_sec",
-            "a rate limit needs `calls_per_sec` (a number > 0), found none",
+            "a rate limit needs `calls_per_sec` (a whole number ≥ 1), found none",
         )
     })?;
-    let burst = limit
-        .u32(ctx, "burst")?
-        .unwrap_or_else(|| (calls_per_sec.ceil().clamp(1.0, f64::from(u32::MAX))) as u32);
+    let burst = limit.u32(ctx, "burst")?.unwrap_or(calls_per_sec);
     let wait = limit.bool(ctx, "wait")?.unwrap_or(true);
     limit.log_unknown(ctx);
     Ok(Some(RateLimitSettings {

@@ -134,12 +134,11 @@ impl Default for BreakerSettings {
 }
 
 /// A client-side rate limit (`rate_limit: { calls_per_sec, burst, wait }`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateLimitSettings {
-    /// Calls per second, sustained (> 0).
-    pub calls_per_sec: f64,
-    /// Calls that may go at once after a quiet spell (default: `calls_per_sec` rounded up, at
-    /// least 1).
+    /// Calls per second, sustained (≥ 1).
+    pub calls_per_sec: u32,
+    /// Calls that may go at once after a quiet spell (default: `calls_per_sec`).
     pub burst: u32,
     /// Over the limit: wait for a permit within the call's deadline (`true`, the default) or
     /// fail at once (`false`).
@@ -186,10 +185,10 @@ impl HarnessSettings {
             ));
         }
         if let Some(limit) = &self.rate_limit {
-            if !(limit.calls_per_sec > 0.0 && limit.calls_per_sec.is_finite()) {
+            if limit.calls_per_sec < 1 {
                 return Err((
                     "rate_limit.calls_per_sec",
-                    format!("expected a number > 0, found {}", limit.calls_per_sec),
+                    "expected a number ≥ 1, found 0".to_owned(),
                 ));
             }
             if limit.burst < 1 {

@@ -1,0 +1,104 @@
+//! [`McpClientBuilder`]: how a harness sets up its [`McpClient`](crate::McpClient) — its own
+//! [`ClientHandler`] (sampling, elicitation, roots), per-server session options, the layers of
+//! the call stack and the reconnect schedule.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_core::types::Implementation;
+use mcp_core::{ClientHandler, SessionOptions};
+
+use crate::client::{ClientOptions, McpClient};
+use crate::config::{ClientConfig, ServerConfig};
+use crate::stack::StackPolicy;
+use crate::supervisor::SupervisionPolicy;
+
+/// Adjusts the session options of one server's sessions (every connection, reconnect and
+/// pooled session of it).
+pub type SessionOptionsHook =
+    Arc<dyn Fn(&ServerConfig, SessionOptions) -> SessionOptions + Send + Sync>;
+
+/// Builds an [`McpClient`]; see [`McpClient::builder`].
+pub struct McpClientBuilder {
+    pub(crate) config: ClientConfig,
+    pub(crate) options: ClientOptions,
+    pub(crate) handler: Arc<dyn ClientHandler>,
+    pub(crate) session_options: Option<SessionOptionsHook>,
+    pub(crate) stack: StackPolicy,
+    pub(crate) supervision: SupervisionPolicy,
+}
+
+impl McpClientBuilder {
+    pub(crate) fn new(config: ClientConfig) -> McpClientBuilder {
+        McpClientBuilder {
+            config,
+            options: ClientOptions::default(),
+            handler: Arc::new(()),
+            session_options: None,
+            stack: StackPolicy::default(),
+            supervision: SupervisionPolicy::default(),
+        }
+    }
+
+    /// Sets the client name and shutdown bound.
+    pub fn options(mut self, options: ClientOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the `clientInfo` sent in every `initialize`.
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.options.client_info = Implementation::new(name, version);
+        self
+    }
+
+    /// How long [`McpClient::shutdown`] waits per server.
+    pub fn shutdown_timeout(mut self, limit: Duration) -> Self {
+        self.options.shutdown_timeout = limit;
+        self
+    }
+
+    /// The harness's handler: it answers every server's sampling, elicitation and roots
+    /// requests (its capabilities are what every `initialize` advertises) and sees every
+    /// notification. Default: `()`, which declares nothing.
+    pub fn handler(mut self, handler: impl ClientHandler) -> Self {
+        self.handler = Arc::new(handler);
+        self
+    }
+
+    /// [`handler`](Self::handler) with a handler already behind an `Arc`.
+    pub fn shared_handler(mut self, handler: Arc<dyn ClientHandler>) -> Self {
+        self.handler = handler;
+        self
+    }
+
+    /// Adjusts each server's session options (error-code table, notification buffer,
+    /// reset-on-progress, …). The hook gets the options the facade derived from the entry
+    /// (`startup_timeout`, `tool_timeout`, the client info) and returns the ones to use.
+    pub fn session_options(
+        mut self,
+        hook: impl Fn(&ServerConfig, SessionOptions) -> SessionOptions + Send + Sync + 'static,
+    ) -> Self {
+        self.session_options = Some(Arc::new(hook));
+        self
+    }
+
+    /// Which layers every server's call stack gets (default: the compiled profile's).
+    pub fn stack_policy(mut self, policy: StackPolicy) -> Self {
+        self.stack = policy;
+        self
+    }
+
+    /// The reconnect schedule and health checks (default: immediate, 1 s, 2 s, 4 s, 8 s).
+    pub fn supervision(mut self, policy: SupervisionPolicy) -> Self {
+        self.supervision = policy;
+        self
+    }
+
+    /// Starts every enabled server in parallel and returns once each is ready or its start-up
+    /// attempt is over (each bounded by its `startup_timeout`). Never fails as a whole: check
+    /// [`McpClient::servers`] for each server's status.
+    pub async fn start(self) -> McpClient {
+        McpClient::from_builder(self).await
+    }
+}

@@ -1,0 +1,158 @@
+//! One configured server inside the client: its supervisor, its call stack, and what is kept of
+//! its lists.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_core::types::Prompt;
+use mcp_core::{ClientHandler, ClientSession, SessionOptions};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::config::ServerConfig;
+use crate::connect::{network_transport, ServerConnector, SessionSetup};
+use crate::handler::{ClientNotification, FacadeHandler};
+use crate::routing::{ListCache, ResourceIndex};
+use crate::stack::{self, ServerStack, StackPolicy};
+use crate::status::{ServerReport, ServerStatus};
+use crate::supervisor::{SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts};
+
+/// Everything the client keeps per server.
+pub(crate) struct ManagedServer {
+    pub(crate) config: ServerConfig,
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) stack: ServerStack,
+    pub(crate) prompts: ListCache<Vec<Prompt>>,
+    pub(crate) resources: ListCache<ResourceIndex>,
+    pub(crate) setup: Arc<Mutex<SessionSetup>>,
+}
+
+/// What building a server needs from the client.
+pub(crate) struct ServerContext<'a> {
+    pub(crate) harness: Arc<dyn ClientHandler>,
+    pub(crate) session_options: SessionOptions,
+    pub(crate) stack: &'a StackPolicy,
+    pub(crate) supervision: &'a SupervisionPolicy,
+    pub(crate) notifications: broadcast::Sender<ClientNotification>,
+}
+
+impl ManagedServer {
+    /// Builds the server (nothing is started yet).
+    pub(crate) fn new(config: ServerConfig, context: ServerContext<'_>) -> Arc<ManagedServer> {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let handler = Arc::new(FacadeHandler {
+            server: config.name.clone(),
+            harness: context.harness,
+            supervisor: events_tx.clone(),
+            notifications: context.notifications,
+        });
+        let setup = Arc::new(Mutex::new(SessionSetup::default()));
+        let connector: Arc<dyn mcp_core::Connector> = Arc::new(ServerConnector::new(
+            config.clone(),
+            handler,
+            context.session_options.clone(),
+            setup.clone(),
+        ));
+        let initial = if !config.enabled {
+            ServerStatus::Disabled
+        } else if let Some(reason) = crate::connect::unsupported(&config) {
+            ServerStatus::Unavailable { reason }
+        } else {
+            ServerStatus::Starting
+        };
+        let supervisor = Supervisor::new(
+            SupervisorParts {
+                name: config.name.clone(),
+                connector: connector.clone(),
+                policy: context.supervision.clone(),
+                connect_timeout: config.startup_timeout,
+                request_timeout: config.tool_timeout,
+                probe_interval: config.settings.probe_interval,
+                events: (events_tx, events_rx),
+            },
+            initial,
+        );
+        let stack = stack::build(&config, context.stack, supervisor.clone(), connector);
+        Arc::new(ManagedServer {
+            config,
+            supervisor,
+            stack,
+            prompts: ListCache::default(),
+            resources: ListCache::default(),
+            setup,
+        })
+    }
+
+    /// Starts the supervisor (unless the server is disabled or cannot be reached in this
+    /// profile) and waits until its start-up attempt is over.
+    pub(crate) async fn start(&self, listener: Arc<dyn SupervisorListener>) {
+        if !matches!(self.supervisor.snapshot().status, ServerStatus::Starting) {
+            return;
+        }
+        self.supervisor.start(listener);
+        // Start-up is bounded by one startup_timeout; the margin covers the handover.
+        self.supervisor
+            .started(self.config.startup_timeout + Duration::from_secs(1))
+            .await;
+    }
+
+    /// The primary session, when the server is ready.
+    pub(crate) fn ready_session(&self) -> Option<ClientSession> {
+        let snapshot = self.supervisor.snapshot();
+        snapshot
+            .status
+            .is_ready()
+            .then_some(snapshot.session)
+            .flatten()
+    }
+
+    /// Whether the server can take calls now.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.supervisor.snapshot().status.is_ready()
+    }
+
+    /// Forgets the prompt and resource lists.
+    pub(crate) fn lists_changed(&self) {
+        self.prompts.invalidate();
+        self.resources.invalidate();
+    }
+
+    /// Stops the supervisor and the pool, closing every session (each close bounded).
+    pub(crate) async fn stop(&self, limit: Duration) {
+        self.supervisor.stop(limit).await;
+        #[cfg(feature = "pool")]
+        if let Some(pool) = &self.stack.pool {
+            let _ = tokio::time::timeout(limit, pool.close()).await;
+        }
+        self.lists_changed();
+    }
+
+    /// The status display of this server; `tools` is its count in the catalog.
+    pub(crate) fn report(&self, tools: usize) -> ServerReport {
+        let snapshot = self.supervisor.snapshot();
+        let session = snapshot.session.as_ref();
+        ServerReport {
+            name: self.config.name.clone(),
+            status: snapshot.status.clone(),
+            transport: self.config.transport.kind(),
+            tools,
+            server_info: session.map(|s| s.server_info().server_info.clone()),
+            protocol_version: session.map(ClientSession::protocol_version),
+            breaker: self.stack.breaker_status(),
+            reconnects: self.supervisor.reconnects(),
+            last_error: self.supervisor.last_error(),
+            pool: self.stack.pool_report(),
+        }
+    }
+
+    /// `pipe` or `tcp`.
+    pub(crate) fn network_transport(&self) -> &'static str {
+        network_transport(&self.config.transport)
+    }
+}
+
+impl Drop for ManagedServer {
+    /// The supervisor's task holds the supervisor while it runs; the server's owner ends it.
+    fn drop(&mut self) {
+        self.supervisor.abort();
+    }
+}

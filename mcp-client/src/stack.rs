@@ -1,0 +1,318 @@
+//! The call stack of one server, built from its configuration's harness settings and the
+//! profile's [`StackPolicy`], from the inside out:
+//!
+//! ```text
+//! timeout ─▶ retry ─▶ rate limit ─▶ breaker ─▶ gate ─▶ pool (remote servers) or the session
+//! ```
+//!
+//! - **timeout** (outermost): the server's `tool_timeout` becomes every request's deadline, which
+//!   every retry, wait and attempt below shares — the one place the facade's tool timeout lives.
+//! - **retry**: `minimal` retries 3 times in all with a fixed 1 s wait; `professional` and
+//!   `enterprise` back off (immediate, 1 s, 2 s, 4 s …) from the `retry` settings. A side-effecting
+//!   tool is only sent again when the error proves it never reached the server.
+//! - **rate limit** (`enterprise`, where configured): each attempt takes a permit.
+//! - **breaker** (`enterprise`): counts network failures and timeouts of every attempt; an
+//!   unavailable server is the supervisor's business, not the breaker's.
+//! - **gate**: asks the server's supervisor for the session (waiting while it reconnects, failing
+//!   at once while it is unavailable), and tells it when a call failed with a network error.
+//! - **pool** (`professional`, remote servers; stdio servers only when their entry names a
+//!   `pool`): one pooled session per call.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_core::{BoxLayer, BoxService, Error, ErrorKind, Layer, McpService, Operation, Payload};
+use mcp_resilience::{
+    BreakerPolicy, CircuitBreakerLayer, RetryLayer, RetryPolicy, TimeoutLayer, TimeoutPolicy,
+};
+use tokio::time::Instant;
+
+use crate::config::ServerConfig;
+#[cfg(feature = "pool")]
+use crate::config::TransportConfig;
+use crate::status::{BreakerStatus, PoolReport};
+use crate::supervisor::{Supervisor, SupervisorEvent};
+
+/// How a server's requests are retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryStyle {
+    /// Never.
+    Never,
+    /// `minimal`: a fixed 1 s between tries, 3 tries in all (or `retry.max_retries` + 1 when
+    /// the entry configures it).
+    Fixed,
+    /// `professional` and up: immediate, then 1 s, 2 s, 4 s … with jitter, from the `retry`
+    /// settings.
+    Backoff,
+}
+
+/// Which layers every server's call stack gets. `Default` is the compiled profile's
+/// ([`StackPolicy::for_profile`] of [`PROFILE`](crate::PROFILE)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackPolicy {
+    /// How requests are retried.
+    pub retry: RetryStyle,
+    /// Connection pools for remote servers (needs the `pool` feature; ignored without it).
+    pub pools: bool,
+    /// Pools that grow under waits and shrink when idle, instead of growing on demand.
+    pub load_sized_pools: bool,
+    /// A circuit breaker per server (and per tool where configured).
+    pub breaker: bool,
+    /// The configured rate limits (needs the `rate-limit` feature; ignored without it).
+    pub rate_limit: bool,
+}
+
+impl StackPolicy {
+    /// The `minimal` profile: fixed retry, nothing else.
+    pub const fn minimal() -> StackPolicy {
+        StackPolicy {
+            retry: RetryStyle::Fixed,
+            pools: false,
+            load_sized_pools: false,
+            breaker: false,
+            rate_limit: false,
+        }
+    }
+
+    /// The `professional` profile: backoff retry and pools.
+    pub const fn professional() -> StackPolicy {
+        StackPolicy {
+            retry: RetryStyle::Backoff,
+            pools: true,
+            ..StackPolicy::minimal()
+        }
+    }
+
+    /// The `enterprise` profile: + breakers, rate limits, load-sized pools.
+    pub const fn enterprise() -> StackPolicy {
+        StackPolicy {
+            retry: RetryStyle::Backoff,
+            pools: true,
+            load_sized_pools: true,
+            breaker: true,
+            rate_limit: true,
+        }
+    }
+
+    /// The policy of a profile by name (`minimal`, `professional`, `enterprise`; anything else
+    /// is `minimal`).
+    pub fn for_profile(profile: &str) -> StackPolicy {
+        match profile {
+            "enterprise" => StackPolicy::enterprise(),
+            "professional" => StackPolicy::professional(),
+            _ => StackPolicy::minimal(),
+        }
+    }
+}
+
+impl Default for StackPolicy {
+    fn default() -> Self {
+        StackPolicy::for_profile(crate::PROFILE)
+    }
+}
+
+/// One server's stack and the handles its status display reads.
+pub(crate) struct ServerStack {
+    pub(crate) service: BoxService,
+    pub(crate) breakers: Option<CircuitBreakerLayer>,
+    #[cfg(feature = "pool")]
+    pub(crate) pool: Option<mcp_pool::SessionPool>,
+}
+
+impl ServerStack {
+    /// The server breaker's state, for status displays.
+    pub(crate) fn breaker_status(&self) -> Option<BreakerStatus> {
+        use mcp_resilience::BreakerState;
+        self.breakers
+            .as_ref()
+            .map(|b| match b.server_breaker().state() {
+                BreakerState::Closed => BreakerStatus::Closed,
+                BreakerState::Open { remaining } => BreakerStatus::Open {
+                    retry_in: remaining,
+                },
+                BreakerState::HalfOpen => BreakerStatus::HalfOpen,
+            })
+    }
+
+    /// The pool's counters, for status displays.
+    pub(crate) fn pool_report(&self) -> Option<PoolReport> {
+        #[cfg(feature = "pool")]
+        {
+            self.pool.as_ref().map(|pool| {
+                let stats = pool.stats();
+                PoolReport {
+                    connections: stats.connections,
+                    in_use: stats.in_use,
+                    idle: stats.idle,
+                    waits: stats.waits,
+                }
+            })
+        }
+        #[cfg(not(feature = "pool"))]
+        None
+    }
+}
+
+/// Whether the breaker counts an error: the server failing (connection, timeout), not the
+/// request being wrong, and not the supervisor saying the server is away.
+fn breaker_counts(error: &Error) -> bool {
+    matches!(error.kind(), ErrorKind::Network | ErrorKind::Timeout)
+}
+
+/// Builds the stack of `config`'s server around its supervisor.
+pub(crate) fn build(
+    config: &ServerConfig,
+    policy: &StackPolicy,
+    supervisor: Arc<Supervisor>,
+    connector: Arc<dyn mcp_core::Connector>,
+) -> ServerStack {
+    let settings = &config.settings;
+    #[cfg(feature = "pool")]
+    let pool = pool_for(config, policy, connector);
+    #[cfg(not(feature = "pool"))]
+    let _ = connector;
+
+    let gate = ServerGate {
+        supervisor,
+        default_timeout: config.tool_timeout,
+        #[cfg(feature = "pool")]
+        pool: pool.clone(),
+    };
+    let mut service: BoxService = Arc::new(gate);
+
+    let breakers = policy.breaker.then(|| {
+        let b = &settings.breaker;
+        let mut breaker_policy = BreakerPolicy::default()
+            .with_failure_threshold(b.failure_threshold)
+            .with_window(b.window)
+            .with_open_for(b.cooldown)
+            .with_half_open_probes(b.half_open_max_requests)
+            .with_failure_rule(breaker_counts);
+        if b.per_tool {
+            breaker_policy = breaker_policy.per_tool();
+        }
+        CircuitBreakerLayer::for_server(config.name.clone(), breaker_policy)
+    });
+    if let Some(breakers) = &breakers {
+        service = BoxLayer(breakers.clone()).layer(service);
+    }
+
+    #[cfg(feature = "rate-limit")]
+    if policy.rate_limit {
+        if let Some(limit) = &settings.rate_limit {
+            use mcp_resilience::{RateLimitLayer, RateLimitMode, RateLimitPolicy};
+            let per_second = NonZeroU32::new(limit.calls_per_sec).unwrap_or(NonZeroU32::MIN);
+            let burst = NonZeroU32::new(limit.burst).unwrap_or(NonZeroU32::MIN);
+            let rate_policy = RateLimitPolicy::per_second(per_second)
+                .with_burst(burst)
+                .with_mode(if limit.wait {
+                    RateLimitMode::Wait
+                } else {
+                    RateLimitMode::Reject
+                });
+            service = BoxLayer(RateLimitLayer::new(rate_policy)).layer(service);
+        }
+    }
+    #[cfg(not(feature = "rate-limit"))]
+    let _ = NonZeroU32::MIN;
+
+    let retry = match policy.retry {
+        RetryStyle::Never => None,
+        RetryStyle::Fixed => {
+            let retries = if settings.retry.configured {
+                settings.retry.max_retries
+            } else {
+                2
+            };
+            Some(RetryPolicy::fixed(Duration::from_secs(1), retries))
+        }
+        RetryStyle::Backoff => Some(
+            RetryPolicy::default()
+                .with_max_retries(settings.retry.max_retries)
+                .with_max_total_wait(settings.retry.max_wait)
+                .with_jitter(settings.retry.jitter),
+        ),
+    };
+    if let Some(retry) = retry {
+        service = BoxLayer(RetryLayer::new(retry)).layer(service);
+    }
+
+    let timeouts = TimeoutPolicy::default()
+        .with_tool_call_timeout(config.tool_timeout)
+        .with_default_timeout(config.tool_timeout);
+    service = BoxLayer(TimeoutLayer::new(timeouts)).layer(service);
+
+    ServerStack {
+        service,
+        breakers,
+        #[cfg(feature = "pool")]
+        pool,
+    }
+}
+
+/// A pool for servers whose connections are cheap to multiply: Streamable HTTP (and `url`
+/// servers, detected), and stdio servers whose entry asks for one.
+#[cfg(feature = "pool")]
+fn pool_for(
+    config: &ServerConfig,
+    policy: &StackPolicy,
+    connector: Arc<dyn mcp_core::Connector>,
+) -> Option<mcp_pool::SessionPool> {
+    let settings = &config.settings;
+    let wanted = match &config.transport {
+        TransportConfig::Http { .. } | TransportConfig::Url { .. } => true,
+        TransportConfig::Stdio { .. } => settings.pool.configured && settings.pool.max > 1,
+        TransportConfig::Sse { .. } => false,
+    };
+    if !(policy.pools && wanted) {
+        return None;
+    }
+    let pool_config = mcp_pool::PoolConfig::new()
+        .with_min_idle(settings.pool.min)
+        .with_max_size(settings.pool.max)
+        .with_idle_timeout(settings.idle_timeout)
+        .with_connect_timeout(config.startup_timeout)
+        .with_request_timeout(config.tool_timeout)
+        .with_load_sized(policy.load_sized_pools);
+    Some(mcp_pool::SessionPool::with_shared_connector(
+        connector,
+        pool_config,
+    ))
+}
+
+/// The innermost service: the supervisor's session, or the pool, once the server is there.
+struct ServerGate {
+    supervisor: Arc<Supervisor>,
+    default_timeout: Duration,
+    #[cfg(feature = "pool")]
+    pool: Option<mcp_pool::SessionPool>,
+}
+
+#[async_trait]
+impl McpService for ServerGate {
+    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
+        let deadline = operation
+            .options
+            .deadline_from(Instant::now(), self.default_timeout);
+        let session = self
+            .supervisor
+            .ready_session(deadline)
+            .await
+            .map_err(|e| operation.attach_subject(e))?;
+        #[cfg(feature = "pool")]
+        let result = match &self.pool {
+            Some(pool) => pool.call(operation).await,
+            None => session.call(operation).await,
+        };
+        #[cfg(not(feature = "pool"))]
+        let result = session.call(operation).await;
+        if let Err(e) = &result {
+            if e.kind() == ErrorKind::Network {
+                self.supervisor.tell(SupervisorEvent::Suspect);
+            }
+        }
+        result
+    }
+}

@@ -1,0 +1,581 @@
+//! One supervisor per server: it owns the server's primary session and keeps it alive.
+//!
+//! - **Start:** one connection attempt (spawn or connect, `initialize`, `tools/list`) bounded by
+//!   the server's `startup_timeout`, and — if it failed before that time was up — one immediate
+//!   retry within what is left of it. Start-up is bounded by one `startup_timeout`.
+//! - **Session lost** (the child died, the connection closed, a health check failed): attempts
+//!   on the schedule immediate, 1 s, 2 s, 4 s, 8 s ([`SupervisionPolicy::reconnect_delays`]),
+//!   each bounded by `startup_timeout`. After the last one the server is
+//!   [`Unavailable`](ServerStatus::Unavailable): calls fail at once, and a probe every
+//!   `probe_interval` (default 30 s) tries again.
+//! - **Back:** the tool list is fetched again (the catalog reports what changed), resource
+//!   subscriptions are renewed, and the logging level is set again (by the connector, on every
+//!   new session); callers see the server again without doing anything.
+//! - **Credentials refused** (an `Auth` or `PermissionDenied` failure): never retried; the
+//!   server stays in [`NeedsCredentials`](ServerStatus::NeedsCredentials).
+//! - **Health:** a call that fails with a network error makes the supervisor ping the session
+//!   (remote sessions do not end by themselves when the server goes away); if the ping fails
+//!   too, the session counts as lost.
+//!
+//! A call that arrives while the server is starting, reconnecting or probing waits for it within
+//! its own deadline ([`Supervisor::ready_session`]).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_core::types::Tool;
+use mcp_core::{
+    ClientSession, Connector, Delivery, Error, ErrorKind, McpServiceExt, RequestOptions,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::status::ServerStatus;
+
+/// The reconnect schedule and health checks of every server's supervisor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SupervisionPolicy {
+    /// The wait before each reconnect attempt after a session was lost: immediate, 1 s, 2 s,
+    /// 4 s, 8 s by default (five attempts).
+    pub reconnect_delays: Vec<Duration>,
+    /// How long the ping of a health check may take.
+    pub health_check_timeout: Duration,
+    /// How long a burst of `tools/list_changed` notifications is gathered into one refresh.
+    pub list_changed_debounce: Duration,
+}
+
+impl Default for SupervisionPolicy {
+    fn default() -> Self {
+        SupervisionPolicy {
+            reconnect_delays: [0, 1, 2, 4, 8].map(Duration::from_secs).to_vec(),
+            health_check_timeout: Duration::from_secs(5),
+            list_changed_debounce: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What the rest of the facade tells a supervisor.
+#[derive(Debug)]
+pub(crate) enum SupervisorEvent {
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// A call failed with a network error: is the session still alive?
+    Suspect,
+}
+
+/// What a supervisor tells the client.
+pub(crate) trait SupervisorListener: Send + Sync + 'static {
+    /// The server's tool list (or status) changed: rebuild the catalog.
+    fn tools_changed(&self, server: &str);
+    /// The server's prompts or resources may have changed (a notification, or a new session).
+    fn lists_changed(&self, server: &str);
+}
+
+/// The server's state as calls and status displays see it.
+#[derive(Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) status: ServerStatus,
+    pub(crate) session: Option<ClientSession>,
+    /// The last tool list the server gave (kept while it is away, so its tools stay in the
+    /// catalog and calls get "unavailable" rather than "does not exist").
+    pub(crate) tools: Option<Arc<Vec<Tool>>>,
+}
+
+/// How one connection attempt went.
+enum Attempt {
+    Connected(ClientSession, Vec<Tool>),
+    Failed(Error),
+}
+
+pub(crate) struct Supervisor {
+    name: String,
+    connector: Arc<dyn Connector>,
+    policy: SupervisionPolicy,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    probe_interval: Duration,
+    state: watch::Sender<Snapshot>,
+    events: mpsc::UnboundedSender<SupervisorEvent>,
+    inbox: Mutex<Option<mpsc::UnboundedReceiver<SupervisorEvent>>>,
+    subscriptions: Mutex<BTreeSet<String>>,
+    reconnects: AtomicU64,
+    last_error: Mutex<Option<String>>,
+    /// The last [`HISTORY`] status changes, with when they happened.
+    history: Mutex<std::collections::VecDeque<(Instant, ServerStatus)>>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// How many status changes a supervisor remembers.
+const HISTORY: usize = 64;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where a supervisor's parts come from.
+pub(crate) struct SupervisorParts {
+    pub(crate) name: String,
+    pub(crate) connector: Arc<dyn Connector>,
+    pub(crate) policy: SupervisionPolicy,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) probe_interval: Duration,
+    pub(crate) events: (
+        mpsc::UnboundedSender<SupervisorEvent>,
+        mpsc::UnboundedReceiver<SupervisorEvent>,
+    ),
+}
+
+impl Supervisor {
+    /// A supervisor in `initial` state (`Starting`, or `Disabled` / `Unavailable` for servers
+    /// that will never be started); [`start`](Supervisor::start) runs it.
+    pub(crate) fn new(parts: SupervisorParts, initial: ServerStatus) -> Arc<Supervisor> {
+        let (state, _) = watch::channel(Snapshot {
+            status: initial,
+            session: None,
+            tools: None,
+        });
+        let (events, inbox) = parts.events;
+        Arc::new(Supervisor {
+            name: parts.name,
+            connector: parts.connector,
+            policy: parts.policy,
+            connect_timeout: parts.connect_timeout,
+            request_timeout: parts.request_timeout,
+            probe_interval: parts.probe_interval,
+            state,
+            events,
+            inbox: Mutex::new(Some(inbox)),
+            subscriptions: Mutex::new(BTreeSet::new()),
+            reconnects: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+            history: Mutex::new(std::collections::VecDeque::new()),
+            task: Mutex::new(None),
+        })
+    }
+
+    /// Starts supervising (once). The task is owned by the supervisor: [`stop`] or dropping
+    /// the last handle ends it.
+    pub(crate) fn start(self: &Arc<Self>, listener: Arc<dyn SupervisorListener>) {
+        let Some(inbox) = lock(&self.inbox).take() else {
+            return;
+        };
+        // The task holds a weak reference: the supervisor's owner decides how long it lives.
+        let weak = Arc::downgrade(self);
+        let task = tokio::spawn(async move {
+            if let Some(supervisor) = weak.upgrade() {
+                supervisor.run(inbox, listener).await;
+            }
+        });
+        *lock(&self.task) = Some(task);
+    }
+
+    /// Ends the supervising task at once (no graceful close: the owner is going away).
+    pub(crate) fn abort(&self) {
+        if let Some(task) = lock(&self.task).take() {
+            task.abort();
+        }
+    }
+
+    /// The current state.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        self.state.borrow().clone()
+    }
+
+    /// The last status changes (oldest first), with when they happened.
+    #[cfg(test)]
+    pub(crate) fn history(&self) -> Vec<(Instant, ServerStatus)> {
+        lock(&self.history).iter().cloned().collect()
+    }
+
+    fn remember(&self, status: &ServerStatus) {
+        let mut history = lock(&self.history);
+        if history.back().map(|(_, s)| s) != Some(status) {
+            if history.len() == HISTORY {
+                history.pop_front();
+            }
+            history.push_back((Instant::now(), status.clone()));
+        }
+    }
+
+    /// Sessions re-established after one was lost.
+    pub(crate) fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// The last failure the supervisor saw.
+    pub(crate) fn last_error(&self) -> Option<String> {
+        lock(&self.last_error).clone()
+    }
+
+    /// Tells the supervisor something (a list changed, a call failed).
+    pub(crate) fn tell(&self, event: SupervisorEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// Remembers a resource subscription, renewed on every new session.
+    pub(crate) fn remember_subscription(&self, uri: &str, subscribed: bool) {
+        let mut subscriptions = lock(&self.subscriptions);
+        if subscribed {
+            subscriptions.insert(uri.to_owned());
+        } else {
+            subscriptions.remove(uri);
+        }
+    }
+
+    /// Waits until the start-up attempt has finished (ready or not), up to `limit`.
+    pub(crate) async fn started(&self, limit: Duration) {
+        let mut rx = self.state.subscribe();
+        let _ = tokio::time::timeout(
+            limit,
+            rx.wait_for(|s| !matches!(s.status, ServerStatus::Starting)),
+        )
+        .await;
+    }
+
+    /// The session to send a call on: at once when ready; waits (until `deadline`) while the
+    /// server is starting, reconnecting or probing; fails at once when it is unavailable, needs
+    /// credentials, or is stopped. Errors say the call was never sent.
+    pub(crate) async fn ready_session(&self, deadline: Instant) -> Result<ClientSession, Error> {
+        let mut rx = self.state.subscribe();
+        loop {
+            let snapshot = rx.borrow_and_update().clone();
+            let status = snapshot.status;
+            let error = match (&status, snapshot.session) {
+                (ServerStatus::Ready, Some(session)) if !session.is_closed() => return Ok(session),
+                (status, _) if status.is_connecting() || status.is_ready() => {
+                    // Ready with a closed session: the supervisor is about to notice.
+                    match tokio::time::timeout_at(deadline, rx.changed()).await {
+                        Ok(Ok(())) => continue,
+                        Ok(Err(_)) => Error::new(
+                            ErrorKind::ServerUnavailable,
+                            format!("server \"{}\" is stopped", self.name),
+                        ),
+                        Err(_) => Error::timeout(format!(
+                            "server \"{}\" is {status}; it was not back within the call's deadline",
+                            self.name
+                        )),
+                    }
+                }
+                (ServerStatus::NeedsCredentials { reason }, _) => Error::new(
+                    ErrorKind::Auth,
+                    format!("server \"{}\" needs credentials: {reason}", self.name),
+                ),
+                (ServerStatus::Unavailable { reason }, _) => Error::new(
+                    ErrorKind::ServerUnavailable,
+                    format!(
+                        "server \"{}\" is unavailable: {reason}; it is tried again every {}s",
+                        self.name,
+                        self.probe_interval.as_secs().max(1)
+                    ),
+                ),
+                (status, _) => Error::new(
+                    ErrorKind::ServerUnavailable,
+                    format!("server \"{}\" is {status}", self.name),
+                ),
+            };
+            return Err(error.with_delivery(Delivery::NotSent));
+        }
+    }
+
+    /// Stops supervising: the task ends, the state becomes `Stopped`, and the primary session is
+    /// closed (within `limit`).
+    pub(crate) async fn stop(&self, limit: Duration) {
+        if let Some(task) = lock(&self.task).take() {
+            task.abort();
+        }
+        let mut session = None;
+        self.remember(&ServerStatus::Stopped);
+        self.state.send_modify(|s| {
+            s.status = ServerStatus::Stopped;
+            session = s.session.take();
+            s.tools = None;
+        });
+        if let Some(session) = session {
+            let _ = tokio::time::timeout(limit, session.close()).await;
+        }
+    }
+
+    fn set_status(&self, status: ServerStatus) {
+        self.remember(&status);
+        self.state.send_modify(|s| {
+            s.status = status;
+            s.session = None;
+        });
+    }
+
+    fn note_error(&self, error: &Error) {
+        *lock(&self.last_error) = Some(error.message().to_owned());
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        mut inbox: mpsc::UnboundedReceiver<SupervisorEvent>,
+        listener: Arc<dyn SupervisorListener>,
+    ) {
+        let mut outcome = self.start_up().await;
+        loop {
+            match outcome {
+                Attempt::Connected(session, tools) => {
+                    self.remember(&ServerStatus::Ready);
+                    self.state.send_modify(|s| {
+                        s.status = ServerStatus::Ready;
+                        s.session = Some(session.clone());
+                        s.tools = Some(Arc::new(tools));
+                    });
+                    tracing::info!(server = %self.name, "MCP server ready");
+                    listener.tools_changed(&self.name);
+                    listener.lists_changed(&self.name);
+                    let lost = self.follow(&session, &mut inbox, listener.as_ref()).await;
+                    tracing::warn!(server = %self.name, reason = %lost, "MCP server session lost; reconnecting");
+                    self.note_error(&lost);
+                    let _ = tokio::time::timeout(Duration::from_secs(2), session.close()).await;
+                    drop(session);
+                    outcome = self.reconnect(&mut inbox).await;
+                }
+                Attempt::Failed(error) if is_credentials_error(&error) => {
+                    self.note_error(&error);
+                    tracing::warn!(server = %self.name, error = %error, "MCP server refused the credentials; not retrying");
+                    self.set_status(ServerStatus::NeedsCredentials {
+                        reason: error.message().to_owned(),
+                    });
+                    listener.tools_changed(&self.name);
+                    return;
+                }
+                Attempt::Failed(error) => {
+                    self.note_error(&error);
+                    tracing::warn!(server = %self.name, error = %error, "MCP server unavailable");
+                    self.set_status(ServerStatus::Unavailable {
+                        reason: error.message().to_owned(),
+                    });
+                    listener.tools_changed(&self.name);
+                    outcome = self.probe(&mut inbox).await;
+                }
+            }
+        }
+    }
+
+    /// The first attempt, and one immediate retry within the same `startup_timeout`.
+    async fn start_up(&self) -> Attempt {
+        let deadline = Instant::now() + self.connect_timeout;
+        match self.attempt(deadline).await {
+            Attempt::Failed(e) if !is_credentials_error(&e) && Instant::now() < deadline => {
+                tracing::debug!(server = %self.name, error = %e, "start-up failed; retrying at once");
+                self.attempt(deadline).await
+            }
+            outcome => outcome,
+        }
+    }
+
+    /// Re-establishes a lost session on the backoff schedule.
+    async fn reconnect(&self, inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Attempt {
+        let mut last = Error::network("the session was lost");
+        for (index, delay) in self.policy.reconnect_delays.iter().enumerate() {
+            let attempt = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            self.set_status(ServerStatus::Reconnecting { attempt });
+            tokio::time::sleep(*delay).await;
+            drain(inbox);
+            match self.attempt(Instant::now() + self.connect_timeout).await {
+                Attempt::Connected(session, tools) => {
+                    self.reconnects.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(server = %self.name, attempt, "MCP server reconnected");
+                    return Attempt::Connected(session, tools);
+                }
+                Attempt::Failed(e) if is_credentials_error(&e) => return Attempt::Failed(e),
+                Attempt::Failed(e) => {
+                    tracing::debug!(server = %self.name, attempt, error = %e, "reconnect attempt failed");
+                    self.note_error(&e);
+                    last = e;
+                }
+            }
+        }
+        Attempt::Failed(last)
+    }
+
+    /// Tries an unavailable server again every `probe_interval` until it is back.
+    async fn probe(&self, inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Attempt {
+        loop {
+            tokio::time::sleep(self.probe_interval).await;
+            drain(inbox);
+            self.set_status(ServerStatus::Probing);
+            match self.attempt(Instant::now() + self.connect_timeout).await {
+                Attempt::Connected(session, tools) => {
+                    self.reconnects.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(server = %self.name, "MCP server is back");
+                    return Attempt::Connected(session, tools);
+                }
+                Attempt::Failed(e) if is_credentials_error(&e) => return Attempt::Failed(e),
+                Attempt::Failed(e) => {
+                    tracing::debug!(server = %self.name, error = %e, "probe failed");
+                    self.note_error(&e);
+                    self.set_status(ServerStatus::Unavailable {
+                        reason: e.message().to_owned(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Connects, renews subscriptions and lists the tools, all before `deadline`.
+    async fn attempt(&self, deadline: Instant) -> Attempt {
+        let connecting = async {
+            let session = self.connector.connect().await?;
+            let setup = async {
+                self.renew_subscriptions(&session).await;
+                session
+                    .list_all_tools(RequestOptions::new().with_deadline(deadline))
+                    .await
+            };
+            match setup.await {
+                Ok(tools) => Ok((session, tools)),
+                Err(e) => {
+                    session.close().await;
+                    Err(e)
+                }
+            }
+        };
+        match tokio::time::timeout_at(deadline, connecting).await {
+            Ok(Ok((session, tools))) => Attempt::Connected(session, tools),
+            Ok(Err(e)) => Attempt::Failed(e),
+            Err(_) => Attempt::Failed(Error::timeout(format!(
+                "the server did not complete start-up (initialize and tools/list) within the startup timeout ({})",
+                human(self.connect_timeout)
+            ))),
+        }
+    }
+
+    async fn renew_subscriptions(&self, session: &ClientSession) {
+        let uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
+        for uri in uris {
+            let options = RequestOptions::new().with_timeout(self.request_timeout);
+            if let Err(e) = session.subscribe_resource(&uri, options).await {
+                tracing::warn!(server = %self.name, uri, error = %e, "could not renew a resource subscription");
+            }
+        }
+    }
+
+    /// Follows a ready session until it is lost; returns why.
+    async fn follow(
+        &self,
+        session: &ClientSession,
+        inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>,
+        listener: &dyn SupervisorListener,
+    ) -> Error {
+        loop {
+            let event = tokio::select! {
+                reason = session.closed() => return reason,
+                event = inbox.recv() => event,
+            };
+            match event {
+                // Every sender is gone: the client is going away.
+                None => return session.closed().await,
+                Some(SupervisorEvent::ToolsChanged) => {
+                    // A burst of notifications costs one refresh.
+                    tokio::time::sleep(self.policy.list_changed_debounce).await;
+                    let more = drain(inbox);
+                    if more.suspect {
+                        if let Some(lost) = self.health_check(session).await {
+                            return lost;
+                        }
+                    }
+                    if more.lists {
+                        listener.lists_changed(&self.name);
+                    }
+                    self.refresh_tools(session, listener).await;
+                }
+                Some(SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged) => {
+                    listener.lists_changed(&self.name);
+                }
+                Some(SupervisorEvent::Suspect) => {
+                    drain(inbox);
+                    if let Some(lost) = self.health_check(session).await {
+                        return lost;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn refresh_tools(&self, session: &ClientSession, listener: &dyn SupervisorListener) {
+        let options = RequestOptions::new().with_timeout(self.request_timeout);
+        match session.list_all_tools(options).await {
+            Ok(tools) => {
+                tracing::debug!(server = %self.name, tools = tools.len(), "tool list refreshed");
+                self.state.send_modify(|s| s.tools = Some(Arc::new(tools)));
+                listener.tools_changed(&self.name);
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.name, error = %e, "refreshing the tool list failed")
+            }
+        }
+    }
+
+    /// Pings the session; `Some(reason)` when it is gone.
+    async fn health_check(&self, session: &ClientSession) -> Option<Error> {
+        let options = RequestOptions::new().with_timeout(self.policy.health_check_timeout);
+        match session.ping(options).await {
+            Ok(()) => None,
+            Err(e) if matches!(e.kind(), ErrorKind::Network | ErrorKind::Timeout) => Some(
+                Error::network(format!("the health check failed: {}", e.message())),
+            ),
+            // The server answered (an error): it is alive.
+            Err(_) => None,
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// What a drained burst of events asked for.
+#[derive(Default)]
+struct Drained {
+    suspect: bool,
+    lists: bool,
+}
+
+fn drain(inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Drained {
+    let mut drained = Drained::default();
+    while let Ok(event) = inbox.try_recv() {
+        match event {
+            SupervisorEvent::Suspect => drained.suspect = true,
+            SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged => {
+                drained.lists = true
+            }
+            SupervisorEvent::ToolsChanged => {}
+        }
+    }
+    drained
+}
+
+fn is_credentials_error(error: &Error) -> bool {
+    matches!(error.kind(), ErrorKind::Auth | ErrorKind::PermissionDenied)
+}
+
+fn human(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests;
