@@ -473,52 +473,10 @@ fn ctrl_c_cancels_the_call_and_leaves_no_server_behind() {
     }
 }
 
-/// The fixture served over HTTP by this binary (`__fixture-server --http`), killed on drop.
-struct HttpFixtureProcess {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpFixtureProcess {
-    fn start() -> Self {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(MCPH)
-            .args(["__fixture-server", "--http", "127.0.0.1:0"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn the HTTP fixture");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(DEADLINE)
-            .expect("the fixture announces its address");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        HttpFixtureProcess { child, url }
-    }
-}
-
-impl Drop for HttpFixtureProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn remote_servers_of_every_http_type_are_reached() {
     let env = Env::new();
-    let http = HttpFixtureProcess::start();
+    let http = HttpFixtureProcess::start(&[]);
     let base = http.url.trim_end_matches('/');
     let config = json!({"mcpServers": {
         "streamable": {"type": "http", "url": format!("{base}/mcp")},

@@ -146,3 +146,48 @@ pub fn wait_until(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
     }
     None
 }
+
+/// The fixture served over HTTP by this binary (`__fixture-server --http`, plus `flags`),
+/// killed on drop.
+pub struct HttpFixtureProcess {
+    child: Child,
+    /// `http://IP:PORT`.
+    pub url: String,
+}
+
+impl HttpFixtureProcess {
+    pub fn start(flags: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(MCPH)
+            .args(["__fixture-server", "--http", "127.0.0.1:0"])
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the HTTP fixture");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(DEADLINE)
+            .expect("the fixture announces its address");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        HttpFixtureProcess { child, url }
+    }
+}
+
+impl Drop for HttpFixtureProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
