@@ -62,6 +62,10 @@ pub struct ServerOptions {
     /// HTTP: the first N `tools/call` POSTs get 500 with an endless body
     /// (`--http-endless-error-first`); not handled.
     pub http_endless_error_first: u64,
+    /// HTTP: serve `POST /control/fail-next/N` (the next N POSTs get 503) and
+    /// `POST /control/expire-sessions` (every session is forgotten: its next request gets 404),
+    /// for tests that inject faults at chosen moments (`--http-control`).
+    pub http_control: bool,
     /// HTTP: every request must carry `Authorization: Bearer <token>`; anything else gets 401
     /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`).
     pub http_bearer: Option<String>,
@@ -99,6 +103,7 @@ impl Default for ServerOptions {
             http_endless_error_first: 0,
             event_log: None,
             http_bearer: None,
+            http_control: false,
         }
     }
 }
@@ -160,6 +165,8 @@ HTTP (instead of stdio):
                             every later request with its id gets 404.
     --http-fail-first N     Answer the first N POSTs (server-wide) with 503.
     --http-delay-ms N       Delay every HTTP response by N milliseconds.
+    --http-control          Serve POST /control/fail-next/N (the next N POSTs get 503) and
+                            POST /control/expire-sessions (every session id becomes unknown).
     --http-bearer TOKEN     Require `Authorization: Bearer TOKEN` on every HTTP request (401 otherwise).
     --http-stall-first N    The first N tools/call POSTs never get response headers (not handled).
     --http-trickle-first N  The first N tools/call POSTs get 200 and headers, then a body that
@@ -267,6 +274,10 @@ where
             }
             "--event-log" => options.event_log = Some(value(&flag)?.into()),
             "--http-bearer" => options.http_bearer = Some(value(&flag)?),
+            "--http-control" => {
+                no_value(&flag)?;
+                options.http_control = true;
+            }
             other => return Err(format!("unknown argument: {other} (see --help)")),
         }
     }
@@ -387,6 +398,7 @@ mod tests {
             "--event-log",
             "--http-bearer",
             "--refuse-start-while",
+            "--http-control",
         ] {
             assert!(HELP.contains(flag), "help lacks {flag}");
         }

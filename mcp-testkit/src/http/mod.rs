@@ -56,7 +56,8 @@
 //! priming event), `--http-expire-session-after N` (after N JSON-RPC requests, initialize
 //! included, any request carrying the session id gets 404), `--http-json`, `--http-no-get`
 //! (GET → 405, so no resumption either), `--http-stateless` (no `Mcp-Session-Id`).
-//! `--http-bearer TOKEN` answers 401 (with `WWW-Authenticate`) to any request without
+//! `--http-control` serves `POST /control/fail-next/N` (a burst of 503s at a moment a test
+//! chooses) and `POST /control/expire-sessions`. `--http-bearer TOKEN` answers 401 (with `WWW-Authenticate`) to any request without
 //! `Authorization: Bearer TOKEN`. On `tools/call` POSTs only (server-wide, never handled): `--http-stall-first N` (no headers,
 //! ever), `--http-trickle-first N` (200, headers, then one byte every 100 ms forever),
 //! `--http-endless-error-first N` (500 with an endless body).
@@ -195,6 +196,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
         legacy: Mutex::new(HashMap::new()),
         posts: AtomicU64::new(0),
         call_faults: faults::CallFaults::default(),
+        fail_next: AtomicU64::new(0),
     });
     let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
     Ok(HttpFixture {
@@ -212,13 +214,40 @@ pub(crate) struct Shared {
     pub(crate) legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
     posts: AtomicU64,
     pub(crate) call_faults: faults::CallFaults,
+    /// `/control/fail-next/N`: POSTs still to answer with 503.
+    fail_next: AtomicU64,
 }
 
 impl Shared {
-    /// Counts a POST; true if `--http-fail-first` says to fail it.
+    /// Counts a POST; true if `--http-fail-first` (or `/control/fail-next`) says to fail it.
     fn fail_post(&self) -> bool {
         let n = self.posts.fetch_add(1, Ordering::Relaxed);
-        n < self.options.http_fail_first
+        let burst = self
+            .fail_next
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
+            .is_ok();
+        n < self.options.http_fail_first || burst
+    }
+
+    /// `--http-control`: `/control/fail-next/N` and `/control/expire-sessions`.
+    fn control(&self, path: &str) -> HttpResponse {
+        if let Some(n) = path.strip_prefix("/control/fail-next/") {
+            return match n.parse::<u64>() {
+                Ok(n) => {
+                    self.fail_next.store(n, Ordering::Release);
+                    empty_response(StatusCode::NO_CONTENT)
+                }
+                Err(_) => error_response(StatusCode::BAD_REQUEST, "expected a number"),
+            };
+        }
+        if path == "/control/expire-sessions" {
+            let sessions: Vec<_> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+            for session in sessions {
+                session.close();
+            }
+            return empty_response(StatusCode::NO_CONTENT);
+        }
+        error_response(StatusCode::NOT_FOUND, "unknown control")
     }
 
     fn close_all(&self) {
@@ -286,6 +315,9 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
             );
             return response;
         }
+    }
+    if shared.options.http_control && request.uri().path().starts_with("/control/") {
+        return shared.control(request.uri().path());
     }
     if request.method() == Method::POST && shared.fail_post() {
         return error_response(
