@@ -4,6 +4,7 @@
 //! Arguments are parsed by hand to keep this crate dependency-free.
 
 mod bench;
+mod chaos;
 mod ci;
 mod conformance;
 mod interop;
@@ -18,7 +19,8 @@ Usage: cargo xtask <command>
 
 Commands:
   ci               Run every CI step (fmt, clippy, interop-setup, profile
-                   checks, nextest, doc tests, bench build, quick bench run),
+                   checks, nextest, a bounded chaos run, conformance, doc
+                   tests, bench build, quick bench run),
                    print a summary, and exit non-zero if any step failed.
                    This is what `.ci/run` executes.
   bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
@@ -27,6 +29,12 @@ Commands:
                    pinned with taskset. Prints a markdown table and writes
                    target/bench/report.md and report.json. --quick: a short
                    run that only checks the harness (CI runs it).
+  chaos [--seed S] [--iterations N]
+                   The chaos soak (mcp-client/tests/chaos.rs): 16 callers against
+                   real servers that are killed, frozen, cut off, answer 503
+                   bursts and forget sessions. Default 200 iterations and a
+                   seed from the clock (printed for replay); the report goes to
+                   target/chaos/report.json. CI runs seed 7, 24 iterations.
   conformance [--scenario S]
                    Run the official MCP conformance suite (client side,
                    @modelcontextprotocol/conformance, pinned) against
@@ -55,6 +63,7 @@ fn main() -> ExitCode {
         }
         Some("ci") if args.len() == 1 => ci::run(&root),
         Some("bench") => bench::run(&root, &args[1..]),
+        Some("chaos") => chaos::run(&root, &args[1..]),
         Some("conformance") => {
             let scenario = match &args[1..] {
                 [] => None,

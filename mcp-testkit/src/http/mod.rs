@@ -224,7 +224,9 @@ impl Shared {
         let n = self.posts.fetch_add(1, Ordering::Relaxed);
         let burst = self
             .fail_next
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(1)
+            })
             .is_ok();
         n < self.options.http_fail_first || burst
     }
