@@ -90,7 +90,7 @@ fn processes(marker: &str, role: Option<&str>) -> Vec<i32> {
             .rfind(')')
             .is_some_and(|i| stat[i + 1..].trim_start().starts_with('Z'));
         let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
-        let has = |needle: &str| vars.iter().any(|v| *v == needle.as_bytes());
+        let has = |needle: &str| vars.contains(&needle.as_bytes());
         if !zombie && has(&marker) && role.as_deref().is_none_or(has) {
             pids.push(pid);
         }
@@ -430,15 +430,15 @@ async fn caller(
     }
 }
 
+/// The states each server's breaker went through.
+type BreakerHistory = Arc<Mutex<HashMap<String, Vec<&'static str>>>>;
+
 /// Samples every server's breaker, remembering the states each went through.
 fn watch_breakers(
     client: McpClient,
     stop: Arc<AtomicBool>,
-) -> (
-    tokio::task::JoinHandle<()>,
-    Arc<Mutex<HashMap<String, Vec<&'static str>>>>,
-) {
-    let seen: Arc<Mutex<HashMap<String, Vec<&'static str>>>> = Arc::default();
+) -> (tokio::task::JoinHandle<()>, BreakerHistory) {
+    let seen: BreakerHistory = Arc::default();
     let sink = seen.clone();
     let task = tokio::spawn(async move {
         while !stop.load(Ordering::SeqCst) {
