@@ -33,7 +33,9 @@ use serde::Serialize;
 
 use crate::args::Transport;
 use crate::measure::Measurement;
-use crate::report::{self, Cell, Pin, Report, Scenario, CLIENTS, TRANSPORTS};
+use crate::report::{
+    self, Cell, Pin, Report, Scenario, StackCell, CLIENTS, STACK_ROWS, TRANSPORTS,
+};
 
 /// Which pin modes to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -431,6 +433,80 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
             }
         }
     }
+    // The stack's overhead: the bare session and the full stack, interleaved.
+    let stack_client = dir.join("bench-client-stack");
+    let mut stack_cells = Vec::new();
+    if !stack_client.is_file() {
+        notes.push(format!(
+            "stack: n/a — {} is not built (`cargo build --release -p mcp-bench --bins`)",
+            stack_client.display()
+        ));
+    }
+    for &(transport, scenarios) in STACK_ROWS {
+        if !stack_client.is_file() {
+            break;
+        }
+        for &pin in &pins {
+            for scenario in scenarios {
+                let mut bare = Vec::new();
+                let mut stack = Vec::new();
+                for repeat in 0..repeats {
+                    for (name, path, into) in [
+                        ("ours", &clients[0], &mut bare),
+                        ("stack", &stack_client, &mut stack),
+                    ] {
+                        let t = Instant::now();
+                        let result = run_client(
+                            client_command(path, &fixture, transport, pin, scenario, quick),
+                            limit,
+                        );
+                        let wall_secs = t.elapsed().as_secs_f64();
+                        match &result {
+                            Ok(m) => {
+                                eprintln!(
+                                    "[stack {} {} {} #{}] {name:<5} {} ({wall_secs:.1}s)",
+                                    transport.name(),
+                                    pin.name(),
+                                    scenario.label(),
+                                    repeat + 1,
+                                    short(m, scenario)
+                                );
+                                into.push(m.clone());
+                            }
+                            Err(e) => {
+                                notes.push(format!(
+                                    "{name} failed on the stack row {} {} {} (run {}): {e}",
+                                    transport.name(),
+                                    pin.name(),
+                                    scenario.label(),
+                                    repeat + 1
+                                ));
+                                failed = true;
+                            }
+                        }
+                        runs.push(Run {
+                            transport,
+                            pin,
+                            scenario: format!("stack-overhead {}", scenario.label()),
+                            client: name.to_owned(),
+                            repeat,
+                            wall_secs,
+                            measurement: result.as_ref().ok().cloned(),
+                            error: result.err(),
+                        });
+                    }
+                }
+                stack_cells.push(StackCell {
+                    transport,
+                    pin,
+                    scenario: *scenario,
+                    bare: report::median(&bare),
+                    stack: report::median(&stack),
+                });
+            }
+        }
+    }
+
     notes.push(format!(
         "wall time of the run: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -439,6 +515,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     let report = Report {
         header,
         cells,
+        stack_cells,
         notes,
     };
     let markdown = report::render(&report);

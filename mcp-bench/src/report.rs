@@ -76,6 +76,25 @@ pub const HTTP_SCENARIOS: &[Scenario] = &[
     Scenario::throughput(Payload::Small, 64, 20_000, 300),
 ];
 
+/// The rows of the call stack's overhead: the small call, sequential and 16 in flight, each
+/// measured with the bare session (`ours`) and with the facade's full default stack (`stack`).
+pub const STACK_ROWS: &[(Transport, &[Scenario])] = &[
+    (
+        Transport::Stdio,
+        &[
+            Scenario::latency(Payload::Small, 20_000, 500),
+            Scenario::throughput(Payload::Small, 16, 50_000, 500),
+        ],
+    ),
+    (
+        Transport::Http,
+        &[
+            Scenario::latency(Payload::Small, 10_000, 300),
+            Scenario::throughput(Payload::Small, 16, 20_000, 300),
+        ],
+    ),
+];
+
 /// The transports and their scenarios, in report order.
 pub const TRANSPORTS: &[(Transport, &[Scenario])] = &[
     (Transport::Stdio, SCENARIOS),
@@ -259,6 +278,57 @@ pub struct Cell {
     pub results: [Option<Measurement>; 3],
 }
 
+/// One row group of the stack's overhead: the bare session and the full stack on one
+/// (transport, pin, scenario).
+#[derive(Debug, Clone)]
+pub struct StackCell {
+    /// stdio or http.
+    pub transport: Transport,
+    /// Pinning.
+    pub pin: Pin,
+    /// What was measured.
+    pub scenario: Scenario,
+    /// `bench-client-ours`: the session alone.
+    pub bare: Option<Measurement>,
+    /// `bench-client-stack`: the facade and its stack in front of the session.
+    pub stack: Option<Measurement>,
+}
+
+/// The stack-overhead table: bare session, full stack, their ratio and difference.
+pub fn render_stack_table(cells: &[StackCell]) -> String {
+    let mut out = String::from(
+        "| transport | pin | scenario | metric | bare session | full stack | stack/bare | stack − bare |\n\
+         |---|---|---|---|---:|---:|---:|---:|\n",
+    );
+    for cell in cells {
+        let metrics: &[Metric] = match cell.scenario.mode {
+            Mode::Latency => &[Metric::P50, Metric::P99, Metric::Cpu],
+            Mode::Throughput => &[Metric::CallsPerSec, Metric::Cpu],
+        };
+        for &metric in metrics {
+            let bare = cell.bare.as_ref().map(|m| metric.value(m));
+            let stack = cell.stack.as_ref().map(|m| metric.value(m));
+            let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| metric.format(v));
+            let difference = match (stack, bare) {
+                (Some(s), Some(b)) => format!("{:+.1}", s - b),
+                _ => "n/a".to_owned(),
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                cell.transport.name(),
+                cell.pin.name(),
+                cell.scenario.label(),
+                metric.label(),
+                show(bare),
+                show(stack),
+                ratio(stack, bare),
+                difference,
+            ));
+        }
+    }
+    out
+}
+
 /// Everything the markdown report shows.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -266,6 +336,8 @@ pub struct Report {
     pub header: Vec<(String, String)>,
     /// The cells, in table order.
     pub cells: Vec<Cell>,
+    /// The stack-overhead cells (empty when `bench-client-stack` is not built).
+    pub stack_cells: Vec<StackCell>,
     /// Remarks printed under the table (missing clients, failures).
     pub notes: Vec<String>,
 }
@@ -308,6 +380,15 @@ pub fn render(report: &Report) -> String {
     }
     out.push('\n');
     out.push_str(&render_table(&report.cells));
+    if !report.stack_cells.is_empty() {
+        out.push_str(
+            "\n## The call stack's overhead\n\nThe same calls through the bare session \
+             (`ours`) and through `mcp-client`'s facade with its full default stack (catalog \
+             lookup, traced call, timeout, retry, breaker, gate; over HTTP also the pool), \
+             `enterprise` profile defaults:\n\n",
+        );
+        out.push_str(&render_stack_table(&report.stack_cells));
+    }
     if !report.notes.is_empty() {
         out.push_str("\nNotes:\n\n");
         for note in &report.notes {
@@ -458,11 +539,33 @@ mod tests {
         let report = Report {
             header: vec![("rmcp".into(), "3.11.0".into())],
             cells: vec![],
+            stack_cells: vec![],
             notes: vec!["rmcp: missing".into()],
         };
         let text = render(&report);
         assert!(text.starts_with("# mcp-bench report\n\n- rmcp: 3.11.0\n\n| transport |"));
         assert!(text.ends_with("\nNotes:\n\n- rmcp: missing\n"));
+        assert!(!text.contains("overhead"));
+    }
+
+    #[test]
+    fn stack_rows_show_the_ratio_and_the_difference() {
+        let cells = [StackCell {
+            transport: Transport::Stdio,
+            pin: Pin::Same,
+            scenario: STACK_ROWS[0].1[0],
+            bare: Some(m("ours", 10.0, 20.0, 0.0, 5.0, 3000)),
+            stack: Some(m("stack", 10.4, 21.0, 0.0, 5.2, 3100)),
+        }];
+        let table = render_stack_table(&cells);
+        assert!(
+            table.contains("| stdio | same | latency small | p50 µs | 10.0 | 10.4 | 1.04 | +0.4 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| client CPU µs/call | 5.0 | 5.2 | 1.04 | +0.2 |"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -241,7 +241,9 @@ impl McpClient {
         arguments: Option<Value>,
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
-        let entry = self.tools().get(qualified_name).cloned().ok_or_else(|| {
+        // Borrowed from the catalog snapshot (held for the call): a definition can be large.
+        let catalog = self.tools();
+        let entry = catalog.get(qualified_name).ok_or_else(|| {
             Error::new(
                 ErrorKind::ToolNotFound,
                 format!("no tool named {qualified_name:?} in the catalog"),

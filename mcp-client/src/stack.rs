@@ -239,9 +239,12 @@ pub(crate) fn build(
         service = BoxLayer(RetryLayer::new(retry)).layer(service);
     }
 
+    // Every wait below ends by the deadline (session, gate, pool, retry, rate limit): the
+    // layer sets it and needs no timer of its own.
     let timeouts = TimeoutPolicy::default()
         .with_tool_call_timeout(config.tool_timeout)
-        .with_default_timeout(config.tool_timeout);
+        .with_default_timeout(config.tool_timeout)
+        .without_backstop();
     service = BoxLayer(TimeoutLayer::new(timeouts)).layer(service);
 
     ServerStack {
@@ -293,14 +296,18 @@ struct ServerGate {
 #[async_trait]
 impl McpService for ServerGate {
     async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        let deadline = operation
-            .options
-            .deadline_from(Instant::now(), self.default_timeout);
-        let session = self
-            .supervisor
-            .ready_session(deadline)
-            .await
-            .map_err(|e| operation.attach_subject(e))?;
+        let session = match self.supervisor.ready_now() {
+            Some(session) => session,
+            None => {
+                let deadline = operation
+                    .options
+                    .deadline_from(Instant::now(), self.default_timeout);
+                self.supervisor
+                    .ready_session(deadline)
+                    .await
+                    .map_err(|e| operation.attach_subject(e))?
+            }
+        };
         #[cfg(feature = "pool")]
         let result = match &self.pool {
             Some(pool) => pool.call(operation).await,

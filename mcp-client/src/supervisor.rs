@@ -244,6 +244,9 @@ impl Supervisor {
     /// server is starting, reconnecting or probing; fails at once when it is unavailable, needs
     /// credentials, or is stopped. Errors say the call was never sent.
     pub(crate) async fn ready_session(&self, deadline: Instant) -> Result<ClientSession, Error> {
+        if let Some(session) = self.ready_now() {
+            return Ok(session);
+        }
         let mut rx = self.state.subscribe();
         loop {
             let snapshot = rx.borrow_and_update().clone();
@@ -282,6 +285,15 @@ impl Supervisor {
                 ),
             };
             return Err(error.with_delivery(Delivery::NotSent));
+        }
+    }
+
+    /// The session, when the server is ready right now (no waiting, no subscription).
+    pub(crate) fn ready_now(&self) -> Option<ClientSession> {
+        let state = self.state.borrow();
+        match (&state.status, &state.session) {
+            (ServerStatus::Ready, Some(session)) if !session.is_closed() => Some(session.clone()),
+            _ => None,
         }
     }
 

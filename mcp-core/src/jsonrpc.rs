@@ -145,6 +145,25 @@ impl SharedJson {
         })
     }
 
+    /// Wraps JSON text this crate made itself (a splice of validated JSON): the caller vouches
+    /// that `json` is one valid JSON value.
+    pub(crate) fn from_valid_json(json: Vec<u8>) -> SharedJson {
+        let end = json.len();
+        // The bytes must be UTF-8 for `as_str`; anything else becomes an (invalid, but safe)
+        // empty text rather than undefined behaviour.
+        let buffer = if std::str::from_utf8(&json).is_ok() {
+            json
+        } else {
+            Vec::new()
+        };
+        let end = end.min(buffer.len());
+        SharedJson {
+            buffer: Arc::new(buffer),
+            start: 0,
+            end,
+        }
+    }
+
     /// The JSON text.
     pub fn as_str(&self) -> &str {
         // SAFETY: a SharedJson is only built (in `within`) from a `&RawValue` — a `str`, so
@@ -441,14 +460,70 @@ impl Message {
         Ok(message)
     }
 
-    /// Appends the message as compact JSON to `out` (no trailing newline).
+    /// Appends the message as compact JSON to `out` (no trailing newline): the same bytes as
+    /// its `Serialize` output, but raw and shared payloads are copied as the text they already
+    /// are, never parsed again.
     pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(out, self)
+        fn member<T: Serialize + ?Sized>(
+            out: &mut Vec<u8>,
+            key: &[u8],
+            value: &T,
+        ) -> Result<(), serde_json::Error> {
+            out.extend_from_slice(key);
+            serde_json::to_writer(&mut *out, value)
+        }
+        fn payload(out: &mut Vec<u8>, key: &[u8], p: &Payload) -> Result<(), serde_json::Error> {
+            out.extend_from_slice(key);
+            match p {
+                Payload::Raw(raw) => out.extend_from_slice(raw.get().as_bytes()),
+                Payload::Shared(shared) => out.extend_from_slice(shared.as_str().as_bytes()),
+                Payload::Value(value) => serde_json::to_writer(&mut *out, value)?,
+            }
+            Ok(())
+        }
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+        let extra = match self {
+            Message::Request(r) => {
+                member(out, b",\"id\":", &r.id)?;
+                member(out, b",\"method\":", &r.method)?;
+                if let Some(p) = &r.params {
+                    payload(out, b",\"params\":", p)?;
+                }
+                &r.extra
+            }
+            Message::Notification(n) => {
+                member(out, b",\"method\":", &n.method)?;
+                if let Some(p) = &n.params {
+                    payload(out, b",\"params\":", p)?;
+                }
+                &n.extra
+            }
+            Message::Response(r) => {
+                member(out, b",\"id\":", &r.id)?;
+                match &r.outcome {
+                    Ok(result) => payload(out, b",\"result\":", result)?,
+                    Err(error) => member(out, b",\"error\":", error)?,
+                }
+                &r.extra
+            }
+        };
+        for (key, value) in extra {
+            out.push(b',');
+            serde_json::to_writer(&mut *out, key)?;
+            out.push(b':');
+            serde_json::to_writer(&mut *out, value)?;
+        }
+        out.push(b'}');
+        Ok(())
     }
 
-    /// The message as compact JSON text.
+    /// The message as compact JSON text (see [`write_json`](Message::write_json)).
     pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
-        serde_json::to_string(self)
+        let mut out = Vec::with_capacity(128);
+        self.write_json(&mut out)?;
+        // Every piece written is UTF-8: serde_json's output, and text that was a `str`.
+        Ok(String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
 
     /// The method for requests and notifications.
@@ -834,6 +909,57 @@ mod tests {
             assert!(
                 Message::from_shared_line(&Arc::new(bad.as_bytes().to_vec())).is_err(),
                 "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn write_json_writes_exactly_what_serialize_does() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]},"x-extra":[1,{"a":"\u00e9"}]}"#;
+        let shared = Message::from_shared_line(&Arc::new(line.to_vec())).unwrap();
+        let raw = Message::from_slice(line).unwrap();
+        let mut extra = Map::new();
+        extra.insert("weird \"key\"".into(), json!({"n": null}));
+        let messages = [
+            shared,
+            raw,
+            Request::new(
+                1,
+                "tools/call",
+                Some(Payload::Value(
+                    json!({"name": "é", "arguments": {"q": "a\"b"}}),
+                )),
+            )
+            .into(),
+            Request::new("s-1", "ping", None).into(),
+            Message::Request(Request {
+                extra: extra.clone(),
+                ..Request::new(
+                    2,
+                    "x",
+                    Some(Payload::from_json_str(r#"{ "spaced" : 1 }"#).unwrap()),
+                )
+            }),
+            Notification::new(
+                "notifications/cancelled",
+                Some(Payload::Value(json!({"requestId": 3}))),
+            )
+            .into(),
+            Notification::new("notifications/initialized", None).into(),
+            Response::error(None, ErrorObject::invalid_params("bad")).into(),
+            Response::error(Some(RequestId::from(4)), ErrorObject::internal("x")).into(),
+        ];
+        for message in messages {
+            let mut written = Vec::new();
+            message.write_json(&mut written).unwrap();
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                serde_json::to_string(&message).unwrap(),
+                "{message:?}"
+            );
+            assert_eq!(
+                message.to_json_string().unwrap(),
+                serde_json::to_string(&message).unwrap()
             );
         }
     }

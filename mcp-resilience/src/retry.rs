@@ -347,12 +347,18 @@ impl<S: McpService> McpService for RetryService<S> {
         };
         let mut delays = policy.delays_with(rng);
         let mut attempt: u32 = 1;
+        // Every attempt sends a copy whose parameters are raw JSON: serialized once here (the
+        // transport then writes the text as it is), cheap to copy where a value tree is not.
+        let template = operation.replayable();
+        drop(operation);
         loop {
-            let error = match self.inner.call(operation.clone()).await {
+            let this = template.clone();
+            let error = match self.inner.call(this).await {
                 Ok(result) => return Ok(result),
                 Err(error) => error,
             };
-            if !should_retry(&operation, &error) {
+            let operation = &template;
+            if !should_retry(operation, &error) {
                 return Err(error);
             }
             let Some(delay) = delays.next() else {

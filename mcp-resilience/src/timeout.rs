@@ -27,6 +27,10 @@ pub struct TimeoutPolicy {
     pub default: Duration,
     /// Budgets of particular methods, overriding both of the above.
     pub per_method: BTreeMap<String, Duration>,
+    /// Whether the layer also cuts the inner call at the deadline (a timer per call). Default:
+    /// true. A stack whose every wait below is bounded by the deadline (the session, the
+    /// facade's gate and pool, retry, rate limit all are) can turn it off and save the timer.
+    pub backstop: bool,
 }
 
 impl Default for TimeoutPolicy {
@@ -36,6 +40,7 @@ impl Default for TimeoutPolicy {
             tool_call: Duration::from_secs(30),
             default: Duration::from_secs(30),
             per_method: BTreeMap::new(),
+            backstop: true,
         }
     }
 }
@@ -56,6 +61,13 @@ impl TimeoutPolicy {
     /// Sets the budget of `method`.
     pub fn with_method_timeout(mut self, method: impl Into<String>, timeout: Duration) -> Self {
         self.per_method.insert(method.into(), timeout);
+        self
+    }
+
+    /// Only sets deadlines: the inner call is trusted to end by them (see
+    /// [`backstop`](Self::backstop)).
+    pub fn without_backstop(mut self) -> Self {
+        self.backstop = false;
         self
     }
 
@@ -132,6 +144,9 @@ impl<S: McpService> McpService for TimeoutService<S> {
         let Some(deadline) = operation.options.deadline else {
             return self.inner.call(operation).await;
         };
+        if !self.policy.backstop {
+            return self.inner.call(operation).await;
+        }
         // Kept for the error: the inner call takes the operation.
         let method = operation.method.clone();
         let subject = operation.subject.clone();
@@ -244,6 +259,21 @@ mod tests {
         assert_eq!(
             error.agent_message(),
             "tool search is unavailable: server not responding"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_the_backstop_only_the_deadline_is_set() {
+        let server = Scripted::new().then_after(Duration::from_secs(45), ok());
+        let policy = TimeoutPolicy::default().without_backstop();
+        let service = TimeoutLayer::new(policy).layer(server.clone());
+        let t0 = Instant::now();
+        // The inner call overruns (a service that ignores its deadline): nothing cuts it.
+        assert!(service.call(tool_call("search")).await.is_ok());
+        assert_eq!(t0.elapsed(), Duration::from_secs(45));
+        assert_eq!(
+            server.attempts()[0].deadline,
+            Some(t0 + Duration::from_secs(30))
         );
     }
 

@@ -32,16 +32,31 @@ impl Operation {
     /// A `tools/call` of `name` with JSON `arguments` (an object, or `None`). Not idempotent
     /// unless marked so with [`with_idempotent`](Operation::with_idempotent).
     pub fn call_tool(name: &str, arguments: Option<Value>) -> Operation {
-        let mut params = Map::with_capacity(3);
-        params.insert("name".into(), Value::String(name.to_owned()));
-        if let Some(arguments) = arguments {
-            params.insert("arguments".into(), arguments);
+        // Serialized once, here, straight from the borrowed parts: the transport writes the
+        // text as it is, and a retry copies text rather than a value tree.
+        #[derive(Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            arguments: Option<&'a Value>,
         }
-        Operation::new(
-            methods::TOOLS_CALL,
-            Some(Payload::Value(Value::Object(params))),
-        )
-        .with_subject(name)
+        let raw = serde_json::value::to_raw_value(&Params {
+            name,
+            arguments: arguments.as_ref(),
+        });
+        let params = match raw {
+            Ok(raw) => Payload::Raw(raw),
+            // Serializing a `Value` cannot fail; keep the value if it ever did.
+            Err(_) => {
+                let mut params = Map::with_capacity(2);
+                params.insert("name".into(), Value::String(name.to_owned()));
+                if let Some(arguments) = arguments {
+                    params.insert("arguments".into(), arguments);
+                }
+                Payload::Value(Value::Object(params))
+            }
+        };
+        Operation::new(methods::TOOLS_CALL, Some(params)).with_subject(name)
     }
 
     /// A `tools/call` whose arguments are raw JSON text (e.g. straight from a model's output):

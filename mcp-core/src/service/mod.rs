@@ -104,6 +104,28 @@ impl Operation {
             .flatten()
     }
 
+    /// A copy to send again later (a retry): the same operation, with in-memory parameters
+    /// serialized once to raw JSON, which is cheaper to keep and to copy than a value tree.
+    pub fn replayable(&self) -> Operation {
+        let params = match &self.params {
+            Some(Payload::Value(value)) => serde_json::value::to_raw_value(value)
+                .map(Payload::Raw)
+                .unwrap_or_else(|_| Payload::Value(value.clone())),
+            other => return self.clone_with(other.clone()),
+        };
+        self.clone_with(Some(params))
+    }
+
+    fn clone_with(&self, params: Option<Payload>) -> Operation {
+        Operation {
+            method: self.method.clone(),
+            params,
+            options: self.options.clone(),
+            idempotent: self.idempotent,
+            subject: self.subject.clone(),
+        }
+    }
+
     /// Names the error after this operation's subject, unless it already names one.
     pub fn attach_subject(&self, error: Error) -> Error {
         match (&self.subject, error.subject()) {
@@ -160,24 +182,34 @@ pub trait McpService: Send + Sync {
 /// A shared, type-erased service: what a stack of layers built at run time is held as.
 pub type BoxService = Arc<dyn McpService>;
 
-#[async_trait]
-impl<S: McpService + ?Sized> McpService for Arc<S> {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        (**self).call(operation).await
-    }
+/// The future of [`McpService::call`], as `async_trait` boxes it.
+pub type CallFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Payload, Error>> + Send + 'a>>;
+
+// Handles delegate to the service's own (already boxed) future: no second box per layer.
+macro_rules! delegate_service {
+    ($($handle:ty),*) => {$(
+        impl<S: McpService + ?Sized> McpService for $handle {
+            fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).call(operation)
+            }
+        }
+    )*};
 }
 
-#[async_trait]
-impl<S: McpService + ?Sized> McpService for Box<S> {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        (**self).call(operation).await
-    }
-}
+delegate_service!(Arc<S>, Box<S>);
 
-#[async_trait]
 impl<S: McpService + ?Sized> McpService for &S {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        (**self).call(operation).await
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).call(operation)
     }
 }
 

@@ -15,7 +15,6 @@ use super::reader::OutboxItem;
 use super::{ClientSession, RequestOptions, SessionShared};
 use crate::error::{Delivery, Error, ErrorKind};
 use crate::jsonrpc::{Notification, Payload, Request, RequestId};
-use crate::service::encode_error;
 use crate::transport::TransportErrorKind;
 use crate::types::{methods, CancelledNotificationParams};
 
@@ -235,7 +234,8 @@ pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Pa
             let Some(body) = text.strip_prefix('{') else {
                 return Err(not_an_object());
             };
-            if has_top_level_meta(text) {
+            // Most parameters have no `_meta` at all: the text check is enough to know.
+            if text.contains("\"_meta\"") && has_top_level_meta(text) {
                 drop(json);
                 return Ok(payload);
             }
@@ -245,9 +245,10 @@ pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Pa
             } else {
                 format!("{{\"_meta\":{{\"progressToken\":{id}}},{body}")
             };
-            serde_json::value::RawValue::from_string(spliced)
-                .map(Payload::Raw)
-                .map_err(encode_error)
+            // A member added at the front of a valid object is a valid object: no second parse.
+            Ok(Payload::Shared(
+                crate::jsonrpc::SharedJson::from_valid_json(spliced.into_bytes()),
+            ))
         }
         Some(Payload::Value(_)) => Err(not_an_object()),
     }
