@@ -12,7 +12,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_core::Error> {
-//! use mcp_core::{ClientSession, SessionOptions};
+//! use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
 //! use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 //!
 //! let config = StdioServerConfig::new("mcp-server-everything").arg("stdio");
