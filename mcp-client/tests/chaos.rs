@@ -441,7 +441,9 @@ fn watch_breakers(
     let seen: BreakerHistory = Arc::default();
     let sink = seen.clone();
     let task = tokio::spawn(async move {
-        while !stop.load(Ordering::SeqCst) {
+        loop {
+            // Sampled once more after the stop, so the last state seen is the final one.
+            let stopping = stop.load(Ordering::SeqCst);
             for report in client.servers() {
                 if let Some(breaker) = report.breaker {
                     let mut seen = sink.lock().unwrap();
@@ -450,6 +452,9 @@ fn watch_breakers(
                         states.push(breaker.label());
                     }
                 }
+            }
+            if stopping {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

@@ -53,12 +53,11 @@ pub fn soak(root: &Path, seed: u64, iterations: u64) -> Result<(), String> {
     eprintln!("chaos: seed {seed}, {iterations} iterations (replay: cargo xtask chaos --seed {seed} --iterations {iterations})");
     let mut cmd = shell::command(
         shell::cargo(),
+        // The workspace's all-features build, as the test step has it: nothing is rebuilt.
         &[
             "test",
-            "-p",
-            "mcp-client",
-            "--features",
-            "enterprise",
+            "--workspace",
+            "--all-features",
             "--test",
             "chaos",
             "--",
