@@ -65,6 +65,9 @@ pub enum CliError {
         why: String,
         /// The tool or prompt the command wanted, when there was one.
         subject: Option<String>,
+        /// What the server's state means for a call: `ServerUnavailable`, or `Auth` for a
+        /// server that needs credentials.
+        kind: ErrorKind,
     },
     /// No such tool / prompt / resource / server.
     NotFound {
@@ -183,19 +186,13 @@ impl CliError {
             CliError::Unavailable {
                 subject: Some(subject),
                 why,
+                kind,
                 ..
-            } => {
-                let kind = if why.starts_with("needs credentials") {
-                    ErrorKind::Auth
-                } else {
-                    ErrorKind::ServerUnavailable
-                };
-                Some(
-                    McpError::new(kind, why.clone())
-                        .with_subject(subject)
-                        .agent_message(),
-                )
-            }
+            } => Some(
+                McpError::new(*kind, why.clone())
+                    .with_subject(subject)
+                    .agent_message(),
+            ),
             CliError::NotFound {
                 what: Missing::Tool,
                 name,
@@ -308,6 +305,7 @@ mod tests {
             server: "gh".into(),
             why: "is unavailable: exited with status 3".into(),
             subject: Some("gh__search".into()),
+            kind: ErrorKind::ServerUnavailable,
         };
         assert_eq!(e.exit_code(), 4);
         assert_eq!(

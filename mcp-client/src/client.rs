@@ -100,9 +100,7 @@ struct Inner {
     supervision: SupervisionPolicy,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use mcp_core::sync::lock;
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
@@ -382,11 +380,7 @@ impl McpClient {
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Vec<(String, Error)> {
         let servers: Vec<_> = read(&self.inner.servers).clone();
         for server in &servers {
-            server
-                .setup
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .logging_level = Some(level);
+            lock(&server.setup).logging_level = Some(level);
         }
         let mut errors = Vec::new();
         for server in servers {
@@ -512,15 +506,19 @@ impl McpClient {
     /// Adds a server at run time: starts it (bounded by its `startup_timeout`) and returns its
     /// report. Fails when a server of that name exists.
     pub async fn add_server(&self, config: ServerConfig) -> Result<ServerReport, Error> {
-        if self.inner.server(&config.name).is_some() {
-            return Err(Error::new(
-                ErrorKind::InvalidParams,
-                format!("a server named {:?} already exists", config.name),
-            ));
-        }
         let name = config.name.clone();
         let server = self.inner.build_server(config);
-        write(&self.inner.servers).push(server.clone());
+        {
+            // Checked and added under one lock: two concurrent adds of a name cannot both win.
+            let mut servers = write(&self.inner.servers);
+            if servers.iter().any(|s| s.config.name == name) {
+                return Err(Error::new(
+                    ErrorKind::InvalidParams,
+                    format!("a server named {name:?} already exists"),
+                ));
+            }
+            servers.push(server.clone());
+        }
         let listener: Arc<dyn SupervisorListener> = Arc::new(Listener(Arc::downgrade(&self.inner)));
         server.start(listener).await;
         self.inner.rebuild_tools();

@@ -54,11 +54,7 @@ impl ServerConnector {
     }
 
     async fn bring_up(&self, session: &ClientSession) {
-        let level = self
-            .setup
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .logging_level;
+        let level = mcp_core::sync::lock(&self.setup).logging_level;
         if let Some(level) = level {
             if session.server_info().capabilities.logging.is_some() {
                 if let Err(e) = session
@@ -149,16 +145,12 @@ async fn open(
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[allow(unreachable_patterns)]
-        other => {
+        _ => {
             let _ = (handler, options);
             Err(Error::new(
                 ErrorKind::ServerUnavailable,
-                format!(
-                    "server \"{}\": the `{}` transport is not built into this profile of mcp-client (features: {}); it arrives with the `professional` profile",
-                    server.name,
-                    other.kind(),
-                    crate::PROFILE
-                ),
+                unsupported(server)
+                    .unwrap_or_else(|| format!("server \"{}\": no transport for it", server.name)),
             ))
         }
     }

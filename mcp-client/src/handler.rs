@@ -28,7 +28,7 @@ pub struct ClientNotification {
 pub(crate) struct FacadeHandler {
     pub(crate) server: String,
     pub(crate) harness: Arc<dyn ClientHandler>,
-    pub(crate) supervisor: mpsc::UnboundedSender<SupervisorEvent>,
+    pub(crate) supervisor: mpsc::Sender<SupervisorEvent>,
     pub(crate) notifications: broadcast::Sender<ClientNotification>,
 }
 
@@ -61,7 +61,7 @@ impl ClientHandler for FacadeHandler {
             _ => None,
         };
         if let Some(event) = event {
-            let _ = self.supervisor.send(event);
+            let _ = self.supervisor.try_send(event);
         }
         self.harness.on_notification(notification);
         // Nobody listening is fine: notifications are not queued for the future.

@@ -24,7 +24,7 @@ impl<T> Default for ListCache<T> {
 
 impl<T> ListCache<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, (u64, Option<Arc<T>>)> {
-        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+        mcp_core::sync::lock(&self.slot)
     }
 
     /// Forgets the list (the server changed it, or a new session started).

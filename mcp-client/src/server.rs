@@ -38,7 +38,7 @@ pub(crate) struct ServerContext<'a> {
 impl ManagedServer {
     /// Builds the server (nothing is started yet).
     pub(crate) fn new(config: ServerConfig, context: ServerContext<'_>) -> Arc<ManagedServer> {
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::channel(crate::supervisor::EVENT_QUEUE);
         let handler = Arc::new(FacadeHandler {
             server: config.name.clone(),
             harness: context.harness,
@@ -71,7 +71,13 @@ impl ManagedServer {
             },
             initial,
         );
-        let stack = stack::build(&config, context.stack, supervisor.clone(), connector);
+        let stack = stack::build(
+            &config,
+            context.stack,
+            &context.session_options,
+            supervisor.clone(),
+            connector,
+        );
         Arc::new(ManagedServer {
             config,
             supervisor,

@@ -1,5 +1,5 @@
 //! The call stack of one server, built from its configuration's harness settings and the
-//! profile's [`StackPolicy`], from the inside out:
+//! profile's [`StackPolicy`]; a call passes through it from the outside in:
 //!
 //! ```text
 //! timeout ─▶ retry ─▶ rate limit ─▶ breaker ─▶ gate ─▶ pool (remote servers) or the session
@@ -156,15 +156,21 @@ impl ServerStack {
 }
 
 /// Whether the breaker counts an error: the server failing (connection, timeout), not the
-/// request being wrong, and not the supervisor saying the server is away.
+/// request being wrong, not the supervisor saying the server is away, and not time spent
+/// inside the client (waiting for a reconnect or a pooled connection: never sent).
 fn breaker_counts(error: &Error) -> bool {
-    matches!(error.kind(), ErrorKind::Network | ErrorKind::Timeout)
+    match error.kind() {
+        ErrorKind::Network => true,
+        ErrorKind::Timeout => !error.was_never_sent(),
+        _ => false,
+    }
 }
 
 /// Builds the stack of `config`'s server around its supervisor.
 pub(crate) fn build(
     config: &ServerConfig,
     policy: &StackPolicy,
+    session: &mcp_core::SessionOptions,
     supervisor: Arc<Supervisor>,
     connector: Arc<dyn mcp_core::Connector>,
 ) -> ServerStack {
@@ -241,9 +247,15 @@ pub(crate) fn build(
 
     // Every wait below ends by the deadline (session, gate, pool, retry, rate limit): the
     // layer sets it and needs no timer of its own.
+    // Where progress resets the sessions' deadlines, the layer's deadline is the hard cap.
+    let budget = if session.reset_timeout_on_progress {
+        session.max_request_time
+    } else {
+        config.tool_timeout
+    };
     let timeouts = TimeoutPolicy::default()
-        .with_tool_call_timeout(config.tool_timeout)
-        .with_default_timeout(config.tool_timeout)
+        .with_tool_call_timeout(budget)
+        .with_default_timeout(budget)
         .without_backstop();
     service = BoxLayer(TimeoutLayer::new(timeouts)).layer(service);
 

@@ -102,8 +102,8 @@ pub(crate) struct Supervisor {
     request_timeout: Duration,
     probe_interval: Duration,
     state: watch::Sender<Snapshot>,
-    events: mpsc::UnboundedSender<SupervisorEvent>,
-    inbox: Mutex<Option<mpsc::UnboundedReceiver<SupervisorEvent>>>,
+    events: mpsc::Sender<SupervisorEvent>,
+    inbox: Mutex<Option<mpsc::Receiver<SupervisorEvent>>>,
     subscriptions: Mutex<BTreeSet<String>>,
     reconnects: AtomicU64,
     last_error: Mutex<Option<String>>,
@@ -115,9 +115,7 @@ pub(crate) struct Supervisor {
 /// How many status changes a supervisor remembers.
 const HISTORY: usize = 64;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use mcp_core::sync::lock;
 
 /// Where a supervisor's parts come from.
 pub(crate) struct SupervisorParts {
@@ -128,10 +126,14 @@ pub(crate) struct SupervisorParts {
     pub(crate) request_timeout: Duration,
     pub(crate) probe_interval: Duration,
     pub(crate) events: (
-        mpsc::UnboundedSender<SupervisorEvent>,
-        mpsc::UnboundedReceiver<SupervisorEvent>,
+        mpsc::Sender<SupervisorEvent>,
+        mpsc::Receiver<SupervisorEvent>,
     ),
 }
+
+/// Events a supervisor holds before more are dropped: they only ever ask for a refresh or a
+/// health check, and a burst of them costs one of each anyway.
+pub(crate) const EVENT_QUEUE: usize = 64;
 
 impl Supervisor {
     /// A supervisor in `initial` state (`Starting`, or `Disabled` / `Unavailable` for servers
@@ -161,19 +163,14 @@ impl Supervisor {
         })
     }
 
-    /// Starts supervising (once). The task is owned by the supervisor: [`stop`] or dropping
-    /// the last handle ends it.
+    /// Starts supervising (once). The running task holds the supervisor; its owner (the
+    /// server's `ManagedServer`) ends it with [`stop`](Self::stop) or [`abort`](Self::abort).
     pub(crate) fn start(self: &Arc<Self>, listener: Arc<dyn SupervisorListener>) {
         let Some(inbox) = lock(&self.inbox).take() else {
             return;
         };
-        // The task holds a weak reference: the supervisor's owner decides how long it lives.
-        let weak = Arc::downgrade(self);
-        let task = tokio::spawn(async move {
-            if let Some(supervisor) = weak.upgrade() {
-                supervisor.run(inbox, listener).await;
-            }
-        });
+        let supervisor = self.clone();
+        let task = tokio::spawn(async move { supervisor.run(inbox, listener).await });
         *lock(&self.task) = Some(task);
     }
 
@@ -215,9 +212,10 @@ impl Supervisor {
         lock(&self.last_error).clone()
     }
 
-    /// Tells the supervisor something (a list changed, a call failed).
+    /// Tells the supervisor something (a list changed, a call failed); dropped when its queue
+    /// is full (it has plenty to act on already).
     pub(crate) fn tell(&self, event: SupervisorEvent) {
-        let _ = self.events.send(event);
+        let _ = self.events.try_send(event);
     }
 
     /// Remembers a resource subscription, renewed on every new session.
@@ -300,8 +298,12 @@ impl Supervisor {
     /// Stops supervising: the task ends, the state becomes `Stopped`, and the primary session is
     /// closed (within `limit`).
     pub(crate) async fn stop(&self, limit: Duration) {
-        if let Some(task) = lock(&self.task).take() {
+        let task = lock(&self.task).take();
+        if let Some(task) = task {
             task.abort();
+            // An abort takes effect at the task's next await: wait for it, so that nothing the
+            // task does can follow the `Stopped` below.
+            let _ = tokio::time::timeout(limit, task).await;
         }
         let mut session = None;
         self.remember(&ServerStatus::Stopped);
@@ -329,7 +331,7 @@ impl Supervisor {
 
     async fn run(
         self: Arc<Self>,
-        mut inbox: mpsc::UnboundedReceiver<SupervisorEvent>,
+        mut inbox: mpsc::Receiver<SupervisorEvent>,
         listener: Arc<dyn SupervisorListener>,
     ) {
         let mut outcome = self.start_up().await;
@@ -348,6 +350,8 @@ impl Supervisor {
                     let lost = self.follow(&session, &mut inbox, listener.as_ref()).await;
                     tracing::warn!(server = %self.name, reason = %lost, "MCP server session lost; reconnecting");
                     self.note_error(&lost);
+                    // No call may take the lost session while it is being closed.
+                    self.set_status(ServerStatus::Reconnecting { attempt: 1 });
                     let _ = tokio::time::timeout(Duration::from_secs(2), session.close()).await;
                     drop(session);
                     outcome = self.reconnect(&mut inbox).await;
@@ -376,7 +380,7 @@ impl Supervisor {
 
     /// The first attempt, and one immediate retry within the same `startup_timeout`.
     async fn start_up(&self) -> Attempt {
-        let deadline = Instant::now() + self.connect_timeout;
+        let deadline = mcp_core::time::deadline_after(Instant::now(), self.connect_timeout);
         match self.attempt(deadline).await {
             Attempt::Failed(e) if !is_credentials_error(&e) && Instant::now() < deadline => {
                 tracing::debug!(server = %self.name, error = %e, "start-up failed; retrying at once");
@@ -387,14 +391,20 @@ impl Supervisor {
     }
 
     /// Re-establishes a lost session on the backoff schedule.
-    async fn reconnect(&self, inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Attempt {
+    async fn reconnect(&self, inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Attempt {
         let mut last = Error::network("the session was lost");
         for (index, delay) in self.policy.reconnect_delays.iter().enumerate() {
             let attempt = u32::try_from(index + 1).unwrap_or(u32::MAX);
             self.set_status(ServerStatus::Reconnecting { attempt });
             tokio::time::sleep(*delay).await;
             drain(inbox);
-            match self.attempt(Instant::now() + self.connect_timeout).await {
+            match self
+                .attempt(mcp_core::time::deadline_after(
+                    Instant::now(),
+                    self.connect_timeout,
+                ))
+                .await
+            {
                 Attempt::Connected(session, tools) => {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(server = %self.name, attempt, "MCP server reconnected");
@@ -412,12 +422,18 @@ impl Supervisor {
     }
 
     /// Tries an unavailable server again every `probe_interval` until it is back.
-    async fn probe(&self, inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Attempt {
+    async fn probe(&self, inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Attempt {
         loop {
             tokio::time::sleep(self.probe_interval).await;
             drain(inbox);
             self.set_status(ServerStatus::Probing);
-            match self.attempt(Instant::now() + self.connect_timeout).await {
+            match self
+                .attempt(mcp_core::time::deadline_after(
+                    Instant::now(),
+                    self.connect_timeout,
+                ))
+                .await
+            {
                 Attempt::Connected(session, tools) => {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(server = %self.name, "MCP server is back");
@@ -458,7 +474,7 @@ impl Supervisor {
             Ok(Err(e)) => Attempt::Failed(e),
             Err(_) => Attempt::Failed(Error::timeout(format!(
                 "the server did not complete start-up (initialize and tools/list) within the startup timeout ({})",
-                human(self.connect_timeout)
+                mcp_core::time::human_duration(self.connect_timeout)
             ))),
         }
     }
@@ -477,7 +493,7 @@ impl Supervisor {
     async fn follow(
         &self,
         session: &ClientSession,
-        inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>,
+        inbox: &mut mpsc::Receiver<SupervisorEvent>,
         listener: &dyn SupervisorListener,
     ) -> Error {
         loop {
@@ -486,7 +502,7 @@ impl Supervisor {
                 event = inbox.recv() => event,
             };
             match event {
-                // Every sender is gone: the client is going away.
+                // Unreachable while the supervisor holds its own sender; be safe anyway.
                 None => return session.closed().await,
                 Some(SupervisorEvent::ToolsChanged) => {
                     // A burst of notifications costs one refresh.
@@ -543,19 +559,6 @@ impl Supervisor {
     }
 }
 
-impl Drop for Supervisor {
-    fn drop(&mut self) {
-        if let Some(task) = self
-            .task
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            task.abort();
-        }
-    }
-}
-
 /// What a drained burst of events asked for.
 #[derive(Default)]
 struct Drained {
@@ -563,7 +566,7 @@ struct Drained {
     lists: bool,
 }
 
-fn drain(inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Drained {
+fn drain(inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Drained {
     let mut drained = Drained::default();
     while let Ok(event) = inbox.try_recv() {
         match event {
@@ -579,14 +582,6 @@ fn drain(inbox: &mut mpsc::UnboundedReceiver<SupervisorEvent>) -> Drained {
 
 fn is_credentials_error(error: &Error) -> bool {
     matches!(error.kind(), ErrorKind::Auth | ErrorKind::PermissionDenied)
-}
-
-fn human(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }
 
 #[cfg(test)]

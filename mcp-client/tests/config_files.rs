@@ -889,3 +889,18 @@ fn rate_limit_breaker_per_tool_and_probe_interval_are_read() {
     assert_eq!(err.server(), Some("s"), "{err}");
     assert_eq!(err.field(), Some("rate_limit.calls_per_sec"), "{err}");
 }
+
+#[test]
+fn absurd_durations_are_refused_not_overflowed() {
+    let err = parse_err(r#"{"mcpServers": {"s": {"command": "x", "startup_timeout_sec": 1e19}}}"#);
+    assert_eq!(err.kind(), ConfigErrorKind::Invalid);
+    assert_eq!(err.field(), Some("startup_timeout_sec"), "{err}");
+    assert!(err.message().contains("at most a week"), "{err}");
+    let err = parse_err(r#"{"mcpServers": {"s": {"command": "x", "tool_timeout_sec": 604801}}}"#);
+    assert_eq!(err.field(), Some("tool_timeout_sec"), "{err}");
+    assert!(parse_json(
+        r#"{"mcpServers": {"s": {"command": "x", "tool_timeout_sec": 604800}}}"#,
+        &[]
+    )
+    .is_ok());
+}

@@ -737,3 +737,27 @@ async fn http_sse_and_bare_url_servers_are_reached() {
     client.shutdown().await;
     http.shutdown().await;
 }
+
+#[tokio::test]
+async fn progress_keeps_a_long_call_alive_when_the_server_resets_on_progress() {
+    let marker = unique_marker("progress");
+    let mut slowish = fixture("slowish", &[], &marker);
+    slowish.tool_timeout = Duration::from_millis(800);
+    let client = McpClient::builder(ClientConfig {
+        servers: vec![slowish],
+        source: None,
+    })
+    .session_options(|_, options| options.with_reset_timeout_on_progress(Duration::from_secs(20)))
+    .start()
+    .await;
+    // 2.4 s in all, progress every 200 ms: past the 0.8 s tool timeout, within the cap.
+    let r = client
+        .call_tool(
+            "slowish__slow",
+            Some(json!({"duration_ms": 2400, "steps": 12})),
+        )
+        .await
+        .expect("progress resets the deadline");
+    assert!(r.text().contains("done after 12 steps"), "{}", r.text());
+    client.shutdown().await;
+}

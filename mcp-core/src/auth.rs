@@ -50,23 +50,22 @@ impl fmt::Display for AuthorizationValue {
 /// ```
 /// assert_eq!(
 ///     mcp_core::auth::redact_url("https://me:pw@api.example.com/mcp?key=s3cret#x"),
-///     "https://api.example.com/mcp"
+///     "https://<redacted>@api.example.com/mcp"
 /// );
 /// ```
 pub fn redact_url(url: &str) -> String {
-    let end = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..end];
     let (scheme, rest) = match url.find("://") {
         Some(at) => (&url[..at + 3], &url[at + 3..]),
         None => ("", url),
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    let host = match authority.rfind('@') {
-        Some(at) => &authority[at + 1..],
-        None => authority,
+    // A password may hold an unencoded `/`, `?` or `#`: any `@` at all means everything before
+    // the last one may be user info. Showing too little is safe; showing too much is not.
+    let (hidden, rest) = match rest.rfind('@') {
+        Some(at) => ("<redacted>@", &rest[at + 1..]),
+        None => ("", rest),
     };
-    format!("{scheme}{host}{path}")
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    format!("{scheme}{hidden}{}", &rest[..end])
 }
 
 /// What the server answered when it refused a request's credentials.
@@ -127,12 +126,20 @@ mod tests {
             ("https://api.example.com/mcp", "https://api.example.com/mcp"),
             (
                 "http://u:p@127.0.0.1:8080/mcp?token=abc",
-                "http://127.0.0.1:8080/mcp",
+                "http://<redacted>@127.0.0.1:8080/mcp",
             ),
             ("https://h/mcp#frag", "https://h/mcp"),
-            ("https://u@h?k=v", "https://h"),
+            ("https://u@h?k=v", "https://<redacted>@h"),
             ("not a url?secret=1", "not a url"),
-            ("user:pw@host/path", "host/path"),
+            ("user:pw@host/path", "<redacted>@host/path"),
+            (
+                "https://user:abc/def+g==@host/mcp",
+                "https://<redacted>@host/mcp",
+            ),
+            (
+                "https://user:pa?ss#x@host/mcp",
+                "https://<redacted>@host/mcp",
+            ),
         ] {
             assert_eq!(redact_url(raw), shown, "{raw}");
         }

@@ -146,17 +146,12 @@ impl SharedJson {
     }
 
     /// Wraps JSON text this crate made itself (a splice of validated JSON): the caller vouches
-    /// that `json` is one valid JSON value.
-    pub(crate) fn from_valid_json(json: Vec<u8>) -> SharedJson {
-        let end = json.len();
-        // The bytes must be UTF-8 for `as_str`; anything else becomes an (invalid, but safe)
-        // empty text rather than undefined behaviour.
-        let buffer = if std::str::from_utf8(&json).is_ok() {
-            json
-        } else {
-            Vec::new()
-        };
-        let end = end.min(buffer.len());
+    /// that `json` is one valid JSON value. A `String` is UTF-8, which [`as_str`] relies on.
+    ///
+    /// [`as_str`]: SharedJson::as_str
+    pub(crate) fn from_valid_json(json: String) -> SharedJson {
+        let buffer = json.into_bytes();
+        let end = buffer.len();
         SharedJson {
             buffer: Arc::new(buffer),
             start: 0,
@@ -166,9 +161,9 @@ impl SharedJson {
 
     /// The JSON text.
     pub fn as_str(&self) -> &str {
-        // SAFETY: a SharedJson is only built (in `within`) from a `&RawValue` — a `str`, so
-        // valid UTF-8 — that borrows exactly these bytes, and the buffer is immutable while
-        // shared behind the `Arc`.
+        // SAFETY: a SharedJson is only built in `within`, from a `&RawValue` — a `str`, so valid
+        // UTF-8 — that borrows exactly these bytes, or in `from_valid_json`, from a whole
+        // `String`; the buffer is immutable while shared behind the `Arc`.
         unsafe { std::str::from_utf8_unchecked(&self.buffer[self.start..self.end]) }
     }
 }

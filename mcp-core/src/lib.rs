@@ -9,6 +9,7 @@
 //!   and the typed MCP methods on any service ([`McpServiceExt`]).
 //! - [`session`]: the client session engine, [`ClientSession`] (the innermost service).
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
+//! - [`time`]: deadlines that saturate instead of overflowing; [`sync`]: the poison-tolerant lock.
 //! - [`connector`]: how to open one more session to a server ([`Connector`]), for pools and
 //!   supervisors.
 //! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
@@ -35,6 +36,8 @@ pub mod error;
 pub mod jsonrpc;
 pub mod service;
 pub mod session;
+pub mod sync;
+pub mod time;
 pub mod transport;
 pub mod types;
 pub mod version;

@@ -105,9 +105,9 @@ pub(crate) async fn run(
         let (in_use, quiet_since) = activity.snapshot();
         let now = Instant::now();
         let wake = if in_use {
-            Some(now + interval)
+            Some(mcp_core::time::deadline_after(now, interval))
         } else {
-            let due = quiet_since + interval;
+            let due = mcp_core::time::deadline_after(quiet_since, interval);
             (due > now).then_some(due)
         };
         if let Some(wake) = wake {

@@ -137,7 +137,10 @@ impl Sizer {
 
 /// The sizing loop: one [`Sizer::end_period`] per `period`.
 pub(crate) async fn run(sizer: Arc<Sizer>, period: Duration) {
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut ticks = tokio::time::interval_at(
+        mcp_core::time::deadline_after(tokio::time::Instant::now(), period),
+        period,
+    );
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;

@@ -25,8 +25,8 @@ impl Add<Nanos> for TokioInstant {
 
     fn add(self, other: Nanos) -> TokioInstant {
         let other = Duration::from(other);
-        // Past the representable range, the latest representable instant is as good as any.
-        TokioInstant(self.0.checked_add(other).unwrap_or(self.0))
+        // Past the representable range: far in the future (never "now", which would allow).
+        TokioInstant(mcp_core::time::deadline_after(self.0, other))
     }
 }
 

@@ -132,10 +132,18 @@ impl<S> TimeoutService<S> {
 impl<S: McpService> McpService for TimeoutService<S> {
     async fn call(&self, mut operation: Operation) -> Result<Payload, Error> {
         let started = Instant::now();
-        let budget = operation
-            .options
-            .timeout
-            .unwrap_or_else(|| self.policy.timeout_for(&operation.method));
+        // A request whose deadline progress may reset is bounded by its hard cap here; the
+        // session resets the relative deadline below it.
+        let budget = match (
+            operation.options.reset_timeout_on_progress,
+            operation.options.max_total_time,
+        ) {
+            (Some(true), Some(cap)) => cap,
+            _ => operation
+                .options
+                .timeout
+                .unwrap_or_else(|| self.policy.timeout_for(&operation.method)),
+        };
         if let Some(by_budget) = instant_after(started, budget) {
             operation.options = operation.options.with_deadline(by_budget);
         }
@@ -259,6 +267,24 @@ mod tests {
         assert_eq!(
             error.agent_message(),
             "tool search is unavailable: server not responding"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_reset_by_progress_gets_its_hard_cap_as_deadline() {
+        let server = Scripted::new();
+        let service = TimeoutLayer::default().layer(server.clone());
+        let t0 = Instant::now();
+        let options = RequestOptions::new()
+            .with_timeout(Duration::from_secs(5))
+            .with_reset_on_progress(Duration::from_secs(600));
+        service
+            .call(tool_call("search").with_options(options))
+            .await
+            .unwrap();
+        assert_eq!(
+            server.attempts()[0].deadline,
+            Some(t0 + Duration::from_secs(600))
         );
     }
 

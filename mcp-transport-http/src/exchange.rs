@@ -145,14 +145,22 @@ pub(crate) fn request_error(url: &str, e: reqwest::Error) -> TransportError {
 }
 
 /// The error for a non-success answer: its status and the start of its body (read under
-/// [`ERROR_BODY_LIMIT`], so an endless body cannot hold the request). 503 and 429 say the
-/// server did not handle the message, so even a side-effecting request may be sent again.
+/// [`ERROR_BODY_LIMIT`], so an endless body cannot hold the request). 429, and 503 with
+/// `Retry-After`, say the server did not handle the message, so even a side-effecting request
+/// may be sent again; any other status may follow the request having run.
 pub(crate) async fn status_error(
     response: reqwest::Response,
     display_url: &str,
     kind: TransportErrorKind,
 ) -> TransportError {
     let status = response.status();
+    // 429, and 503 with `Retry-After`, say the server did not handle the request; a bare 503
+    // may come from a proxy after the server received it.
+    let refused = status == StatusCode::TOO_MANY_REQUESTS
+        || (status == StatusCode::SERVICE_UNAVAILABLE
+            && response
+                .headers()
+                .contains_key(reqwest::header::RETRY_AFTER));
     let body = read_prefix(response, ERROR_BODY_LIMIT).await;
     let text = String::from_utf8_lossy(&body);
     let detail: String = text.trim().chars().take(ERROR_DETAIL_CHARS).collect();
@@ -168,7 +176,7 @@ pub(crate) async fn status_error(
             }
         ),
     );
-    if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+    if refused {
         error.never_sent()
     } else {
         error

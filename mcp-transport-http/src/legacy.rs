@@ -46,9 +46,7 @@ impl Transport for LegacySseTransport {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use mcp_core::sync::lock;
 
 pub(crate) struct LegacyShared {
     exchange: Exchange,

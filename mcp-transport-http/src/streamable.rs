@@ -93,9 +93,7 @@ impl Transport for StreamableHttpTransport {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use mcp_core::sync::lock;
 
 pub(crate) struct Shared {
     exchange: Exchange,
@@ -252,7 +250,9 @@ impl Shared {
                     }
                 }
                 Ok(None) => return dropped("the stream ended".into(), parser),
-                Err(e) => return dropped(format!("the stream failed: {e}"), parser),
+                Err(e) => {
+                    return dropped(format!("the stream failed: {}", e.without_url()), parser)
+                }
             }
         }
     }
@@ -461,19 +461,19 @@ impl Shared {
                 .map(|p| p.request_id),
             _ => None,
         };
-        let had_session = lock(&shared.session_id).is_some();
-        let headers = shared.request_headers("application/json, text/event-stream");
-        let answer = shared
-            .execute(Method::POST, headers, Some(body.as_bytes()))
-            .await;
         if let Some(cancelled) = cancels {
-            // The server has been told (or cannot be): nothing more will come for that
-            // request that anyone waits for, so stop following its stream.
+            // Nobody waits for anything more of that request: stop following its stream now,
+            // whether or not the cancellation's own POST gets through (a stalled server may
+            // take it and never answer).
             if let Some(stream) = lock(&shared.post_streams).remove(&cancelled) {
                 stream.abort();
             }
         }
-        let response = answer?;
+        let had_session = lock(&shared.session_id).is_some();
+        let headers = shared.request_headers("application/json, text/event-stream");
+        let response = shared
+            .execute(Method::POST, headers, Some(body.as_bytes()))
+            .await?;
         let status = response.status();
         if let Some(id) = response
             .headers()
@@ -555,9 +555,10 @@ impl Shared {
             .map_err(|e| PostError::from(e.for_request(Some(id.clone()))))?;
         let parsed = parse_json_body(&bytes);
         let Some(incoming) = shared.incoming() else {
+            // The server answered, so it handled the request: not `Closed` (never sent).
             return Err(PostError::from(TransportError::fatal(
-                TransportErrorKind::Closed,
-                "the transport is closed",
+                TransportErrorKind::PeerGone,
+                "the transport was closed while the answer was being read",
             )));
         };
         for item in parsed {

@@ -50,6 +50,8 @@ pub fn soak(root: &Path, seed: u64, iterations: u64) -> Result<(), String> {
     if let Some(dir) = report.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
+    // A report left by an earlier run must not pass for this one's.
+    let _ = std::fs::remove_file(&report);
     eprintln!("chaos: seed {seed}, {iterations} iterations (replay: cargo xtask chaos --seed {seed} --iterations {iterations})");
     let mut cmd = shell::command(
         shell::cargo(),

@@ -25,6 +25,14 @@ pub fn status_why(status: &ServerStatus) -> String {
     }
 }
 
+/// What a server's state means for a call to it.
+pub fn status_kind(status: &ServerStatus) -> mcp_core::ErrorKind {
+    match status {
+        ServerStatus::NeedsCredentials { .. } => mcp_core::ErrorKind::Auth,
+        _ => mcp_core::ErrorKind::ServerUnavailable,
+    }
+}
+
 /// The named server must be configured (else exit 5) and ready (else exit 4).
 pub fn require_ready(client: &McpClient, server: &str) -> Result<ServerReport, CliError> {
     let report = client
@@ -39,8 +47,9 @@ pub fn require_ready(client: &McpClient, server: &str) -> Result<ServerReport, C
         Ok(report)
     } else {
         Err(CliError::Unavailable {
-            server: report.name,
+            kind: status_kind(&report.status),
             why: status_why(&report.status),
+            server: report.name,
             subject: None,
         })
     }
@@ -72,6 +81,7 @@ pub fn missing_entry(client: &McpClient, qualified: &str, what: Missing) -> CliE
         .max_by_key(|s| s.name.len());
     match unavailable {
         Some(server) => CliError::Unavailable {
+            kind: status_kind(&server.status),
             why: status_why(&server.status),
             server: server.name,
             subject: Some(qualified.to_owned()),

@@ -75,12 +75,17 @@ pub fn run(client: &McpClient, json: bool) -> Result<(), CliError> {
     output::print(&text)
 }
 
+/// Whole seconds, rounded up (an open breaker never says "0s" while it is open).
+fn seconds_up(d: std::time::Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
 /// `closed`, `open (12s)`, `half-open`, or `-` without a breaker.
 fn breaker_label(s: &ServerReport) -> String {
     match s.breaker {
         None => "-".to_owned(),
         Some(mcp_client::BreakerStatus::Open { retry_in }) => {
-            format!("open ({}s)", retry_in.as_secs_f64().ceil() as u64)
+            format!("open ({}s)", seconds_up(retry_in))
         }
         Some(other) => other.label().to_owned(),
     }
@@ -104,10 +109,7 @@ pub fn to_json(s: &ServerReport) -> Value {
         let mut b = Map::new();
         b.insert("state".into(), json!(breaker.label()));
         if let mcp_client::BreakerStatus::Open { retry_in } = breaker {
-            b.insert(
-                "retryInSec".into(),
-                json!(retry_in.as_secs_f64().ceil() as u64),
-            );
+            b.insert("retryInSec".into(), json!(seconds_up(*retry_in)));
         }
         object.insert("breaker".into(), Value::Object(b));
     }

@@ -216,6 +216,18 @@ impl<'a> Obj<'a> {
                 format!("expected a number of {unit} greater than 0, found {n}"),
             ));
         }
+        // A week is longer than any sensible timeout, and keeps every deadline computable.
+        const LONGEST: Duration = Duration::from_secs(7 * 24 * 3600);
+        if n / units_per_second > LONGEST.as_secs_f64() {
+            return Err(ctx.error(
+                ConfigErrorKind::Invalid,
+                &self.path(key),
+                format!(
+                    "expected at most a week ({} {unit}), found {n}",
+                    LONGEST.as_secs_f64() * units_per_second
+                ),
+            ));
+        }
         Duration::try_from_secs_f64(n / units_per_second)
             .map(Some)
             .map_err(|_| {

@@ -214,7 +214,10 @@ mod tests {
         assert!(text.contains("npx"));
         let text = format!("{:?}", config.servers[1]);
         assert!(text.contains(r#""Authorization": "<redacted>""#), "{text}");
-        assert!(text.contains("https://example.com/mcp"));
+        assert!(
+            text.contains("https://<redacted>@example.com/mcp"),
+            "{text}"
+        );
     }
 
     #[test]

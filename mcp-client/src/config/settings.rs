@@ -14,7 +14,7 @@
 //! | `probe_interval_sec` | 30 s (how often an unavailable server is tried again) |
 //!
 //! Which of these apply depends on the profile (see `StackPolicy` in the facade): `minimal`
-//! retries 3 times in all with a fixed 1 s wait and has no breaker or pool; `professional` adds
+//! tries 3 times in all (2 retries) with a fixed 1 s wait and has no breaker or pool; `professional` adds
 //! backoff retry and pools for remote servers; `enterprise` adds the breaker, rate limits and
 //! load-sized pools.
 

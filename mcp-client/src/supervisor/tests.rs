@@ -130,7 +130,7 @@ fn supervisor(script: &Arc<Script>, connect_timeout: Duration) -> Arc<Supervisor
             connect_timeout,
             request_timeout: Duration::from_secs(30),
             probe_interval: Duration::from_secs(30),
-            events: mpsc::unbounded_channel(),
+            events: mpsc::channel(EVENT_QUEUE),
         },
         ServerStatus::Starting,
     )

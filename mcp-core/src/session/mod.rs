@@ -55,6 +55,8 @@ pub(crate) use request::human_duration;
 
 /// How long `close` waits for queued cancellations to be handed to the transport.
 const OUTBOX_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a failed connect lets the transport close gracefully.
+const FAILED_CONNECT_CLOSE: Duration = Duration::from_secs(2);
 /// How long `close` waits for the reader task to see the end of the connection.
 const READER_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -103,9 +105,7 @@ impl Drop for SessionOwner {
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+pub(crate) use crate::sync::lock;
 
 impl ClientSession {
     /// Connects over `transport`: starts the session and performs the `initialize` handshake
@@ -128,20 +128,18 @@ impl ClientSession {
         let (sender, receiver) = transport.split();
         let session = ClientSession::start(Box::new(sender), Box::new(receiver), handler, options);
         let deadline = session.shared.options.initialize_timeout;
-        match tokio::time::timeout(deadline, session.initialize()).await {
-            Ok(Ok(())) => Ok(session),
-            Ok(Err(e)) => {
-                session.close().await;
-                Err(e)
-            }
-            Err(_) => {
-                session.close().await;
-                Err(Error::timeout(format!(
-                    "the server did not complete initialize within {}",
-                    human_duration(deadline)
-                )))
-            }
-        }
+        let failure = match tokio::time::timeout(deadline, session.initialize()).await {
+            Ok(Ok(())) => return Ok(session),
+            Ok(Err(e)) => e,
+            Err(_) => Error::timeout(format!(
+                "the server did not complete initialize within {}",
+                human_duration(deadline)
+            )),
+        };
+        // A short graceful close; past it, dropping the session releases everything (a child
+        // is killed), so a failed connect never takes much longer than its deadline.
+        let _ = tokio::time::timeout(FAILED_CONNECT_CLOSE, session.close()).await;
+        Err(failure)
     }
 
     fn start(

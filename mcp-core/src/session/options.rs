@@ -40,6 +40,9 @@ pub struct SessionOptions {
     /// Server→client requests (sampling, elicitation, roots) handled at once; past it the server
     /// gets a JSON-RPC error instead of another task. Default: 32.
     pub max_concurrent_server_requests: usize,
+    /// How long the handler may take to answer one server→client request (a human answering
+    /// an elicitation included); past it the server gets an error. Default: 10 min.
+    pub server_request_timeout: Duration,
 }
 
 impl Default for SessionOptions {
@@ -55,6 +58,7 @@ impl Default for SessionOptions {
             error_codes: ErrorCodeTable::default(),
             close_timeout: Duration::from_secs(10),
             max_concurrent_server_requests: 32,
+            server_request_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -139,7 +143,8 @@ impl RequestOptions {
     /// The moment this request must be over: the earlier of [`deadline`](Self::deadline) and
     /// `started + timeout` (with `default_timeout` when no `timeout` is set).
     pub fn deadline_from(&self, started: Instant, default_timeout: Duration) -> Instant {
-        let by_timeout = started + self.timeout.unwrap_or(default_timeout);
+        let by_timeout =
+            crate::time::deadline_after(started, self.timeout.unwrap_or(default_timeout));
         self.deadline.map_or(by_timeout, |d| d.min(by_timeout))
     }
 

@@ -83,10 +83,7 @@ pub(crate) struct PendingTable {
     table: Mutex<Table>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding this lock cannot leave the map inconsistent (single operations).
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use crate::sync::lock;
 
 impl PendingTable {
     pub(crate) fn insert(&self, id: i64, request: PendingRequest) -> Result<(), Error> {

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
@@ -15,6 +14,8 @@ use super::reader::OutboxItem;
 use super::{ClientSession, RequestOptions, SessionShared};
 use crate::error::{Delivery, Error, ErrorKind};
 use crate::jsonrpc::{Notification, Payload, Request, RequestId};
+use crate::service::encode_error;
+use crate::time::deadline_after;
 use crate::transport::TransportErrorKind;
 use crate::types::{methods, CancelledNotificationParams};
 
@@ -38,17 +39,17 @@ impl ClientSession {
             .reset_timeout_on_progress
             .unwrap_or(shared.options.reset_timeout_on_progress);
         let mut hard_deadline = if reset {
-            started
-                + options
-                    .max_total_time
-                    .unwrap_or(shared.options.max_request_time)
+            let max_total = options
+                .max_total_time
+                .unwrap_or(shared.options.max_request_time);
+            deadline_after(started, max_total)
         } else {
-            started + timeout
+            deadline_after(started, timeout)
         };
         if let Some(deadline) = options.deadline {
             hard_deadline = hard_deadline.min(deadline);
         }
-        let mut deadline = (started + timeout).min(hard_deadline);
+        let mut deadline = deadline_after(started, timeout).min(hard_deadline);
 
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let params = if progress_token {
@@ -116,7 +117,7 @@ impl ClientSession {
                         let extended = progress
                             .as_ref()
                             .and_then(|p| p.last_update())
-                            .map(|last| last + timeout);
+                            .map(|last| deadline_after(last, timeout));
                         if let Some(next) = extended {
                             let next = next.min(hard_deadline);
                             if next > deadline {
@@ -234,10 +235,12 @@ pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Pa
             let Some(body) = text.strip_prefix('{') else {
                 return Err(not_an_object());
             };
-            // Most parameters have no `_meta` at all: the text check is enough to know.
-            if text.contains("\"_meta\"") && has_top_level_meta(text) {
+            // Most parameters have no `_meta` at all: the text check (which also sees an
+            // escaped key) is enough to know. With one, insert into it the way values do.
+            if text.contains("meta\"") && has_top_level_meta(text) {
                 drop(json);
-                return Ok(payload);
+                let value = payload.into_value().map_err(encode_error)?;
+                return with_progress_token(Some(Payload::Value(value)), id);
             }
             let body = body.trim_start();
             let spliced = if body.starts_with('}') {
@@ -247,7 +250,7 @@ pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Pa
             };
             // A member added at the front of a valid object is a valid object: no second parse.
             Ok(Payload::Shared(
-                crate::jsonrpc::SharedJson::from_valid_json(spliced.into_bytes()),
+                crate::jsonrpc::SharedJson::from_valid_json(spliced),
             ))
         }
         Some(Payload::Value(_)) => Err(not_an_object()),
@@ -255,22 +258,10 @@ pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Pa
 }
 
 fn has_top_level_meta(object_text: &str) -> bool {
-    serde_json::from_str::<HashMap<&str, &serde_json::value::RawValue>>(object_text)
+    // Owned keys, so that an escaped `"\u005fmeta"` is seen as `_meta` too.
+    serde_json::from_str::<HashMap<String, serde::de::IgnoredAny>>(object_text)
         .map(|m| m.contains_key("_meta"))
-        // Escaped keys cannot borrow; fall back to a conservative textual check.
-        .unwrap_or_else(|_| object_text.contains("\"_meta\""))
+        .unwrap_or(false)
 }
 
-/// Formats a duration for messages: "30s", "1.5s", "250ms".
-pub(crate) fn human_duration(d: Duration) -> String {
-    if d >= Duration::from_secs(1) {
-        let secs = d.as_secs_f64();
-        if (secs - secs.round()).abs() < 0.05 {
-            format!("{}s", secs.round() as u64)
-        } else {
-            format!("{secs:.1}s")
-        }
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}
+pub(crate) use crate::time::human_duration;

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::reader::OutboxItem;
 use super::{lock, SessionShared};
-use crate::jsonrpc::{ErrorObject, Payload, Request, Response};
+use crate::jsonrpc::{codes, ErrorObject, Payload, Request, Response};
 use crate::types::methods;
 
 /// The JSON-RPC error code of the answer to a server request past the concurrency cap
@@ -31,6 +31,17 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
     }
     let mut tasks = lock(&shared.handler_tasks);
     tasks.retain(|_, task| !task.is_finished());
+    if tasks.contains_key(&request.id) {
+        drop(tasks);
+        let error = ErrorObject::new(
+            codes::INVALID_REQUEST,
+            format!("a request with id {} is already being handled", request.id),
+        );
+        shared.queue(OutboxItem::Send(
+            Response::error(Some(request.id), error).into(),
+        ));
+        return;
+    }
     let cap = shared.options.max_concurrent_server_requests;
     if tasks.len() >= cap {
         drop(tasks);
@@ -54,7 +65,19 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
     let task_shared = shared.clone();
     let task = tokio::spawn(async move {
         let id = request.id.clone();
-        let outcome = answer_server_request(&task_shared, request).await;
+        let limit = task_shared.options.server_request_timeout;
+        let method = request.method.clone();
+        let answering = answer_server_request(&task_shared, request);
+        let outcome = match tokio::time::timeout(limit, answering).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "the client did not answer {method} within {}",
+                    crate::time::human_duration(limit)
+                ),
+            )),
+        };
         lock(&task_shared.handler_tasks).remove(&id);
         let response = match outcome {
             Ok(result) => Response::success(id, result),

@@ -785,9 +785,22 @@ fn progress_token_splicing_handles_every_params_shape() {
         v(with_progress_token(raw(r#"{"a":1}"#), 3).unwrap()),
         json!({"a": 1, "_meta": {"progressToken": 3}})
     );
+    // Raw and value parameters with a `_meta` of their own get the token the same way.
     assert_eq!(
         v(with_progress_token(raw(r#"{"_meta":{"x":1}}"#), 4).unwrap()),
-        json!({"_meta": {"x": 1}})
+        json!({"_meta": {"x": 1, "progressToken": 4}})
+    );
+    assert_eq!(
+        v(with_progress_token(raw(r#"{"\u005fmeta":{"x":1},"q":2}"#), 4).unwrap()),
+        json!({"_meta": {"x": 1, "progressToken": 4}, "q": 2})
+    );
+    assert_eq!(
+        v(with_progress_token(raw(r#"{"_meta":{"progressToken":"mine"}}"#), 4).unwrap()),
+        json!({"_meta": {"progressToken": "mine"}})
+    );
+    assert_eq!(
+        v(with_progress_token(raw(r#"{"note":"_meta\""}"#), 7).unwrap()),
+        json!({"note": "_meta\"", "_meta": {"progressToken": 7}})
     );
     assert_eq!(
         v(with_progress_token(Some(Payload::Value(json!({"_meta": {"x": 1}}))), 5).unwrap()),
@@ -1158,4 +1171,54 @@ async fn errors_say_how_far_the_request_got() {
         .unwrap_err();
     assert_eq!(err.delivery(), Some(Delivery::NotSent));
     assert!(err.was_never_sent());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_timeout_means_never_not_a_panic() {
+    let (session, mut server) = connect().await;
+    let options = RequestOptions::new()
+        .with_timeout(Duration::MAX)
+        .with_reset_on_progress(Duration::MAX);
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("slow", None, options).await }
+    });
+    let r = server.expect_request("tools/call").await;
+    server.respond(r.id, json!({"content": []})).await;
+    call.await.unwrap().expect("answered");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_that_never_answers_is_cut_off_and_duplicate_ids_are_refused() {
+    let options = SessionOptions {
+        server_request_timeout: Duration::from_secs(2),
+        ..SessionOptions::default()
+    };
+    let (_session, mut server) = connect_over_pair(16, options, NeverSamples).await;
+    let sampling = || Some(Payload::Value(json!({"messages": [], "maxTokens": 5})));
+    let started = Instant::now();
+    server
+        .send(Request::new("s1", "sampling/createMessage", sampling()))
+        .await;
+    // The same id again while the first is in flight.
+    let duplicate = server_request(
+        &mut server,
+        "s1",
+        "sampling/createMessage",
+        json!({"messages": [], "maxTokens": 5}),
+    )
+    .await;
+    assert_eq!(duplicate.outcome.unwrap_err().code, -32600);
+    let late = match server.next().await {
+        Message::Response(r) => r,
+        other => panic!("expected a response, got {other:?}"),
+    };
+    assert_eq!(late.id, Some(RequestId::from("s1")));
+    let error = late.outcome.unwrap_err();
+    assert!(
+        error.message.contains("did not answer"),
+        "{}",
+        error.message
+    );
+    assert_eq!(Instant::now() - started, Duration::from_secs(2));
 }

@@ -322,10 +322,15 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
         return shared.control(request.uri().path());
     }
     if request.method() == Method::POST && shared.fail_post() {
-        return error_response(
+        // `Retry-After`: the server says it did not handle the request.
+        let mut response = error_response(
             StatusCode::SERVICE_UNAVAILABLE,
             "injected failure (--http-fail-first)",
         );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("0"));
+        return response;
     }
     match request.uri().path() {
         MCP_PATH => streamable::handle(&shared, request).await,

@@ -1,0 +1,53 @@
+//! Time arithmetic that never panics on what a user or a server supplied: deadlines that
+//! saturate instead of overflowing, and durations written the way messages show them.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// About 30 years: "never" for a deadline, and safely representable on every platform.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+/// `now + after`, or a far-future instant when that does not fit (a timeout of `u64::MAX`
+/// seconds means "never", not a panic).
+pub fn deadline_after(now: Instant, after: Duration) -> Instant {
+    now.checked_add(after)
+        .or_else(|| now.checked_add(FAR_FUTURE))
+        .unwrap_or(now)
+}
+
+/// Formats a duration for messages: "30s", "1.5s", "250ms".
+pub fn human_duration(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        let secs = d.as_secs_f64();
+        if (secs - secs.round()).abs() < 0.05 {
+            format!("{}s", secs.round() as u64)
+        } else {
+            format!("{secs:.1}s")
+        }
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_timeouts_saturate() {
+        let now = Instant::now();
+        assert!(deadline_after(now, Duration::MAX) > now + Duration::from_secs(365 * 24 * 3600));
+        assert_eq!(
+            deadline_after(now, Duration::from_secs(3)),
+            now + Duration::from_secs(3)
+        );
+    }
+
+    #[test]
+    fn durations_read_like_messages() {
+        assert_eq!(human_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
+    }
+}
