@@ -761,3 +761,53 @@ async fn progress_keeps_a_long_call_alive_when_the_server_resets_on_progress() {
     assert!(r.text().contains("done after 12 steps"), "{}", r.text());
     client.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_logging_level_is_set_again_after_a_restart() {
+    use mcp_client::ClientNotification;
+    use mcp_core::types::LoggingLevel;
+    use mcp_core::ServerNotification;
+    let marker = unique_marker("logging");
+    let client = start(vec![fixture("chatty", &[], &marker)]).await;
+    assert!(client
+        .set_logging_level(LoggingLevel::Error)
+        .await
+        .is_empty());
+    let _ = client
+        .call_tool("chatty__crash", Some(json!({"exit_code": 4})))
+        .await;
+    wait_until("chatty is back", || {
+        let s = &client.servers()[0];
+        s.status.is_ready() && s.reconnects == 1
+    })
+    .await;
+    let mut notifications = client.notifications();
+    for (level, message) in [("info", "too quiet to be heard"), ("error", "heard")] {
+        client
+            .call_tool(
+                "chatty__log",
+                Some(json!({"level": level, "message": message})),
+            )
+            .await
+            .unwrap();
+    }
+    let heard = loop {
+        let note = tokio::time::timeout(DEADLINE, notifications.recv())
+            .await
+            .expect("a log message arrives")
+            .unwrap();
+        if let ClientNotification {
+            notification: ServerNotification::LoggingMessage(message),
+            ..
+        } = note
+        {
+            break message;
+        }
+    };
+    assert_eq!(
+        heard.data,
+        json!("heard"),
+        "the info message was filtered by the restored level"
+    );
+    client.shutdown().await;
+}

@@ -1222,3 +1222,21 @@ async fn a_handler_that_never_answers_is_cut_off_and_duplicate_ids_are_refused()
     );
     assert_eq!(Instant::now() - started, Duration::from_secs(2));
 }
+
+#[test]
+fn spliced_params_are_written_as_valid_json() {
+    let raw =
+        serde_json::value::RawValue::from_string(r#"{"name":"é","arguments":{"q":"a\"b"}}"#.into())
+            .unwrap();
+    let params = with_progress_token(Some(Payload::Raw(raw)), 9).unwrap();
+    let message: Message = Request::new(9, "tools/call", Some(params)).into();
+    let mut line = Vec::new();
+    message.write_json(&mut line).unwrap();
+    let parsed: Value = serde_json::from_slice(&line).expect("valid JSON");
+    assert_eq!(parsed["params"]["_meta"]["progressToken"], 9);
+    assert_eq!(parsed["params"]["arguments"]["q"], "a\"b");
+    assert_eq!(
+        String::from_utf8(line).unwrap(),
+        serde_json::to_string(&message).unwrap()
+    );
+}
