@@ -56,4 +56,15 @@ impl Payload {
             Payload::Large => text.len() == LARGE_RESULT_BYTES,
         }
     }
+
+    /// Checks a `tools/call` result as our clients get it (the session or the facade).
+    pub fn check_result(self, result: &mcp_core::types::CallToolResult) -> Result<(), String> {
+        match result.content.first().and_then(|c| c.as_text()) {
+            Some(text) if self.check_text(text) => Ok(()),
+            _ => Err(format!(
+                "unexpected result: {:?}",
+                result.content.first().map(|c| c.type_name())
+            )),
+        }
+    }
 }

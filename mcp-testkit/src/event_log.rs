@@ -66,3 +66,22 @@ pub fn read_events(path: &Path) -> Vec<Value> {
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
 }
+
+/// Waits until `check` holds for the events in `path` (re-read every 20 ms), for at most
+/// `within`; panics with `what` and the events seen when it never does (test support).
+pub async fn wait_for_events(
+    path: &Path,
+    within: std::time::Duration,
+    what: &str,
+    check: impl Fn(&[Value]) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let events = read_events(path);
+        if check(&events) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: {events:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

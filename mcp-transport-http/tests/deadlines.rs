@@ -7,12 +7,12 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use mcp_core::{ClientSession, ErrorKind, McpServiceExt, RequestOptions, SessionOptions};
-use mcp_testkit::event_log::read_events;
+use mcp_testkit::event_log::{read_events, wait_for_events};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -93,19 +93,6 @@ impl FixtureProcess {
     }
 }
 
-/// Waits until `check` holds for the event log, with a deadline.
-async fn wait_for_events(path: &Path, what: &str, check: impl Fn(&[Value]) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let events = read_events(path);
-        if check(&events) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what}: {events:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn ids(events: &[Value], kind: &str) -> HashSet<Value> {
     events
         .iter()
@@ -159,6 +146,7 @@ async fn deadlines_hold(flags: &[&str], expect: Expect) {
     assert_eq!(session.pending_requests(), 0);
     wait_for_events(
         &fixture.log,
+        DEADLINE,
         "every swallowed request is followed by its cancellation",
         |events| {
             let faulted = ids(events, "fault");

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use mcp_core::{ErrorKind, McpServiceExt, RequestOptions, SessionOptions};
-use mcp_testkit::event_log::read_events;
-use serde_json::{json, Value};
+use mcp_testkit::event_log::wait_for_events;
+use serde_json::json;
 use tokio::time::Instant;
 
 use common::{connect_with, fixture, DEADLINE};
@@ -23,19 +23,6 @@ fn signal(pid: u32, signal: i32) {
     // SAFETY: kill(2) on a pid this test spawned; no memory is involved.
     let rc = unsafe { libc::kill(pid as i32, signal) };
     assert_eq!(rc, 0, "kill({pid}, {signal})");
-}
-
-/// Waits until `check` holds for the event log, with a deadline.
-async fn wait_for_events(path: &std::path::Path, what: &str, check: impl Fn(&[Value]) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let events = read_events(path);
-        if check(&events) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what}: {events:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,6 +65,7 @@ async fn calls_to_a_frozen_stdio_server_end_at_their_deadline_and_are_cancelled(
     signal(pid, libc::SIGCONT);
     wait_for_events(
         &log,
+        DEADLINE,
         "every executed call is followed by its cancellation",
         |events| {
             let calls: HashSet<_> = events

@@ -59,13 +59,7 @@ async fn bench<T: McpTransport>(args: &ClientArgs, transport: T) -> Result<(), S
                     .call_tool(payload.tool(), Some(arguments), RequestOptions::new())
                     .await
                     .map_err(|e| e.to_string())?;
-                match result.content.first().and_then(|c| c.as_text()) {
-                    Some(text) if payload.check_text(text) => Ok(()),
-                    _ => Err(format!(
-                        "unexpected result: {:?}",
-                        result.content.first().map(|c| c.type_name())
-                    )),
-                }
+                payload.check_result(&result)
             }
         }
     };

@@ -74,13 +74,7 @@ async fn bench(args: &ClientArgs, transport: TransportConfig) -> Result<(), Stri
                     .call_tool(&tool, Some(arguments))
                     .await
                     .map_err(|e| e.to_string())?;
-                match result.content.first().and_then(|c| c.as_text()) {
-                    Some(text) if payload.check_text(text) => Ok(()),
-                    _ => Err(format!(
-                        "unexpected result: {:?}",
-                        result.content.first().map(|c| c.type_name())
-                    )),
-                }
+                payload.check_result(&result)
             }
         }
     };
