@@ -1,0 +1,1072 @@
+//! [`OAuthClient`]: the seed's interface for one server — [`discover_auth_metadata`],
+//! [`initiate_authorization`], [`exchange_code`], [`refresh_access_token`],
+//! [`get_valid_token`] — with the tokens kept in a [`TokenStore`] and refreshes coalesced.
+//!
+//! [`discover_auth_metadata`]: OAuthClient::discover_auth_metadata
+//! [`initiate_authorization`]: OAuthClient::initiate_authorization
+//! [`exchange_code`]: OAuthClient::exchange_code
+//! [`refresh_access_token`]: OAuthClient::refresh_access_token
+//! [`get_valid_token`]: OAuthClient::get_valid_token
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use mcp_core::auth::redact_url;
+use mcp_core::sync::lock;
+use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
+use oauth2::{
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
+    EndpointSet, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError,
+    Scope, TokenResponse, TokenUrl,
+};
+use serde_json::{json, Value};
+use tokio::time::Instant;
+use tracing::{debug, info};
+use url::Url;
+
+use crate::config::{CrossAppAccess, Grant, OAuthConfig};
+use crate::credentials::{
+    unix_now, ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet,
+};
+use crate::discovery::{discover, AuthMetadata, BearerChallenge};
+use crate::error::AuthError;
+use crate::http::{parse_url, AuthHttp};
+use crate::jwt::CLIENT_ASSERTION_TYPE;
+use crate::secret::Secret;
+use crate::store::TokenStore;
+
+/// The `offline_access` scope (asks for a refresh token), requested only where advertised.
+const OFFLINE_ACCESS: &str = "offline_access";
+/// Step-up re-authorizations allowed before giving up.
+pub const MAX_STEP_UPS: u32 = 3;
+
+const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+
+type TokenClient =
+    BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+/// An authorization the user is asked to complete: open [`url`](Self::url), then hand the
+/// callback to [`OAuthClient::exchange_code`]. `Debug` hides the verifier and state.
+#[derive(Clone)]
+pub struct AuthorizationRequest {
+    /// The authorization URL to open in a browser.
+    pub url: Url,
+    /// The PKCE verifier (RFC 7636), sent with the code.
+    pub pkce_verifier: Secret,
+    /// The `state` the callback must carry back.
+    pub state: Secret,
+    /// The redirect URI the callback arrives at.
+    pub redirect_uri: String,
+    /// The scopes asked for.
+    pub scopes: Vec<String>,
+    client: ClientIdentity,
+    metadata: Arc<AuthMetadata>,
+}
+
+impl fmt::Debug for AuthorizationRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizationRequest")
+            .field("url", &redact_url(self.url.as_str()))
+            .field("redirect_uri", &self.redirect_uri)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What arrived at the redirect URI. `Debug` hides the code and state.
+#[derive(Clone, Default)]
+pub struct Callback {
+    /// `code`.
+    pub code: Option<Secret>,
+    /// `state`.
+    pub state: Option<Secret>,
+    /// `iss` (RFC 9207).
+    pub iss: Option<String>,
+    /// `error`, when the user or server refused.
+    pub error: Option<String>,
+    /// `error_description`.
+    pub error_description: Option<String>,
+}
+
+impl fmt::Debug for Callback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Callback")
+            .field("has_code", &self.code.is_some())
+            .field("iss", &self.iss)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Callback {
+    /// The callback parameters in a redirect URL (`…/callback?code=…&state=…`).
+    pub fn from_url(url: &Url) -> Callback {
+        let mut callback = Callback::default();
+        for (name, value) in url.query_pairs() {
+            let value = value.into_owned();
+            match name.as_ref() {
+                "code" => callback.code = Some(Secret::new(value)),
+                "state" => callback.state = Some(Secret::new(value)),
+                "iss" => callback.iss = Some(value),
+                "error" => callback.error = Some(value),
+                "error_description" => callback.error_description = Some(value),
+                _ => {}
+            }
+        }
+        callback
+    }
+}
+
+/// The current tokens and when (on the tokio clock) the access token expires.
+#[derive(Clone, Debug)]
+struct Held {
+    tokens: TokenSet,
+    expires: Option<Instant>,
+}
+
+impl Held {
+    fn from_stored(tokens: TokenSet) -> Held {
+        let expires = tokens
+            .remaining(SystemTime::now())
+            .map(|left| Instant::now() + left);
+        Held { tokens, expires }
+    }
+
+    fn fresh_for(&self, margin: Duration) -> bool {
+        self.expires
+            .is_none_or(|at| at.saturating_duration_since(Instant::now()) > margin)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    metadata: Option<Arc<AuthMetadata>>,
+    client: Option<ClientIdentity>,
+    held: Option<Held>,
+    loaded: bool,
+    /// Scopes added by step-up challenges.
+    step_up_scopes: BTreeSet<String>,
+    step_ups: u32,
+}
+
+/// The OAuth client of one MCP server.
+pub struct OAuthClient {
+    config: OAuthConfig,
+    http: AuthHttp,
+    store: Arc<dyn TokenStore>,
+    state: Mutex<State>,
+    /// Held while tokens are being obtained or refreshed: concurrent callers wait for the one
+    /// request in flight instead of sending their own.
+    refresh_lock: tokio::sync::Mutex<()>,
+    /// Tells the background refresher that the tokens changed.
+    pub(crate) tokens_changed: tokio::sync::Notify,
+}
+
+impl fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("server", &redact_url(self.config.server_url.as_str()))
+            .field("store", &self.store.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthClient {
+    /// A client for `config.server_url`, keeping tokens in `store`.
+    pub fn new(config: OAuthConfig, store: Arc<dyn TokenStore>) -> Result<OAuthClient, AuthError> {
+        crate::http::check_url(&config.server_url)?;
+        Ok(OAuthClient {
+            config,
+            http: AuthHttp::new()?,
+            store,
+            state: Mutex::new(State::default()),
+            refresh_lock: tokio::sync::Mutex::new(()),
+            tokens_changed: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OAuthConfig {
+        &self.config
+    }
+
+    /// The store the tokens are kept in.
+    pub fn store(&self) -> &Arc<dyn TokenStore> {
+        &self.store
+    }
+
+    /// Discovers (once per server, then from the cache) how the server wants to be authorized.
+    /// A challenge naming another resource metadata URL than the cached one starts discovery
+    /// again.
+    pub async fn discover_auth_metadata(
+        &self,
+        challenge: Option<&BearerChallenge>,
+    ) -> Result<Arc<AuthMetadata>, AuthError> {
+        if let Some(cached) = lock(&self.state).metadata.clone() {
+            let moved = challenge
+                .and_then(|c| c.resource_metadata.as_deref())
+                .is_some_and(|url| cached.resource_metadata_url.as_deref() != Some(url));
+            if !moved {
+                return Ok(cached);
+            }
+        }
+        let metadata = Arc::new(discover(&self.http, &self.config.server_url, challenge).await?);
+        info!(
+            server = %redact_url(self.config.server_url.as_str()),
+            issuer = %metadata.authorization_server.issuer,
+            "OAuth metadata discovered"
+        );
+        let mut state = lock(&self.state);
+        state.metadata = Some(metadata.clone());
+        Ok(metadata)
+    }
+
+    /// Starts an authorization: discovery, a client identity (pre-registered, client ID
+    /// metadata document or dynamic registration), PKCE S256 and a fresh `state`, for a
+    /// callback at `redirect_uri`.
+    pub async fn initiate_authorization(
+        &self,
+        redirect_uri: &str,
+    ) -> Result<AuthorizationRequest, AuthError> {
+        let metadata = self.discover_auth_metadata(None).await?;
+        metadata.require_s256()?;
+        let authorize = metadata.endpoint(
+            metadata
+                .authorization_server
+                .authorization_endpoint
+                .as_ref(),
+            "authorization_endpoint",
+        )?;
+        let client = self.client_identity(&metadata, Some(redirect_uri)).await?;
+        let redirect = RedirectUrl::new(redirect_uri.to_owned())
+            .map_err(|e| AuthError::Config(format!("invalid redirect URI: {e}")))?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let scopes = self.scopes_to_request(&metadata);
+        let oauth = BasicClient::new(ClientId::new(client.client_id.clone()))
+            .set_auth_uri(AuthUrl::from_url(authorize))
+            .set_redirect_uri(redirect);
+        let mut request = oauth
+            .authorize_url(CsrfToken::new_random)
+            .set_pkce_challenge(challenge)
+            .add_extra_param("resource", metadata.resource_indicator());
+        if !scopes.is_empty() {
+            request = request.add_scope(Scope::new(scopes.join(" ")));
+        }
+        let (url, state) = request.url();
+        Ok(AuthorizationRequest {
+            url,
+            pkce_verifier: Secret::new(verifier.into_secret()),
+            state: Secret::new(state.into_secret()),
+            redirect_uri: redirect_uri.to_owned(),
+            scopes,
+            client,
+            metadata,
+        })
+    }
+
+    /// Completes an authorization: checks the callback's `state` and `iss`, exchanges the code
+    /// (with the PKCE verifier and the `resource`), and stores the tokens.
+    pub async fn exchange_code(
+        &self,
+        request: &AuthorizationRequest,
+        callback: &Callback,
+    ) -> Result<TokenSet, AuthError> {
+        if let Some(error) = &callback.error {
+            return Err(AuthError::Callback(format!(
+                "the authorization server answered {error}{}",
+                callback
+                    .error_description
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            )));
+        }
+        let state_ok = callback
+            .state
+            .as_ref()
+            .is_some_and(|s| constant_time_eq(s.expose(), request.state.expose()));
+        if !state_ok {
+            return Err(AuthError::Callback(
+                "the state does not match this authorization (a forged or stale callback)".into(),
+            ));
+        }
+        let issuer = &request.metadata.authorization_server.issuer;
+        let iss_required = request
+            .metadata
+            .authorization_server
+            .authorization_response_iss_parameter_supported
+            == Some(true);
+        match &callback.iss {
+            Some(iss) if iss.trim_end_matches('/') != issuer.trim_end_matches('/') => {
+                return Err(AuthError::Callback(format!(
+                    "the callback comes from the issuer {iss}, not {issuer} (RFC 9207)"
+                )))
+            }
+            None if iss_required => {
+                return Err(AuthError::Callback(format!(
+                    "the callback lacks the iss parameter that {issuer} promises (RFC 9207)"
+                )))
+            }
+            _ => {}
+        }
+        let code = callback
+            .code
+            .as_ref()
+            .ok_or_else(|| AuthError::Callback("the callback carries no code".into()))?;
+        let _guard = self.refresh_lock.lock().await;
+        let oauth = self.token_client(&request.metadata, &request.client)?;
+        let redirect = RedirectUrl::new(request.redirect_uri.clone())
+            .map_err(|e| AuthError::Config(format!("invalid redirect URI: {e}")))?;
+        let response = oauth
+            .exchange_code(AuthorizationCode::new(code.expose().to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(
+                request.pkce_verifier.expose().to_owned(),
+            ))
+            .set_redirect_uri(Cow::Owned(redirect))
+            .add_extra_param("resource", request.metadata.resource_indicator())
+            .request_async(&self.http)
+            .await
+            .map_err(|e| token_error(e, &request.metadata, "authorization_code"))?;
+        let tokens = token_set(&response, &request.scopes, None);
+        self.keep(tokens.clone(), Some(request.client.clone()))
+            .await?;
+        Ok(tokens)
+    }
+
+    /// Refreshes the access token now (coalesced with any refresh already in flight). A
+    /// response without a refresh token keeps the old one; a refused refresh token is dropped
+    /// (the next call needs a new authorization).
+    pub async fn refresh_access_token(&self) -> Result<TokenSet, AuthError> {
+        let seen = self.current().await?.map(|h| h.tokens.access_token);
+        let _guard = self.refresh_lock.lock().await;
+        // Someone else refreshed while we waited: theirs is as new as ours would be.
+        if let Some(held) = self.current().await? {
+            if Some(&held.tokens.access_token) != seen.as_ref() {
+                return Ok(held.tokens);
+            }
+        }
+        self.refresh_locked().await
+    }
+
+    /// A valid access token: the held one while it is fresh for longer than the refresh
+    /// margin, else a refreshed one (one refresh for all concurrent callers), else — for
+    /// machine clients — a new one. Fails with [`AuthError::NeedsLogin`] when a user must
+    /// authorize.
+    pub async fn get_valid_token(&self) -> Result<Secret, AuthError> {
+        let margin = self.config.refresh_margin;
+        if let Some(held) = self.current().await? {
+            if held.fresh_for(margin) {
+                return Ok(held.tokens.access_token);
+            }
+        }
+        let _guard = self.refresh_lock.lock().await;
+        if let Some(held) = self.current().await? {
+            if held.fresh_for(margin) {
+                return Ok(held.tokens.access_token);
+            }
+        }
+        Ok(self.renew_locked().await?.access_token)
+    }
+
+    /// New tokens for a machine client (client credentials, cross-app access) even when the
+    /// held ones look valid — the server refused them.
+    pub async fn renew_machine_tokens(&self) -> Result<TokenSet, AuthError> {
+        let _guard = self.refresh_lock.lock().await;
+        match &self.config.grant {
+            Grant::AuthorizationCode => Err(self.needs_login()),
+            Grant::ClientCredentials { .. } => self.client_credentials_locked().await,
+            Grant::CrossAppAccess(xaa) => self.cross_app_access_locked(xaa).await,
+        }
+    }
+
+    /// Obtains new tokens without a user: refresh when there is a refresh token, else the
+    /// machine grant. The refresh lock must be held.
+    async fn renew_locked(&self) -> Result<TokenSet, AuthError> {
+        let has_refresh = lock(&self.state)
+            .held
+            .as_ref()
+            .is_some_and(|h| h.tokens.refresh_token.is_some());
+        if has_refresh {
+            match self.refresh_locked().await {
+                Ok(tokens) => return Ok(tokens),
+                Err(e) if e.is_invalid_grant() && self.is_machine() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match &self.config.grant {
+            Grant::AuthorizationCode => Err(self.needs_login()),
+            Grant::ClientCredentials { .. } => self.client_credentials_locked().await,
+            Grant::CrossAppAccess(xaa) => self.cross_app_access_locked(xaa).await,
+        }
+    }
+
+    async fn refresh_locked(&self) -> Result<TokenSet, AuthError> {
+        let Some(held) = self.current().await? else {
+            return Err(self.needs_login());
+        };
+        let Some(refresh) = held.tokens.refresh_token.clone() else {
+            return Err(self.needs_login());
+        };
+        let metadata = self.discover_auth_metadata(None).await?;
+        let client = self.client_identity(&metadata, None).await?;
+        let oauth = self.token_client(&metadata, &client)?;
+        let refresh_token = RefreshToken::new(refresh.expose().to_owned());
+        let result = oauth
+            .exchange_refresh_token(&refresh_token)
+            .add_extra_param("resource", metadata.resource_indicator())
+            .request_async(&self.http)
+            .await;
+        let response = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let e = token_error(e, &metadata, "refresh_token");
+                if e.is_invalid_grant() {
+                    info!(server = %redact_url(self.config.server_url.as_str()), "refresh token refused; a new authorization is needed");
+                    self.forget_tokens().await?;
+                }
+                return Err(e);
+            }
+        };
+        let tokens = token_set(&response, &held.tokens.scopes, Some(refresh));
+        debug!(server = %redact_url(self.config.server_url.as_str()), "access token refreshed");
+        self.keep(tokens.clone(), None).await?;
+        Ok(tokens)
+    }
+
+    /// `client_credentials` with the configured client: its secret, or a `private_key_jwt`
+    /// assertion. The refresh lock must be held.
+    async fn client_credentials_locked(&self) -> Result<TokenSet, AuthError> {
+        let Grant::ClientCredentials { key } = &self.config.grant else {
+            return Err(AuthError::Config("not a client_credentials client".into()));
+        };
+        let metadata = self.discover_auth_metadata(None).await?;
+        let client = self.client_identity(&metadata, None).await?;
+        let scopes = self.scopes_to_request(&metadata);
+        let oauth = self.token_client(&metadata, &client)?;
+        let mut request = oauth
+            .exchange_client_credentials()
+            .add_extra_param("resource", metadata.resource_indicator());
+        if !scopes.is_empty() {
+            request = request.add_scope(Scope::new(scopes.join(" ")));
+        }
+        if let Some(key) = key {
+            let assertion = key.client_assertion(
+                &client.client_id,
+                &metadata.authorization_server.issuer,
+                unix_now(SystemTime::now()),
+            )?;
+            request = request
+                .add_extra_param("client_assertion_type", CLIENT_ASSERTION_TYPE)
+                .add_extra_param("client_assertion", assertion.expose().to_owned());
+        }
+        let response = request
+            .request_async(&self.http)
+            .await
+            .map_err(|e| token_error(e, &metadata, "client_credentials"))?;
+        let tokens = token_set(&response, &scopes, None);
+        self.keep(tokens.clone(), None).await?;
+        Ok(tokens)
+    }
+
+    /// Cross-app access: the ID token becomes an ID-JAG at the identity provider (token
+    /// exchange), which becomes an access token at the server's authorization server (JWT
+    /// bearer grant). The refresh lock must be held.
+    async fn cross_app_access_locked(&self, xaa: &CrossAppAccess) -> Result<TokenSet, AuthError> {
+        let metadata = self.discover_auth_metadata(None).await?;
+        let scopes = self.scopes_to_request(&metadata);
+        let resource = metadata.resource_indicator();
+        let issuer = metadata.authorization_server.issuer.clone();
+        let scope = scopes.join(" ");
+        let mut form = vec![
+            ("grant_type", TOKEN_EXCHANGE_GRANT),
+            ("requested_token_type", ID_JAG_TYPE),
+            ("subject_token", xaa.id_token.expose()),
+            ("subject_token_type", ID_TOKEN_TYPE),
+            ("audience", issuer.as_str()),
+            ("resource", resource.as_str()),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scope.as_str()));
+        }
+        let idp = ClientIdentity {
+            client_id: xaa.idp_client_id.clone(),
+            client_secret: xaa.idp_client_secret.clone(),
+            auth_method: if xaa.idp_client_secret.is_some() {
+                TokenEndpointAuth::ClientSecretBasic
+            } else {
+                TokenEndpointAuth::None
+            },
+            redirect_uri: None,
+            issuer: None,
+        };
+        let exchanged = self
+            .form_token_request(&xaa.idp_token_endpoint, &idp, form, "token-exchange")
+            .await?;
+        let jag = exchanged
+            .get("access_token")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                AuthError::Http(format!(
+                    "the identity provider's token exchange at {} returned no access_token",
+                    redact_url(xaa.idp_token_endpoint.as_str())
+                ))
+            })?
+            .to_owned();
+        let client = self.client_identity(&metadata, None).await?;
+        let token_endpoint = metadata.endpoint(
+            metadata.authorization_server.token_endpoint.as_ref(),
+            "token_endpoint",
+        )?;
+        let mut form = vec![
+            ("grant_type", JWT_BEARER_GRANT),
+            ("assertion", jag.as_str()),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scope.as_str()));
+        }
+        form.push(("resource", resource.as_str()));
+        let answer = self
+            .form_token_request(&token_endpoint, &client, form, "jwt-bearer")
+            .await?;
+        let tokens = token_set_from_json(&answer, &scopes).ok_or_else(|| {
+            AuthError::Http(format!(
+                "the JWT bearer grant at {} returned no access_token",
+                redact_url(token_endpoint.as_str())
+            ))
+        })?;
+        self.keep(tokens.clone(), None).await?;
+        Ok(tokens)
+    }
+
+    /// A token request the `oauth2` crate has no grant for, with the client's authentication.
+    async fn form_token_request(
+        &self,
+        endpoint: &Url,
+        client: &ClientIdentity,
+        mut form: Vec<(&str, &str)>,
+        grant: &'static str,
+    ) -> Result<Value, AuthError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let secret = client.client_secret.as_ref().map(Secret::expose);
+        match (client.auth_method, secret) {
+            (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
+                let mut value =
+                    reqwest::header::HeaderValue::from_str(&basic_auth(&client.client_id, secret))
+                        .map_err(|_| {
+                            AuthError::Config(
+                                "the client credentials are not a valid header".into(),
+                            )
+                        })?;
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+            (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
+                form.push(("client_id", &client.client_id));
+                form.push(("client_secret", secret));
+            }
+            _ => form.push(("client_id", &client.client_id)),
+        }
+        let fetched = self.http.post_form(endpoint, &form, headers).await?;
+        let body: Value = serde_json::from_slice(&fetched.body).unwrap_or(Value::Null);
+        if !fetched.is_success() {
+            return Err(AuthError::TokenRefused {
+                endpoint: redact_url(endpoint.as_str()),
+                grant,
+                error: body
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("HTTP error")
+                    .to_owned(),
+                description: body
+                    .get("error_description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or_else(|| Some(format!("HTTP {}", fetched.status))),
+            });
+        }
+        Ok(body)
+    }
+
+    /// Revokes the tokens where the server supports RFC 7009, then deletes them from the
+    /// store. Revocation failures are reported but do not keep the tokens.
+    pub async fn logout(&self) -> Result<Option<String>, AuthError> {
+        let _guard = self.refresh_lock.lock().await;
+        let held = self.current().await?;
+        let mut note = None;
+        if let Some(held) = held {
+            match self.revoke(&held.tokens).await {
+                Ok(Some(endpoint)) => note = Some(format!("revoked at {endpoint}")),
+                Ok(None) => note = Some("the server offers no revocation".into()),
+                Err(e) => note = Some(format!("revocation failed: {e}")),
+            }
+        }
+        self.store.delete(&self.config.store_key).await?;
+        let mut state = lock(&self.state);
+        state.held = None;
+        state.client = None;
+        state.loaded = true;
+        drop(state);
+        self.tokens_changed.notify_waiters();
+        Ok(note)
+    }
+
+    async fn revoke(&self, tokens: &TokenSet) -> Result<Option<String>, AuthError> {
+        let metadata = self.discover_auth_metadata(None).await?;
+        let Some(endpoint) = metadata.authorization_server.revocation_endpoint.clone() else {
+            return Ok(None);
+        };
+        let endpoint = parse_url(&endpoint, "revocation_endpoint")?;
+        let client = self.client_identity(&metadata, None).await?;
+        // The refresh token first: revoking it usually revokes the access tokens too.
+        let mut revoked = Vec::new();
+        if let Some(refresh) = &tokens.refresh_token {
+            revoked.push((refresh.expose(), "refresh_token"));
+        }
+        revoked.push((tokens.access_token.expose(), "access_token"));
+        for (token, hint) in revoked {
+            let form = vec![("token", token), ("token_type_hint", hint)];
+            self.form_token_request(&endpoint, &client, form, "revocation")
+                .await?;
+        }
+        Ok(Some(redact_url(endpoint.as_str())))
+    }
+
+    /// The held tokens (loaded from the store on first use), without refreshing.
+    pub async fn tokens(&self) -> Result<Option<TokenSet>, AuthError> {
+        Ok(self.current().await?.map(|h| h.tokens))
+    }
+
+    /// How long until the held access token must be refreshed (expiry minus the margin);
+    /// `None` when there is no token or it does not expire.
+    pub(crate) fn refresh_due_in(&self) -> Option<Duration> {
+        let state = lock(&self.state);
+        let held = state.held.as_ref()?;
+        if held.tokens.refresh_token.is_none() && !self.is_machine() {
+            return None;
+        }
+        let at = held.expires?;
+        Some(
+            at.saturating_duration_since(Instant::now())
+                .saturating_sub(self.config.refresh_margin),
+        )
+    }
+
+    /// A 403 `insufficient_scope`: the scopes the next authorization asks for grow by the
+    /// challenge's (their union). Fails once [`MAX_STEP_UPS`] step-ups were tried.
+    pub fn step_up(&self, challenge: &BearerChallenge) -> Result<(), AuthError> {
+        let mut state = lock(&self.state);
+        if state.step_ups >= MAX_STEP_UPS {
+            return Err(AuthError::GaveUp(format!(
+                "{} still answers 403 insufficient_scope after {MAX_STEP_UPS} re-authorizations; giving up",
+                redact_url(self.config.server_url.as_str())
+            )));
+        }
+        state.step_ups += 1;
+        for scope in challenge.scope.iter().flatten() {
+            state.step_up_scopes.insert(scope.clone());
+        }
+        let granted: Vec<String> = state
+            .held
+            .as_ref()
+            .map(|h| h.tokens.scopes.clone())
+            .unwrap_or_default();
+        state.step_up_scopes.extend(granted);
+        Ok(())
+    }
+
+    /// Drops the held tokens (keeps the client identity), e.g. after the server refused them.
+    pub async fn forget_tokens(&self) -> Result<(), AuthError> {
+        let client = {
+            let mut state = lock(&self.state);
+            state.held = None;
+            state.loaded = true;
+            state.client.clone()
+        };
+        self.save(None, client).await
+    }
+
+    /// Whether tokens come without a user (client credentials, cross-app access).
+    pub fn is_machine(&self) -> bool {
+        !matches!(self.config.grant, Grant::AuthorizationCode)
+    }
+
+    /// The error for "a user must authorize", with the configured hint.
+    pub fn needs_login(&self) -> AuthError {
+        AuthError::NeedsLogin(format!(
+            "{} needs authorization: no valid token{}",
+            redact_url(self.config.server_url.as_str()),
+            self.config
+                .login_hint
+                .as_deref()
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default()
+        ))
+    }
+
+    /// Loads from the store on first use.
+    async fn current(&self) -> Result<Option<Held>, AuthError> {
+        if !lock(&self.state).loaded {
+            let stored = self.store.load(&self.config.store_key).await?;
+            let mut state = lock(&self.state);
+            if !state.loaded {
+                state.loaded = true;
+                if let Some(stored) = stored {
+                    state.held = stored.tokens.map(Held::from_stored);
+                    if state.client.is_none() {
+                        state.client = stored.client;
+                    }
+                }
+            }
+        }
+        Ok(lock(&self.state).held.clone())
+    }
+
+    /// Holds and stores new tokens (and the client identity they belong to).
+    async fn keep(
+        &self,
+        tokens: TokenSet,
+        client: Option<ClientIdentity>,
+    ) -> Result<(), AuthError> {
+        let client = {
+            let mut state = lock(&self.state);
+            state.held = Some(Held::from_stored(tokens.clone()));
+            state.loaded = true;
+            if client.is_some() {
+                state.client = client;
+            }
+            state.client.clone()
+        };
+        self.tokens_changed.notify_waiters();
+        self.save(Some(tokens), client).await
+    }
+
+    async fn save(
+        &self,
+        tokens: Option<TokenSet>,
+        client: Option<ClientIdentity>,
+    ) -> Result<(), AuthError> {
+        // Only identities the server issued are stored: configured ones come from the config.
+        let client = client.filter(|c| self.config.client_id.as_deref() != Some(&c.client_id));
+        let stored = StoredCredentials { tokens, client };
+        self.store.save(&self.config.store_key, &stored).await?;
+        Ok(())
+    }
+
+    /// The scopes for an authorization or grant: configured, else the challenge's or the
+    /// metadata's; plus step-up scopes; plus `offline_access` where the server lists it.
+    fn scopes_to_request(&self, metadata: &AuthMetadata) -> Vec<String> {
+        let mut scopes: Vec<String> = if self.config.scopes.is_empty() {
+            metadata.default_scopes()
+        } else {
+            self.config.scopes.clone()
+        };
+        for scope in &lock(&self.state).step_up_scopes {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+        let offers_offline = metadata
+            .authorization_server
+            .scopes_supported
+            .as_ref()
+            .is_some_and(|s| s.iter().any(|s| s == OFFLINE_ACCESS));
+        if offers_offline && !self.is_machine() && !scopes.iter().any(|s| s == OFFLINE_ACCESS) {
+            scopes.push(OFFLINE_ACCESS.into());
+        }
+        scopes
+    }
+
+    /// The client identity: pre-registered → a stored registration for this issuer (and
+    /// redirect URI) → client ID metadata document → dynamic registration.
+    async fn client_identity(
+        &self,
+        metadata: &AuthMetadata,
+        redirect_uri: Option<&str>,
+    ) -> Result<ClientIdentity, AuthError> {
+        let server = &metadata.authorization_server;
+        if let Some(client_id) = &self.config.client_id {
+            let auth_method = self.config.auth_method.unwrap_or_else(|| {
+                match (&self.config.client_secret, &self.config.grant) {
+                    (_, Grant::ClientCredentials { key: Some(_) }) => {
+                        TokenEndpointAuth::PrivateKeyJwt
+                    }
+                    (Some(_), _) => {
+                        pick_secret_method(server.token_endpoint_auth_methods_supported.as_deref())
+                    }
+                    (None, _) => TokenEndpointAuth::None,
+                }
+            });
+            return Ok(ClientIdentity {
+                client_id: client_id.clone(),
+                client_secret: self.config.client_secret.clone(),
+                auth_method,
+                redirect_uri: None,
+                issuer: Some(server.issuer.clone()),
+            });
+        }
+        self.current().await?;
+        let stored = lock(&self.state).client.clone();
+        if let Some(stored) = stored {
+            let same_issuer = stored.issuer.as_deref() == Some(server.issuer.as_str());
+            let same_redirect = match (redirect_uri, stored.redirect_uri.as_deref()) {
+                (Some(want), Some(have)) => want == have,
+                _ => true,
+            };
+            if same_issuer && same_redirect {
+                return Ok(stored);
+            }
+        }
+        if let Some(url) = &self.config.client_metadata_url {
+            if server.client_id_metadata_document_supported == Some(true) {
+                parse_url(url, "client metadata document URL")?;
+                return Ok(ClientIdentity {
+                    client_id: url.clone(),
+                    client_secret: None,
+                    auth_method: TokenEndpointAuth::None,
+                    redirect_uri: None,
+                    issuer: Some(server.issuer.clone()),
+                });
+            }
+        }
+        let client = self.register(metadata, redirect_uri).await?;
+        lock(&self.state).client = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Dynamic client registration (RFC 7591).
+    async fn register(
+        &self,
+        metadata: &AuthMetadata,
+        redirect_uri: Option<&str>,
+    ) -> Result<ClientIdentity, AuthError> {
+        let server = &metadata.authorization_server;
+        let Some(endpoint) = &server.registration_endpoint else {
+            return Err(AuthError::Registration(format!(
+                "{} offers no dynamic registration and no client_id is configured; \
+                 configure a pre-registered client (oauth.client_id)",
+                server.issuer
+            )));
+        };
+        let endpoint = parse_url(endpoint, "registration_endpoint")?;
+        let Some(redirect_uri) = redirect_uri else {
+            return Err(AuthError::Registration(
+                "dynamic registration needs a redirect URI (log in interactively first)".into(),
+            ));
+        };
+        let method =
+            pick_registration_method(server.token_endpoint_auth_methods_supported.as_deref());
+        let mut body = json!({
+            "client_name": self.config.client_name,
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method.as_str(),
+        });
+        let scopes = self.scopes_to_request(metadata);
+        if !scopes.is_empty() {
+            body["scope"] = Value::String(scopes.join(" "));
+        }
+        let fetched = self.http.post_json(&endpoint, &body).await?;
+        if !fetched.is_success() {
+            return Err(AuthError::Registration(format!(
+                "{} answered HTTP {}: {}",
+                redact_url(endpoint.as_str()),
+                fetched.status,
+                fetched.snippet()
+            )));
+        }
+        let answer: Value = serde_json::from_slice(&fetched.body).map_err(|e| {
+            AuthError::Registration(format!(
+                "the answer from {} is not JSON: {e}",
+                redact_url(endpoint.as_str())
+            ))
+        })?;
+        let client_id = answer
+            .get("client_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                AuthError::Registration(format!(
+                    "the answer from {} has no client_id",
+                    redact_url(endpoint.as_str())
+                ))
+            })?
+            .to_owned();
+        let client_secret = answer
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(Secret::from);
+        let auth_method = answer
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str)
+            .and_then(TokenEndpointAuth::parse)
+            .unwrap_or(if client_secret.is_some() {
+                TokenEndpointAuth::ClientSecretBasic
+            } else {
+                TokenEndpointAuth::None
+            });
+        info!(issuer = %server.issuer, method = auth_method.as_str(), "client registered");
+        Ok(ClientIdentity {
+            client_id,
+            client_secret,
+            auth_method,
+            redirect_uri: Some(redirect_uri.to_owned()),
+            issuer: Some(server.issuer.clone()),
+        })
+    }
+
+    /// An `oauth2` client for the token endpoint with this identity's authentication.
+    fn token_client(
+        &self,
+        metadata: &AuthMetadata,
+        client: &ClientIdentity,
+    ) -> Result<TokenClient, AuthError> {
+        let token = metadata.endpoint(
+            metadata.authorization_server.token_endpoint.as_ref(),
+            "token_endpoint",
+        )?;
+        let mut oauth = BasicClient::new(ClientId::new(client.client_id.clone()))
+            .set_token_uri(TokenUrl::from_url(token));
+        match (client.auth_method, &client.client_secret) {
+            (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
+                oauth = oauth
+                    .set_client_secret(ClientSecret::new(secret.expose().to_owned()))
+                    .set_auth_type(AuthType::BasicAuth);
+            }
+            (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
+                oauth = oauth
+                    .set_client_secret(ClientSecret::new(secret.expose().to_owned()))
+                    .set_auth_type(AuthType::RequestBody);
+            }
+            _ => oauth = oauth.set_auth_type(AuthType::RequestBody),
+        }
+        Ok(oauth)
+    }
+}
+
+/// `client_secret_basic` unless the server lists only `client_secret_post`.
+fn pick_secret_method(supported: Option<&[String]>) -> TokenEndpointAuth {
+    match supported {
+        Some(s)
+            if !s.iter().any(|m| m == "client_secret_basic")
+                && s.iter().any(|m| m == "client_secret_post") =>
+        {
+            TokenEndpointAuth::ClientSecretPost
+        }
+        _ => TokenEndpointAuth::ClientSecretBasic,
+    }
+}
+
+/// What to ask for in dynamic registration: a public client (`none`) where allowed, else a
+/// secret the server will issue.
+fn pick_registration_method(supported: Option<&[String]>) -> TokenEndpointAuth {
+    match supported {
+        None => TokenEndpointAuth::None,
+        Some(s) if s.iter().any(|m| m == "none") => TokenEndpointAuth::None,
+        Some(s) => pick_secret_method(Some(s)),
+    }
+}
+
+/// `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1).
+fn basic_auth(client_id: &str, secret: &str) -> String {
+    use base64::Engine;
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let raw = format!("{}:{}", enc(client_id), enc(secret));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    )
+}
+
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// A token response as a [`TokenSet`]: the granted scopes (else those requested), the expiry,
+/// and the new refresh token (else `old_refresh`).
+fn token_set(
+    response: &BasicTokenResponse,
+    requested: &[String],
+    old_refresh: Option<Secret>,
+) -> TokenSet {
+    let now = unix_now(SystemTime::now());
+    TokenSet {
+        access_token: Secret::new(response.access_token().secret().clone()),
+        refresh_token: response
+            .refresh_token()
+            .map(|r| Secret::new(r.secret().clone()))
+            .or(old_refresh),
+        expires_at: response
+            .expires_in()
+            .map(|d| now.saturating_add(d.as_secs())),
+        scopes: response
+            .scopes()
+            .map(|s| {
+                s.iter()
+                    .flat_map(|s| s.split_whitespace().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_else(|| requested.to_vec()),
+    }
+}
+
+/// A token response read as JSON (the grants `oauth2` does not know).
+fn token_set_from_json(answer: &Value, requested: &[String]) -> Option<TokenSet> {
+    let now = unix_now(SystemTime::now());
+    Some(TokenSet {
+        access_token: Secret::new(answer.get("access_token")?.as_str()?),
+        refresh_token: answer
+            .get("refresh_token")
+            .and_then(Value::as_str)
+            .map(Secret::from),
+        expires_at: answer
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map(|s| now.saturating_add(s)),
+        scopes: answer
+            .get("scope")
+            .and_then(Value::as_str)
+            .map(|s| s.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_else(|| requested.to_vec()),
+    })
+}
+
+/// An `oauth2` failure as an [`AuthError`] — never with the response body, which may hold a
+/// token.
+fn token_error(
+    e: RequestTokenError<AuthError, BasicErrorResponse>,
+    metadata: &AuthMetadata,
+    grant: &'static str,
+) -> AuthError {
+    let endpoint = metadata
+        .authorization_server
+        .token_endpoint
+        .as_deref()
+        .map(redact_url)
+        .unwrap_or_default();
+    match e {
+        RequestTokenError::ServerResponse(r) => AuthError::TokenRefused {
+            endpoint,
+            grant,
+            error: r.error().to_string(),
+            description: r.error_description().cloned(),
+        },
+        RequestTokenError::Request(e) => e,
+        RequestTokenError::Parse(e, _body) => AuthError::Http(format!(
+            "the {grant} answer from {endpoint} is not a valid token response ({})",
+            e.path()
+        )),
+        RequestTokenError::Other(m) => {
+            AuthError::Http(format!("the {grant} request to {endpoint} failed: {m}"))
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! [`OAuthConfig`]: how a client authorizes with one server.
+
+use std::time::Duration;
+
+use url::Url;
+
+use crate::credentials::TokenEndpointAuth;
+use crate::jwt::Es256Key;
+use crate::secret::Secret;
+use crate::store::StoreKey;
+
+/// Tokens are refreshed this long before they expire, unless configured otherwise.
+pub const DEFAULT_REFRESH_MARGIN: Duration = Duration::from_secs(60);
+
+/// How a client authorizes with one MCP server.
+#[derive(Clone, Debug)]
+pub struct OAuthConfig {
+    /// The MCP server's URL (the protected resource).
+    pub server_url: Url,
+    /// Where the tokens are kept.
+    pub store_key: StoreKey,
+    /// A pre-registered client (preferred over everything else).
+    pub client_id: Option<String>,
+    /// The pre-registered client's secret.
+    pub client_secret: Option<Secret>,
+    /// How the pre-registered client authenticates at the token endpoint (default: Basic with
+    /// a secret, `none` without).
+    pub auth_method: Option<TokenEndpointAuth>,
+    /// An https URL serving this client's metadata document, used as its `client_id` where
+    /// the authorization server supports client ID metadata documents.
+    pub client_metadata_url: Option<String>,
+    /// The name shown to users on consent pages and sent in dynamic registration.
+    pub client_name: String,
+    /// The scopes to request; empty: chosen from the server's challenge or metadata.
+    pub scopes: Vec<String>,
+    /// How long before expiry tokens are refreshed.
+    pub refresh_margin: Duration,
+    /// How tokens are obtained.
+    pub grant: Grant,
+    /// What to tell a user when a login is needed (e.g. "run `mcph auth login github`").
+    pub login_hint: Option<String>,
+}
+
+impl OAuthConfig {
+    /// A config for the authorization code flow with dynamic registration.
+    pub fn new(server_url: Url, store_key: StoreKey) -> OAuthConfig {
+        OAuthConfig {
+            server_url,
+            store_key,
+            client_id: None,
+            client_secret: None,
+            auth_method: None,
+            client_metadata_url: None,
+            client_name: "mcph".into(),
+            scopes: Vec::new(),
+            refresh_margin: DEFAULT_REFRESH_MARGIN,
+            grant: Grant::AuthorizationCode,
+            login_hint: None,
+        }
+    }
+}
+
+/// How tokens are obtained.
+#[derive(Clone, Debug)]
+pub enum Grant {
+    /// A user authorizes in a browser (authorization code with PKCE).
+    AuthorizationCode,
+    /// A machine client: `client_credentials` with the configured client's secret, or with a
+    /// signed assertion when `key` is set (`private_key_jwt`).
+    ClientCredentials {
+        /// The ES256 key for `private_key_jwt`.
+        key: Option<Es256Key>,
+    },
+    /// Enterprise cross-app access: an ID token from the organisation's identity provider is
+    /// exchanged there for an identity assertion grant (ID-JAG, RFC 8693), which the MCP
+    /// server's authorization server takes in a JWT-bearer grant (RFC 7523).
+    CrossAppAccess(CrossAppAccess),
+}
+
+/// The identity provider side of cross-app access.
+#[derive(Clone, Debug)]
+pub struct CrossAppAccess {
+    /// The identity provider's token endpoint.
+    pub idp_token_endpoint: Url,
+    /// The user's ID token from that identity provider.
+    pub id_token: Secret,
+    /// This client at the identity provider.
+    pub idp_client_id: String,
+    /// Its secret there, if it has one.
+    pub idp_client_secret: Option<Secret>,
+}

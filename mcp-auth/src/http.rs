@@ -1,0 +1,244 @@
+//! The HTTP client every OAuth request goes through: https only (http only to a loopback
+//! address), no redirects followed, a timeout on each request and a cap on each body — for
+//! discovery, registration and the token endpoint alike.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use mcp_core::auth::redact_url;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use crate::error::AuthError;
+
+/// Each OAuth request gets this long, connecting and reading included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Metadata, registration and token bodies larger than this are refused.
+pub const BODY_LIMIT: usize = 1 << 20;
+
+/// Whether `url` may carry OAuth traffic: https anywhere, http only to a loopback address.
+pub fn check_url(url: &Url) -> Result<(), AuthError> {
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if is_loopback(url) => Ok(()),
+        _ => Err(AuthError::InsecureUrl {
+            url: redact_url(url.as_str()),
+        }),
+    }
+}
+
+/// Parses `text` as a URL and applies [`check_url`]; `what` names it in errors.
+pub fn parse_url(text: &str, what: &str) -> Result<Url, AuthError> {
+    let url = Url::parse(text).map_err(|e| {
+        AuthError::Discovery(format!("{what} {:?} is not a URL: {e}", redact_url(text)))
+    })?;
+    check_url(&url)?;
+    Ok(url)
+}
+
+/// Whether the URL's host is `localhost` or a loopback IP address.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    }
+}
+
+/// A response that was read whole (under [`BODY_LIMIT`]).
+#[derive(Debug)]
+pub struct Fetched {
+    /// The status code.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Fetched {
+    /// The body as JSON of type `T`; `what` names it in errors.
+    pub fn json<T: DeserializeOwned>(&self, what: &str, url: &Url) -> Result<T, AuthError> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            AuthError::Discovery(format!(
+                "{what} at {} is not valid: {e}",
+                redact_url(url.as_str())
+            ))
+        })
+    }
+
+    /// Whether the status is 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The start of the body, for error messages about non-secret answers (metadata, errors).
+    pub fn snippet(&self) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        text.chars().take(200).collect()
+    }
+}
+
+/// The OAuth HTTP client (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct AuthHttp {
+    client: reqwest::Client,
+}
+
+impl AuthHttp {
+    /// A client that follows no redirects and bounds every request by [`REQUEST_TIMEOUT`].
+    pub fn new() -> Result<AuthHttp, AuthError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| AuthError::Http(format!("cannot create the OAuth HTTP client: {e}")))?;
+        Ok(AuthHttp { client })
+    }
+
+    /// GET `url` asking for JSON.
+    pub async fn get_json(&self, url: &Url) -> Result<Fetched, AuthError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        self.execute(reqwest::Method::GET, url, headers, None).await
+    }
+
+    /// POST a JSON body.
+    pub async fn post_json(
+        &self,
+        url: &Url,
+        body: &serde_json::Value,
+    ) -> Result<Fetched, AuthError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let body = serde_json::to_vec(body)
+            .map_err(|e| AuthError::Http(format!("cannot encode a request: {e}")))?;
+        self.execute(reqwest::Method::POST, url, headers, Some(body))
+            .await
+    }
+
+    /// POST a form (`application/x-www-form-urlencoded`) with extra headers.
+    pub async fn post_form(
+        &self,
+        url: &Url,
+        form: &[(&str, &str)],
+        mut headers: HeaderMap,
+    ) -> Result<Fetched, AuthError> {
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish()
+            .into_bytes();
+        self.execute(reqwest::Method::POST, url, headers, Some(body))
+            .await
+    }
+
+    /// Sends one request (after [`check_url`]) and reads the whole answer under [`BODY_LIMIT`].
+    pub async fn execute(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<Fetched, AuthError> {
+        check_url(url)?;
+        let shown = redact_url(url.as_str());
+        let mut request = self.client.request(method, url.clone()).headers(headers);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let mut response = request.send().await.map_err(|e| {
+            AuthError::Http(format!("request to {shown} failed: {}", e.without_url()))
+        })?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| {
+            AuthError::Http(format!("reading from {shown} failed: {}", e.without_url()))
+        })? {
+            if body.len() + chunk.len() > BODY_LIMIT {
+                return Err(AuthError::Http(format!(
+                    "the answer from {shown} is larger than {BODY_LIMIT} bytes"
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Fetched {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// The adapter the `oauth2` crate's requests run through: the same URL policy, timeout and
+    /// body cap.
+    pub async fn oauth2_request(
+        &self,
+        request: oauth2::HttpRequest,
+    ) -> Result<oauth2::HttpResponse, AuthError> {
+        let (parts, body) = request.into_parts();
+        let url = Url::parse(&parts.uri.to_string())
+            .map_err(|e| AuthError::Http(format!("invalid OAuth endpoint URL: {e}")))?;
+        let fetched = self
+            .execute(parts.method, &url, parts.headers, Some(body))
+            .await?;
+        let mut response = http::Response::new(fetched.body);
+        *response.status_mut() = http::StatusCode::from_u16(fetched.status).map_err(|e| {
+            AuthError::Http(format!(
+                "invalid status from {}: {e}",
+                redact_url(url.as_str())
+            ))
+        })?;
+        *response.headers_mut() = fetched.headers;
+        Ok(response)
+    }
+}
+
+/// `oauth2`'s requests go through [`AuthHttp::oauth2_request`].
+impl<'c> oauth2::AsyncHttpClient<'c> for AuthHttp {
+    type Error = AuthError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, AuthError>> + Send + 'c>,
+    >;
+
+    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
+        Box::pin(self.oauth2_request(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_loopback_http() {
+        for ok in [
+            "https://auth.example.com/token",
+            "http://127.0.0.1:8080/x",
+            "http://[::1]:9/x",
+            "http://localhost/x",
+            "http://127.9.9.9/x",
+        ] {
+            assert!(parse_url(ok, "u").is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://auth.example.com/token",
+            "http://10.0.0.1/x",
+            "http://localhost.evil.com/x",
+            "ftp://127.0.0.1/x",
+            "file:///etc/passwd",
+        ] {
+            let e = parse_url(bad, "u").unwrap_err();
+            assert!(matches!(e, AuthError::InsecureUrl { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains("https"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! [`OAuthProvider`]: the [`AuthProvider`] the HTTP transports (and any other transport on the
+//! seam) use. Every request carries a token that is valid for longer than the refresh margin;
+//! a background task refreshes ahead of expiry; a 401 triggers one refresh (or new
+//! authorization) and one retry; a 403 `insufficient_scope` a bounded step-up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_core::auth::redact_url;
+use mcp_core::{AuthChallenge, AuthProvider, AuthorizationValue, Error, ErrorKind};
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use crate::client::OAuthClient;
+use crate::credentials::TokenSet;
+use crate::discovery::BearerChallenge;
+use crate::error::AuthError;
+
+/// After a failed background refresh, the next attempt waits this long (or until expiry).
+const REFRESH_RETRY: Duration = Duration::from_secs(30);
+
+/// Runs an authorization that needs a user (or a stand-in for one): shows the URL, waits for
+/// the callback, exchanges the code — `mcph auth login` with a browser and a loopback
+/// listener, a test with an HTTP client.
+#[async_trait]
+pub trait Authorizer: Send + Sync + 'static {
+    /// Authorizes `client` and returns the tokens ([`OAuthClient::exchange_code`] stores them).
+    async fn authorize(&self, client: &OAuthClient) -> Result<TokenSet, AuthError>;
+}
+
+/// The OAuth [`AuthProvider`] of one server.
+pub struct OAuthProvider {
+    client: Arc<OAuthClient>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    refresher: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for OAuthProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthProvider")
+            .field("client", &self.client)
+            .field("interactive", &self.authorizer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OAuthProvider {
+    fn drop(&mut self) {
+        if let Some(task) = self.refresher.take() {
+            task.abort();
+        }
+    }
+}
+
+impl OAuthProvider {
+    /// A provider for `client`. With an `authorizer`, a server that asks for authorization is
+    /// authorized on the spot; without one, requests fail with an auth error naming the login
+    /// hint. Inside a tokio runtime, a background task (ended when the provider is dropped)
+    /// refreshes tokens before they expire.
+    pub fn new(client: Arc<OAuthClient>, authorizer: Option<Arc<dyn Authorizer>>) -> OAuthProvider {
+        let refresher = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|rt| rt.spawn(refresh_ahead(client.clone())));
+        OAuthProvider {
+            client,
+            authorizer,
+            refresher,
+        }
+    }
+
+    /// The OAuth client.
+    pub fn client(&self) -> &Arc<OAuthClient> {
+        &self.client
+    }
+
+    async fn handle_challenge(&self, challenge: &AuthChallenge) -> Result<bool, AuthError> {
+        let bearer = challenge
+            .www_authenticate
+            .as_deref()
+            .and_then(BearerChallenge::parse)
+            .unwrap_or_default();
+        let server = redact_url(self.client.config().server_url.as_str());
+        if challenge.status == 403 {
+            if !bearer.is_insufficient_scope() {
+                return Ok(false);
+            }
+            self.client.step_up(&bearer)?;
+            debug!(%server, scope = ?bearer.scope, "step-up authorization");
+            return self.obtain_new(&bearer).await.map(|_| true);
+        }
+        // 401: the token is missing, expired or revoked.
+        self.client.discover_auth_metadata(Some(&bearer)).await?;
+        if self.client.tokens().await?.is_some() {
+            match self.client.refresh_access_token().await {
+                Ok(_) => return Ok(true),
+                Err(e) if e.is_invalid_grant() || matches!(e, AuthError::NeedsLogin(_)) => {
+                    debug!(%server, "no refresh possible: {e}");
+                }
+                Err(e) => return Err(e),
+            }
+            self.client.forget_tokens().await?;
+        }
+        self.obtain_new(&bearer).await.map(|_| true)
+    }
+
+    /// New tokens by the machine grant or the authorizer.
+    async fn obtain_new(&self, _challenge: &BearerChallenge) -> Result<TokenSet, AuthError> {
+        if self.client.is_machine() {
+            return self.client.renew_machine_tokens().await;
+        }
+        match &self.authorizer {
+            Some(authorizer) => authorizer.authorize(&self.client).await,
+            None => Err(self.client.needs_login()),
+        }
+    }
+}
+
+#[async_trait]
+impl AuthProvider for OAuthProvider {
+    async fn authorization(&self) -> Result<Option<AuthorizationValue>, Error> {
+        match self.client.get_valid_token().await {
+            Ok(token) => Ok(Some(AuthorizationValue::bearer(token.expose()))),
+            // Without a token the request goes out bare: the server's 401 carries the
+            // challenge that discovery starts from.
+            Err(AuthError::NeedsLogin(_)) if self.authorizer.is_some() => Ok(None),
+            Err(e) => Err(to_error(e)),
+        }
+    }
+
+    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<bool, Error> {
+        self.handle_challenge(challenge).await.map_err(to_error)
+    }
+}
+
+fn to_error(e: AuthError) -> Error {
+    Error::new(
+        match e {
+            AuthError::Http(_) => ErrorKind::Network,
+            _ => ErrorKind::Auth,
+        },
+        e.to_string(),
+    )
+}
+
+/// The background refresher: sleeps until the token is due (expiry minus the margin),
+/// refreshes, and starts over when the tokens change.
+async fn refresh_ahead(client: Arc<OAuthClient>) {
+    loop {
+        let changed = client.tokens_changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        // Load from the store on first use, so stored tokens are refreshed too.
+        if let Err(e) = client.tokens().await {
+            warn!("cannot read the stored tokens: {e}");
+        }
+        let Some(due) = client.refresh_due_in() else {
+            changed.await;
+            continue;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(due) => {}
+            _ = &mut changed => continue,
+        }
+        match client.get_valid_token().await {
+            Ok(_) => {
+                debug!(server = %redact_url(client.config().server_url.as_str()), "token refreshed ahead of expiry")
+            }
+            Err(e) => {
+                warn!(server = %redact_url(client.config().server_url.as_str()), "background token refresh failed: {e}");
+                let wait = client.refresh_due_in().map_or(REFRESH_RETRY, |d| {
+                    d.max(Duration::from_secs(1)).min(REFRESH_RETRY)
+                });
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = changed => {}
+                }
+            }
+        }
+    }
+}
