@@ -152,7 +152,11 @@ struct State {
     loaded: bool,
     /// Scopes added by step-up challenges.
     step_up_scopes: BTreeSet<String>,
+    /// The scopes the last authorization asked for.
+    last_requested: BTreeSet<String>,
+    /// Step-ups so far, and whether the last one asked for nothing new.
     step_ups: u32,
+    repeated_step_up: bool,
 }
 
 /// The OAuth client of one MCP server.
@@ -248,6 +252,7 @@ impl OAuthClient {
             .map_err(|e| AuthError::Config(format!("invalid redirect URI: {e}")))?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let scopes = self.scopes_to_request(&metadata);
+        lock(&self.state).last_requested = scopes.iter().cloned().collect();
         let oauth = BasicClient::new(ClientId::new(client.client_id.clone()))
             .set_auth_uri(AuthUrl::from_url(authorize))
             .set_redirect_uri(redirect);
@@ -657,26 +662,34 @@ impl OAuthClient {
         )
     }
 
-    /// A 403 `insufficient_scope`: the scopes the next authorization asks for grow by the
-    /// challenge's (their union). Fails once [`MAX_STEP_UPS`] step-ups were tried.
+    /// A 403 `insufficient_scope`: the scopes the next authorization asks for grow to the
+    /// union of the granted, the last requested and the challenge's scopes. Fails after
+    /// [`MAX_STEP_UPS`] step-ups, and on a second step-up in a row that would ask for nothing
+    /// new (the server will not grant what it asks for).
     pub fn step_up(&self, challenge: &BearerChallenge) -> Result<(), AuthError> {
+        let server = redact_url(self.config.server_url.as_str());
         let mut state = lock(&self.state);
-        if state.step_ups >= MAX_STEP_UPS {
+        let wanted: BTreeSet<String> = challenge.scope.iter().flatten().cloned().collect();
+        let nothing_new = wanted.is_subset(&state.last_requested);
+        if state.step_ups >= MAX_STEP_UPS || (nothing_new && state.repeated_step_up) {
             return Err(AuthError::GaveUp(format!(
-                "{} still answers 403 insufficient_scope after {MAX_STEP_UPS} re-authorizations; giving up",
-                redact_url(self.config.server_url.as_str())
+                "{server} still answers 403 insufficient_scope (scope {:?}) after {} \
+                 re-authorization(s); giving up",
+                wanted.iter().cloned().collect::<Vec<_>>().join(" "),
+                state.step_ups
             )));
         }
         state.step_ups += 1;
-        for scope in challenge.scope.iter().flatten() {
-            state.step_up_scopes.insert(scope.clone());
-        }
+        state.repeated_step_up = nothing_new;
         let granted: Vec<String> = state
             .held
             .as_ref()
             .map(|h| h.tokens.scopes.clone())
             .unwrap_or_default();
+        let last: Vec<String> = state.last_requested.iter().cloned().collect();
         state.step_up_scopes.extend(granted);
+        state.step_up_scopes.extend(last);
+        state.step_up_scopes.extend(wanted);
         Ok(())
     }
 
@@ -776,7 +789,12 @@ impl OAuthClient {
             .scopes_supported
             .as_ref()
             .is_some_and(|s| s.iter().any(|s| s == OFFLINE_ACCESS));
-        if offers_offline && !self.is_machine() && !scopes.iter().any(|s| s == OFFLINE_ACCESS) {
+        // Only with other scopes: a server that defines none gets no `scope` at all.
+        if offers_offline
+            && !self.is_machine()
+            && !scopes.is_empty()
+            && !scopes.iter().any(|s| s == OFFLINE_ACCESS)
+        {
             scopes.push(OFFLINE_ACCESS.into());
         }
         scopes
@@ -905,11 +923,7 @@ impl OAuthClient {
             .get("token_endpoint_auth_method")
             .and_then(Value::as_str)
             .and_then(TokenEndpointAuth::parse)
-            .unwrap_or(if client_secret.is_some() {
-                TokenEndpointAuth::ClientSecretBasic
-            } else {
-                TokenEndpointAuth::None
-            });
+            .unwrap_or(method);
         info!(issuer = %server.issuer, method = auth_method.as_str(), "client registered");
         Ok(ClientIdentity {
             client_id,
@@ -949,13 +963,12 @@ impl OAuthClient {
     }
 }
 
-/// `client_secret_basic` unless the server lists only `client_secret_post`.
+/// `client_secret_post` where the server lists it (servers that list both do not all accept
+/// Basic without a `client_id` in the body), else `client_secret_basic` (the RFC 6749
+/// default).
 fn pick_secret_method(supported: Option<&[String]>) -> TokenEndpointAuth {
     match supported {
-        Some(s)
-            if !s.iter().any(|m| m == "client_secret_basic")
-                && s.iter().any(|m| m == "client_secret_post") =>
-        {
+        Some(s) if s.iter().any(|m| m == "client_secret_post") => {
             TokenEndpointAuth::ClientSecretPost
         }
         _ => TokenEndpointAuth::ClientSecretBasic,

@@ -299,7 +299,7 @@ pub async fn discover(
                 )));
             };
             let issuer = parse_url(issuer, "authorization server")?;
-            match fetch_server_metadata(http, &issuer).await? {
+            match fetch_server_metadata(http, &issuer, true).await? {
                 Some(meta) => (meta, false),
                 None => {
                     return Err(AuthError::Discovery(format!(
@@ -311,9 +311,11 @@ pub async fn discover(
             }
         }
         None => {
-            // 2025-03-26: the MCP server's origin is the authorization server.
+            // 2025-03-26: the MCP server's origin is the authorization server's base URL. Its
+            // metadata may name an issuer under that origin (e.g. `{origin}/oauth`), so only
+            // the origin is checked.
             let origin = origin_of(server_url);
-            match fetch_server_metadata(http, &origin).await? {
+            match fetch_server_metadata(http, &origin, false).await? {
                 Some(meta) => (meta, false),
                 None => (default_server_metadata(&origin), true),
             }
@@ -386,10 +388,12 @@ pub fn server_metadata_urls(issuer: &Url) -> Result<Vec<Url>, AuthError> {
     paths.iter().map(|p| join(&origin, p)).collect()
 }
 
-/// The first authorization server metadata document found for `issuer`, its `issuer` checked.
+/// The first authorization server metadata document found for `issuer`. With `exact`, its
+/// `issuer` must be `issuer`; without, it must at least be on the same origin.
 async fn fetch_server_metadata(
     http: &AuthHttp,
     issuer: &Url,
+    exact: bool,
 ) -> Result<Option<AuthorizationServerMetadata>, AuthError> {
     for url in server_metadata_urls(issuer)? {
         let fetched = http.get_json(&url).await?;
@@ -399,7 +403,12 @@ async fn fetch_server_metadata(
         }
         let meta: AuthorizationServerMetadata =
             fetched.json("authorization server metadata", &url)?;
-        if !same_issuer(&meta.issuer, issuer.as_str()) {
+        let matches = if exact {
+            same_issuer(&meta.issuer, issuer.as_str())
+        } else {
+            Url::parse(&meta.issuer).is_ok_and(|found| found.origin() == issuer.origin())
+        };
+        if !matches {
             return Err(AuthError::IssuerMismatch {
                 url: redact_url(url.as_str()),
                 expected: redact_url(issuer.as_str()),

@@ -8,6 +8,8 @@
 //! session (DELETE) and exits 0. On error it prints one line to stderr and exits 1; an unknown
 //! scenario is an error too, so it shows up as a failure instead of passing silently.
 
+mod auth;
+
 use mcp_core::McpServiceExt;
 use mcp_core::RequestOptions;
 use std::process::ExitCode;
@@ -21,7 +23,8 @@ use mcp_core::{ClientHandler, ClientSession, ErrorObject, SessionOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::{json, Value};
 
-/// The client scenarios this binary implements (suite 0.1.16 names).
+/// The client scenarios this binary implements (suite 0.1.16 names), besides every `auth/…`
+/// scenario (see [`auth`]).
 const SCENARIOS: &[&str] = &[
     "initialize",
     "tools_call",
@@ -92,14 +95,19 @@ fn main() -> ExitCode {
 }
 
 async fn run(scenario: &str, url: &str) -> Result<(), String> {
-    if !SCENARIOS.contains(&scenario) {
+    let is_auth = scenario.starts_with("auth/");
+    if !SCENARIOS.contains(&scenario) && !is_auth {
         return Err(format!(
-            "unsupported scenario (MCP_CONFORMANCE_SCENARIO); supported: {}",
+            "unsupported scenario (MCP_CONFORMANCE_SCENARIO); supported: {}, auth/*",
             SCENARIOS.join(", ")
         ));
     }
-    let transport = StreamableHttpTransport::new(HttpServerConfig::new(url))
-        .map_err(|e| format!("transport: {e}"))?;
+    let mut config = HttpServerConfig::new(url);
+    if is_auth {
+        let context = std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_default();
+        config = config.auth(auth::provider(scenario, url, &context)?);
+    }
+    let transport = StreamableHttpTransport::new(config).map_err(|e| format!("transport: {e}"))?;
     let options = SessionOptions::default()
         .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"))
         .with_request_timeout(REQUEST_TIMEOUT)
@@ -124,6 +132,8 @@ async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
     let (tool, arguments) = match scenario {
         // The handshake is the whole test; the server lists no tools.
         "initialize" => return Ok(()),
+        // The protected server's one tool; the call is what triggers a step-up.
+        s if s.starts_with("auth/") => ("test-tool", Some(json!({}))),
         "tools_call" => ("add_numbers", Some(json!({ "a": 5, "b": 3 }))),
         // The server elicits during the call; `AcceptDefaults` answers.
         "elicitation-sep1034-client-defaults" => ("test_client_elicitation_defaults", None),

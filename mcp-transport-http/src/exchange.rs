@@ -82,7 +82,21 @@ impl Exchange {
                     .map(str::to_owned),
             };
             let retry = match (&self.auth, retried) {
-                (Some(auth), false) => auth.on_challenge(&challenge).await.unwrap_or(false),
+                (Some(auth), false) => match auth.on_challenge(&challenge).await {
+                    Ok(retry) => retry,
+                    // The provider says why it has no credentials (e.g. "log in first").
+                    Err(e) => {
+                        return Err(TransportError::recoverable(
+                            TransportErrorKind::Unauthorized,
+                            format!(
+                                "{} answered HTTP {}: {}",
+                                self.display_url,
+                                status.as_u16(),
+                                e.message()
+                            ),
+                        ))
+                    }
+                },
                 _ => false,
             };
             if !retry {
