@@ -24,7 +24,7 @@ use oauth2::{
 };
 use serde_json::{json, Value};
 use tokio::time::Instant;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 use url::Url;
 
 use crate::config::{CrossAppAccess, Grant, OAuthConfig};
@@ -229,6 +229,57 @@ impl OAuthClient {
         let mut state = lock(&self.state);
         state.metadata = Some(metadata.clone());
         Ok(metadata)
+    }
+
+    /// Asks the server (an unauthenticated `initialize`) for its challenge and discovers from
+    /// it, so a login can start before any call was refused. Returns `Ok(None)` when the
+    /// server accepted the request: it needs no authorization.
+    pub async fn probe(&self) -> Result<Option<Arc<AuthMetadata>>, AuthError> {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": mcp_core::ProtocolVersion::LATEST.as_str(),
+                "capabilities": {},
+                "clientInfo": { "name": self.config.client_name, "version": env!("CARGO_PKG_VERSION") }
+            }
+        });
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
+        let bytes = serde_json::to_vec(&body)
+            .map_err(|e| AuthError::Http(format!("cannot encode a request: {e}")))?;
+        let answer = self
+            .http
+            .execute(
+                reqwest::Method::POST,
+                &self.config.server_url,
+                headers,
+                Some(bytes),
+            )
+            .await?;
+        if answer.status != 401 && answer.status != 403 {
+            if answer.is_success() {
+                return Ok(None);
+            }
+            // Not a challenge: discovery goes by the well-known URLs alone.
+            return self.discover_auth_metadata(None).await.map(Some);
+        }
+        let challenge = answer
+            .headers
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(BearerChallenge::parse);
+        self.discover_auth_metadata(challenge.as_ref())
+            .await
+            .map(Some)
     }
 
     /// Starts an authorization: discovery, a client identity (pre-registered, client ID
@@ -712,8 +763,7 @@ impl OAuthClient {
     /// The error for "a user must authorize", with the configured hint.
     pub fn needs_login(&self) -> AuthError {
         AuthError::NeedsLogin(format!(
-            "{} needs authorization: no valid token{}",
-            redact_url(self.config.server_url.as_str()),
+            "authorization needed: no valid token is stored{}",
             self.config
                 .login_hint
                 .as_deref()
@@ -725,7 +775,15 @@ impl OAuthClient {
     /// Loads from the store on first use.
     async fn current(&self) -> Result<Option<Held>, AuthError> {
         if !lock(&self.state).loaded {
-            let stored = self.store.load(&self.config.store_key).await?;
+            // An unreadable entry (a store that fails, a corrupt entry) counts as none: the
+            // server then asks for a login, whose tokens replace the entry.
+            let stored = match self.store.load(&self.config.store_key).await {
+                Ok(stored) => stored,
+                Err(e) => {
+                    warn!(store = %self.store.describe(), "cannot read the stored tokens: {e}");
+                    None
+                }
+            };
             let mut state = lock(&self.state);
             if !state.loaded {
                 state.loaded = true;

@@ -1,20 +1,21 @@
 //! OAuth 2.1 for MCP clients (the 2025-11-25 authorization specification and its extensions).
 //!
-//! - [`discovery`]: the `WWW-Authenticate` challenge, protected resource metadata (RFC 9728)
+//! - [`discovery`] — the `WWW-Authenticate` challenge, protected resource metadata (RFC 9728)
 //!   and authorization server metadata (RFC 8414 / OpenID), with the 2025-03-26 fallbacks.
-//! - [`client`]: [`OAuthClient`], the seed's interface for one server: discover, initiate an
+//! - [`client`] — [`OAuthClient`], the seed's interface for one server: discover, initiate an
 //!   authorization (PKCE S256), exchange the code, refresh, get a valid token; client identity
 //!   (pre-registered → client ID metadata document → dynamic registration); machine grants
 //!   (client credentials, `private_key_jwt`, cross-app access); revocation.
-//! - [`provider`]: [`OAuthProvider`], the `AuthProvider` the transports use: background
+//! - [`provider`] — [`OAuthProvider`], the `AuthProvider` the transports use: background
 //!   refresh, one refresh-and-retry on 401, bounded step-up on 403; [`Authorizer`] runs logins.
-//! - [`config`]: [`OAuthConfig`] and [`Grant`].
-//! - [`credentials`]: tokens and client identities, what is stored per server.
-//! - [`store`]: the [`TokenStore`] trait; the OS credential store and memory backends.
-//! - [`http`]: the one HTTP client all OAuth requests use (https or loopback http only).
-//! - [`jwt`]: ES256 client assertions.
-//! - [`secret`]: [`Secret`], a value that is never shown.
-//! - [`error`]: [`AuthError`].
+//! - [`config`] — [`OAuthConfig`] and [`Grant`].
+//! - [`credentials`] — tokens and client identities, what is stored per server.
+//! - [`store`] — the [`TokenStore`] trait; the OS credential store and memory backends.
+//! - [`http`] — the one HTTP client all OAuth requests use (https or loopback http only).
+//! - [`login`] — [`LoopbackLogin`], a browser login with a loopback redirect listener.
+//! - [`jwt`] — ES256 client assertions.
+//! - [`secret`] — [`Secret`], a value that is never shown.
+//! - [`error`] — [`AuthError`].
 
 pub mod client;
 pub mod config;
@@ -23,6 +24,7 @@ pub mod discovery;
 pub mod error;
 pub mod http;
 pub mod jwt;
+pub mod login;
 pub mod provider;
 pub mod secret;
 pub mod store;
@@ -32,6 +34,7 @@ pub use config::{CrossAppAccess, Grant, OAuthConfig};
 pub use credentials::{ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet};
 pub use discovery::{AuthMetadata, BearerChallenge};
 pub use error::AuthError;
+pub use login::{LoopbackLogin, Presenter};
 pub use provider::{Authorizer, OAuthProvider};
 pub use secret::Secret;
 pub use store::{default_store, DefaultStore, MemoryStore, StoreError, StoreKey, TokenStore};

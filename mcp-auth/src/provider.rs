@@ -121,9 +121,9 @@ impl AuthProvider for OAuthProvider {
     async fn authorization(&self) -> Result<Option<AuthorizationValue>, Error> {
         match self.client.get_valid_token().await {
             Ok(token) => Ok(Some(AuthorizationValue::bearer(token.expose()))),
-            // Without a token the request goes out bare: the server's 401 carries the
-            // challenge that discovery starts from.
-            Err(AuthError::NeedsLogin(_)) if self.authorizer.is_some() => Ok(None),
+            // Without a token the request goes out bare: a server that needs none answers,
+            // and one that does answers 401 with the challenge discovery starts from.
+            Err(AuthError::NeedsLogin(_)) => Ok(None),
             Err(e) => Err(to_error(e)),
         }
     }

@@ -100,6 +100,13 @@ Example: mcph call fixture__add --arg a=2 --arg b=40"
     /// List the prompts of every ready server (qualified `server__prompt` names)
     Prompts,
 
+    /// OAuth logins: log in to a server, show what is stored, log out
+    Auth {
+        /// What to do.
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+
     /// Get (render) a prompt
     Prompt {
         /// The prompt, `server__prompt` (see `mcph prompts`)
@@ -107,6 +114,30 @@ Example: mcph call fixture__add --arg a=2 --arg b=40"
         /// One argument, KEY=VALUE (repeatable; values are strings)
         #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         args: Vec<(String, String)>,
+    },
+}
+
+/// `mcph auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Log in to a server: opens the browser (or prints the URL) and catches the redirect on
+    /// a loopback port; the tokens go to the OS credential store
+    Login {
+        /// The server (as named in the configuration)
+        server: String,
+        /// Print the URL instead of opening a browser
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the authorization, in seconds
+        #[arg(long, value_name = "SECS", default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Show which servers have tokens, when they expire and their scopes (never the tokens)
+    Status,
+    /// Revoke a server's tokens where it supports revocation, and delete them
+    Logout {
+        /// The server (as named in the configuration)
+        server: String,
     },
 }
 

@@ -20,7 +20,7 @@ use clap::Parser;
 use mcp_client::{ClientOptions, McpClient};
 use mcp_core::types::Implementation;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{AuthCommand, Cli, Command};
 use crate::config_source::{Source, FIXTURE_SUBCOMMAND};
 use crate::errors::{CliError, EXIT_FAILURE, EXIT_OK};
 
@@ -129,14 +129,25 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         "configuration resolved"
     );
 
+    if let Command::Auth { command } = &cli.command {
+        // Logins work on the configuration and the store; no server is started.
+        return tokio::select! {
+            biased;
+            _ = &mut ctrl_c => Err(CliError::Interrupted),
+            outcome = auth(&config, command, cli.json) => outcome,
+        };
+    }
+
     let options = ClientOptions {
         client_info: Implementation::new("mcph", env!("CARGO_PKG_VERSION")),
         shutdown_timeout: Duration::from_secs(3),
     };
+    let oauth = commands::auth::policy();
+    commands::auth::note_store_fallback(&oauth, &config, cli.json);
     let client = tokio::select! {
         biased;
         _ = &mut ctrl_c => return Err(CliError::Interrupted),
-        client = McpClient::start(config, options) => client,
+        client = McpClient::builder(config).options(options).oauth(oauth).start() => client,
     };
 
     let outcome = tokio::select! {
@@ -152,6 +163,31 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         () = client.shutdown() => {}
     }
     outcome
+}
+
+async fn auth(
+    config: &mcp_client::ClientConfig,
+    command: &AuthCommand,
+    json: bool,
+) -> Result<(), CliError> {
+    match command {
+        AuthCommand::Login {
+            server,
+            no_browser,
+            timeout,
+        } => {
+            commands::auth::login(
+                config,
+                server,
+                *no_browser,
+                Duration::from_secs(*timeout),
+                json,
+            )
+            .await
+        }
+        AuthCommand::Status => commands::auth::status(config, json).await,
+        AuthCommand::Logout { server } => commands::auth::logout(config, server, json).await,
+    }
 }
 
 async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
@@ -170,5 +206,7 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
         }
         Command::Prompts => commands::prompts::list(client, json).await,
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
+        // Handled before any server starts (see `execute`).
+        Command::Auth { .. } => Ok(()),
     }
 }

@@ -117,8 +117,8 @@ fn no_secret_reaches_logs_errors_debug_output_or_mcph_output() {
             labels,
             [
                 ("broken", "unavailable"),
-                ("denied", "needs-credentials"),
-                ("legacy", "needs-credentials"),
+                ("denied", "needs-auth"),
+                ("legacy", "needs-auth"),
                 ("local", "ready"),
                 ("refused", "unavailable"),
                 ("remote", "ready"),
@@ -200,7 +200,7 @@ fn no_secret_reaches_logs_errors_debug_output_or_mcph_output() {
         printed.contains("local__echo") && printed.contains("TRACE"),
         "mcph ran verbosely:\n{printed}"
     );
-    assert!(printed.contains("needs-credentials"), "{printed}");
+    assert!(printed.contains("needs-auth"), "{printed}");
     assert_no_secret("mcph's output", &printed);
     drop(http);
 }

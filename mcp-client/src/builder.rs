@@ -26,6 +26,8 @@ pub struct McpClientBuilder {
     pub(crate) session_options: Option<SessionOptionsHook>,
     pub(crate) stack: StackPolicy,
     pub(crate) supervision: SupervisionPolicy,
+    #[cfg(feature = "oauth")]
+    pub(crate) oauth: crate::auth::OAuthPolicy,
 }
 
 impl McpClientBuilder {
@@ -37,7 +39,17 @@ impl McpClientBuilder {
             session_options: None,
             stack: StackPolicy::default(),
             supervision: SupervisionPolicy::default(),
+            #[cfg(feature = "oauth")]
+            oauth: crate::auth::OAuthPolicy::default(),
         }
+    }
+
+    /// Sets how servers that use OAuth are authorized (token store, login hint, interactive
+    /// login); see [`OAuthPolicy`](crate::OAuthPolicy).
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, policy: crate::auth::OAuthPolicy) -> Self {
+        self.oauth = policy;
+        self
     }
 
     /// Sets the client name and shutdown bound.

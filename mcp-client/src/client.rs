@@ -98,6 +98,8 @@ struct Inner {
     session_options: Option<SessionOptionsHook>,
     stack: StackPolicy,
     supervision: SupervisionPolicy,
+    #[cfg(feature = "oauth")]
+    oauth: crate::auth::OAuthPolicy,
 }
 
 use mcp_core::sync::lock;
@@ -153,6 +155,8 @@ impl McpClient {
             session_options: builder.session_options,
             stack: builder.stack,
             supervision: builder.supervision,
+            #[cfg(feature = "oauth")]
+            oauth: builder.oauth,
         });
         let servers: Vec<Arc<ManagedServer>> = builder
             .config
@@ -652,6 +656,8 @@ impl Inner {
                 stack: &self.stack,
                 supervision: &self.supervision,
                 notifications: self.notifications.clone(),
+                #[cfg(feature = "oauth")]
+                oauth: &self.oauth,
             },
         )
     }

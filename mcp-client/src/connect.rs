@@ -21,6 +21,13 @@ pub(crate) type HttpMemo = mcp_transport_http::HttpFlavorMemo;
 #[cfg(not(feature = "http"))]
 pub(crate) type HttpMemo = ();
 
+/// The OAuth provider of a server that uses OAuth.
+#[cfg(feature = "oauth")]
+pub(crate) type ServerAuth = Option<Arc<mcp_auth::OAuthProvider>>;
+/// Nothing without OAuth.
+#[cfg(not(feature = "oauth"))]
+pub(crate) type ServerAuth = ();
+
 /// State every new session of a server is brought to before anyone uses it.
 #[derive(Debug, Default)]
 pub(crate) struct SessionSetup {
@@ -35,6 +42,7 @@ pub(crate) struct ServerConnector {
     options: SessionOptions,
     memo: HttpMemo,
     setup: Arc<Mutex<SessionSetup>>,
+    auth: ServerAuth,
 }
 
 impl ServerConnector {
@@ -43,6 +51,7 @@ impl ServerConnector {
         handler: Arc<dyn ClientHandler>,
         options: SessionOptions,
         setup: Arc<Mutex<SessionSetup>>,
+        auth: ServerAuth,
     ) -> ServerConnector {
         ServerConnector {
             config,
@@ -50,6 +59,7 @@ impl ServerConnector {
             options,
             memo: HttpMemo::default(),
             setup,
+            auth,
         }
     }
 
@@ -76,6 +86,7 @@ impl Connector for ServerConnector {
             self.handler.clone(),
             self.options.clone(),
             &self.memo,
+            &self.auth,
         )
         .await?;
         self.bring_up(&session).await;
@@ -87,12 +98,34 @@ impl Connector for ServerConnector {
 fn http_config(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
+    auth: &ServerAuth,
 ) -> mcp_transport_http::HttpServerConfig {
     let mut config = mcp_transport_http::HttpServerConfig::new(url);
     for (name, value) in headers {
         config = config.header(name, value);
     }
+    #[cfg(feature = "oauth")]
+    if let Some(provider) = auth {
+        config = config.auth(provider.clone());
+    }
+    #[cfg(not(feature = "oauth"))]
+    let () = auth;
     config
+}
+
+/// The token a stdio server with `oauth: { resource, token_env }` gets in its environment: a
+/// valid one for that resource (refreshed if need be), or an auth error naming the login.
+#[cfg(feature = "oauth")]
+async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
+    let Some(provider) = auth else {
+        return Ok(None);
+    };
+    let token = provider
+        .client()
+        .get_valid_token()
+        .await
+        .map_err(Error::from)?;
+    Ok(Some(token.expose().to_owned()))
 }
 
 /// Connects to one server and performs the handshake (bounded by `options.initialize_timeout`).
@@ -101,9 +134,12 @@ async fn open(
     handler: Arc<dyn ClientHandler>,
     options: SessionOptions,
     memo: &HttpMemo,
+    auth: &ServerAuth,
 ) -> Result<ClientSession, Error> {
     #[cfg(not(feature = "http"))]
     let _ = memo;
+    #[cfg(not(any(feature = "http", feature = "oauth")))]
+    let () = auth;
     match &server.transport {
         #[cfg(feature = "stdio")]
         TransportConfig::Stdio {
@@ -122,26 +158,33 @@ async fn open(
             if let Some(cwd) = cwd {
                 config = config.cwd(cwd);
             }
+            #[cfg(feature = "oauth")]
+            if let (Some(variable), Some(token)) =
+                (&server.oauth.token_env, stdio_token(auth).await?)
+            {
+                config = config.env(variable, token);
+            }
             let transport = StdioTransport::spawn(config)?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Http { url, headers } => {
             let transport =
-                mcp_transport_http::StreamableHttpTransport::new(http_config(url, headers))?;
+                mcp_transport_http::StreamableHttpTransport::new(http_config(url, headers, auth))?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Sse { url, headers } => {
             let transport =
-                mcp_transport_http::LegacySseTransport::connect(http_config(url, headers)).await?;
+                mcp_transport_http::LegacySseTransport::connect(http_config(url, headers, auth))
+                    .await?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Url { url, headers } => {
             let memo = memo.clone();
             let transport =
-                mcp_transport_http::HttpTransport::new(http_config(url, headers), memo)?;
+                mcp_transport_http::HttpTransport::new(http_config(url, headers, auth), memo)?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[allow(unreachable_patterns)]

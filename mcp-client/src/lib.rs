@@ -13,12 +13,16 @@
 //! - [`catalog`]: the tool and prompt catalogs and their diffs ([`CatalogChange`]).
 //! - [`naming`]: qualified `server__tool` names within the 64-character limit of model APIs.
 //! - [`status`]: each server's visible state ([`ServerReport`]).
+//! - `auth` (feature `oauth`): OAuth for remote servers — stored tokens on every request,
+//!   `needs-auth` when a login is needed, tokens for stdio servers through the environment.
 //!
 //! Profiles are cargo features: `minimal` (core + stdio), `professional`, `enterprise`; see
 //! [`PROFILE`].
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "oauth")]
+pub mod auth;
 mod builder;
 pub mod catalog;
 mod client;
@@ -32,6 +36,8 @@ mod stack;
 pub mod status;
 mod supervisor;
 
+#[cfg(feature = "oauth")]
+pub use auth::OAuthPolicy;
 pub use builder::{McpClientBuilder, SessionOptionsHook};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient};

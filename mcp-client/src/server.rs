@@ -33,6 +33,8 @@ pub(crate) struct ServerContext<'a> {
     pub(crate) stack: &'a StackPolicy,
     pub(crate) supervision: &'a SupervisionPolicy,
     pub(crate) notifications: broadcast::Sender<ClientNotification>,
+    #[cfg(feature = "oauth")]
+    pub(crate) oauth: &'a crate::auth::OAuthPolicy,
 }
 
 impl ManagedServer {
@@ -46,11 +48,16 @@ impl ManagedServer {
             notifications: context.notifications,
         });
         let setup = Arc::new(Mutex::new(SessionSetup::default()));
+        #[cfg(feature = "oauth")]
+        let auth = context.oauth.provider_for(&config);
+        #[cfg(not(feature = "oauth"))]
+        let auth = crate::connect::ServerAuth::default();
         let connector: Arc<dyn mcp_core::Connector> = Arc::new(ServerConnector::new(
             config.clone(),
             handler,
             context.session_options.clone(),
             setup.clone(),
+            auth,
         ));
         let initial = if !config.enabled {
             ServerStatus::Disabled

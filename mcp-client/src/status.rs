@@ -50,7 +50,7 @@ pub enum ServerStatus {
 
 impl ServerStatus {
     /// A one-word label: `starting`, `ready`, `reconnecting`, `unavailable`, `probing`,
-    /// `needs-credentials`, `stopped`, `disabled`.
+    /// `needs-auth`, `stopped`, `disabled`.
     pub fn label(&self) -> &'static str {
         match self {
             ServerStatus::Starting => "starting",
@@ -58,7 +58,7 @@ impl ServerStatus {
             ServerStatus::Reconnecting { .. } => "reconnecting",
             ServerStatus::Unavailable { .. } => "unavailable",
             ServerStatus::Probing => "probing",
-            ServerStatus::NeedsCredentials { .. } => "needs-credentials",
+            ServerStatus::NeedsCredentials { .. } => "needs-auth",
             ServerStatus::Stopped => "stopped",
             ServerStatus::Disabled => "disabled",
         }

@@ -1,5 +1,5 @@
 //! Where tokens live: a small [`TokenStore`] trait, one entry per server and account, with the
-//! OS credential store ([`KeyringStore`], feature `keyring`) and the process's memory
+//! OS credential store (`KeyringStore`, feature `keyring`) and the process's memory
 //! ([`MemoryStore`]) as backends. Nothing is ever written to a plaintext file.
 //!
 //! [`default_store`] picks the OS store when one is reachable and otherwise falls back to
@@ -12,6 +12,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use crate::credentials::StoredCredentials;
+
+#[cfg(feature = "keyring")]
+mod keyring;
+#[cfg(feature = "keyring")]
+pub use self::keyring::KeyringStore;
 
 /// Which entry: one per server and account, never shared between servers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -118,10 +123,37 @@ pub struct DefaultStore {
 
 /// The OS credential store for `service` (the application's name, e.g. `"mcph"`) when one is
 /// reachable; otherwise a [`MemoryStore`] and the reason.
+///
+/// With the `keyring` feature this is `KeyringStore::open`, which blocks while it probes the OS
+/// store (at most `KeyringStore::DEFAULT_TIMEOUT`, 10 s, per backend tried): call it at startup
+/// or from `spawn_blocking`, not on an async worker thread.
 pub fn default_store(service: &str) -> DefaultStore {
-    let _ = service;
-    DefaultStore {
-        store: Arc::new(MemoryStore::new()),
-        fallback_reason: Some("built without OS credential store support".into()),
+    #[cfg(feature = "keyring")]
+    {
+        match KeyringStore::open(service) {
+            Ok(store) => DefaultStore {
+                store: Arc::new(store),
+                fallback_reason: None,
+            },
+            Err(err) => {
+                tracing::debug!(reason = %err, "no OS credential store; tokens stay in memory");
+                DefaultStore {
+                    store: Arc::new(MemoryStore::new()),
+                    fallback_reason: Some(format!(
+                        "{err}; tokens are kept in memory for this process only"
+                    )),
+                }
+            }
+        }
+    }
+    #[cfg(not(feature = "keyring"))]
+    {
+        let _ = service;
+        DefaultStore {
+            store: Arc::new(MemoryStore::new()),
+            fallback_reason: Some(
+                "built without OS credential store support (feature `keyring`)".into(),
+            ),
+        }
     }
 }

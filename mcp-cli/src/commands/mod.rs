@@ -1,5 +1,6 @@
 //! One module per command group; helpers shared by them.
 
+pub mod auth;
 pub mod call;
 pub mod prompts;
 pub mod resources;
@@ -12,14 +13,14 @@ use crate::errors::{first_line, reason_line, CliError, Missing};
 use crate::output;
 
 /// What a server that is not ready is doing, to follow its name: `is unavailable: <first line
-/// of the reason>`, `needs credentials: …`, `is reconnecting (attempt 2)`, `is disabled`.
+/// of the reason>`, `needs auth: …`, `is reconnecting (attempt 2)`, `is disabled`.
 pub fn status_why(status: &ServerStatus) -> String {
     match status {
         ServerStatus::Unavailable { reason } => {
             format!("is unavailable: {}", reason_line(reason))
         }
         ServerStatus::NeedsCredentials { reason } => {
-            format!("needs credentials: {}", reason_line(reason))
+            format!("needs auth: {}", reason_line(reason))
         }
         other => format!("is {other}"),
     }

@@ -54,7 +54,7 @@ pub fn run(client: &McpClient, json: bool) -> Result<(), CliError> {
     let mut summary = vec![format!("{} ready", count("ready"))];
     for label in [
         "unavailable",
-        "needs-credentials",
+        "needs-auth",
         "reconnecting",
         "probing",
         "starting",

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::error::{ConfigError, ConfigErrorKind};
 use super::fields::{Ctx, Obj};
-use super::model::{ServerConfig, TransportConfig};
+use super::model::{OAuthSettings, ServerConfig, TransportConfig};
 use super::node::Node;
 use super::settings::{
     BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
@@ -246,7 +246,80 @@ fn read_extras(obj: &Obj<'_>, ctx: &Ctx<'_>, server: &mut ServerConfig) -> Resul
             .duration(ctx, "probe_interval_sec", 1.0)?
             .unwrap_or(DEFAULT_PROBE_INTERVAL),
     };
+    server.oauth = read_oauth(obj, ctx)?;
     Ok(())
+}
+
+/// `oauth: { … }` (snake_case or the camelCase other tools write), or `oauth: false`.
+fn read_oauth(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<OAuthSettings, ConfigError> {
+    if let Some(Node::Bool(on)) = obj.get("oauth") {
+        return Ok(OAuthSettings {
+            disabled: !on,
+            ..OAuthSettings::default()
+        });
+    }
+    let Some(oauth) = obj.object(ctx, "oauth")? else {
+        return Ok(OAuthSettings::default());
+    };
+    let either = |a: &str, b: &str| -> Result<Option<String>, ConfigError> {
+        Ok(oauth.expanded(ctx, a)?.or(oauth.expanded(ctx, b)?))
+    };
+    let client_secret_env = either("client_secret_env", "clientSecretEnv")?;
+    let client_secret = match &client_secret_env {
+        None => None,
+        Some(variable) => match (ctx.env)(variable).filter(|v| !v.is_empty()) {
+            Some(secret) => Some(secret),
+            None => {
+                return Err(ctx.error(
+                    ConfigErrorKind::UnsetVariable,
+                    "oauth.client_secret_env",
+                    format!(
+                        "environment variable {variable} is not set (it should hold the OAuth \
+                         client secret for this server)"
+                    ),
+                ))
+            }
+        },
+    };
+    let scopes = match oauth.get("scopes") {
+        Some(Node::Str(s)) => s.split_whitespace().map(str::to_owned).collect(),
+        Some(_) => oauth.string_list(ctx, "scopes", true)?.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let port_key = [
+        "redirect_port",
+        "redirectPort",
+        "callbackPort",
+        "callback_port",
+    ]
+    .into_iter()
+    .find(|k| oauth.has(k));
+    let redirect_port = match port_key {
+        None => None,
+        Some(key) => {
+            let port = oauth.u32(ctx, key)?.unwrap_or(0);
+            Some(u16::try_from(port).map_err(|_| {
+                ctx.error(
+                    ConfigErrorKind::Invalid,
+                    &oauth.path(key),
+                    format!("expected a port number (0-65535), found {port}"),
+                )
+            })?)
+        }
+    };
+    let settings = OAuthSettings {
+        disabled: false,
+        client_id: either("client_id", "clientId")?,
+        client_secret_env,
+        client_secret,
+        scopes,
+        redirect_port,
+        client_metadata_url: either("client_metadata_url", "clientMetadataUrl")?,
+        resource: either("resource", "resource_url")?,
+        token_env: either("token_env", "tokenEnv")?,
+    };
+    oauth.log_unknown(ctx);
+    Ok(settings)
 }
 
 fn read_pool(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<PoolSettings, ConfigError> {
@@ -350,6 +423,41 @@ fn validate(server: &ServerConfig, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
         | TransportConfig::Sse { url, .. }
         | TransportConfig::Url { url, .. } => {
             check_url(url).map_err(|m| ctx.error(ConfigErrorKind::Invalid, "url", m))?;
+        }
+    }
+    let oauth = &server.oauth;
+    let is_stdio = matches!(server.transport, TransportConfig::Stdio { .. });
+    if !is_stdio && (oauth.resource.is_some() || oauth.token_env.is_some()) {
+        let field = if oauth.resource.is_some() {
+            "oauth.resource"
+        } else {
+            "oauth.token_env"
+        };
+        return Err(ctx.error(
+            ConfigErrorKind::Invalid,
+            field,
+            "only stdio servers take `resource` and `token_env` (a remote server is its own resource)",
+        ));
+    }
+    match (&oauth.resource, &oauth.token_env) {
+        (Some(resource), Some(_)) => {
+            check_url(resource)
+                .map_err(|m| ctx.error(ConfigErrorKind::Invalid, "oauth.resource", m))?;
+        }
+        (None, None) => {}
+        (Some(_), None) => {
+            return Err(ctx.error(
+                ConfigErrorKind::Missing,
+                "oauth.token_env",
+                "`resource` needs `token_env`, the variable the token is passed to the server in",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ctx.error(
+                ConfigErrorKind::Missing,
+                "oauth.resource",
+                "`token_env` needs `resource`, the http(s) URL of the protected resource whose token the server needs",
+            ))
         }
     }
     server

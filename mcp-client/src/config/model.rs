@@ -51,6 +51,59 @@ pub struct ServerConfig {
     pub tool_timeout: Duration,
     /// Pool, retry, breaker and idle settings.
     pub settings: HarnessSettings,
+    /// OAuth settings (`oauth: { … }`); remote servers without them still use OAuth when they
+    /// ask for it, with dynamic registration.
+    pub oauth: OAuthSettings,
+}
+
+/// A server's `oauth` settings, matching what Claude Code and Codex configs allow:
+/// `oauth: { client_id, client_secret_env, scopes, redirect_port }`, plus
+/// `client_metadata_url`, and for stdio servers `resource` + `token_env` (the token for that
+/// protected resource is passed to the child in that variable). `oauth: false` turns OAuth off
+/// for a remote server. `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Default)]
+pub struct OAuthSettings {
+    /// `false` when the config says `oauth: false`.
+    pub disabled: bool,
+    /// A pre-registered client ID (`client_id` / `clientId`).
+    pub client_id: Option<String>,
+    /// The variable the client secret was read from (`client_secret_env`).
+    pub client_secret_env: Option<String>,
+    /// The client secret, read from `client_secret_env` (secret: never shown).
+    pub client_secret: Option<String>,
+    /// The scopes to ask for (`scopes`: a list or a space-separated string).
+    pub scopes: Vec<String>,
+    /// A fixed port for the login redirect listener (`redirect_port` / `callbackPort`).
+    pub redirect_port: Option<u16>,
+    /// An https URL of this client's metadata document, used as its `client_id` where the
+    /// server supports that.
+    pub client_metadata_url: Option<String>,
+    /// stdio servers: the protected resource (an http(s) URL) whose token the child needs.
+    pub resource: Option<String>,
+    /// stdio servers: the environment variable the token is passed in.
+    pub token_env: Option<String>,
+}
+
+impl fmt::Debug for OAuthSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("disabled", &self.disabled)
+            .field("client_id", &self.client_id)
+            .field("client_secret_env", &self.client_secret_env)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("scopes", &self.scopes)
+            .field("redirect_port", &self.redirect_port)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field(
+                "resource",
+                &self.resource.as_deref().map(mcp_core::auth::redact_url),
+            )
+            .field("token_env", &self.token_env)
+            .finish()
+    }
 }
 
 impl ServerConfig {
@@ -65,6 +118,7 @@ impl ServerConfig {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             settings: HarnessSettings::default(),
+            oauth: OAuthSettings::default(),
         }
     }
 

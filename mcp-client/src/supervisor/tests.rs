@@ -267,7 +267,7 @@ async fn refused_credentials_are_never_retried() {
     let sup = supervisor(&script, Duration::from_secs(10));
     sup.start(Arc::new(Recorder::default()));
     sup.started(Duration::from_secs(60)).await;
-    assert_eq!(sup.snapshot().status.label(), "needs-credentials");
+    assert_eq!(sup.snapshot().status.label(), "needs-auth");
     tokio::time::sleep(Duration::from_secs(120)).await;
     assert_eq!(lock(&script.attempts).len(), 1, "no retry, no probe");
     let err = sup.ready_session(Instant::now()).await.unwrap_err();

@@ -1,0 +1,824 @@
+//! `KeyringStore` against real OS credential stores: a Secret Service (gnome-keyring-daemon on a
+//! private D-Bus session bus, with its own HOME, so the real user's keyring is never touched)
+//! and the kernel's keyutils.
+//!
+//! Every `tracing` event (and every `log` record, through tracing-log) is captured at TRACE
+//! level, and the tests assert that no token or secret appears in it, in an error, or in any
+//! file under the Secret Service's HOME.
+//!
+//! The Secret Service test needs `dbus-daemon` and `gnome-keyring-daemon`; without them it
+//! fails (run `cargo xtask interop-setup`).
+
+#![cfg(all(feature = "keyring", target_os = "linux"))]
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use keyring_core::{CredentialStore, Entry};
+use mcp_auth::store::{default_store, KeyringStore, StoreKey, TokenStore};
+use mcp_auth::{ClientIdentity, Secret, StoredCredentials, TokenEndpointAuth, TokenSet};
+
+/// How long a helper process may take to come up or go down.
+const PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------------------------
+// Serialization, logs, unique values.
+// ---------------------------------------------------------------------------------------------
+
+/// The tests change `DBUS_SESSION_BUS_ADDRESS` (which the Secret Service store reads when it
+/// connects), so they run one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Everything logged in this process, at TRACE level.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// The process-wide capture (a global subscriber, so the store's worker threads log into it;
+/// `try_init` also routes the `log` records of keyring-core and zbus into it).
+fn logs() -> &'static Captured {
+    static LOGS: OnceLock<Captured> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let captured = Captured::default();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(captured.clone())
+            .try_init()
+            .expect("install the capturing tracing subscriber");
+        captured
+    })
+}
+
+/// A value no other test run uses.
+fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{}-{nanos:x}-{n}", std::process::id())
+}
+
+/// Credentials with fresh, recognizable secrets (returned too, to look for them later).
+fn credentials(tag: &str) -> (StoredCredentials, Vec<String>) {
+    let access = unique(&format!("at-{tag}"));
+    let refresh = unique(&format!("rt-{tag}"));
+    let client_secret = unique(&format!("cs-{tag}"));
+    let creds = StoredCredentials {
+        tokens: Some(TokenSet {
+            access_token: Secret::new(access.clone()),
+            refresh_token: Some(Secret::new(refresh.clone())),
+            expires_at: Some(1_900_000_000),
+            scopes: vec!["read".into(), "write".into()],
+        }),
+        client: Some(ClientIdentity {
+            client_id: format!("client-{tag}"),
+            client_secret: Some(Secret::new(client_secret.clone())),
+            auth_method: TokenEndpointAuth::ClientSecretBasic,
+            redirect_uri: Some("http://127.0.0.1:33418/callback".into()),
+            issuer: Some("https://auth.example".into()),
+        }),
+    };
+    (creds, vec![access, refresh, client_secret])
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("build a tokio runtime")
+}
+
+/// Sets an environment variable and puts back the old value on drop (under [`serial`]).
+struct EnvVar {
+    name: &'static str,
+    old: Option<std::ffi::OsString>,
+}
+
+impl EnvVar {
+    fn set(name: &'static str, value: &str) -> EnvVar {
+        let old = std::env::var_os(name);
+        std::env::set_var(name, value);
+        EnvVar { name, old }
+    }
+}
+
+impl Drop for EnvVar {
+    fn drop(&mut self) {
+        match self.old.take() {
+            Some(old) => std::env::set_var(self.name, old),
+            None => std::env::remove_var(self.name),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scratch directories and helper processes.
+// ---------------------------------------------------------------------------------------------
+
+/// A directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(prefix: &str) -> TempDir {
+        let path = std::env::temp_dir().join(unique(prefix));
+        std::fs::create_dir(&path).expect("create a temp dir");
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process, killed and reaped on drop.
+struct ChildGuard {
+    name: &'static str,
+    child: Child,
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let deadline = Instant::now() + PROCESS_TIMEOUT;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if Instant::now() >= deadline => {
+                    eprintln!(
+                        "{} (pid {}) did not exit after SIGKILL",
+                        self.name,
+                        self.child.id()
+                    );
+                    return;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+/// `program`'s path on PATH, or a failure telling how to install it.
+fn require(program: &str, package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{program}` (Debian package {package}) is not installed: the Secret Service tests \
+                 need it. Run `cargo xtask interop-setup` to install the test packages."
+            )
+        })
+}
+
+/// A private session bus with gnome-keyring-daemon's Secret Service on it, under its own HOME.
+/// Drop order: the keyring daemon, then the bus, then the directory.
+struct SecretServiceEnv {
+    keyring: ChildGuard,
+    _bus: ChildGuard,
+    address: String,
+    home: PathBuf,
+    root: TempDir,
+}
+
+impl SecretServiceEnv {
+    fn start() -> SecretServiceEnv {
+        let dbus_daemon = require("dbus-daemon", "dbus-daemon");
+        let keyring_daemon = require("gnome-keyring-daemon", "gnome-keyring");
+
+        let root = TempDir::new("mcp-auth-secret-service");
+        let home = root.0.join("home");
+        let runtime_dir = root.0.join("run");
+        for dir in [
+            home.join(".local/share"),
+            home.join(".config"),
+            home.join(".cache"),
+            runtime_dir.clone(),
+        ] {
+            std::fs::create_dir_all(&dir).expect("create the test HOME");
+        }
+        set_mode_0700(&runtime_dir);
+
+        // No <servicedir>: nothing is activated on this bus; only what the test starts runs.
+        let config = root.0.join("bus.conf");
+        let socket = root.0.join("bus");
+        std::fs::write(
+            &config,
+            format!(
+                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#,
+                socket.display()
+            ),
+        )
+        .expect("write the bus config");
+
+        let bus_log = std::fs::File::create(root.0.join("dbus-daemon.log")).expect("bus log");
+        let mut bus = ChildGuard {
+            name: "dbus-daemon",
+            child: Command::new(dbus_daemon)
+                .arg(format!("--config-file={}", config.display()))
+                .args(["--nofork", "--print-address=1"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(bus_log)
+                .spawn()
+                .expect("start dbus-daemon"),
+        };
+        let stdout = bus.child.stdout.take().expect("dbus-daemon stdout");
+        let address = read_line_within(stdout, PROCESS_TIMEOUT).unwrap_or_else(|| {
+            panic!(
+                "dbus-daemon printed no address within {PROCESS_TIMEOUT:?}: {}",
+                read_log(&root.0.join("dbus-daemon.log"))
+            )
+        });
+        let address = address.trim().to_owned();
+
+        let keyring_log =
+            std::fs::File::create(root.0.join("gnome-keyring.log")).expect("keyring log");
+        let mut keyring = ChildGuard {
+            name: "gnome-keyring-daemon",
+            child: Command::new(keyring_daemon)
+                .args(["--foreground", "--components=secrets", "--unlock"])
+                .current_dir(&root.0)
+                .env("HOME", &home)
+                .env("XDG_DATA_HOME", home.join(".local/share"))
+                .env("XDG_CONFIG_HOME", home.join(".config"))
+                .env("XDG_CACHE_HOME", home.join(".cache"))
+                .env("XDG_RUNTIME_DIR", &runtime_dir)
+                .env("DBUS_SESSION_BUS_ADDRESS", &address)
+                .env_remove("DISPLAY")
+                .env_remove("WAYLAND_DISPLAY")
+                .stdin(Stdio::piped())
+                .stdout(keyring_log.try_clone().expect("keyring log"))
+                .stderr(keyring_log)
+                .spawn()
+                .expect("start gnome-keyring-daemon"),
+        };
+        // `--unlock` reads the login keyring's password from stdin (creating the keyring).
+        {
+            let mut stdin = keyring.child.stdin.take().expect("keyring stdin");
+            stdin
+                .write_all(b"test-keyring-password")
+                .expect("write the keyring password");
+        }
+
+        SecretServiceEnv {
+            keyring,
+            _bus: bus,
+            address,
+            home,
+            root,
+        }
+    }
+
+    /// Sends `signal` to gnome-keyring-daemon (SIGSTOP to make it hang, SIGCONT to resume).
+    fn signal_keyring(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.keyring.child.id()).expect("a pid");
+        // SAFETY: kill(2) on our own child; no memory is involved.
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(rc, 0, "kill: {}", io::Error::last_os_error());
+    }
+
+    /// Waits until the Secret Service answers on the bus (`DBUS_SESSION_BUS_ADDRESS` set).
+    fn wait_ready(&mut self, service: &str) {
+        let deadline = Instant::now() + PROCESS_TIMEOUT;
+        loop {
+            let err = match KeyringStore::secret_service(service) {
+                Ok(_) => return,
+                Err(err) => err,
+            };
+            if let Ok(Some(status)) = self.keyring.child.try_wait() {
+                panic!(
+                    "gnome-keyring-daemon exited ({status}): {}",
+                    read_log(&self.root.0.join("gnome-keyring.log"))
+                );
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "the Secret Service did not come up within {PROCESS_TIMEOUT:?} ({err}): {}",
+                    read_log(&self.root.0.join("gnome-keyring.log"))
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn set_mode_0700(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).expect("chmod 0700");
+}
+
+/// The first line `reader` gives within `timeout`.
+fn read_line_within(reader: impl io::Read + Send + 'static, timeout: Duration) -> Option<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(reader).read_line(&mut line);
+        let _ = tx.send(read.map(|_| line));
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(line)) if !line.trim().is_empty() => Some(line),
+        _ => None,
+    }
+}
+
+fn read_log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|err| format!("(no log: {err})"))
+}
+
+/// Every regular file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                if let Ok(bytes) = std::fs::read(&path) {
+                    if bytes
+                        .windows(needle.len())
+                        .any(|window| window == needle.as_bytes())
+                    {
+                        found.push(path);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+fn assert_not_logged(secrets: &[String]) {
+    let text = logs().text();
+    for secret in secrets {
+        // As text, and as a `Debug`-printed byte array (how zbus would show a raw payload).
+        let bytes = format!("{:?}", secret.as_bytes());
+        let bytes = bytes.trim_start_matches('[').trim_end_matches(']');
+        assert!(
+            !text.contains(secret.as_str()) && !text.contains(bytes),
+            "a secret appears in the captured logs"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The behaviour every backend must show.
+// ---------------------------------------------------------------------------------------------
+
+/// Writes `bytes` into `key`'s entry through the raw keyring API, bypassing `KeyringStore`.
+type RawWriter = dyn Fn(&StoreKey, &[u8]);
+
+/// Runs the shared checks on `store` (and on `reopen()`, a second instance: a second process).
+/// Returns every secret used, to look for in logs and files.
+async fn exercise(
+    store: &KeyringStore,
+    reopen: &dyn Fn() -> KeyringStore,
+    other_service: &dyn Fn() -> KeyringStore,
+    raw_write: &RawWriter,
+) -> Vec<String> {
+    let mut secrets = Vec::new();
+
+    // Save → load round trip.
+    let a = StoreKey::new(unique("https://a.example/mcp"), "default");
+    assert_eq!(store.load(&a).await.expect("load before save"), None);
+    let (creds_a, s) = credentials("a");
+    secrets.extend(s);
+    store.save(&a, &creds_a).await.expect("save");
+    assert_eq!(store.load(&a).await.expect("load"), Some(creds_a.clone()));
+
+    // Overwriting replaces.
+    let (creds_a2, s) = credentials("a2");
+    secrets.extend(s);
+    store.save(&a, &creds_a2).await.expect("save again");
+    assert_eq!(store.load(&a).await.expect("load"), Some(creds_a2.clone()));
+
+    // Two servers, two accounts, and keys that a naive `account@server` would confuse: all
+    // separate entries.
+    let server_b = unique("https://b.example/mcp");
+    let tricky = unique("b");
+    let keys = [
+        StoreKey::new(server_b.clone(), "default"),
+        StoreKey::new(a.server.clone(), "alice"),
+        StoreKey::new(server_b, "alice"),
+        StoreKey::new("c", format!("{tricky}@x")),
+        StoreKey::new("x@c", tricky),
+    ];
+    let mut saved = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let (creds, s) = credentials(&format!("k{i}"));
+        secrets.extend(s);
+        store.save(key, &creds).await.expect("save another key");
+        saved.push(creds);
+    }
+    assert_eq!(
+        store.load(&a).await.expect("load a"),
+        Some(creds_a2.clone())
+    );
+    for (key, creds) in keys.iter().zip(&saved) {
+        assert_eq!(
+            store.load(key).await.expect("load another key").as_ref(),
+            Some(creds),
+            "{key:?}"
+        );
+    }
+
+    // A second instance (as a second process would) finds what the first saved.
+    let second = reopen();
+    assert_eq!(
+        second.load(&a).await.expect("load from a second instance"),
+        Some(creds_a2.clone())
+    );
+    // Another application's service name does not.
+    let other = other_service();
+    assert_eq!(
+        other.load(&a).await.expect("load from another service"),
+        None
+    );
+
+    // Delete, then load → None; deleting again is fine; other entries stay.
+    store.delete(&a).await.expect("delete");
+    assert_eq!(store.load(&a).await.expect("load after delete"), None);
+    assert_eq!(second.load(&a).await.expect("second after delete"), None);
+    store.delete(&a).await.expect("delete a missing entry");
+    assert_eq!(
+        store
+            .load(&keys[0])
+            .await
+            .expect("load a kept key")
+            .as_ref(),
+        Some(&saved[0])
+    );
+
+    // A corrupt entry: an error naming the entry, never its content.
+    let user = KeyringStore::entry_user(&keys[0]);
+    for garbage in [
+        format!("not json {}", unique("GARBAGE")),
+        format!(
+            r#"{{"tokens":{{"access_token":"x","expires_at":"{}"}}}}"#,
+            unique("GARBAGE")
+        ),
+    ] {
+        raw_write(&keys[0], garbage.as_bytes());
+        let err = store
+            .load(&keys[0])
+            .await
+            .expect_err("a corrupt entry is an error");
+        assert!(err.0.contains(&user), "the error names the entry: {err}");
+        assert!(
+            !err.0.contains("GARBAGE"),
+            "the error shows the entry: {err}"
+        );
+        assert!(!format!("{err:?}").contains("GARBAGE"));
+        secrets.push(garbage);
+    }
+    // Saving over a corrupt entry repairs it.
+    store.save(&keys[0], &saved[0]).await.expect("save over");
+    assert_eq!(
+        store.load(&keys[0]).await.expect("load repaired").as_ref(),
+        Some(&saved[0])
+    );
+
+    // Debug shows no secret.
+    let shown = format!("{store:?} {second:?}");
+    for secret in &secrets {
+        assert!(!shown.contains(secret.as_str()), "{shown}");
+    }
+
+    // Clean up.
+    for key in &keys {
+        store.delete(key).await.expect("clean up");
+        assert_eq!(store.load(key).await.expect("load cleaned"), None);
+    }
+    secrets
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn secret_service_store() {
+    let _serial = serial();
+    let logs = logs();
+    let mut env = SecretServiceEnv::start();
+    let _bus_address = EnvVar::set("DBUS_SESSION_BUS_ADDRESS", &env.address);
+    let service = unique("mcp-auth-test");
+    env.wait_ready(&service);
+
+    let store = KeyringStore::secret_service(&service).expect("open the Secret Service");
+    assert_eq!(store.describe(), "Secret Service");
+    assert!(store.is_persistent());
+
+    // With a Secret Service on the session bus, the default store is it.
+    let chosen = default_store(&service);
+    assert_eq!(chosen.store.describe(), "Secret Service");
+    assert!(chosen.fallback_reason.is_none());
+
+    let raw_store: Arc<CredentialStore> =
+        zbus_secret_service_keyring_store::Store::new().expect("raw Secret Service store");
+    let raw_service = service.clone();
+    let raw_write = move |key: &StoreKey, bytes: &[u8]| {
+        Entry::new_in_store(&raw_store, &raw_service, &KeyringStore::entry_user(key))
+            .and_then(|entry| entry.set_secret(bytes))
+            .expect("write a raw entry");
+    };
+
+    let reopen_service = service.clone();
+    let reopen = move || KeyringStore::secret_service(&reopen_service).expect("reopen");
+    let other_name = unique("mcp-auth-other");
+    let other = move || KeyringStore::secret_service(&other_name).expect("open another");
+
+    let rt = runtime();
+    let secrets = rt.block_on(async {
+        // Something is saved while the keyring file is checked.
+        let held = StoreKey::new(unique("https://held.example"), "default");
+        let (held_creds, mut held_secrets) = credentials("held");
+        store.save(&held, &held_creds).await.expect("save");
+
+        let mut secrets = exercise(&store, &reopen, &other, &raw_write).await;
+
+        // gnome-keyring wrote its (encrypted) keyring file; no secret is in any file.
+        let keyrings = env.home.join(".local/share/keyrings");
+        let files: Vec<_> = std::fs::read_dir(&keyrings)
+            .expect("gnome-keyring's keyring directory")
+            .flatten()
+            .filter(|entry| entry.metadata().is_ok_and(|m| m.is_file() && m.len() > 0))
+            .collect();
+        assert!(
+            !files.is_empty(),
+            "no keyring file under {}",
+            keyrings.display()
+        );
+        secrets.append(&mut held_secrets);
+        for secret in &secrets {
+            let found = files_containing(&env.root.0, secret);
+            assert!(found.is_empty(), "a secret is readable in {found:?}");
+        }
+
+        store.delete(&held).await.expect("clean up");
+
+        // A hung Secret Service (the daemon stopped): calls give up after the timeout, and
+        // once MAX_PENDING abandoned calls are outstanding, further calls fail at once.
+        let slow = KeyringStore::secret_service(&service)
+            .expect("open")
+            .with_timeout(Duration::from_millis(300));
+        let key = StoreKey::new("https://hung.example", "default");
+        env.signal_keyring(libc::SIGSTOP);
+        for _ in 0..KeyringStore::MAX_PENDING {
+            let started = Instant::now();
+            let err = slow.load(&key).await.expect_err("a hung store times out");
+            assert!(err.0.contains("no answer within"), "{err}");
+            assert!(started.elapsed() < Duration::from_secs(5));
+        }
+        let started = Instant::now();
+        let err = slow.load(&key).await.expect_err("fails at once");
+        assert!(err.0.contains("have not finished"), "{err}");
+        assert!(started.elapsed() < Duration::from_millis(250));
+        env.signal_keyring(libc::SIGCONT);
+        // The abandoned calls finish, and the store answers again.
+        let deadline = Instant::now() + PROCESS_TIMEOUT;
+        loop {
+            match slow.load(&key).await {
+                Ok(found) => {
+                    assert_eq!(found, None);
+                    break;
+                }
+                Err(err) if Instant::now() >= deadline => panic!("still hung: {err}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        secrets
+    });
+
+    let text = logs.text();
+    assert!(
+        text.contains("keyring call"),
+        "the store's own TRACE events were not captured"
+    );
+    assert!(
+        text.contains("creating entry with service"),
+        "keyring-core's log records were not captured"
+    );
+    assert_not_logged(&secrets);
+    drop(store);
+    drop(chosen);
+}
+
+/// `keyctl(2)` on this thread: `KEYCTL_GET_KEYRING_ID` of a special keyring (no create).
+fn keyring_id(special: libc::c_long) -> libc::c_long {
+    const KEYCTL_GET_KEYRING_ID: libc::c_long = 0;
+    // SAFETY: KEYCTL_GET_KEYRING_ID takes two integers and touches no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_GET_KEYRING_ID,
+            special,
+            0 as libc::c_long,
+        )
+    }
+}
+
+/// Whether this thread has a session keyring of its own, rather than the user session keyring
+/// standing in (as in a process not started from a login session: containers, CI, cron).
+fn has_own_session_keyring() -> bool {
+    const KEY_SPEC_SESSION_KEYRING: libc::c_long = -3;
+    const KEY_SPEC_USER_SESSION_KEYRING: libc::c_long = -5;
+    let session = keyring_id(KEY_SPEC_SESSION_KEYRING);
+    session > 0 && session != keyring_id(KEY_SPEC_USER_SESSION_KEYRING)
+}
+
+/// Joins a new anonymous session keyring, like `keyctl session -`. Credentials are per thread:
+/// this affects the calling thread and the threads it starts afterwards (the store's workers),
+/// not the other tests.
+fn join_new_session_keyring() {
+    const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+    // SAFETY: a null name asks for an anonymous keyring; no memory of ours is touched.
+    let id = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        )
+    };
+    assert!(
+        id > 0,
+        "cannot join a session keyring: {}",
+        io::Error::last_os_error()
+    );
+}
+
+#[test]
+fn keyutils_store() {
+    let _serial = serial();
+    let logs = logs();
+    let service = unique("mcp-auth-test");
+    let dead = TempDir::new("mcp-auth-no-bus");
+    let dead_address = format!("unix:path={}", dead.0.join("no-bus").display());
+
+    if !has_own_session_keyring() {
+        // Without a session keyring of its own, keyutils is refused, clearly, and the default
+        // store falls back to memory saying why.
+        let err = KeyringStore::keyutils(&service).expect_err("keyutils without a session keyring");
+        assert!(err.0.contains("no session keyring of its own"), "{err}");
+        let _bus_address = EnvVar::set("DBUS_SESSION_BUS_ADDRESS", &dead_address);
+        let err = KeyringStore::open(&service).expect_err("no OS store at all");
+        assert!(err.0.contains("Secret Service"), "{err}");
+        assert!(err.0.contains("no session keyring of its own"), "{err}");
+        let chosen = default_store(&service);
+        assert!(!chosen.store.is_persistent());
+        assert!(
+            chosen
+                .fallback_reason
+                .as_deref()
+                .is_some_and(|reason| reason.contains("in memory")),
+            "{:?}",
+            chosen.fallback_reason
+        );
+        eprintln!("no session keyring of its own: joining a new one for this test");
+        join_new_session_keyring();
+        assert!(has_own_session_keyring());
+    }
+
+    let store = KeyringStore::keyutils(&service)
+        .unwrap_or_else(|err| panic!("kernel keyutils is not usable here: {err}"));
+    let describe = store.describe();
+    eprintln!(
+        "keyutils store: {describe}; persistent: {}",
+        store.is_persistent()
+    );
+    assert!(describe.starts_with("kernel keyutils ("), "{describe}");
+    assert_eq!(
+        store.is_persistent(),
+        describe.contains("persistent keyring"),
+        "{describe}"
+    );
+
+    // With no Secret Service on the session bus, `open` falls back to keyutils.
+    {
+        let _bus_address = EnvVar::set("DBUS_SESSION_BUS_ADDRESS", &dead_address);
+        let opened = KeyringStore::open(&service).expect("open falls back to keyutils");
+        assert_eq!(opened.describe(), describe);
+        let chosen = default_store(&service);
+        assert_eq!(chosen.store.describe(), describe);
+        assert!(chosen.fallback_reason.is_none());
+    }
+
+    let raw_config = HashMap::from([("service_no_divider", "true")]);
+    let raw_store: Arc<CredentialStore> =
+        linux_keyutils_keyring_store::Store::new_with_configuration(&raw_config)
+            .expect("raw keyutils store");
+    let raw_service = service.clone();
+    let raw_write = move |key: &StoreKey, bytes: &[u8]| {
+        Entry::new_in_store(&raw_store, &raw_service, &KeyringStore::entry_user(key))
+            .and_then(|entry| entry.set_secret(bytes))
+            .expect("write a raw entry");
+    };
+    let reopen_service = service.clone();
+    let reopen = move || KeyringStore::keyutils(&reopen_service).expect("reopen");
+    let other_name = unique("mcp-auth-other");
+    let other = move || KeyringStore::keyutils(&other_name).expect("open another");
+
+    let rt = runtime();
+    let secrets = rt.block_on(exercise(&store, &reopen, &other, &raw_write));
+
+    assert!(
+        logs.text().contains("keyring call"),
+        "the store's own TRACE events were not captured"
+    );
+    assert_not_logged(&secrets);
+}
+
+/// A session bus that accepts connections and never answers: `secret_service` gives up after
+/// its timeout instead of hanging.
+#[test]
+fn a_silent_bus_does_not_hang_open() {
+    let _serial = serial();
+    let dir = TempDir::new("mcp-auth-silent-bus");
+    let path = dir.0.join("bus");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    let _bus_address = EnvVar::set(
+        "DBUS_SESSION_BUS_ADDRESS",
+        &format!("unix:path={}", path.display()),
+    );
+    let started = Instant::now();
+    let err = KeyringStore::secret_service("mcp-auth-test").expect_err("a silent bus");
+    let waited = started.elapsed();
+    assert!(err.0.contains("did not answer within"), "{err}");
+    assert!(
+        waited >= KeyringStore::DEFAULT_TIMEOUT && waited < KeyringStore::DEFAULT_TIMEOUT * 2,
+        "{waited:?}"
+    );
+    // Closing the socket lets the abandoned worker finish.
+    drop(listener);
+}
+
+#[test]
+fn invalid_service_names_are_refused() {
+    let _serial = serial();
+    for bad in ["", "a@b", "tab\there"] {
+        let err = KeyringStore::keyutils(bad).expect_err("refused");
+        assert!(err.0.contains("invalid service name"), "{err}");
+    }
+}

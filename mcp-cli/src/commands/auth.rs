@@ -1,0 +1,238 @@
+//! `mcph auth login|status|logout`: OAuth logins kept in the OS credential store, through the
+//! same [`OAuthPolicy`] the facade uses, so a login here is what every later command (and any
+//! harness on the library) finds.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use mcp_auth::login::{has_display, LoopbackLogin, Presenter};
+use mcp_auth::{Authorizer, OAuthClient};
+use mcp_client::config::{ClientConfig, ServerConfig};
+use mcp_client::OAuthPolicy;
+use serde_json::{json, Value};
+
+use crate::errors::{CliError, Missing};
+
+/// The policy every mcph command uses (the OS credential store, or memory with a note).
+pub fn policy() -> OAuthPolicy {
+    OAuthPolicy::default()
+}
+
+/// Prints, once, that tokens live in memory only, when the OS credential store is not
+/// reachable and some server uses OAuth.
+pub fn note_store_fallback(policy: &OAuthPolicy, config: &ClientConfig, json: bool) {
+    let uses_oauth = config
+        .enabled_servers()
+        .any(|s| matches!(mcp_client::auth::oauth_config(s), Ok(Some(_))));
+    if !uses_oauth || json {
+        return;
+    }
+    if let Some(reason) = policy.store_fallback_reason() {
+        eprintln!(
+            "note: no OS credential store ({reason}); OAuth tokens are kept in memory for this \
+             process only and nothing is written to disk"
+        );
+    }
+}
+
+fn server<'a>(config: &'a ClientConfig, name: &str) -> Result<&'a ServerConfig, CliError> {
+    config.server(name).ok_or_else(|| CliError::NotFound {
+        what: Missing::Server,
+        name: name.to_owned(),
+    })
+}
+
+fn client(policy: &OAuthPolicy, server: &ServerConfig) -> Result<OAuthClient, CliError> {
+    policy
+        .client_for(server)
+        .map_err(CliError::Other)?
+        .ok_or_else(|| {
+            CliError::Other(format!(
+                "server \"{}\" does not use OAuth (a stdio server without `oauth.resource`, or \
+                 a remote server with its own Authorization header or `oauth: false`)",
+                server.name
+            ))
+        })
+}
+
+/// `mcph auth login SERVER [--no-browser] [--timeout SECS]`.
+pub async fn login(
+    config: &ClientConfig,
+    name: &str,
+    no_browser: bool,
+    timeout: Duration,
+    json: bool,
+) -> Result<(), CliError> {
+    let policy = policy();
+    note_store_fallback(&policy, config, json);
+    let server = server(config, name)?;
+    let client = client(&policy, server)?;
+    let metadata = client.probe().await.map_err(auth_error)?;
+    if metadata.is_none() {
+        return Err(CliError::Other(format!(
+            "server \"{name}\" answered without asking for authorization: it needs no login"
+        )));
+    }
+    let show: Arc<dyn Fn(&url::Url) + Send + Sync> = Arc::new(|url| {
+        eprintln!("Open this URL in a browser to authorize:\n\n  {url}\n");
+        eprintln!("Waiting for the authorization (Ctrl-C to give up)…");
+    });
+    let open = !no_browser && has_display() && std::io::stderr().is_terminal();
+    let login = LoopbackLogin {
+        port: server.oauth.redirect_port.unwrap_or(0),
+        timeout,
+        presenter: if open {
+            Presenter::Browser(show)
+        } else {
+            Presenter::Print(show)
+        },
+    };
+    let tokens = login.authorize(&client).await.map_err(auth_error)?;
+    let store = policy.store();
+    let expires = tokens.remaining(SystemTime::now()).map(for_people);
+    if json {
+        crate::output::print(&crate::output::json(&json!({
+            "server": name,
+            "logged_in": true,
+            "expires_in_sec": tokens.remaining(SystemTime::now()).map(|d| d.as_secs()),
+            "scopes": tokens.scopes,
+            "refreshable": tokens.refresh_token.is_some(),
+            "store": store.describe(),
+        }))?)?;
+    } else {
+        let mut details = Vec::new();
+        if let Some(expires) = expires {
+            details.push(format!("the token expires in {expires}"));
+        }
+        if !tokens.scopes.is_empty() {
+            details.push(format!("scopes: {}", tokens.scopes.join(" ")));
+        }
+        let details = if details.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", details.join("; "))
+        };
+        println!(
+            "Logged in to {name}{details}; tokens kept in {}.",
+            store.describe()
+        );
+    }
+    Ok(())
+}
+
+/// `mcph auth status`: every server that uses OAuth, whether a token is stored, when it
+/// expires, its scopes and whether it can be refreshed — never the token.
+pub async fn status(config: &ClientConfig, json: bool) -> Result<(), CliError> {
+    let policy = policy();
+    note_store_fallback(&policy, config, json);
+    let mut rows = Vec::new();
+    for server in config.enabled_servers() {
+        let Ok(Some(client)) = policy.client_for(server) else {
+            continue;
+        };
+        let tokens = client.tokens().await.map_err(auth_error)?;
+        let now = SystemTime::now();
+        rows.push(match tokens {
+            Some(t) => json!({
+                "server": server.name,
+                "logged_in": true,
+                "expired": t.remaining(now).is_some_and(|d| d.is_zero()),
+                "expires_in_sec": t.remaining(now).map(|d| d.as_secs()),
+                "scopes": t.scopes,
+                "refreshable": t.refresh_token.is_some(),
+            }),
+            None => json!({ "server": server.name, "logged_in": false }),
+        });
+    }
+    let store = if rows.is_empty() {
+        None
+    } else {
+        Some(policy.store().describe())
+    };
+    if json {
+        return crate::output::print(&crate::output::json(
+            &json!({ "store": store, "servers": rows }),
+        )?);
+    }
+    if rows.is_empty() {
+        println!("No configured server uses OAuth.");
+        return Ok(());
+    }
+    let mut table = crate::output::Table::new(&["SERVER", "LOGIN", "EXPIRES", "SCOPES", "REFRESH"]);
+    for row in &rows {
+        let logged_in = row["logged_in"] == Value::Bool(true);
+        let expires = match row["expires_in_sec"].as_u64() {
+            _ if !logged_in => "-".to_owned(),
+            Some(0) => "expired".to_owned(),
+            Some(secs) => format!("in {}", for_people(Duration::from_secs(secs))),
+            None => "never".to_owned(),
+        };
+        let scopes = row["scopes"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "-".to_owned());
+        table.row(vec![
+            row["server"].as_str().unwrap_or("").to_owned(),
+            if logged_in { "yes" } else { "no" }.to_owned(),
+            expires,
+            scopes,
+            match (logged_in, row["refreshable"].as_bool()) {
+                (true, Some(true)) => "yes".to_owned(),
+                (true, _) => "no".to_owned(),
+                _ => "-".to_owned(),
+            },
+        ]);
+    }
+    print!("{}", table.render());
+    if let Some(store) = store {
+        println!("\nTokens are kept in {store}.");
+    }
+    Ok(())
+}
+
+/// `mcph auth logout SERVER`: revokes the tokens where the server supports RFC 7009, then
+/// deletes them from the store.
+pub async fn logout(config: &ClientConfig, name: &str, json: bool) -> Result<(), CliError> {
+    let policy = policy();
+    let server = server(config, name)?;
+    let client = client(&policy, server)?;
+    let had = client.tokens().await.map_err(auth_error)?.is_some();
+    let note = client.logout().await.map_err(auth_error)?;
+    if json {
+        return crate::output::print(&crate::output::json(&json!({
+            "server": name,
+            "had_tokens": had,
+            "revocation": note,
+        }))?);
+    }
+    if had {
+        println!(
+            "Logged out of {name}{}; its tokens are deleted.",
+            note.map(|n| format!(" ({n})")).unwrap_or_default()
+        );
+    } else {
+        println!("No tokens were stored for {name}.");
+    }
+    Ok(())
+}
+
+/// `1h 5m`, `4m 10s`, `42s`.
+fn for_people(d: Duration) -> String {
+    let secs = d.as_secs();
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s}s"),
+        (h, m, _) => format!("{h}h {m}m"),
+    }
+}
+
+fn auth_error(e: mcp_auth::AuthError) -> CliError {
+    CliError::Mcp(e.into())
+}
