@@ -9,6 +9,7 @@ mod ci;
 mod conformance;
 mod interop;
 mod profiles;
+mod secret_service;
 mod shell;
 
 use std::path::PathBuf;
@@ -45,7 +46,9 @@ Commands:
                    target/conformance/ and prints per-scenario check counts.
                    Exits with the suite's code.
   interop-setup    Install the pinned third-party MCP servers used by the
-                   interop tests into `<workspace>/.interop/` (idempotent).
+                   interop tests into `<workspace>/.interop/`, and the Debian
+                   packages of the Secret Service tests (gnome-keyring,
+                   dbus-daemon) with apt-get (idempotent).
   help             Show this message.
 
 Environment:
