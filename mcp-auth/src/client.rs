@@ -123,22 +123,35 @@ impl Callback {
     }
 }
 
-/// The current tokens and when (on the tokio clock) the access token expires.
+/// The current tokens, when (on the tokio clock) the access token expires, and how long it
+/// lived when it was received.
 #[derive(Clone, Debug)]
 struct Held {
     tokens: TokenSet,
     expires: Option<Instant>,
+    lifetime: Option<Duration>,
 }
 
 impl Held {
     fn from_stored(tokens: TokenSet) -> Held {
-        let expires = tokens
-            .remaining(SystemTime::now())
-            .map(|left| Instant::now() + left);
-        Held { tokens, expires }
+        let lifetime = tokens.remaining(SystemTime::now());
+        let expires = lifetime.map(|left| Instant::now() + left);
+        Held {
+            tokens,
+            expires,
+            lifetime,
+        }
+    }
+
+    /// The refresh margin for this token: `margin`, but at most half its lifetime, so a token
+    /// that lives shorter than the margin is used for half its life instead of being
+    /// refreshed over and over.
+    fn margin(&self, margin: Duration) -> Duration {
+        self.lifetime.map_or(margin, |life| margin.min(life / 2))
     }
 
     fn fresh_for(&self, margin: Duration) -> bool {
+        let margin = self.margin(margin);
         self.expires
             .is_none_or(|at| at.saturating_duration_since(Instant::now()) > margin)
     }
@@ -709,7 +722,7 @@ impl OAuthClient {
         let at = held.expires?;
         Some(
             at.saturating_duration_since(Instant::now())
-                .saturating_sub(self.config.refresh_margin),
+                .saturating_sub(held.margin(self.config.refresh_margin)),
         )
     }
 
