@@ -904,3 +904,65 @@ fn absurd_durations_are_refused_not_overflowed() {
     )
     .is_ok());
 }
+
+/// `oauth` settings in the forms other tools write, and their errors.
+#[test]
+fn oauth_settings() {
+    let text = r#"{ "mcpServers": {
+        "remote": { "type": "http", "url": "https://api.example.com/mcp",
+                    "oauth": { "clientId": "cid", "client_secret_env": "SECRET_VAR",
+                               "scopes": "read write", "callbackPort": 8765 } },
+        "listed": { "url": "https://b.example.com/mcp", "oauth": { "scopes": ["a", "b"] } },
+        "off":    { "url": "https://c.example.com/mcp", "oauth": false },
+        "local":  { "command": "tool", "oauth": { "resource": "https://api.example.com/mcp",
+                                                  "token_env": "API_TOKEN" } } } }"#;
+    let env = env_of(&[("SECRET_VAR", "s3cr3t-value")]);
+    let config = parse_with_env(text, Path::new(".mcp.json"), &env).unwrap();
+    let remote = &config.server("remote").unwrap().oauth;
+    assert_eq!(remote.client_id.as_deref(), Some("cid"));
+    assert_eq!(remote.client_secret.as_deref(), Some("s3cr3t-value"));
+    assert_eq!(remote.scopes, strings(&["read", "write"]));
+    assert_eq!(remote.redirect_port, Some(8765));
+    assert!(!format!("{config:?}").contains("s3cr3t"), "Debug shows the secret");
+    assert_eq!(
+        config.server("listed").unwrap().oauth.scopes,
+        strings(&["a", "b"])
+    );
+    assert!(config.server("off").unwrap().oauth.disabled);
+    let local = &config.server("local").unwrap().oauth;
+    assert_eq!(local.token_env.as_deref(), Some("API_TOKEN"));
+    assert_eq!(local.resource.as_deref(), Some("https://api.example.com/mcp"));
+
+    let bad = [
+        (
+            r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",
+                 "oauth": { "client_secret_env": "UNSET_VAR" } } } }"#,
+            "oauth.client_secret_env",
+            "UNSET_VAR",
+        ),
+        (
+            r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",
+                 "oauth": { "redirect_port": 70000 } } } }"#,
+            "oauth.redirect_port",
+            "70000",
+        ),
+        (
+            r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",
+                 "oauth": { "token_env": "T", "resource": "https://x.example.com" } } } }"#,
+            "oauth.resource",
+            "only stdio servers",
+        ),
+        (
+            r#"{ "mcpServers": { "s": { "command": "tool", "oauth": { "token_env": "T" } } } }"#,
+            "oauth.resource",
+            "needs `resource`",
+        ),
+    ];
+    for (text, field, says) in bad {
+        let err = parse_with_env(text, Path::new(".mcp.json"), &env).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains(field), "{shown}");
+        assert!(shown.contains(says), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
+}

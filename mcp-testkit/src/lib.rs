@@ -24,6 +24,8 @@
 //! - [`stdio`]: the newline-delimited JSON serving loop.
 //! - [`http`]: Streamable HTTP (`/mcp`) and legacy HTTP+SSE (`/sse`) on loopback, with faults:
 //!   [`serve_http`] returns an [`HttpFixture`].
+//! - [`oauth`]: the OAuth mode of the HTTP fixture (`--oauth`): a protected `/mcp` and its own
+//!   mock authorization server ([`OAuthOptions`], [`OAuthStats`]).
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
@@ -32,6 +34,7 @@ pub mod event_log;
 pub mod http;
 pub mod jsonrpc;
 pub mod locate;
+pub mod oauth;
 pub mod options;
 pub mod pagination;
 pub mod prompts;
@@ -45,6 +48,7 @@ pub mod tools;
 pub use http::{serve_http, HttpFixture};
 pub use jsonrpc::RpcError;
 pub use locate::{fixture_server_bin, pipe_pong_bin, FIXTURE_SERVER_BIN, PIPE_PONG_BIN};
+pub use oauth::{OAuthOptions, OAuthStats};
 pub use options::{parse_args, CliCommand, ServerOptions};
 pub use server::{FixtureServer, LogLevel, Outgoing, OutgoingKind, OutgoingReceiver};
 pub use stdio::{serve, serve_stdio, serve_stdio_blocking, MAX_LINE_BYTES};

@@ -69,6 +69,10 @@ pub struct ServerOptions {
     /// HTTP: every request must carry `Authorization: Bearer <token>`; anything else gets 401
     /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`).
     pub http_bearer: Option<String>,
+    /// HTTP: OAuth mode — `/mcp` (and the legacy endpoints) need an access token issued by the
+    /// fixture's own mock authorization server, served on the same origin (`--oauth`,
+    /// `--oauth-token-ttl SECS`, `--oauth-required-scope S`); see [`crate::oauth`].
+    pub oauth: Option<crate::oauth::OAuthOptions>,
     /// Append one JSON line per request, executed `tools/call`, `notifications/cancelled` and
     /// HTTP fault to this file (`--event-log PATH`); see [`crate::event_log`].
     pub event_log: Option<std::path::PathBuf>,
@@ -103,6 +107,7 @@ impl Default for ServerOptions {
             http_endless_error_first: 0,
             event_log: None,
             http_bearer: None,
+            oauth: None,
             http_control: false,
         }
     }
@@ -168,6 +173,14 @@ HTTP (instead of stdio):
     --http-control          Serve POST /control/fail-next/N (the next N POSTs get 503) and
                             POST /control/expire-sessions (every session id becomes unknown).
     --http-bearer TOKEN     Require `Authorization: Bearer TOKEN` on every HTTP request (401 otherwise).
+    --oauth                 OAuth mode: /mcp, /sse and /message need an access token from the
+                            fixture's own mock authorization server on the same origin
+                            (metadata, /register, /authorize, /token, /revoke; control at
+                            /control/oauth/{expire-tokens,revoke-all,stats}).
+    --oauth-token-ttl SECS  Access token lifetime in OAuth mode (default 3600; implies --oauth).
+    --oauth-required-scope S
+                            /mcp needs a token with scope S (403 insufficient_scope otherwise);
+                            repeatable; implies --oauth.
     --http-stall-first N    The first N tools/call POSTs never get response headers (not handled).
     --http-trickle-first N  The first N tools/call POSTs get 200 and headers, then a body that
                             trickles one byte every 100 ms and never ends (not handled).
@@ -274,6 +287,25 @@ where
             }
             "--event-log" => options.event_log = Some(value(&flag)?.into()),
             "--http-bearer" => options.http_bearer = Some(value(&flag)?),
+            "--oauth" => {
+                no_value(&flag)?;
+                options.oauth.get_or_insert_with(Default::default);
+            }
+            "--oauth-token-ttl" => {
+                let ttl = number(&flag, &value(&flag)?)?;
+                options
+                    .oauth
+                    .get_or_insert_with(Default::default)
+                    .token_ttl_secs = ttl;
+            }
+            "--oauth-required-scope" => {
+                let scope = value(&flag)?;
+                options
+                    .oauth
+                    .get_or_insert_with(Default::default)
+                    .required_scopes
+                    .push(scope);
+            }
             "--http-control" => {
                 no_value(&flag)?;
                 options.http_control = true;
@@ -363,6 +395,25 @@ mod tests {
     }
 
     #[test]
+    fn oauth_flags() {
+        assert_eq!(
+            run(&["--oauth"]).oauth,
+            Some(crate::oauth::OAuthOptions::default())
+        );
+        let options = run(&[
+            "--oauth-token-ttl=30",
+            "--oauth-required-scope",
+            "read",
+            "--oauth-required-scope=admin",
+        ]);
+        let oauth = options.oauth.expect("implied by the --oauth-* flags");
+        assert_eq!(oauth.token_ttl_secs, 30);
+        assert_eq!(oauth.required_scopes, ["read", "admin"]);
+        assert!(parse_args(["--oauth=1"]).is_err());
+        assert!(parse_args(["--oauth-token-ttl", "soon"]).is_err());
+    }
+
+    #[test]
     fn errors_and_help() {
         assert!(parse_args(["--bogus"]).is_err());
         assert!(parse_args(["--delay-ms"]).is_err());
@@ -399,6 +450,9 @@ mod tests {
             "--http-bearer",
             "--refuse-start-while",
             "--http-control",
+            "--oauth",
+            "--oauth-token-ttl",
+            "--oauth-required-scope",
         ] {
             assert!(HELP.contains(flag), "help lacks {flag}");
         }

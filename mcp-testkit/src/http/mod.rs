@@ -61,6 +61,15 @@
 //! `Authorization: Bearer TOKEN`. On `tools/call` POSTs only (server-wide, never handled): `--http-stall-first N` (no headers,
 //! ever), `--http-trickle-first N` (200, headers, then one byte every 100 ms forever),
 //! `--http-endless-error-first N` (500 with an endless body).
+//!
+//! # OAuth mode
+//! `--oauth` ([`ServerOptions::oauth`], with `--oauth-token-ttl SECS` and
+//! `--oauth-required-scope S`): `/mcp`, `/sse` and `/message` answer 401/403 with a
+//! `WWW-Authenticate: Bearer` challenge (RFC 6750, RFC 9728 `resource_metadata`) unless the
+//! request carries a valid access token from the fixture's own mock authorization server, which
+//! serves the protected resource metadata, RFC 8414 metadata, `/register`, `/authorize`,
+//! `/token`, `/revoke` and `/control/oauth/{expire-tokens,revoke-all,stats}` on the same
+//! origin; [`HttpFixture::oauth_stats`] reads its counters. See [`crate::oauth`].
 
 mod faults;
 mod legacy;
@@ -148,6 +157,11 @@ impl HttpFixture {
         lock(&self.shared.legacy).len()
     }
 
+    /// The OAuth mode's counters so far (`None` unless [`ServerOptions::oauth`] is set).
+    pub fn oauth_stats(&self) -> Option<crate::oauth::OAuthStats> {
+        self.shared.oauth.as_ref().map(|oauth| oauth.stats())
+    }
+
     /// Stops the server and waits until the listener is closed and every connection aborted.
     pub async fn shutdown(mut self) {
         if let Some(accept) = self.accept.take() {
@@ -189,8 +203,13 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
     let listener = TcpListener::bind(addr).await?;
     let local_addr = listener.local_addr()?;
     let stateless = options.http_stateless.then(|| Session::new(None, &options));
+    let oauth = options
+        .oauth
+        .clone()
+        .map(|o| crate::oauth::AuthServer::new(o, local_addr));
     let shared = Arc::new(Shared {
         options,
+        oauth,
         sessions: Mutex::new(HashMap::new()),
         stateless,
         legacy: Mutex::new(HashMap::new()),
@@ -209,6 +228,8 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
 /// State shared by all connections.
 pub(crate) struct Shared {
     pub(crate) options: ServerOptions,
+    /// The OAuth mode's authorization server and token gate (`--oauth`).
+    pub(crate) oauth: Option<crate::oauth::AuthServer>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub(crate) stateless: Option<Arc<Session>>,
     pub(crate) legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
@@ -302,6 +323,17 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
     let delay = shared.options.http_delay_ms;
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if let Some(oauth) = &shared.oauth {
+        let path = request.uri().path();
+        if crate::oauth::is_oauth_path(path) {
+            return oauth.handle(request).await;
+        }
+        if matches!(path, MCP_PATH | SSE_PATH | MESSAGE_PATH) {
+            if let Some(refused) = oauth.refusal(request.headers()) {
+                return refused;
+            }
+        }
     }
     if let Some(token) = &shared.options.http_bearer {
         let expected = format!("Bearer {token}");
