@@ -1,0 +1,224 @@
+//! OAuth in the facade, against the fixture's OAuth mode (a protected `/mcp` with its own
+//! authorization server): a server that needs a login is `needs-auth` with the hint and never
+//! blocks the others; after a login (through the same policy, as `mcph auth login` does) its
+//! tools are there; a stdio server gets the stored token of its protected resource in the
+//! variable `oauth.token_env`; `oauth: false` and a configured `Authorization` header turn
+//! OAuth off.
+#![cfg(feature = "oauth")]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_auth::http::AuthHttp;
+use mcp_auth::{AuthError, Authorizer, Callback, MemoryStore, OAuthClient, TokenSet};
+use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
+use mcp_client::{ClientOptions, McpClient, OAuthPolicy, ServerStatus};
+use mcp_testkit::options::{parse_args, CliCommand};
+use mcp_testkit::{HttpFixture, OAuthOptions};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+async fn protected_fixture() -> HttpFixture {
+    let Ok(CliCommand::Run(mut options)) = parse_args(Vec::<String>::new()) else {
+        panic!("default fixture options")
+    };
+    options.oauth = Some(OAuthOptions::default());
+    mcp_testkit::http::serve_http(options, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("the HTTP fixture listens")
+}
+
+fn remote(name: &str, url: String) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        TransportConfig::Http {
+            url,
+            headers: BTreeMap::new(),
+        },
+    )
+}
+
+fn stdio(name: &str, command: &str, args: Vec<String>) -> ServerConfig {
+    ServerConfig::new(
+        name,
+        TransportConfig::Stdio {
+            command: command.into(),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+    )
+}
+
+fn fixture_stdio(name: &str) -> ServerConfig {
+    let bin = mcp_testkit::fixture_server_bin();
+    stdio(name, &bin.to_string_lossy(), vec![])
+}
+
+async fn start(servers: Vec<ServerConfig>, policy: &OAuthPolicy) -> McpClient {
+    let config = ClientConfig {
+        servers,
+        source: None,
+    };
+    tokio::time::timeout(
+        DEADLINE,
+        McpClient::builder(config)
+            .options(ClientOptions::default())
+            .oauth(policy.clone())
+            .start(),
+    )
+    .await
+    .expect("start is bounded by the startup timeouts")
+}
+
+fn status_of(client: &McpClient, name: &str) -> ServerStatus {
+    client
+        .servers()
+        .into_iter()
+        .find(|s| s.name == name)
+        .map(|s| s.status)
+        .expect("the server is configured")
+}
+
+/// The fixture's authorization server approves at once: GET the authorization URL without
+/// following its redirect and hand the `Location` to the client, as a browser would.
+struct AutoApprove;
+
+#[async_trait]
+impl Authorizer for AutoApprove {
+    async fn authorize(&self, client: &OAuthClient) -> Result<TokenSet, AuthError> {
+        let request = client
+            .initiate_authorization("http://127.0.0.1:9/callback")
+            .await?;
+        let answer = AuthHttp::new()?.get_json(&request.url).await?;
+        let location = answer
+            .headers
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                AuthError::Callback(format!("HTTP {} without a redirect", answer.status))
+            })?;
+        let location = url::Url::parse(location)
+            .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
+        client
+            .exchange_code(&request, &Callback::from_url(&location))
+            .await
+    }
+}
+
+/// Logs in to `server` through `policy`, the way `mcph auth login` does.
+async fn login(policy: &OAuthPolicy, server: &ServerConfig) -> TokenSet {
+    let client = policy
+        .client_for(server)
+        .expect("a valid OAuth config")
+        .expect("the server uses OAuth");
+    client
+        .probe()
+        .await
+        .expect("discovery")
+        .expect("the server asks for authorization");
+    tokio::time::timeout(DEADLINE, AutoApprove.authorize(&client))
+        .await
+        .expect("the login is bounded")
+        .expect("the login succeeds")
+}
+
+#[tokio::test]
+async fn a_server_that_needs_a_login_is_needs_auth_and_the_others_run() {
+    let fixture = protected_fixture().await;
+    let policy = OAuthPolicy::default()
+        .with_store(Arc::new(MemoryStore::new()))
+        .with_login_hint(|name| format!("log in with `my-harness login {name}`"));
+    let protected = remote("protected", fixture.url());
+    let client = start(vec![protected.clone(), fixture_stdio("local")], &policy).await;
+    match status_of(&client, "protected") {
+        ServerStatus::NeedsCredentials { reason } => {
+            assert!(reason.contains("my-harness login protected"), "{reason}");
+        }
+        other => panic!("expected needs-auth, got {other:?}"),
+    }
+    assert_eq!(status_of(&client, "protected").label(), "needs-auth");
+    assert!(status_of(&client, "local").is_ready());
+    assert!(client
+        .tools()
+        .entries()
+        .iter()
+        .any(|t| t.qualified_name.starts_with("local__")));
+    client.shutdown().await;
+
+    // A login through the same policy; the next client finds the tokens in the store.
+    login(&policy, &protected).await;
+    let client = start(vec![protected], &policy).await;
+    assert!(status_of(&client, "protected").is_ready());
+    assert!(client
+        .tools()
+        .entries()
+        .iter()
+        .any(|t| t.qualified_name == "protected__add"));
+    let stats = fixture.oauth_stats().expect("OAuth mode");
+    assert_eq!(stats.registrations, 1);
+    assert_eq!(stats.authorizations, 1);
+    client.shutdown().await;
+    fixture.shutdown().await;
+}
+
+#[tokio::test]
+async fn oauth_is_off_with_oauth_false_or_an_own_authorization_header() {
+    let fixture = protected_fixture().await;
+    let policy = OAuthPolicy::default().with_store(Arc::new(MemoryStore::new()));
+    let mut off = remote("off", fixture.url());
+    off.oauth.disabled = true;
+    let header = ServerConfig::new(
+        "header",
+        TransportConfig::Http {
+            url: fixture.url(),
+            headers: BTreeMap::from([("Authorization".to_owned(), "Bearer wrong".to_owned())]),
+        },
+    );
+    assert!(policy.client_for(&off).unwrap().is_none());
+    assert!(policy.client_for(&header).unwrap().is_none());
+    let client = start(vec![off, header], &policy).await;
+    for name in ["off", "header"] {
+        // Refused without any OAuth flow: no discovery-driven login was attempted.
+        assert_eq!(status_of(&client, name).label(), "needs-auth", "{name}");
+    }
+    let stats = fixture.oauth_stats().expect("OAuth mode");
+    assert_eq!(stats.registrations, 0);
+    client.shutdown().await;
+    fixture.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stdio_server_gets_the_stored_token_in_its_environment() {
+    let fixture = protected_fixture().await;
+    let policy = OAuthPolicy::default().with_store(Arc::new(MemoryStore::new()));
+    let dir = std::env::temp_dir().join(format!("mcp-client-oauth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let seen = dir.join("token-seen");
+    // The child writes what it got in API_TOKEN, then becomes the fixture server.
+    let script = format!(
+        "printf %s \"$API_TOKEN\" > '{}' && exec '{}'",
+        seen.display(),
+        mcp_testkit::fixture_server_bin().display()
+    );
+    let mut local = stdio("local", "sh", vec!["-c".into(), script]);
+    local.oauth.resource = Some(fixture.url());
+    local.oauth.token_env = Some("API_TOKEN".into());
+
+    // Before a login: the stdio server needs auth too (and is never started without a token).
+    let client = start(vec![local.clone()], &policy).await;
+    assert_eq!(status_of(&client, "local").label(), "needs-auth");
+    assert!(!seen.exists(), "the server was started without a token");
+    client.shutdown().await;
+
+    let tokens = login(&policy, &remote("resource", fixture.url())).await;
+    let client = start(vec![local], &policy).await;
+    assert!(status_of(&client, "local").is_ready());
+    let got = std::fs::read_to_string(&seen).expect("the child wrote its token");
+    assert_eq!(got, tokens.access_token.expose());
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    fixture.shutdown().await;
+}
