@@ -29,9 +29,10 @@ pub fn note_store_fallback(policy: &OAuthPolicy, config: &ClientConfig, json: bo
         return;
     }
     if let Some(reason) = policy.store_fallback_reason() {
+        tracing::debug!("no OS credential store: {reason}");
         eprintln!(
-            "note: no OS credential store ({reason}); OAuth tokens are kept in memory for this \
-             process only and nothing is written to disk"
+            "note: no OS credential store is reachable (Secret Service, keyutils); OAuth tokens \
+             are kept in memory for this process only, nothing is written to disk (-v says why)"
         );
     }
 }
