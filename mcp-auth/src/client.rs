@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use mcp_core::auth::redact_url;
 use mcp_core::sync::lock;
-use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
+use oauth2::basic::{BasicClient, BasicTokenResponse};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
     EndpointSet, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError,
@@ -43,6 +43,7 @@ const OFFLINE_ACCESS: &str = "offline_access";
 /// Step-up re-authorizations allowed before giving up.
 pub const MAX_STEP_UPS: u32 = 3;
 
+const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
@@ -50,6 +51,45 @@ const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
 
 type TokenClient =
     BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+/// What a client identity is needed for; decides what a registration asks for.
+#[derive(Clone, Copy, Debug)]
+enum Purpose<'a> {
+    /// The authorization code flow with this redirect URI.
+    Redirect(&'a str),
+    /// The device authorization grant (no redirect URI).
+    Device,
+    /// A token request with an identity obtained earlier (refresh, revocation, machine
+    /// grants): nothing is registered.
+    Token,
+}
+
+/// A device authorization in progress (RFC 8628): the user visits
+/// [`verification_uri`](Self::verification_uri) on any device and enters
+/// [`user_code`](Self::user_code), while [`OAuthClient::complete_device_authorization`] polls.
+pub struct DeviceAuthorization {
+    /// Where the user goes.
+    pub verification_uri: String,
+    /// The same with the code filled in, when the server offers one.
+    pub verification_uri_complete: Option<String>,
+    /// The code the user enters.
+    pub user_code: String,
+    /// How long the codes are valid.
+    pub expires_in: Duration,
+    details: oauth2::StandardDeviceAuthorizationResponse,
+    client: ClientIdentity,
+    metadata: Arc<AuthMetadata>,
+    scopes: Vec<String>,
+}
+
+impl fmt::Debug for DeviceAuthorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceAuthorization")
+            .field("verification_uri", &self.verification_uri)
+            .field("expires_in", &self.expires_in)
+            .finish_non_exhaustive()
+    }
+}
 
 /// An authorization the user is asked to complete: open [`url`](Self::url), then hand the
 /// callback to [`OAuthClient::exchange_code`]. `Debug` hides the verifier and state.
@@ -311,7 +351,9 @@ impl OAuthClient {
                 .as_ref(),
             "authorization_endpoint",
         )?;
-        let client = self.client_identity(&metadata, Some(redirect_uri)).await?;
+        let client = self
+            .client_identity(&metadata, Purpose::Redirect(redirect_uri))
+            .await?;
         let redirect = RedirectUrl::new(redirect_uri.to_owned())
             .map_err(|e| AuthError::Config(format!("invalid redirect URI: {e}")))?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -408,6 +450,76 @@ impl OAuthClient {
         Ok(tokens)
     }
 
+    /// Whether the server offers the device authorization grant (RFC 8628).
+    pub async fn offers_device_authorization(&self) -> Result<bool, AuthError> {
+        let metadata = self.discover_auth_metadata(None).await?;
+        Ok(metadata
+            .authorization_server
+            .device_authorization_endpoint
+            .is_some())
+    }
+
+    /// Starts a device authorization: a client identity (registered without a redirect URI
+    /// when needed), then the codes to show the user.
+    pub async fn start_device_authorization(&self) -> Result<DeviceAuthorization, AuthError> {
+        let metadata = self.discover_auth_metadata(None).await?;
+        let endpoint = metadata.endpoint(
+            metadata
+                .authorization_server
+                .device_authorization_endpoint
+                .as_ref(),
+            "device_authorization_endpoint",
+        )?;
+        let client = self.client_identity(&metadata, Purpose::Device).await?;
+        let scopes = self.scopes_to_request(&metadata);
+        let oauth = self
+            .token_client(&metadata, &client)?
+            .set_device_authorization_url(oauth2::DeviceAuthorizationUrl::from_url(endpoint));
+        let mut request = oauth
+            .exchange_device_code()
+            .add_extra_param("resource", metadata.resource_indicator());
+        if !scopes.is_empty() {
+            request = request.add_scope(Scope::new(scopes.join(" ")));
+        }
+        let details: oauth2::StandardDeviceAuthorizationResponse = request
+            .request_async(&self.http)
+            .await
+            .map_err(|e| token_error(e, &metadata, "device_authorization"))?;
+        Ok(DeviceAuthorization {
+            verification_uri: details.verification_uri().to_string(),
+            verification_uri_complete: details
+                .verification_uri_complete()
+                .map(|u| u.secret().clone()),
+            user_code: details.user_code().secret().clone(),
+            expires_in: details.expires_in(),
+            details,
+            client,
+            metadata,
+            scopes,
+        })
+    }
+
+    /// Polls the token endpoint (at the server's interval, slowing down when told) until the
+    /// user approved the device authorization, refused it, or its codes expired; stores the
+    /// tokens.
+    pub async fn complete_device_authorization(
+        &self,
+        device: &DeviceAuthorization,
+    ) -> Result<TokenSet, AuthError> {
+        let oauth = self.token_client(&device.metadata, &device.client)?;
+        let response = oauth
+            .exchange_device_access_token(&device.details)
+            .add_extra_param("resource", device.metadata.resource_indicator())
+            .request_async(&self.http, tokio::time::sleep, Some(device.expires_in))
+            .await
+            .map_err(|e| token_error(e, &device.metadata, "device_code"))?;
+        let tokens = token_set(&response, &device.scopes, None);
+        let _guard = self.refresh_lock.lock().await;
+        self.keep(tokens.clone(), Some(device.client.clone()))
+            .await?;
+        Ok(tokens)
+    }
+
     /// Refreshes the access token now (coalesced with any refresh already in flight). A
     /// response without a refresh token keeps the old one; a refused refresh token is dropped
     /// (the next call needs a new authorization).
@@ -483,7 +595,7 @@ impl OAuthClient {
             return Err(self.needs_login());
         };
         let metadata = self.discover_auth_metadata(None).await?;
-        let client = self.client_identity(&metadata, None).await?;
+        let client = self.client_identity(&metadata, Purpose::Token).await?;
         let oauth = self.token_client(&metadata, &client)?;
         let refresh_token = RefreshToken::new(refresh.expose().to_owned());
         let result = oauth
@@ -515,7 +627,7 @@ impl OAuthClient {
             return Err(AuthError::Config("not a client_credentials client".into()));
         };
         let metadata = self.discover_auth_metadata(None).await?;
-        let client = self.client_identity(&metadata, None).await?;
+        let client = self.client_identity(&metadata, Purpose::Token).await?;
         let scopes = self.scopes_to_request(&metadata);
         let oauth = self.token_client(&metadata, &client)?;
         let mut request = oauth
@@ -587,7 +699,7 @@ impl OAuthClient {
                 ))
             })?
             .to_owned();
-        let client = self.client_identity(&metadata, None).await?;
+        let client = self.client_identity(&metadata, Purpose::Token).await?;
         let token_endpoint = metadata.endpoint(
             metadata.authorization_server.token_endpoint.as_ref(),
             "token_endpoint",
@@ -691,7 +803,7 @@ impl OAuthClient {
             return Ok(None);
         };
         let endpoint = parse_url(&endpoint, "revocation_endpoint")?;
-        let client = self.client_identity(&metadata, None).await?;
+        let client = self.client_identity(&metadata, Purpose::Token).await?;
         // The refresh token first: revoking it usually revokes the access tokens too.
         let mut revoked = Vec::new();
         if let Some(refresh) = &tokens.refresh_token {
@@ -876,7 +988,7 @@ impl OAuthClient {
     async fn client_identity(
         &self,
         metadata: &AuthMetadata,
-        redirect_uri: Option<&str>,
+        purpose: Purpose<'_>,
     ) -> Result<ClientIdentity, AuthError> {
         let server = &metadata.authorization_server;
         if let Some(client_id) = &self.config.client_id {
@@ -903,11 +1015,15 @@ impl OAuthClient {
         let stored = lock(&self.state).client.clone();
         if let Some(stored) = stored {
             let same_issuer = stored.issuer.as_deref() == Some(server.issuer.as_str());
-            let same_redirect = match (redirect_uri, stored.redirect_uri.as_deref()) {
-                (Some(want), Some(have)) => want == have,
-                _ => true,
+            let fits = match (purpose, stored.redirect_uri.as_deref()) {
+                (Purpose::Redirect(want), Some(have)) => want == have,
+                (Purpose::Redirect(_), None) => false,
+                // A device client has no redirect URI; one registered for redirects may not
+                // have the device grant.
+                (Purpose::Device, have) => have.is_none(),
+                (Purpose::Token, _) => true,
             };
-            if same_issuer && same_redirect {
+            if same_issuer && fits {
                 return Ok(stored);
             }
         }
@@ -923,7 +1039,7 @@ impl OAuthClient {
                 });
             }
         }
-        let client = self.register(metadata, redirect_uri).await?;
+        let client = self.register(metadata, purpose).await?;
         lock(&self.state).client = Some(client.clone());
         Ok(client)
     }
@@ -932,7 +1048,7 @@ impl OAuthClient {
     async fn register(
         &self,
         metadata: &AuthMetadata,
-        redirect_uri: Option<&str>,
+        purpose: Purpose<'_>,
     ) -> Result<ClientIdentity, AuthError> {
         let server = &metadata.authorization_server;
         let Some(endpoint) = &server.registration_endpoint else {
@@ -943,20 +1059,34 @@ impl OAuthClient {
             )));
         };
         let endpoint = parse_url(endpoint, "registration_endpoint")?;
-        let Some(redirect_uri) = redirect_uri else {
-            return Err(AuthError::Registration(
-                "dynamic registration needs a redirect URI (log in interactively first)".into(),
-            ));
-        };
         let method =
             pick_registration_method(server.token_endpoint_auth_methods_supported.as_deref());
-        let mut body = json!({
-            "client_name": self.config.client_name,
-            "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": method.as_str(),
-        });
+        let (redirect_uri, mut body) = match purpose {
+            Purpose::Redirect(uri) => (
+                Some(uri.to_owned()),
+                json!({
+                    "client_name": self.config.client_name,
+                    "redirect_uris": [uri],
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "token_endpoint_auth_method": method.as_str(),
+                }),
+            ),
+            Purpose::Device => (
+                None,
+                json!({
+                    "client_name": self.config.client_name,
+                    "grant_types": [DEVICE_CODE_GRANT, "refresh_token"],
+                    "response_types": [],
+                    "token_endpoint_auth_method": method.as_str(),
+                }),
+            ),
+            Purpose::Token => {
+                return Err(AuthError::Registration(
+                    "no client is registered with this server yet (log in first)".into(),
+                ))
+            }
+        };
         let scopes = self.scopes_to_request(metadata);
         if !scopes.is_empty() {
             body["scope"] = Value::String(scopes.join(" "));
@@ -1000,7 +1130,7 @@ impl OAuthClient {
             client_id,
             client_secret,
             auth_method,
-            redirect_uri: Some(redirect_uri.to_owned()),
+            redirect_uri,
             issuer: Some(server.issuer.clone()),
         })
     }
@@ -1126,8 +1256,8 @@ fn token_set_from_json(answer: &Value, requested: &[String]) -> Option<TokenSet>
 
 /// An `oauth2` failure as an [`AuthError`] — never with the response body, which may hold a
 /// token.
-fn token_error(
-    e: RequestTokenError<AuthError, BasicErrorResponse>,
+fn token_error<T: oauth2::ErrorResponseType + fmt::Display + 'static>(
+    e: RequestTokenError<AuthError, oauth2::StandardErrorResponse<T>>,
     metadata: &AuthMetadata,
     grant: &'static str,
 ) -> AuthError {

@@ -919,3 +919,52 @@ async fn logout_revokes_and_forgets() {
         Err(AuthError::NeedsLogin(_))
     ));
 }
+
+/// The device authorization grant (RFC 8628): a device-only registration (no redirect URI),
+/// the codes for the user, polling while the user has not approved (`authorization_pending`),
+/// then tokens — stored like any others.
+#[tokio::test]
+async fn the_device_grant_polls_until_the_user_approves() {
+    let fixture = start(OAuthOptions {
+        device_authorization: true,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config(&fixture), &store);
+    assert!(client
+        .offers_device_authorization()
+        .await
+        .expect("discovery"));
+    let pending = within("device authorization", client.start_device_authorization())
+        .await
+        .expect("device authorization");
+    assert!(!pending.user_code.is_empty());
+    assert!(pending.verification_uri.starts_with(&fixture.base_url()));
+    let approve = pending
+        .verification_uri_complete
+        .clone()
+        .expect("the fixture offers a complete URI");
+    let polling = client.complete_device_authorization(&pending);
+    tokio::pin!(polling);
+    // The client polls (at the server's 1 s interval) until the user approves.
+    let early = tokio::time::timeout(Duration::from_millis(1500), &mut polling).await;
+    assert!(early.is_err(), "tokens before the user approved");
+    assert!(stats(&fixture).device_code >= 1, "no poll before approval");
+    let answer = reqwest::get(&approve).await.expect("the verification page");
+    assert!(answer.status().is_success());
+    let tokens = within("device tokens", polling).await.expect("tokens");
+    let s = stats(&fixture);
+    assert_eq!(s.device_approvals, 1);
+    assert_eq!(s.registrations, 1);
+    assert_eq!(s.authorizations, 0, "no browser authorization");
+    assert!(tokens.refresh_token.is_some());
+    let stored = store
+        .load(&store_key(&fixture))
+        .await
+        .expect("store")
+        .expect("an entry");
+    assert_eq!(stored.tokens, Some(tokens));
+    assert_eq!(stored.client.and_then(|c| c.redirect_uri), None);
+    fixture.shutdown().await;
+}

@@ -128,6 +128,10 @@ pub enum AuthCommand {
         /// Print the URL instead of opening a browser
         #[arg(long)]
         no_browser: bool,
+        /// Use the device authorization grant (a code to enter on any device); the default
+        /// on a machine without a display when the server offers it
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
         /// How long to wait for the authorization, in seconds
         #[arg(long, value_name = "SECS", default_value_t = 300)]
         timeout: u64,

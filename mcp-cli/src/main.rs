@@ -174,16 +174,11 @@ async fn auth(
         AuthCommand::Login {
             server,
             no_browser,
+            device,
             timeout,
         } => {
-            commands::auth::login(
-                config,
-                server,
-                *no_browser,
-                Duration::from_secs(*timeout),
-                json,
-            )
-            .await
+            let how = commands::auth::LoginMethod::from_flags(*no_browser, *device);
+            commands::auth::login(config, server, how, Duration::from_secs(*timeout), json).await
         }
         AuthCommand::Status => commands::auth::status(config, json).await,
         AuthCommand::Logout { server } => commands::auth::logout(config, server, json).await,

@@ -93,6 +93,12 @@ pub const EXPIRE_TOKENS_PATH: &str = "/control/oauth/expire-tokens";
 pub const REVOKE_ALL_PATH: &str = "/control/oauth/revoke-all";
 /// Control: the counters as JSON.
 pub const STATS_PATH: &str = "/control/oauth/stats";
+/// The device authorization endpoint (RFC 8628 §3.1), with `device_authorization`.
+pub const DEVICE_AUTHORIZATION_PATH: &str = "/device_authorization";
+/// The verification page a user visits (`GET /device?user_code=…` approves at once).
+pub const DEVICE_VERIFY_PATH: &str = "/device";
+/// The device code grant type (RFC 8628 §3.4).
+pub const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 /// Authorization codes are valid this long.
 const CODE_LIFETIME: Duration = Duration::from_secs(600);
@@ -142,6 +148,10 @@ pub struct OAuthOptions {
     /// Clients known without registration: `(client_id, client_secret)`; a secret makes the
     /// client confidential (it must authenticate at `/token`). They accept any redirect URI.
     pub preregistered: Vec<(String, Option<String>)>,
+    /// Serve and advertise the device authorization grant (RFC 8628; default false):
+    /// `/device_authorization`, a verification page that approves at once, and the
+    /// device code grant at `/token` (`authorization_pending` until approved).
+    pub device_authorization: bool,
 }
 
 impl Default for OAuthOptions {
@@ -162,6 +172,7 @@ impl Default for OAuthOptions {
             iss_parameter: false,
             state_override: None,
             preregistered: Vec::new(),
+            device_authorization: false,
         }
     }
 }
@@ -199,6 +210,7 @@ impl fmt::Debug for OAuthOptions {
             .field("iss_parameter", &self.iss_parameter)
             .field("state_override", &self.state_override)
             .field("preregistered", &preregistered)
+            .field("device_authorization", &self.device_authorization)
             .finish()
     }
 }
@@ -213,6 +225,10 @@ pub struct OAuthStats {
     pub refresh_token: u64,
     /// `/token` requests with `grant_type=client_credentials` (refused ones included).
     pub client_credentials: u64,
+    /// `/token` requests with the device code grant (pending and refused ones included).
+    pub device_code: u64,
+    /// Device authorizations approved at the verification page.
+    pub device_approvals: u64,
     /// `/token` requests that were refused (any grant type, unknown ones too).
     pub token_errors: u64,
     /// Successful dynamic registrations.
@@ -237,7 +253,7 @@ pub struct OAuthStats {
 impl OAuthStats {
     /// All `/token` requests of the three grant types.
     pub fn token_requests(&self) -> u64 {
-        self.authorization_code + self.refresh_token + self.client_credentials
+        self.authorization_code + self.refresh_token + self.client_credentials + self.device_code
     }
 }
 
@@ -254,6 +270,8 @@ pub fn is_oauth_path(path: &str) -> bool {
             | EXPIRE_TOKENS_PATH
             | REVOKE_ALL_PATH
             | STATS_PATH
+            | DEVICE_AUTHORIZATION_PATH
+            | DEVICE_VERIFY_PATH
     )
 }
 
@@ -317,6 +335,16 @@ struct Code {
     expires: Instant,
 }
 
+/// A device authorization waiting for (or approved by) its user.
+struct Device {
+    client_id: String,
+    user_code: String,
+    scopes: Vec<String>,
+    resource: Option<String>,
+    approved: bool,
+    expires: Instant,
+}
+
 struct AccessToken {
     scopes: Vec<String>,
     expires: Instant,
@@ -334,6 +362,8 @@ struct State {
     codes: HashMap<String, Code>,
     access: HashMap<String, AccessToken>,
     refresh: HashMap<String, RefreshGrant>,
+    /// By device code.
+    devices: HashMap<String, Device>,
     stats: OAuthStats,
 }
 
@@ -410,13 +440,17 @@ impl AuthServer {
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         let allow = match path.as_str() {
-            RESOURCE_METADATA_PATH | SERVER_METADATA_PATH | AUTHORIZE_PATH | STATS_PATH => {
-                Method::GET
-            }
+            RESOURCE_METADATA_PATH
+            | SERVER_METADATA_PATH
+            | AUTHORIZE_PATH
+            | STATS_PATH
+            | DEVICE_VERIFY_PATH => Method::GET,
             _ => Method::POST,
         };
         if (path == REGISTER_PATH && !self.options.registration)
             || (path == REVOKE_PATH && !self.options.revocation)
+            || ((path == DEVICE_AUTHORIZATION_PATH || path == DEVICE_VERIFY_PATH)
+                && !self.options.device_authorization)
         {
             return json_response(
                 StatusCode::NOT_FOUND,
@@ -450,6 +484,10 @@ impl AuthServer {
                 },
                 Err(e) => e.response(),
             },
+            DEVICE_VERIFY_PATH => match self.approve_device(request.uri().query().unwrap_or("")) {
+                Ok(()) => json_ok(json!({ "approved": true })),
+                Err(e) => e.response(),
+            },
             EXPIRE_TOKENS_PATH => {
                 self.expire_tokens();
                 empty_response(StatusCode::NO_CONTENT)
@@ -480,6 +518,12 @@ impl AuthServer {
                                 );
                                 response
                             }
+                            Err(e) => e.response(),
+                        }
+                    }
+                    DEVICE_AUTHORIZATION_PATH => {
+                        match self.device_authorization(&headers, &parse_form(&text)) {
+                            Ok(answer) => json_ok(answer),
                             Err(e) => e.response(),
                         }
                     }
@@ -614,7 +658,64 @@ impl AuthServer {
         if self.options.iss_parameter {
             meta["authorization_response_iss_parameter_supported"] = json!(true);
         }
+        if self.options.device_authorization {
+            meta["device_authorization_endpoint"] =
+                json!(format!("{origin}{DEVICE_AUTHORIZATION_PATH}"));
+            if let Some(grants) = meta["grant_types_supported"].as_array_mut() {
+                grants.push(json!(DEVICE_CODE_GRANT));
+            }
+        }
         meta
+    }
+
+    /// RFC 8628 §3.2: a device code, a user code and where the user goes.
+    fn device_authorization(
+        &self,
+        headers: &HeaderMap,
+        form: &[(String, String)],
+    ) -> Result<Value, OAuthError> {
+        let mut state = lock(&self.state);
+        let client_id = authenticate(&state, headers, form)?;
+        let device_code = format!("dc-{}", random_hex());
+        let user_code = random_hex()[..8].to_uppercase();
+        let scopes = self.grant_scopes(param(form, "scope")?.unwrap_or(""));
+        let resource = param(form, "resource")?.map(str::to_owned);
+        state.devices.insert(
+            device_code.clone(),
+            Device {
+                client_id,
+                user_code: user_code.clone(),
+                scopes,
+                resource,
+                approved: false,
+                expires: Instant::now() + CODE_LIFETIME,
+            },
+        );
+        let verify = format!("{}{DEVICE_VERIFY_PATH}", self.origin);
+        Ok(json!({
+            "device_code": device_code,
+            "user_code": user_code,
+            "verification_uri": verify,
+            "verification_uri_complete": format!("{verify}?user_code={user_code}"),
+            "expires_in": CODE_LIFETIME.as_secs(),
+            "interval": 1,
+        }))
+    }
+
+    /// The verification page: approves the device authorization with this `user_code`.
+    fn approve_device(&self, query: &str) -> Result<(), OAuthError> {
+        let form = parse_form(query);
+        let user_code = param(&form, "user_code")?
+            .ok_or_else(|| OAuthError::bad("invalid_request", "user_code is missing"))?;
+        let mut state = lock(&self.state);
+        let device = state
+            .devices
+            .values_mut()
+            .find(|d| d.user_code == user_code)
+            .ok_or_else(|| OAuthError::bad("invalid_request", "unknown user_code"))?;
+        device.approved = true;
+        state.stats.device_approvals += 1;
+        Ok(())
     }
 
     /// Dynamic client registration: the JSON answer, or the RFC 7591 error.
@@ -637,7 +738,15 @@ impl AuthServer {
             })
             .unwrap_or(None)
             .unwrap_or_default();
-        if uris.is_empty() {
+        // A device-only client (RFC 8628) has no redirect URI.
+        let device_only = request
+            .get("grant_types")
+            .and_then(Value::as_array)
+            .is_some_and(|g| {
+                g.iter().any(|g| g == DEVICE_CODE_GRANT)
+                    && !g.iter().any(|g| g == "authorization_code")
+            });
+        if uris.is_empty() && !device_only {
             return Err(OAuthError::bad(
                 "invalid_redirect_uri",
                 "redirect_uris must be a non-empty array of strings",
@@ -789,6 +898,7 @@ impl AuthServer {
             "authorization_code" => state.stats.authorization_code += 1,
             "refresh_token" => state.stats.refresh_token += 1,
             "client_credentials" => state.stats.client_credentials += 1,
+            DEVICE_CODE_GRANT => state.stats.device_code += 1,
             _ => {}
         }
         let resource = param(form, "resource").ok().flatten().map(str::to_owned);
@@ -921,6 +1031,48 @@ impl AuthServer {
                 }
                 let scopes = self.grant_scopes(param(form, "scope")?.unwrap_or(""));
                 Ok(self.issue(state, &client_id, scopes, resource, RefreshMode::Omit))
+            }
+            DEVICE_CODE_GRANT if self.options.device_authorization => {
+                let code = param(form, "device_code")?
+                    .ok_or_else(|| OAuthError::bad("invalid_request", "device_code is missing"))?;
+                let Some(device) = state.devices.get(code) else {
+                    return Err(OAuthError::bad(
+                        "invalid_grant",
+                        "unknown or used device_code",
+                    ));
+                };
+                if device.client_id != client_id {
+                    return Err(OAuthError::bad(
+                        "invalid_grant",
+                        "the device_code belongs to another client",
+                    ));
+                }
+                if Instant::now() >= device.expires {
+                    return Err(OAuthError::bad(
+                        "expired_token",
+                        "the device_code has expired",
+                    ));
+                }
+                if !device.approved {
+                    return Err(OAuthError::bad(
+                        "authorization_pending",
+                        "the user has not approved yet",
+                    ));
+                }
+                let Some(device) = state.devices.remove(code) else {
+                    return Err(OAuthError::bad(
+                        "invalid_grant",
+                        "unknown or used device_code",
+                    ));
+                };
+                let resource = resource.or(device.resource);
+                Ok(self.issue(
+                    state,
+                    &client_id,
+                    device.scopes,
+                    resource,
+                    RefreshMode::Issue,
+                ))
             }
             other => Err(OAuthError::bad(
                 "unsupported_grant_type",

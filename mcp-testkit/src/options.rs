@@ -177,6 +177,8 @@ HTTP (instead of stdio):
                             fixture's own mock authorization server on the same origin
                             (metadata, /register, /authorize, /token, /revoke; control at
                             /control/oauth/{expire-tokens,revoke-all,stats}).
+    --oauth-device          OAuth mode with the device authorization grant (RFC 8628): a
+                            verification page at /device that approves at once.
     --oauth-token-ttl SECS  Access token lifetime in OAuth mode (default 3600; implies --oauth).
     --oauth-required-scope S
                             /mcp needs a token with scope S (403 insufficient_scope otherwise);
@@ -290,6 +292,13 @@ where
             "--oauth" => {
                 no_value(&flag)?;
                 options.oauth.get_or_insert_with(Default::default);
+            }
+            "--oauth-device" => {
+                no_value(&flag)?;
+                options
+                    .oauth
+                    .get_or_insert_with(Default::default)
+                    .device_authorization = true;
             }
             "--oauth-token-ttl" => {
                 let ttl = number(&flag, &value(&flag)?)?;
@@ -409,6 +418,9 @@ mod tests {
         let oauth = options.oauth.expect("implied by the --oauth-* flags");
         assert_eq!(oauth.token_ttl_secs, 30);
         assert_eq!(oauth.required_scopes, ["read", "admin"]);
+        assert!(run(&["--oauth-device"])
+            .oauth
+            .is_some_and(|o| o.device_authorization));
         assert!(parse_args(["--oauth=1"]).is_err());
         assert!(parse_args(["--oauth-token-ttl", "soon"]).is_err());
     }
@@ -451,6 +463,7 @@ mod tests {
             "--refuse-start-while",
             "--http-control",
             "--oauth",
+            "--oauth-device",
             "--oauth-token-ttl",
             "--oauth-required-scope",
         ] {

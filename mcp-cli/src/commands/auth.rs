@@ -57,11 +57,34 @@ fn client(policy: &OAuthPolicy, server: &ServerConfig) -> Result<OAuthClient, Cl
         })
 }
 
-/// `mcph auth login SERVER [--no-browser] [--timeout SECS]`.
+/// How `mcph auth login` lets the user authorize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginMethod {
+    /// A browser where there is a display, else the device grant where the server offers it,
+    /// else a printed URL.
+    Auto,
+    /// Print the URL (`--no-browser`).
+    PrintUrl,
+    /// The device authorization grant (`--device`).
+    Device,
+}
+
+impl LoginMethod {
+    /// From the command-line flags.
+    pub fn from_flags(no_browser: bool, device: bool) -> LoginMethod {
+        match (no_browser, device) {
+            (_, true) => LoginMethod::Device,
+            (true, false) => LoginMethod::PrintUrl,
+            (false, false) => LoginMethod::Auto,
+        }
+    }
+}
+
+/// `mcph auth login SERVER [--no-browser | --device] [--timeout SECS]`.
 pub async fn login(
     config: &ClientConfig,
     name: &str,
-    no_browser: bool,
+    how: LoginMethod,
     timeout: Duration,
     json: bool,
 ) -> Result<(), CliError> {
@@ -75,21 +98,56 @@ pub async fn login(
             "server \"{name}\" answered without asking for authorization: it needs no login"
         )));
     }
-    let show: Arc<dyn Fn(&url::Url) + Send + Sync> = Arc::new(|url| {
-        eprintln!("Open this URL in a browser to authorize:\n\n  {url}\n");
-        eprintln!("Waiting for the authorization (Ctrl-C to give up)…");
-    });
-    let open = !no_browser && has_display() && std::io::stderr().is_terminal();
-    let login = LoopbackLogin {
-        port: server.oauth.redirect_port.unwrap_or(0),
-        timeout,
-        presenter: if open {
-            Presenter::Browser(show)
-        } else {
-            Presenter::Print(show)
-        },
+    let display = has_display() && std::io::stderr().is_terminal();
+    let device = match how {
+        LoginMethod::Device => true,
+        LoginMethod::PrintUrl => false,
+        LoginMethod::Auto => {
+            !display
+                && client
+                    .offers_device_authorization()
+                    .await
+                    .map_err(auth_error)?
+        }
     };
-    let tokens = login.authorize(&client).await.map_err(auth_error)?;
+    let tokens = if device {
+        let pending = client
+            .start_device_authorization()
+            .await
+            .map_err(auth_error)?;
+        eprintln!(
+            "To authorize, visit {} and enter the code {}",
+            pending.verification_uri, pending.user_code
+        );
+        if let Some(complete) = &pending.verification_uri_complete {
+            eprintln!("(or open {complete})");
+        }
+        eprintln!("Waiting for the authorization (Ctrl-C to give up)…");
+        tokio::time::timeout(timeout, client.complete_device_authorization(&pending))
+            .await
+            .map_err(|_| {
+                CliError::Other(format!(
+                    "no authorization arrived within {}",
+                    for_people(timeout)
+                ))
+            })?
+            .map_err(auth_error)?
+    } else {
+        let show: Arc<dyn Fn(&url::Url) + Send + Sync> = Arc::new(|url| {
+            eprintln!("Open this URL in a browser to authorize:\n\n  {url}\n");
+            eprintln!("Waiting for the authorization (Ctrl-C to give up)…");
+        });
+        let login = LoopbackLogin {
+            port: server.oauth.redirect_port.unwrap_or(0),
+            timeout,
+            presenter: if display && how == LoginMethod::Auto {
+                Presenter::Browser(show)
+            } else {
+                Presenter::Print(show)
+            },
+        };
+        login.authorize(&client).await.map_err(auth_error)?
+    };
     let store = policy.store();
     let expires = tokens.remaining(SystemTime::now()).map(for_people);
     if json {
