@@ -173,13 +173,23 @@ struct Held {
 }
 
 impl Held {
-    fn from_stored(tokens: TokenSet) -> Held {
+    /// Tokens just obtained: their lifetime is what is left of them now.
+    fn obtained(tokens: TokenSet) -> Held {
         let lifetime = tokens.remaining(SystemTime::now());
         let expires = lifetime.map(|left| Instant::now() + left);
         Held {
             tokens,
             expires,
             lifetime,
+        }
+    }
+
+    /// Tokens read from the store: how long they lived is unknown, so the full margin
+    /// applies (a token close to expiry is refreshed before its first use).
+    fn loaded(tokens: TokenSet) -> Held {
+        Held {
+            lifetime: None,
+            ..Held::obtained(tokens)
         }
     }
 
@@ -913,7 +923,7 @@ impl OAuthClient {
             if !state.loaded {
                 state.loaded = true;
                 if let Some(stored) = stored {
-                    state.held = stored.tokens.map(Held::from_stored);
+                    state.held = stored.tokens.map(Held::loaded);
                     if state.client.is_none() {
                         state.client = stored.client;
                     }
@@ -931,7 +941,7 @@ impl OAuthClient {
     ) -> Result<(), AuthError> {
         let client = {
             let mut state = lock(&self.state);
-            state.held = Some(Held::from_stored(tokens.clone()));
+            state.held = Some(Held::obtained(tokens.clone()));
             state.loaded = true;
             if client.is_some() {
                 state.client = client;

@@ -6,25 +6,23 @@
 //! level, and the tests assert that no token or secret appears in it, in an error, or in any
 //! file under the Secret Service's HOME.
 //!
-//! The Secret Service test needs `dbus-daemon` and `gnome-keyring-daemon`; without them it
-//! fails (run `cargo xtask interop-setup`).
+//! The Secret Service is `mcp_testkit::secret_service::SecretService` (shared with the `mcph`
+//! OAuth interop tests). It needs `dbus-daemon`, `dbus-send` and `gnome-keyring-daemon`;
+//! without them the test fails (run `cargo xtask interop-setup`).
 
 #![cfg(all(feature = "keyring", target_os = "linux"))]
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use keyring_core::{CredentialStore, Entry};
 use mcp_auth::store::{default_store, KeyringStore, StoreKey, TokenStore};
 use mcp_auth::{ClientIdentity, Secret, StoredCredentials, TokenEndpointAuth, TokenSet};
-
-/// How long a helper process may take to come up or go down.
-const PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
+use mcp_testkit::secret_service::{self, SecretService, PROCESS_TIMEOUT};
 
 // ---------------------------------------------------------------------------------------------
 // Serialization, logs, unique values.
@@ -152,7 +150,7 @@ impl Drop for EnvVar {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scratch directories and helper processes.
+// Scratch directories and the Secret Service.
 // ---------------------------------------------------------------------------------------------
 
 /// A directory under the system temp dir, removed on drop.
@@ -172,242 +170,35 @@ impl Drop for TempDir {
     }
 }
 
-/// A child process, killed and reaped on drop.
-struct ChildGuard {
-    name: &'static str,
-    child: Child,
+/// The shared private Secret Service (`mcp_testkit::secret_service`), started and ready, or a
+/// failure saying what is missing (`cargo xtask interop-setup` installs it).
+fn start_secret_service() -> SecretService {
+    SecretService::start().unwrap_or_else(|err| panic!("{err}"))
 }
 
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let deadline = Instant::now() + PROCESS_TIMEOUT;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
-                Ok(None) if Instant::now() >= deadline => {
-                    eprintln!(
-                        "{} (pid {}) did not exit after SIGKILL",
-                        self.name,
-                        self.child.id()
-                    );
-                    return;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-    }
-}
-
-/// `program`'s path on PATH, or a failure telling how to install it.
-fn require(program: &str, package: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "`{program}` (Debian package {package}) is not installed: the Secret Service tests \
-                 need it. Run `cargo xtask interop-setup` to install the test packages."
-            )
-        })
-}
-
-/// A private session bus with gnome-keyring-daemon's Secret Service on it, under its own HOME.
-/// Drop order: the keyring daemon, then the bus, then the directory.
-struct SecretServiceEnv {
-    keyring: ChildGuard,
-    _bus: ChildGuard,
-    address: String,
-    home: PathBuf,
-    root: TempDir,
-}
-
-impl SecretServiceEnv {
-    fn start() -> SecretServiceEnv {
-        let dbus_daemon = require("dbus-daemon", "dbus-daemon");
-        let keyring_daemon = require("gnome-keyring-daemon", "gnome-keyring");
-
-        let root = TempDir::new("mcp-auth-secret-service");
-        let home = root.0.join("home");
-        let runtime_dir = root.0.join("run");
-        for dir in [
-            home.join(".local/share"),
-            home.join(".config"),
-            home.join(".cache"),
-            runtime_dir.clone(),
-        ] {
-            std::fs::create_dir_all(&dir).expect("create the test HOME");
-        }
-        set_mode_0700(&runtime_dir);
-
-        // No <servicedir>: nothing is activated on this bus; only what the test starts runs.
-        let config = root.0.join("bus.conf");
-        let socket = root.0.join("bus");
-        std::fs::write(
-            &config,
-            format!(
-                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"#,
-                socket.display()
-            ),
-        )
-        .expect("write the bus config");
-
-        let bus_log = std::fs::File::create(root.0.join("dbus-daemon.log")).expect("bus log");
-        let mut bus = ChildGuard {
-            name: "dbus-daemon",
-            child: Command::new(dbus_daemon)
-                .arg(format!("--config-file={}", config.display()))
-                .args(["--nofork", "--print-address=1"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(bus_log)
-                .spawn()
-                .expect("start dbus-daemon"),
+/// Waits until `KeyringStore` (not only `dbus-send`) reaches the Secret Service on the bus of
+/// `DBUS_SESSION_BUS_ADDRESS`.
+fn wait_for_store(env: &SecretService, service: &str) {
+    let deadline = Instant::now() + PROCESS_TIMEOUT;
+    loop {
+        let err = match KeyringStore::secret_service(service) {
+            Ok(_) => return,
+            Err(err) => err,
         };
-        let stdout = bus.child.stdout.take().expect("dbus-daemon stdout");
-        let address = read_line_within(stdout, PROCESS_TIMEOUT).unwrap_or_else(|| {
+        if Instant::now() >= deadline {
             panic!(
-                "dbus-daemon printed no address within {PROCESS_TIMEOUT:?}: {}",
-                read_log(&root.0.join("dbus-daemon.log"))
-            )
-        });
-        let address = address.trim().to_owned();
-
-        let keyring_log =
-            std::fs::File::create(root.0.join("gnome-keyring.log")).expect("keyring log");
-        let mut keyring = ChildGuard {
-            name: "gnome-keyring-daemon",
-            child: Command::new(keyring_daemon)
-                .args(["--foreground", "--components=secrets", "--unlock"])
-                .current_dir(&root.0)
-                .env("HOME", &home)
-                .env("XDG_DATA_HOME", home.join(".local/share"))
-                .env("XDG_CONFIG_HOME", home.join(".config"))
-                .env("XDG_CACHE_HOME", home.join(".cache"))
-                .env("XDG_RUNTIME_DIR", &runtime_dir)
-                .env("DBUS_SESSION_BUS_ADDRESS", &address)
-                .env_remove("DISPLAY")
-                .env_remove("WAYLAND_DISPLAY")
-                .stdin(Stdio::piped())
-                .stdout(keyring_log.try_clone().expect("keyring log"))
-                .stderr(keyring_log)
-                .spawn()
-                .expect("start gnome-keyring-daemon"),
-        };
-        // `--unlock` reads the login keyring's password from stdin (creating the keyring).
-        {
-            let mut stdin = keyring.child.stdin.take().expect("keyring stdin");
-            stdin
-                .write_all(b"test-keyring-password")
-                .expect("write the keyring password");
+                "the Secret Service did not answer KeyringStore within {PROCESS_TIMEOUT:?} \
+                 ({err}): {}",
+                env.keyring_log()
+            );
         }
-
-        SecretServiceEnv {
-            keyring,
-            _bus: bus,
-            address,
-            home,
-            root,
-        }
+        std::thread::sleep(Duration::from_millis(100));
     }
-
-    /// Sends `signal` to gnome-keyring-daemon (SIGSTOP to make it hang, SIGCONT to resume).
-    fn signal_keyring(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.keyring.child.id()).expect("a pid");
-        // SAFETY: kill(2) on our own child; no memory is involved.
-        let rc = unsafe { libc::kill(pid, signal) };
-        assert_eq!(rc, 0, "kill: {}", io::Error::last_os_error());
-    }
-
-    /// Waits until the Secret Service answers on the bus (`DBUS_SESSION_BUS_ADDRESS` set).
-    fn wait_ready(&mut self, service: &str) {
-        let deadline = Instant::now() + PROCESS_TIMEOUT;
-        loop {
-            let err = match KeyringStore::secret_service(service) {
-                Ok(_) => return,
-                Err(err) => err,
-            };
-            if let Ok(Some(status)) = self.keyring.child.try_wait() {
-                panic!(
-                    "gnome-keyring-daemon exited ({status}): {}",
-                    read_log(&self.root.0.join("gnome-keyring.log"))
-                );
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "the Secret Service did not come up within {PROCESS_TIMEOUT:?} ({err}): {}",
-                    read_log(&self.root.0.join("gnome-keyring.log"))
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn set_mode_0700(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).expect("chmod 0700");
-}
-
-/// The first line `reader` gives within `timeout`.
-fn read_line_within(reader: impl io::Read + Send + 'static, timeout: Duration) -> Option<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let read = BufReader::new(reader).read_line(&mut line);
-        let _ = tx.send(read.map(|_| line));
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(line)) if !line.trim().is_empty() => Some(line),
-        _ => None,
-    }
-}
-
-fn read_log(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|err| format!("(no log: {err})"))
 }
 
 /// Every regular file under `dir` whose bytes contain `needle`.
 fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file() {
-                if let Ok(bytes) = std::fs::read(&path) {
-                    if bytes
-                        .windows(needle.len())
-                        .any(|window| window == needle.as_bytes())
-                    {
-                        found.push(path);
-                    }
-                }
-            }
-        }
-    }
-    found
+    secret_service::files_containing(dir, needle.as_bytes())
 }
 
 fn assert_not_logged(secrets: &[String]) {
@@ -562,10 +353,10 @@ async fn exercise(
 fn secret_service_store() {
     let _serial = serial();
     let logs = logs();
-    let mut env = SecretServiceEnv::start();
-    let _bus_address = EnvVar::set("DBUS_SESSION_BUS_ADDRESS", &env.address);
+    let env = start_secret_service();
+    let _bus_address = EnvVar::set("DBUS_SESSION_BUS_ADDRESS", env.bus_address());
     let service = unique("mcp-auth-test");
-    env.wait_ready(&service);
+    wait_for_store(&env, &service);
 
     let store = KeyringStore::secret_service(&service).expect("open the Secret Service");
     assert_eq!(store.describe(), "Secret Service");
@@ -600,7 +391,7 @@ fn secret_service_store() {
         let mut secrets = exercise(&store, &reopen, &other, &raw_write).await;
 
         // gnome-keyring wrote its (encrypted) keyring file; no secret is in any file.
-        let keyrings = env.home.join(".local/share/keyrings");
+        let keyrings = env.home().join(".local/share/keyrings");
         let files: Vec<_> = std::fs::read_dir(&keyrings)
             .expect("gnome-keyring's keyring directory")
             .flatten()
@@ -613,7 +404,7 @@ fn secret_service_store() {
         );
         secrets.append(&mut held_secrets);
         for secret in &secrets {
-            let found = files_containing(&env.root.0, secret);
+            let found = files_containing(env.root(), secret);
             assert!(found.is_empty(), "a secret is readable in {found:?}");
         }
 
@@ -625,7 +416,8 @@ fn secret_service_store() {
             .expect("open")
             .with_timeout(Duration::from_millis(300));
         let key = StoreKey::new("https://hung.example", "default");
-        env.signal_keyring(libc::SIGSTOP);
+        env.signal_keyring(libc::SIGSTOP)
+            .expect("SIGSTOP the keyring daemon");
         for _ in 0..KeyringStore::MAX_PENDING {
             let started = Instant::now();
             let err = slow.load(&key).await.expect_err("a hung store times out");
@@ -636,7 +428,8 @@ fn secret_service_store() {
         let err = slow.load(&key).await.expect_err("fails at once");
         assert!(err.0.contains("have not finished"), "{err}");
         assert!(started.elapsed() < Duration::from_millis(250));
-        env.signal_keyring(libc::SIGCONT);
+        env.signal_keyring(libc::SIGCONT)
+            .expect("SIGCONT the keyring daemon");
         // The abandoned calls finish, and the store answers again.
         let deadline = Instant::now() + PROCESS_TIMEOUT;
         loop {

@@ -40,6 +40,7 @@ pub mod pagination;
 pub mod prompts;
 pub mod resources;
 pub mod run;
+pub mod secret_service;
 pub mod server;
 pub mod startup;
 pub mod stdio;

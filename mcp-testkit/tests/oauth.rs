@@ -383,6 +383,8 @@ async fn mcp_needs_a_valid_token() {
         authorization_code: 1,
         refresh_token: 2,
         client_credentials: 0,
+        device_code: 0,
+        device_approvals: 0,
         token_errors: 1,
         registrations: 1,
         authorizations: 1,
