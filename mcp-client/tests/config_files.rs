@@ -923,7 +923,10 @@ fn oauth_settings() {
     assert_eq!(remote.client_secret.as_deref(), Some("s3cr3t-value"));
     assert_eq!(remote.scopes, strings(&["read", "write"]));
     assert_eq!(remote.redirect_port, Some(8765));
-    assert!(!format!("{config:?}").contains("s3cr3t"), "Debug shows the secret");
+    assert!(
+        !format!("{config:?}").contains("s3cr3t"),
+        "Debug shows the secret"
+    );
     assert_eq!(
         config.server("listed").unwrap().oauth.scopes,
         strings(&["a", "b"])
@@ -931,7 +934,10 @@ fn oauth_settings() {
     assert!(config.server("off").unwrap().oauth.disabled);
     let local = &config.server("local").unwrap().oauth;
     assert_eq!(local.token_env.as_deref(), Some("API_TOKEN"));
-    assert_eq!(local.resource.as_deref(), Some("https://api.example.com/mcp"));
+    assert_eq!(
+        local.resource.as_deref(),
+        Some("https://api.example.com/mcp")
+    );
 
     let bad = [
         (

@@ -120,9 +120,15 @@ pub fn setup(root: &Path) -> Result<(), String> {
     }
     // The Secret Service the OAuth token-store tests run (gnome-keyring on a private bus).
     match crate::secret_service::ensure_packages() {
-        Ok(msg) => println!("interop-setup: {:<7} gnome-keyring + dbus-daemon: {msg}", "debian"),
+        Ok(msg) => println!(
+            "interop-setup: {:<7} gnome-keyring + dbus-daemon: {msg}",
+            "debian"
+        ),
         Err(e) => {
-            println!("interop-setup: {:<7} gnome-keyring + dbus-daemon: FAILED", "debian");
+            println!(
+                "interop-setup: {:<7} gnome-keyring + dbus-daemon: FAILED",
+                "debian"
+            );
             errors.push(format!("debian packages: {e}"));
         }
     }
