@@ -557,12 +557,25 @@ impl OAuthClient {
             }
         }
         let _guard = self.refresh_lock.lock().await;
-        if let Some(held) = self.current().await? {
+        let held = self.current().await?;
+        if let Some(held) = &held {
             if held.fresh_for(margin) {
-                return Ok(held.tokens.access_token);
+                return Ok(held.tokens.access_token.clone());
             }
         }
-        Ok(self.renew_locked().await?.access_token)
+        match self.renew_locked().await {
+            Ok(tokens) => Ok(tokens.access_token),
+            // A refresh ahead of expiry that failed on the way (the authorization server did
+            // not answer) leaves the held token usable until it expires.
+            Err(AuthError::Http(e)) => match held.filter(|h| h.fresh_for(Duration::ZERO)) {
+                Some(held) => {
+                    warn!("token refresh failed, using the current token until it expires: {e}");
+                    Ok(held.tokens.access_token)
+                }
+                None => Err(AuthError::Http(e)),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     /// New tokens for a machine client (client credentials, cross-app access) even when the
@@ -914,9 +927,10 @@ impl OAuthClient {
             // server then asks for a login, whose tokens replace the entry.
             let stored = match self.store.load(&self.config.store_key).await {
                 Ok(stored) => stored,
+                // An unreadable entry counts as none for now; the next call reads again.
                 Err(e) => {
                     warn!(store = %self.store.describe(), "cannot read the stored tokens: {e}");
-                    None
+                    return Ok(lock(&self.state).held.clone());
                 }
             };
             let mut state = lock(&self.state);
@@ -949,7 +963,12 @@ impl OAuthClient {
             state.client.clone()
         };
         self.tokens_changed.notify_waiters();
-        self.save(Some(tokens), client).await
+        // The tokens are held either way: a store that fails costs the next process a login,
+        // not this request.
+        if let Err(e) = self.save(Some(tokens), client).await {
+            warn!(store = %self.store.describe(), "could not store the new tokens: {e}");
+        }
+        Ok(())
     }
 
     async fn save(

@@ -27,7 +27,8 @@ pub struct TokenSet {
 impl TokenSet {
     /// The time left before the access token expires (`None`: no expiry known; zero: expired).
     pub fn remaining(&self, now: SystemTime) -> Option<Duration> {
-        let expires = UNIX_EPOCH + Duration::from_secs(self.expires_at?);
+        // A server may send any number: past what `SystemTime` holds counts as "never".
+        let expires = UNIX_EPOCH.checked_add(Duration::from_secs(self.expires_at?))?;
         Some(expires.duration_since(now).unwrap_or(Duration::ZERO))
     }
 

@@ -257,6 +257,8 @@ pub fn canonical_resource(url: &Url) -> String {
     let mut url = url.clone();
     url.set_fragment(None);
     url.set_query(None);
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
     let text = url.to_string();
     match text.strip_suffix('/') {
         Some(t) if url.path() == "/" => t.to_owned(),

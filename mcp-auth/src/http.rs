@@ -47,8 +47,8 @@ pub fn is_loopback(url: &Url) -> bool {
     }
 }
 
-/// A response that was read whole (under [`BODY_LIMIT`]).
-#[derive(Debug)]
+/// A response that was read whole (under [`BODY_LIMIT`]). `Debug` shows only the status: the
+/// body may hold tokens.
 pub struct Fetched {
     /// The status code.
     pub status: u16,
@@ -56,6 +56,15 @@ pub struct Fetched {
     pub headers: HeaderMap,
     /// The body.
     pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Fetched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetched")
+            .field("status", &self.status)
+            .field("body_bytes", &self.body.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Fetched {

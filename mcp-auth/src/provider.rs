@@ -17,8 +17,12 @@ use crate::credentials::TokenSet;
 use crate::discovery::BearerChallenge;
 use crate::error::AuthError;
 
-/// After a failed background refresh, the next attempt waits this long (or until expiry).
+/// After a failed background refresh, the next attempt waits this long (requests in the
+/// meantime still refresh on demand).
 const REFRESH_RETRY: Duration = Duration::from_secs(30);
+/// Background refreshes are at least this far apart, whatever lifetime a server gives its
+/// tokens (an `expires_in` of 0 must not make a busy loop).
+const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Runs an authorization that needs a user (or a stand-in for one): shows the URL, waits for
 /// the callback, exchanges the code — `mcph auth login` with a browser and a loopback
@@ -162,17 +166,17 @@ async fn refresh_ahead(client: Arc<OAuthClient>) {
             _ = tokio::time::sleep(due) => {}
             _ = &mut changed => continue,
         }
+        let server = redact_url(client.config().server_url.as_str());
         match client.get_valid_token().await {
             Ok(_) => {
-                debug!(server = %redact_url(client.config().server_url.as_str()), "token refreshed ahead of expiry")
+                debug!(%server, "token refreshed ahead of expiry");
+                // Not woken by the change this refresh made itself.
+                tokio::time::sleep(MIN_REFRESH_INTERVAL).await;
             }
             Err(e) => {
-                warn!(server = %redact_url(client.config().server_url.as_str()), "background token refresh failed: {e}");
-                let wait = client.refresh_due_in().map_or(REFRESH_RETRY, |d| {
-                    d.max(Duration::from_secs(1)).min(REFRESH_RETRY)
-                });
+                warn!(%server, "background token refresh failed: {e}");
                 tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = tokio::time::sleep(REFRESH_RETRY) => {}
                     _ = changed => {}
                 }
             }

@@ -84,10 +84,12 @@ impl Exchange {
             let retry = match (&self.auth, retried) {
                 (Some(auth), false) => match auth.on_challenge(&challenge).await {
                     Ok(retry) => retry,
-                    // The provider says why it has no credentials (e.g. "log in first").
+                    // The provider says why it has no credentials (e.g. "log in first"); an
+                    // authorization server it could not reach is a network failure, not a
+                    // refusal (which is never retried).
                     Err(e) => {
                         return Err(TransportError::recoverable(
-                            TransportErrorKind::Unauthorized,
+                            credentials_error_kind(&e),
                             format!(
                                 "{} answered HTTP {}: {}",
                                 self.display_url,
@@ -124,7 +126,7 @@ impl Exchange {
         };
         let value = auth.authorization().await.map_err(|e| {
             TransportError::recoverable(
-                TransportErrorKind::Unauthorized,
+                credentials_error_kind(&e),
                 format!("no credentials for {}: {}", self.display_url, e.message()),
             )
         })?;
@@ -142,6 +144,15 @@ impl Exchange {
         })?;
         header.set_sensitive(true);
         Ok(Some(header))
+    }
+}
+
+/// How a provider's failure counts: a refusal (`Unauthorized`, never retried) unless the
+/// provider failed on the network (its authorization server did not answer).
+fn credentials_error_kind(e: &mcp_core::Error) -> TransportErrorKind {
+    match e.kind() {
+        mcp_core::ErrorKind::Network | mcp_core::ErrorKind::Timeout => TransportErrorKind::Io,
+        _ => TransportErrorKind::Unauthorized,
     }
 }
 
