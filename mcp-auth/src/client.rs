@@ -29,7 +29,7 @@ use url::Url;
 
 use crate::config::{CrossAppAccess, Grant, OAuthConfig};
 use crate::credentials::{
-    unix_now, ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet,
+    unix_now, ClientAuth, ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet,
 };
 use crate::discovery::{discover, AuthMetadata, BearerChallenge};
 use crate::error::AuthError;
@@ -231,6 +231,8 @@ pub struct OAuthClient {
     /// Held while tokens are being obtained or refreshed: concurrent callers wait for the one
     /// request in flight instead of sending their own.
     refresh_lock: tokio::sync::Mutex<()>,
+    /// Held while the store is read for the first time.
+    load_lock: tokio::sync::Mutex<()>,
     /// Tells the background refresher that the tokens changed.
     pub(crate) tokens_changed: tokio::sync::Notify,
 }
@@ -254,6 +256,7 @@ impl OAuthClient {
             store,
             state: Mutex::new(State::default()),
             refresh_lock: tokio::sync::Mutex::new(()),
+            load_lock: tokio::sync::Mutex::new(()),
             tokens_changed: tokio::sync::Notify::new(),
         })
     }
@@ -534,10 +537,10 @@ impl OAuthClient {
     /// response without a refresh token keeps the old one; a refused refresh token is dropped
     /// (the next call needs a new authorization).
     pub async fn refresh_access_token(&self) -> Result<TokenSet, AuthError> {
-        let seen = self.current().await?.map(|h| h.tokens.access_token);
+        let seen = self.current().await.map(|h| h.tokens.access_token);
         let _guard = self.refresh_lock.lock().await;
         // Someone else refreshed while we waited: theirs is as new as ours would be.
-        if let Some(held) = self.current().await? {
+        if let Some(held) = self.current().await {
             if Some(&held.tokens.access_token) != seen.as_ref() {
                 return Ok(held.tokens);
             }
@@ -551,13 +554,13 @@ impl OAuthClient {
     /// authorize.
     pub async fn get_valid_token(&self) -> Result<Secret, AuthError> {
         let margin = self.config.refresh_margin;
-        if let Some(held) = self.current().await? {
+        if let Some(held) = self.current().await {
             if held.fresh_for(margin) {
                 return Ok(held.tokens.access_token);
             }
         }
         let _guard = self.refresh_lock.lock().await;
-        let held = self.current().await?;
+        let held = self.current().await;
         if let Some(held) = &held {
             if held.fresh_for(margin) {
                 return Ok(held.tokens.access_token.clone());
@@ -611,7 +614,7 @@ impl OAuthClient {
     }
 
     async fn refresh_locked(&self) -> Result<TokenSet, AuthError> {
-        let Some(held) = self.current().await? else {
+        let Some(held) = self.current().await else {
             return Err(self.needs_login());
         };
         let Some(refresh) = held.tokens.refresh_token.clone() else {
@@ -757,24 +760,23 @@ impl OAuthClient {
         grant: &'static str,
     ) -> Result<Value, AuthError> {
         let mut headers = reqwest::header::HeaderMap::new();
-        let secret = client.client_secret.as_ref().map(Secret::expose);
-        match (client.auth_method, secret) {
-            (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
-                let mut value =
-                    reqwest::header::HeaderValue::from_str(&basic_auth(&client.client_id, secret))
-                        .map_err(|_| {
-                            AuthError::Config(
-                                "the client credentials are not a valid header".into(),
-                            )
-                        })?;
+        match client.client_auth() {
+            ClientAuth::Basic(secret) => {
+                let mut value = reqwest::header::HeaderValue::from_str(&basic_auth(
+                    &client.client_id,
+                    secret.expose(),
+                ))
+                .map_err(|_| {
+                    AuthError::Config("the client credentials are not a valid header".into())
+                })?;
                 value.set_sensitive(true);
                 headers.insert(reqwest::header::AUTHORIZATION, value);
             }
-            (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
+            ClientAuth::Post(secret) => {
                 form.push(("client_id", &client.client_id));
-                form.push(("client_secret", secret));
+                form.push(("client_secret", secret.expose()));
             }
-            _ => form.push(("client_id", &client.client_id)),
+            ClientAuth::Public => form.push(("client_id", &client.client_id)),
         }
         let fetched = self.http.post_form(endpoint, &form, headers).await?;
         let body: Value = serde_json::from_slice(&fetched.body).unwrap_or(Value::Null);
@@ -801,7 +803,7 @@ impl OAuthClient {
     /// store. Revocation failures are reported but do not keep the tokens.
     pub async fn logout(&self) -> Result<Option<String>, AuthError> {
         let _guard = self.refresh_lock.lock().await;
-        let held = self.current().await?;
+        let held = self.current().await;
         let mut note = None;
         if let Some(held) = held {
             match self.revoke(&held.tokens).await {
@@ -843,7 +845,7 @@ impl OAuthClient {
 
     /// The held tokens (loaded from the store on first use), without refreshing.
     pub async fn tokens(&self) -> Result<Option<TokenSet>, AuthError> {
-        Ok(self.current().await?.map(|h| h.tokens))
+        Ok(self.current().await.map(|h| h.tokens))
     }
 
     /// How long until the held access token must be refreshed (expiry minus the margin);
@@ -921,30 +923,31 @@ impl OAuthClient {
     }
 
     /// Loads from the store on first use.
-    async fn current(&self) -> Result<Option<Held>, AuthError> {
+    async fn current(&self) -> Option<Held> {
         if !lock(&self.state).loaded {
-            // An unreadable entry (a store that fails, a corrupt entry) counts as none: the
-            // server then asks for a login, whose tokens replace the entry.
-            let stored = match self.store.load(&self.config.store_key).await {
-                Ok(stored) => stored,
-                // An unreadable entry counts as none for now; the next call reads again.
-                Err(e) => {
-                    warn!(store = %self.store.describe(), "cannot read the stored tokens: {e}");
-                    return Ok(lock(&self.state).held.clone());
-                }
-            };
-            let mut state = lock(&self.state);
-            if !state.loaded {
-                state.loaded = true;
-                if let Some(stored) = stored {
-                    state.held = stored.tokens.map(Held::loaded);
-                    if state.client.is_none() {
-                        state.client = stored.client;
+            // Concurrent first callers share one read of the store.
+            let _loading = self.load_lock.lock().await;
+            if !lock(&self.state).loaded {
+                match self.store.load(&self.config.store_key).await {
+                    Ok(stored) => {
+                        let mut state = lock(&self.state);
+                        state.loaded = true;
+                        if let Some(stored) = stored {
+                            state.held = stored.tokens.map(Held::loaded);
+                            if state.client.is_none() {
+                                state.client = stored.client;
+                            }
+                        }
+                    }
+                    // An unreadable entry (a failing store, a corrupt entry) counts as none
+                    // for now; the next call reads again.
+                    Err(e) => {
+                        warn!(store = %self.store.describe(), "cannot read the stored tokens: {e}");
                     }
                 }
             }
         }
-        Ok(lock(&self.state).held.clone())
+        lock(&self.state).held.clone()
     }
 
     /// Holds and stores new tokens (and the client identity they belong to).
@@ -1040,7 +1043,7 @@ impl OAuthClient {
                 issuer: Some(server.issuer.clone()),
             });
         }
-        self.current().await?;
+        self.current().await;
         let stored = lock(&self.state).client.clone();
         if let Some(stored) = stored {
             let same_issuer = stored.issuer.as_deref() == Some(server.issuer.as_str());
@@ -1176,19 +1179,15 @@ impl OAuthClient {
         )?;
         let mut oauth = BasicClient::new(ClientId::new(client.client_id.clone()))
             .set_token_uri(TokenUrl::from_url(token));
-        match (client.auth_method, &client.client_secret) {
-            (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
-                oauth = oauth
-                    .set_client_secret(ClientSecret::new(secret.expose().to_owned()))
-                    .set_auth_type(AuthType::BasicAuth);
-            }
-            (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
-                oauth = oauth
-                    .set_client_secret(ClientSecret::new(secret.expose().to_owned()))
-                    .set_auth_type(AuthType::RequestBody);
-            }
-            _ => oauth = oauth.set_auth_type(AuthType::RequestBody),
-        }
+        oauth = match client.client_auth() {
+            ClientAuth::Basic(secret) => oauth
+                .set_client_secret(ClientSecret::new(secret.expose().to_owned()))
+                .set_auth_type(AuthType::BasicAuth),
+            ClientAuth::Post(secret) => oauth
+                .set_client_secret(ClientSecret::new(secret.expose().to_owned()))
+                .set_auth_type(AuthType::RequestBody),
+            ClientAuth::Public => oauth.set_auth_type(AuthType::RequestBody),
+        };
         Ok(oauth)
     }
 }
@@ -1234,53 +1233,56 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// A token response as a [`TokenSet`]: the granted scopes (else those requested), the expiry,
-/// and the new refresh token (else `old_refresh`).
-fn token_set(
-    response: &BasicTokenResponse,
+/// The tokens of a token answer: the new refresh token (else `old_refresh`), the expiry, and
+/// the granted scopes (else those requested).
+fn token_set_of(
+    access: String,
+    refresh: Option<String>,
+    expires_in_secs: Option<u64>,
+    scope: Option<Vec<String>>,
     requested: &[String],
     old_refresh: Option<Secret>,
 ) -> TokenSet {
     let now = unix_now(SystemTime::now());
     TokenSet {
-        access_token: Secret::new(response.access_token().secret().clone()),
-        refresh_token: response
-            .refresh_token()
-            .map(|r| Secret::new(r.secret().clone()))
-            .or(old_refresh),
-        expires_at: response
-            .expires_in()
-            .map(|d| now.saturating_add(d.as_secs())),
-        scopes: response
-            .scopes()
-            .map(|s| {
-                s.iter()
-                    .flat_map(|s| s.split_whitespace().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_else(|| requested.to_vec()),
+        access_token: Secret::new(access),
+        refresh_token: refresh.map(Secret::new).or(old_refresh),
+        expires_at: expires_in_secs.map(|secs| now.saturating_add(secs)),
+        scopes: scope.unwrap_or_else(|| requested.to_vec()),
     }
 }
 
-/// A token response read as JSON (the grants `oauth2` does not know).
+/// A token answer the `oauth2` crate parsed.
+fn token_set(
+    response: &BasicTokenResponse,
+    requested: &[String],
+    old_refresh: Option<Secret>,
+) -> TokenSet {
+    token_set_of(
+        response.access_token().secret().clone(),
+        response.refresh_token().map(|r| r.secret().clone()),
+        response.expires_in().map(|d| d.as_secs()),
+        response.scopes().map(|s| {
+            s.iter()
+                .flat_map(|s| s.split_whitespace().map(str::to_owned))
+                .collect()
+        }),
+        requested,
+        old_refresh,
+    )
+}
+
+/// A token answer read as JSON (the grants `oauth2` does not know).
 fn token_set_from_json(answer: &Value, requested: &[String]) -> Option<TokenSet> {
-    let now = unix_now(SystemTime::now());
-    Some(TokenSet {
-        access_token: Secret::new(answer.get("access_token")?.as_str()?),
-        refresh_token: answer
-            .get("refresh_token")
-            .and_then(Value::as_str)
-            .map(Secret::from),
-        expires_at: answer
-            .get("expires_in")
-            .and_then(Value::as_u64)
-            .map(|s| now.saturating_add(s)),
-        scopes: answer
-            .get("scope")
-            .and_then(Value::as_str)
-            .map(|s| s.split_whitespace().map(str::to_owned).collect())
-            .unwrap_or_else(|| requested.to_vec()),
-    })
+    let text = |name: &str| answer.get(name).and_then(Value::as_str).map(str::to_owned);
+    Some(token_set_of(
+        text("access_token")?,
+        text("refresh_token"),
+        answer.get("expires_in").and_then(Value::as_u64),
+        text("scope").map(|s| s.split_whitespace().map(str::to_owned).collect()),
+        requested,
+        None,
+    ))
 }
 
 /// An `oauth2` failure as an [`AuthError`] — never with the response body, which may hold a

@@ -94,6 +94,29 @@ pub struct ClientIdentity {
     pub issuer: Option<String>,
 }
 
+/// How a [`ClientIdentity`] authenticates at a token endpoint, as it is put on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClientAuth<'a> {
+    /// `Authorization: Basic` with the client ID and this secret.
+    Basic(&'a Secret),
+    /// `client_id` and this `client_secret` in the form body.
+    Post(&'a Secret),
+    /// `client_id` in the body only (public clients, and assertions that travel separately).
+    Public,
+}
+
+impl ClientIdentity {
+    /// The authentication a token request carries: the secret as the method says, or none
+    /// without a secret (`none`, `private_key_jwt`).
+    pub(crate) fn client_auth(&self) -> ClientAuth<'_> {
+        match (self.auth_method, &self.client_secret) {
+            (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => ClientAuth::Basic(secret),
+            (TokenEndpointAuth::ClientSecretPost, Some(secret)) => ClientAuth::Post(secret),
+            _ => ClientAuth::Public,
+        }
+    }
+}
+
 /// Everything stored for one server and account.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredCredentials {

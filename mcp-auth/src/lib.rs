@@ -12,7 +12,8 @@
 //! - [`credentials`] — tokens and client identities, what is stored per server.
 //! - [`store`] — the [`TokenStore`] trait; the OS credential store and memory backends.
 //! - [`http`] — the one HTTP client all OAuth requests use (https or loopback http only).
-//! - [`login`] — [`LoopbackLogin`], a browser login with a loopback redirect listener.
+//! - [`login`] — [`LoopbackLogin`], a browser login with a loopback redirect listener;
+//!   [`AutoApprove`] for authorization servers that approve at once (tests, conformance).
 //! - [`jwt`] — ES256 client assertions.
 //! - [`secret`] — [`Secret`], a value that is never shown.
 //! - [`error`] — [`AuthError`].
@@ -34,7 +35,7 @@ pub use config::{CrossAppAccess, Grant, OAuthConfig};
 pub use credentials::{ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet};
 pub use discovery::{AuthMetadata, BearerChallenge};
 pub use error::AuthError;
-pub use login::{LoopbackLogin, Presenter};
+pub use login::{AutoApprove, LoopbackLogin, Presenter};
 pub use provider::{Authorizer, OAuthProvider};
 pub use secret::Secret;
 pub use store::{default_store, DefaultStore, MemoryStore, StoreError, StoreKey, TokenStore};

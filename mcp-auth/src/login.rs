@@ -17,6 +17,7 @@ use url::Url;
 use crate::client::{Callback, OAuthClient};
 use crate::credentials::TokenSet;
 use crate::error::AuthError;
+use crate::http::AuthHttp;
 use crate::provider::Authorizer;
 
 /// How long a login waits for the user, unless configured otherwise.
@@ -104,6 +105,55 @@ impl Authorizer for LoopbackLogin {
                     mcp_core::time::human_duration(self.timeout)
                 ))
             })??;
+        client.exchange_code(&request, &callback).await
+    }
+}
+
+/// The callback of an authorization server that approves without asking anyone (a test
+/// server, the conformance suite's mock servers): GETs the authorization URL like a browser,
+/// does not follow the redirect, and reads the callback parameters from its `Location`.
+pub async fn approved_callback(http: &AuthHttp, url: &Url) -> Result<Callback, AuthError> {
+    let answer = http.get_json(url).await?;
+    let location = answer
+        .headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            AuthError::Callback(format!(
+                "the authorization endpoint answered HTTP {} without a redirect: {}",
+                answer.status,
+                answer.snippet()
+            ))
+        })?;
+    let location = Url::parse(location)
+        .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
+    Ok(Callback::from_url(&location))
+}
+
+/// An [`Authorizer`] for authorization servers that approve at once (see
+/// [`approved_callback`]); nothing needs to listen at the redirect URI.
+#[derive(Debug, Clone)]
+pub struct AutoApprove {
+    /// The redirect URI registered and sent (never contacted).
+    pub redirect_uri: String,
+    http: AuthHttp,
+}
+
+impl AutoApprove {
+    /// Authorizes with `redirect_uri` as the redirect URI.
+    pub fn new(redirect_uri: impl Into<String>) -> Result<AutoApprove, AuthError> {
+        Ok(AutoApprove {
+            redirect_uri: redirect_uri.into(),
+            http: AuthHttp::new()?,
+        })
+    }
+}
+
+#[async_trait]
+impl Authorizer for AutoApprove {
+    async fn authorize(&self, client: &OAuthClient) -> Result<TokenSet, AuthError> {
+        let request = client.initiate_authorization(&self.redirect_uri).await?;
+        let callback = approved_callback(&self.http, &request.url).await?;
         client.exchange_code(&request, &callback).await
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::auth::redact_url;
-use mcp_core::{AuthChallenge, AuthProvider, AuthorizationValue, Error, ErrorKind};
+use mcp_core::{AuthChallenge, AuthProvider, AuthorizationValue, Error};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -91,7 +91,7 @@ impl OAuthProvider {
             }
             self.client.step_up(&bearer)?;
             debug!(%server, scope = ?bearer.scope, "step-up authorization");
-            return self.obtain_new(&bearer).await.map(|_| true);
+            return self.obtain_new().await.map(|_| true);
         }
         // 401: the token is missing, expired or revoked.
         self.client.discover_auth_metadata(Some(&bearer)).await?;
@@ -105,11 +105,11 @@ impl OAuthProvider {
             }
             self.client.forget_tokens().await?;
         }
-        self.obtain_new(&bearer).await.map(|_| true)
+        self.obtain_new().await.map(|_| true)
     }
 
     /// New tokens by the machine grant or the authorizer.
-    async fn obtain_new(&self, _challenge: &BearerChallenge) -> Result<TokenSet, AuthError> {
+    async fn obtain_new(&self) -> Result<TokenSet, AuthError> {
         if self.client.is_machine() {
             return self.client.renew_machine_tokens().await;
         }
@@ -128,23 +128,13 @@ impl AuthProvider for OAuthProvider {
             // Without a token the request goes out bare: a server that needs none answers,
             // and one that does answers 401 with the challenge discovery starts from.
             Err(AuthError::NeedsLogin(_)) => Ok(None),
-            Err(e) => Err(to_error(e)),
+            Err(e) => Err(e.into()),
         }
     }
 
     async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<bool, Error> {
-        self.handle_challenge(challenge).await.map_err(to_error)
+        self.handle_challenge(challenge).await.map_err(Error::from)
     }
-}
-
-fn to_error(e: AuthError) -> Error {
-    Error::new(
-        match e {
-            AuthError::Http(_) => ErrorKind::Network,
-            _ => ErrorKind::Auth,
-        },
-        e.to_string(),
-    )
 }
 
 /// The background refresher: sleeps until the token is due (expiry minus the margin),

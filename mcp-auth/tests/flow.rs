@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_auth::http::AuthHttp;
+use mcp_auth::login::approved_callback;
 use mcp_auth::{
     AuthError, AuthorizationRequest, Authorizer, BearerChallenge, Callback, Grant, MemoryStore,
     OAuthClient, OAuthConfig, OAuthProvider, Secret, StoreKey, TokenEndpointAuth, TokenSet,
@@ -101,21 +102,7 @@ impl BrowserStandIn {
 
     /// The callback the authorization endpoint redirects to.
     async fn visit(&self, request: &AuthorizationRequest) -> Result<Callback, AuthError> {
-        let answer = self.http.get_json(&request.url).await?;
-        let location = answer
-            .headers
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                AuthError::Callback(format!(
-                    "the authorization endpoint answered HTTP {} without a redirect: {}",
-                    answer.status,
-                    answer.snippet()
-                ))
-            })?;
-        let location = Url::parse(location)
-            .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
-        Ok(Callback::from_url(&location))
+        approved_callback(&self.http, &request.url).await
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_auth::http::AuthHttp;
+use mcp_auth::login::approved_callback;
 use mcp_auth::{
     AuthError, Authorizer, Callback, MemoryStore, OAuthClient, OAuthConfig, OAuthProvider, Secret,
     StoreKey, TokenSet, TokenStore,
@@ -89,15 +90,7 @@ impl RecordingBrowser {
 impl Authorizer for RecordingBrowser {
     async fn authorize(&self, client: &OAuthClient) -> Result<TokenSet, AuthError> {
         let request = client.initiate_authorization(REDIRECT_URI).await?;
-        let answer = self.http.get_json(&request.url).await?;
-        let location = answer
-            .headers
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| AuthError::Callback("no redirect".into()))?;
-        let location = Url::parse(location)
-            .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
-        let callback = Callback::from_url(&location);
+        let callback = approved_callback(&self.http, &request.url).await?;
         let code = callback
             .code
             .clone()

@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcp_auth::http::AuthHttp;
-use mcp_auth::{AuthError, Authorizer, Callback, MemoryStore, OAuthClient, TokenSet};
+use mcp_auth::{Authorizer, AutoApprove, MemoryStore, TokenSet};
 use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
 use mcp_client::{ClientOptions, McpClient, OAuthPolicy, ServerStatus};
 use mcp_testkit::options::{parse_args, CliCommand};
@@ -82,32 +80,6 @@ fn status_of(client: &McpClient, name: &str) -> ServerStatus {
         .expect("the server is configured")
 }
 
-/// The fixture's authorization server approves at once: GET the authorization URL without
-/// following its redirect and hand the `Location` to the client, as a browser would.
-struct AutoApprove;
-
-#[async_trait]
-impl Authorizer for AutoApprove {
-    async fn authorize(&self, client: &OAuthClient) -> Result<TokenSet, AuthError> {
-        let request = client
-            .initiate_authorization("http://127.0.0.1:9/callback")
-            .await?;
-        let answer = AuthHttp::new()?.get_json(&request.url).await?;
-        let location = answer
-            .headers
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                AuthError::Callback(format!("HTTP {} without a redirect", answer.status))
-            })?;
-        let location = url::Url::parse(location)
-            .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
-        client
-            .exchange_code(&request, &Callback::from_url(&location))
-            .await
-    }
-}
-
 /// Logs in to `server` through `policy`, the way `mcph auth login` does.
 async fn login(policy: &OAuthPolicy, server: &ServerConfig) -> TokenSet {
     let client = policy
@@ -119,7 +91,8 @@ async fn login(policy: &OAuthPolicy, server: &ServerConfig) -> TokenSet {
         .await
         .expect("discovery")
         .expect("the server asks for authorization");
-    tokio::time::timeout(DEADLINE, AutoApprove.authorize(&client))
+    let approve = AutoApprove::new("http://127.0.0.1:9/callback").expect("an HTTP client");
+    tokio::time::timeout(DEADLINE, approve.authorize(&client))
         .await
         .expect("the login is bounded")
         .expect("the login succeeds")

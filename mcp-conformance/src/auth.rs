@@ -5,12 +5,10 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use mcp_auth::http::AuthHttp;
 use mcp_auth::jwt::Es256Key;
 use mcp_auth::{
-    AuthError, Authorizer, Callback, CrossAppAccess, Grant, MemoryStore, OAuthClient, OAuthConfig,
-    OAuthProvider, Secret, StoreKey, TokenSet,
+    AutoApprove, CrossAppAccess, Grant, MemoryStore, OAuthClient, OAuthConfig, OAuthProvider,
+    Secret, StoreKey,
 };
 use serde_json::Value;
 use url::Url;
@@ -57,40 +55,9 @@ pub fn provider(scenario: &str, url: &str, context: &str) -> Result<Arc<OAuthPro
     };
     let client =
         OAuthClient::new(config, Arc::new(MemoryStore::new())).map_err(|e| e.to_string())?;
-    let authorizer = AutoApprove {
-        http: AuthHttp::new().map_err(|e| e.to_string())?,
-    };
+    let authorizer = AutoApprove::new(REDIRECT_URI).map_err(|e| e.to_string())?;
     Ok(Arc::new(OAuthProvider::new(
         Arc::new(client),
         Some(Arc::new(authorizer)),
     )))
-}
-
-/// Opens the authorization URL like a browser whose user approves, without following the
-/// redirect, and completes the flow with the code from its `Location`.
-struct AutoApprove {
-    http: AuthHttp,
-}
-
-#[async_trait]
-impl Authorizer for AutoApprove {
-    async fn authorize(&self, client: &OAuthClient) -> Result<TokenSet, AuthError> {
-        let request = client.initiate_authorization(REDIRECT_URI).await?;
-        let answer = self.http.get_json(&request.url).await?;
-        let location = answer
-            .headers
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                AuthError::Callback(format!(
-                    "the authorization endpoint answered HTTP {} without a redirect",
-                    answer.status
-                ))
-            })?;
-        let location = Url::parse(location)
-            .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
-        client
-            .exchange_code(&request, &Callback::from_url(&location))
-            .await
-    }
 }
