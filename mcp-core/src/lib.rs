@@ -58,4 +58,4 @@ pub use transport::{
     ChannelTransport, ServerEnd, Transport, TransportError, TransportErrorKind, TransportReceiver,
     TransportSender,
 };
-pub use version::ProtocolVersion;
+pub use version::{Era, ProtocolVersion};

@@ -1,8 +1,11 @@
-//! MCP protocol versions and their negotiation.
+//! MCP protocol versions, their eras, and their negotiation.
 //!
-//! The client offers its preferred version in `initialize`; the server answers with the version it
-//! will speak. The session accepts any version in [`ProtocolVersion::SUPPORTED`] and refuses
-//! anything else with a clear error.
+//! Two eras of the protocol exist (see [`Era`]). A **legacy** session (2025-11-25 and older)
+//! starts with the `initialize` handshake: the client offers its preferred version and the
+//! server answers with the version it will speak. A **modern** exchange (2026-07-28) has no
+//! handshake: every request names its version in `_meta`, and `server/discover` tells the client
+//! which versions the server speaks. The session accepts any version in
+//! [`ProtocolVersion::SUPPORTED`] and refuses anything else with a clear error.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,14 +21,41 @@ pub enum ProtocolVersion {
     V2025_06_18,
     /// Icons, URL elicitation, tasks, sampling with tools.
     V2025_11_25,
+    /// Stateless: no handshake and no sessions, `server/discover`, per-request `_meta`,
+    /// multi round-trip requests, `subscriptions/listen`, cacheable results.
+    V2026_07_28,
+}
+
+/// The two eras of the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// 2024-11-05 to 2025-11-25: an `initialize` handshake opens a session; the server may send
+    /// requests of its own.
+    Legacy,
+    /// 2026-07-28 and later: no handshake, every request carries its version and the client's
+    /// capabilities in `_meta`; servers ask for input in their results instead of requests.
+    Modern,
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        })
+    }
 }
 
 impl ProtocolVersion {
-    /// The newest revision, offered by default.
-    pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
+    /// The newest revision.
+    pub const LATEST: ProtocolVersion = ProtocolVersion::V2026_07_28;
+
+    /// The newest revision with the `initialize` handshake, offered to legacy servers.
+    pub const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
     /// Every revision the client accepts from a server, newest first.
-    pub const SUPPORTED: [ProtocolVersion; 4] = [
+    pub const SUPPORTED: [ProtocolVersion; 5] = [
+        ProtocolVersion::V2026_07_28,
         ProtocolVersion::V2025_11_25,
         ProtocolVersion::V2025_06_18,
         ProtocolVersion::V2025_03_26,
@@ -39,7 +69,21 @@ impl ProtocolVersion {
             ProtocolVersion::V2025_03_26 => "2025-03-26",
             ProtocolVersion::V2025_06_18 => "2025-06-18",
             ProtocolVersion::V2025_11_25 => "2025-11-25",
+            ProtocolVersion::V2026_07_28 => "2026-07-28",
         }
+    }
+
+    /// The era this revision belongs to.
+    pub const fn era(self) -> Era {
+        match self {
+            ProtocolVersion::V2026_07_28 => Era::Modern,
+            _ => Era::Legacy,
+        }
+    }
+
+    /// Whether this revision is of the modern (stateless) era.
+    pub const fn is_modern(self) -> bool {
+        matches!(self.era(), Era::Modern)
     }
 
     /// Whether HTTP transports send the `MCP-Protocol-Version` header (since 2025-06-18).
@@ -57,7 +101,7 @@ impl fmt::Display for ProtocolVersion {
 /// A version string this client does not speak.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unsupported MCP protocol version {0:?}; this client speaks 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05"
+    "unsupported MCP protocol version {0:?}; this client speaks 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05"
 )]
 pub struct UnsupportedVersion(pub String);
 
@@ -88,7 +132,7 @@ mod tests {
         let err = "1999-01-01".parse::<ProtocolVersion>().unwrap_err();
         assert!(err.to_string().contains("1999-01-01"));
         assert!(err.to_string().contains("2024-11-05"));
-        assert!("2026-07-28".parse::<ProtocolVersion>().is_err());
+        assert!("2026-07-29".parse::<ProtocolVersion>().is_err());
     }
 
     #[test]
@@ -97,5 +141,15 @@ mod tests {
         assert_eq!(ProtocolVersion::LATEST, ProtocolVersion::SUPPORTED[0]);
         assert!(!ProtocolVersion::V2025_03_26.has_protocol_version_header());
         assert!(ProtocolVersion::V2025_06_18.has_protocol_version_header());
+        assert!(ProtocolVersion::V2026_07_28.has_protocol_version_header());
+    }
+
+    #[test]
+    fn only_2026_07_28_is_modern() {
+        for v in ProtocolVersion::SUPPORTED {
+            assert_eq!(v.is_modern(), v == ProtocolVersion::V2026_07_28, "{v}");
+        }
+        assert_eq!(ProtocolVersion::LATEST.era(), Era::Modern);
+        assert_eq!(ProtocolVersion::LATEST_LEGACY.era(), Era::Legacy);
     }
 }

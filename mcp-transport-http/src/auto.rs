@@ -193,7 +193,7 @@ impl TransportSender for AutoSender {
         Ok(())
     }
 
-    fn set_protocol_version(&self, version: ProtocolVersion) {
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         self.streamable.set_protocol_version(version);
     }
 

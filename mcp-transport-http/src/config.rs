@@ -1,5 +1,6 @@
 //! What an HTTP transport needs to reach a server.
 
+use crate::headers::ToolHeaders;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,9 @@ pub struct HttpServerConfig {
     pub connect_timeout: Duration,
     /// Largest message accepted from the server, in bytes. Default: 64 MiB.
     pub max_message_size: usize,
+    /// The tools' `x-mcp-header` annotations (2026-07-28), learned from `tools/list` answers
+    /// and shared by every connection made from clones of this configuration.
+    pub tool_headers: Arc<ToolHeaders>,
 }
 
 impl HttpServerConfig {
@@ -31,6 +35,7 @@ impl HttpServerConfig {
             auth: None,
             connect_timeout: Duration::from_secs(10),
             max_message_size: 64 * 1024 * 1024,
+            tool_headers: Arc::default(),
         }
     }
 

@@ -178,6 +178,15 @@ pub(crate) async fn status_error(
     display_url: &str,
     kind: TransportErrorKind,
 ) -> TransportError {
+    status_answer(response, display_url, kind).await.0
+}
+
+/// [`status_error`], and the JSON-RPC error response the body holds, if it is one.
+pub(crate) async fn status_answer(
+    response: reqwest::Response,
+    display_url: &str,
+    kind: TransportErrorKind,
+) -> (TransportError, Option<mcp_core::Response>) {
     let status = response.status();
     // 429, and 503 with `Retry-After`, say the server did not handle the request; a bare 503
     // may come from a proxy after the server received it.
@@ -187,6 +196,10 @@ pub(crate) async fn status_error(
                 .headers()
                 .contains_key(reqwest::header::RETRY_AFTER));
     let body = read_prefix(response, ERROR_BODY_LIMIT).await;
+    let answer = match mcp_core::Message::from_slice(&body) {
+        Ok(mcp_core::Message::Response(r)) if r.outcome.is_err() => Some(r),
+        _ => None,
+    };
     let text = String::from_utf8_lossy(&body);
     let detail: String = text.trim().chars().take(ERROR_DETAIL_CHARS).collect();
     let error = TransportError::recoverable(
@@ -201,11 +214,8 @@ pub(crate) async fn status_error(
             }
         ),
     );
-    if refused {
-        error.never_sent()
-    } else {
-        error
-    }
+    let error = if refused { error.never_sent() } else { error };
+    (error, answer)
 }
 
 /// Reads at most `limit` bytes of a body, then drops the rest (closing the connection).

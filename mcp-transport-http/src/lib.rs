@@ -1,8 +1,10 @@
 //! `mcp-transport-http`: reach an MCP server over HTTP.
 //!
-//! - [`StreamableHttpTransport`]: Streamable HTTP (MCP 2025-11-25) — POSTs with JSON or SSE
-//!   answers, the standalone GET stream, session ids, protocol-version headers, resumption with
-//!   `Last-Event-ID`, DELETE on close, credentials through [`mcp_core::AuthProvider`].
+//! - [`StreamableHttpTransport`]: Streamable HTTP in both eras — POSTs with JSON or SSE
+//!   answers and credentials through [`mcp_core::AuthProvider`]; for 2025-11-25 and older the
+//!   standalone GET stream, session ids, resumption with `Last-Event-ID` and DELETE on close;
+//!   for 2026-07-28 no session, the request metadata headers ([`headers`]), modern JSON-RPC
+//!   errors read from 4xx answers, and cancellation by closing the request's stream.
 //! - [`LegacySseTransport`]: the HTTP+SSE transport of protocol 2024-11-05.
 //! - [`HttpTransport`]: Streamable HTTP with automatic fallback to legacy SSE (400/404/405 on
 //!   the first POST), remembering per server what worked ([`HttpFlavorMemo`]).
@@ -14,6 +16,7 @@
 mod auto;
 mod config;
 mod exchange;
+pub mod headers;
 mod legacy;
 pub mod sse;
 mod streamable;

@@ -1,11 +1,19 @@
-//! Streamable HTTP (MCP 2025-11-25): every client message is a POST to the one endpoint; a
-//! request's answer comes back as JSON or as an SSE stream (which may carry progress and
-//! server→client requests first); server-initiated messages arrive on a standalone GET stream.
+//! Streamable HTTP: every client message is a POST to the one endpoint; a request's answer comes
+//! back as JSON or as an SSE stream (which may carry progress, and in the legacy era
+//! server→client requests, first).
 //!
-//! The transport keeps the session id and the negotiated protocol version and sends them on
-//! every request, resumes a dropped SSE stream with `Last-Event-ID` after the server's `retry:`
-//! delay, reconnects the GET stream when it drops (a failure there never affects the POSTs), and
-//! ends the session with a DELETE on close.
+//! Legacy era (2025-11-25 and older): server-initiated messages arrive on a standalone GET
+//! stream. The transport keeps the session id and the negotiated protocol version and sends them
+//! on every request, resumes a dropped SSE stream with `Last-Event-ID` after the server's
+//! `retry:` delay, reconnects the GET stream when it drops (a failure there never affects the
+//! POSTs), and ends the session with a DELETE on close.
+//!
+//! Modern era (2026-07-28, while the session probes with `server/discover` and after): no
+//! session id, GET stream, resumption or DELETE; every POST carries `MCP-Protocol-Version`
+//! and the request metadata headers (see [`crate::headers`]); a 4xx answer whose body is a
+//! JSON-RPC error (unsupported version, header mismatch, unknown method) is delivered as that
+//! request's error; a cancelled request's stream is closed, which is the cancellation (no
+//! `notifications/cancelled` is POSTed).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +32,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::config::HttpServerConfig;
-use crate::exchange::{read_limited, status_error, Exchange};
+use crate::exchange::{read_limited, status_answer, status_error, Exchange};
 use crate::sse::SseParser;
 
 /// `Mcp-Session-Id`.
@@ -170,11 +178,19 @@ impl Shared {
         lock(&self.incoming).clone()
     }
 
+    /// Whether the session speaks (or probes for) the modern era.
+    fn is_modern(&self) -> bool {
+        lock(&self.protocol_version).is_some_and(|v| v.is_modern())
+    }
+
     /// Headers every request carries: configured ones, session id, protocol version.
     fn request_headers(&self, accept: &'static str) -> HeaderMap {
         let mut headers = self.exchange.headers();
         headers.insert(ACCEPT, HeaderValue::from_static(accept));
-        if let Some(id) = lock(&self.session_id).as_deref() {
+        if let Some(id) = lock(&self.session_id)
+            .as_deref()
+            .filter(|_| !self.is_modern())
+        {
             if let Ok(value) = HeaderValue::from_str(id) {
                 headers.insert(HeaderName::from_static(SESSION_ID_HEADER), value);
             }
@@ -206,6 +222,7 @@ impl Shared {
         mut response: reqwest::Response,
         parser: &mut SseParser,
         awaiting: Option<&RequestId>,
+        lists_tools: bool,
     ) -> StreamEnd {
         let Some(incoming) = self.incoming() else {
             return StreamEnd::Closed;
@@ -226,6 +243,11 @@ impl Shared {
                     (&item, awaiting),
                     (Ok(Message::Response(r)), Some(id)) if r.id.as_ref() == Some(id)
                 );
+                let item = if answers && lists_tools {
+                    self.learn_tool_headers(item)
+                } else {
+                    item
+                };
                 if incoming.send(item).await.is_err() {
                     return StreamEnd::Closed;
                 }
@@ -271,19 +293,50 @@ impl Shared {
         }
     }
 
-    /// Follows a POST's SSE stream to the response, resuming it when it drops.
-    async fn follow_post_stream(self: Arc<Self>, response: reqwest::Response, id: RequestId) {
+    /// A modern `tools/list` answer: the tools' header annotations are learned, and tools with
+    /// invalid ones removed (see [`crate::headers`]).
+    fn learn_tool_headers(
+        &self,
+        item: Result<Message, TransportError>,
+    ) -> Result<Message, TransportError> {
+        let Ok(Message::Response(mut response)) = item else {
+            return item;
+        };
+        if let Ok(payload) = &response.outcome {
+            if let Ok(mut value) = payload.clone().into_value() {
+                if self.config.tool_headers.learn(&mut value) {
+                    response.outcome = Ok(mcp_core::Payload::Value(value));
+                }
+            }
+        }
+        Ok(Message::Response(response))
+    }
+
+    /// Follows a POST's SSE stream to the response, resuming it when it drops (legacy era; a
+    /// modern stream is never resumed).
+    async fn follow_post_stream(
+        self: Arc<Self>,
+        response: reqwest::Response,
+        id: RequestId,
+        lists_tools: bool,
+    ) {
         let mut parser = SseParser::new(self.config.max_message_size);
         let mut response = response;
         let mut attempts = 0;
         loop {
-            match self.pump_sse(response, &mut parser, Some(&id)).await {
+            match self
+                .pump_sse(response, &mut parser, Some(&id), lists_tools)
+                .await
+            {
                 StreamEnd::Answered | StreamEnd::Closed => return,
                 StreamEnd::Dropped {
                     last_event_id,
                     retry,
                     why,
                 } => {
+                    if self.is_modern() {
+                        return self.fail_request(&id, format!("{why} before the response (streams are not resumed in protocol 2026-07-28)")).await;
+                    }
                     let Some(last_event_id) = last_event_id else {
                         return self.fail_request(&id, format!("{why} before the response, and cannot be resumed (no event id)")).await;
                     };
@@ -367,7 +420,7 @@ impl Shared {
                 }
                 Ok(response) if response.status().is_success() => {
                     failures = 0;
-                    match self.pump_sse(response, &mut parser, None).await {
+                    match self.pump_sse(response, &mut parser, None, false).await {
                         StreamEnd::Closed | StreamEnd::Answered => return,
                         StreamEnd::Dropped { retry, why, .. } => {
                             tracing::debug!(why, "the standalone stream dropped; reconnecting");
@@ -393,6 +446,32 @@ impl Shared {
             }
             tokio::time::sleep(delay.min(MAX_RETRY)).await;
         }
+    }
+}
+
+impl Shared {
+    /// The modern request metadata headers of one request; a parameter a header cannot carry
+    /// refuses the request before it is sent.
+    fn metadata_headers(&self, request: &mcp_core::Request) -> Result<HeaderMap, PostError> {
+        let needs_params = matches!(
+            request.method.as_str(),
+            methods::TOOLS_CALL | methods::RESOURCES_READ | methods::PROMPTS_GET
+        );
+        let params = match (&request.params, needs_params) {
+            (Some(p), true) => p.deserialize::<serde_json::Value>().ok(),
+            _ => None,
+        };
+        crate::headers::request_headers(&request.method, params.as_ref(), &self.config.tool_headers)
+            .map_err(|why| {
+                PostError::from(
+                    TransportError::recoverable(
+                        TransportErrorKind::InvalidMessage,
+                        format!("{} was not sent: {why}", request.method),
+                    )
+                    .for_request(Some(request.id.clone()))
+                    .never_sent(),
+                )
+            })
     }
 }
 
@@ -429,8 +508,8 @@ impl Shared {
         lock(&self.incoming).take();
     }
 
-    pub(crate) fn set_protocol_version(&self, version: ProtocolVersion) {
-        *lock(&self.protocol_version) = Some(version);
+    pub(crate) fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        *lock(&self.protocol_version) = version;
     }
 
     /// POSTs one message and routes what comes back.
@@ -442,8 +521,15 @@ impl Shared {
                 format!("the connection to {} is closed", shared.display_url),
             )));
         }
+        let modern = shared.is_modern();
         let request_id = match &message {
             Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        };
+        let lists_tools =
+            modern && matches!(&message, Message::Request(r) if r.method == methods::TOOLS_LIST);
+        let metadata = match &message {
+            Message::Request(r) if modern => Some(shared.metadata_headers(r)?),
             _ => None,
         };
         let opens_session = matches!(&message, Message::Notification(n) if n.method == mcp_core::types::methods::NOTIFICATION_INITIALIZED);
@@ -468,9 +554,16 @@ impl Shared {
             if let Some(stream) = lock(&shared.post_streams).remove(&cancelled) {
                 stream.abort();
             }
+            if modern {
+                // Closing the request's stream was the cancellation.
+                return Ok(());
+            }
         }
         let had_session = lock(&shared.session_id).is_some();
-        let headers = shared.request_headers("application/json, text/event-stream");
+        let mut headers = shared.request_headers("application/json, text/event-stream");
+        if let Some(metadata) = metadata {
+            headers.extend(metadata);
+        }
         let response = shared
             .execute(Method::POST, headers, Some(body.as_bytes()))
             .await?;
@@ -479,6 +572,7 @@ impl Shared {
             .headers()
             .get(SESSION_ID_HEADER)
             .and_then(|v| v.to_str().ok())
+            .filter(|_| !modern)
         {
             let mut session = lock(&shared.session_id);
             if session.is_none() {
@@ -502,6 +596,23 @@ impl Shared {
             )));
         }
         if !status.is_success() {
+            if modern {
+                // A modern server explains a 4xx with a JSON-RPC error (unsupported version,
+                // header mismatch, unknown method): that is the request's answer.
+                let (error, answer) =
+                    status_answer(response, &shared.display_url, TransportErrorKind::Io).await;
+                if let (Some(mut answer), Some(id)) = (answer, request_id.clone()) {
+                    answer.id = Some(id);
+                    if let Some(incoming) = shared.incoming() {
+                        let _ = incoming.send(Ok(Message::Response(answer))).await;
+                        return Ok(());
+                    }
+                }
+                return Err(PostError {
+                    status: Some(status),
+                    error,
+                });
+            }
             return Err(PostError {
                 status: Some(status),
                 error: status_error(response, &shared.display_url, TransportErrorKind::Io).await,
@@ -528,8 +639,12 @@ impl Shared {
             return Ok(());
         };
         if content_type.starts_with("text/event-stream") {
-            let task = tokio::spawn(shared.clone().follow_post_stream(response, id.clone()))
-                .abort_handle();
+            let task = tokio::spawn(shared.clone().follow_post_stream(
+                response,
+                id.clone(),
+                lists_tools,
+            ))
+            .abort_handle();
             let mut streams = lock(&shared.post_streams);
             streams.retain(|_, t| !t.is_finished());
             streams.insert(id, task.clone());
@@ -562,6 +677,11 @@ impl Shared {
             )));
         };
         for item in parsed {
+            let item = if lists_tools {
+                shared.learn_tool_headers(item)
+            } else {
+                item
+            };
             if incoming.send(item).await.is_err() {
                 break;
             }
@@ -596,7 +716,7 @@ impl TransportSender for HttpSender {
         Ok(())
     }
 
-    fn set_protocol_version(&self, version: ProtocolVersion) {
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         self.shared.set_protocol_version(version);
     }
 

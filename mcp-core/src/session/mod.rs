@@ -1,8 +1,9 @@
 //! The client session engine: one MCP session over one [`Transport`].
 //!
-//! [`ClientSession::connect`] splits the transport, starts the session's reader task, and performs
-//! the `initialize` handshake. After that, any number of requests may be in flight from any number
-//! of tasks. The session is the innermost [`McpService`]: the typed methods of
+//! [`ClientSession::connect`] splits the transport, starts the session's reader task, and opens
+//! the session in the server's era (see `era.rs`): a `server/discover` probe for a modern
+//! (2026-07-28) server, the `initialize` handshake for a legacy one. After that, any number of
+//! requests may be in flight from any number of tasks, and callers never need to know the era. The session is the innermost [`McpService`]: the typed methods of
 //! [`McpServiceExt`](crate::McpServiceExt) and every policy layer work on it.
 //!
 //! Every request gets a deadline that starts when it is issued and covers all of it — waiting
@@ -13,15 +14,20 @@
 //! [`ErrorKind::Network`](crate::ErrorKind::Network) error that says why.
 //!
 //! Files: this one holds the session's lifecycle (connect, handshake, re-initialization, close);
-//! `request.rs` the request path; `reader.rs` the reader and outbox tasks; `server_requests.rs`
-//! server→client requests; `pending.rs` the pending table.
+//! `era.rs` the two eras (probe, per-request `_meta`, multi round-trip requests, removed
+//! methods); `listen.rs` the modern `subscriptions/listen` stream; `request.rs` the request
+//! path; `reader.rs` the reader and outbox tasks; `server_requests.rs` server→client requests;
+//! `pending.rs` the pending table.
 //!
 //! Tasks: the reader task (dispatches everything the server sends), an outbox task (sends the
 //! cancellations and replies that synchronous code cannot await), and one task per
-//! server→client request (at most [`SessionOptions::max_concurrent_server_requests`]). All are
-//! owned by the session and aborted when the last [`ClientSession`] handle is dropped.
+//! server→client request (at most [`SessionOptions::max_concurrent_server_requests`]), and in
+//! the modern era the listener task that keeps `subscriptions/listen` open. All are owned by the
+//! session and aborted when the last [`ClientSession`] handle is dropped.
 
+mod era;
 mod handler;
+mod listen;
 mod notifications;
 mod options;
 mod pending;
@@ -39,6 +45,7 @@ use serde_json::Map;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
+pub use era::{result_type, EraMemo};
 pub use handler::{ClientHandler, StaticRoots};
 pub use notifications::{NotificationEvent, NotificationStream, ServerNotification};
 pub use options::{ProgressCallback, RequestOptions, SessionOptions};
@@ -48,7 +55,8 @@ use crate::jsonrpc::{Notification, Payload, RequestId};
 use crate::service::{McpService, Operation};
 use crate::transport::{Transport, TransportReceiver, TransportSender};
 use crate::types::*;
-use crate::version::ProtocolVersion;
+use crate::version::{Era, ProtocolVersion};
+use era::ModernMeta;
 use pending::PendingTable;
 use reader::{run_outbox, run_reader, OutboxItem, OUTBOX_CAPACITY};
 pub(crate) use request::human_duration;
@@ -65,7 +73,9 @@ const READER_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct ClientSession {
     shared: Arc<SessionShared>,
-    _owner: Arc<SessionOwner>,
+    /// `None` only in the handle the session's own listener task holds, which must not keep
+    /// the session alive.
+    _owner: Option<Arc<SessionOwner>>,
 }
 
 /// What the session's handles and tasks share.
@@ -80,6 +90,14 @@ struct SessionShared {
     options: SessionOptions,
     initialize_result: OnceLock<InitializeResult>,
     protocol_version: OnceLock<ProtocolVersion>,
+    /// The `server/discover` answer (modern sessions).
+    discover_result: OnceLock<DiscoverResult>,
+    /// The `_meta` members of every modern request.
+    modern_meta: ModernMeta,
+    /// The log level `logging/setLevel` chose (carried by every later modern request).
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// What the modern `subscriptions/listen` stream asks for.
+    listen_filter: listen::FilterSender,
     closed: watch::Sender<Option<Error>>,
     /// Counts re-initializations after session expiry.
     session_generation: AtomicU64,
@@ -92,12 +110,17 @@ struct SessionOwner {
     shared: Arc<SessionShared>,
     reader: Mutex<Option<JoinHandle<()>>>,
     outbox: JoinHandle<()>,
+    /// The modern `subscriptions/listen` task, once started.
+    listener: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Drop for SessionOwner {
     fn drop(&mut self) {
         if let Some(reader) = lock(&self.reader).take() {
             reader.abort();
+        }
+        if let Some(listener) = lock(&self.listener).take() {
+            listener.abort();
         }
         self.outbox.abort();
         self.shared
@@ -108,8 +131,9 @@ impl Drop for SessionOwner {
 pub(crate) use crate::sync::lock;
 
 impl ClientSession {
-    /// Connects over `transport`: starts the session and performs the `initialize` handshake
-    /// (bounded by [`SessionOptions::initialize_timeout`]). On failure the transport is closed.
+    /// Connects over `transport`: starts the session and opens it in the server's era — the
+    /// `server/discover` probe, then the `initialize` handshake for a legacy server — bounded
+    /// by [`SessionOptions::initialize_timeout`]. On failure the transport is closed.
     pub async fn connect<T: Transport>(
         transport: T,
         handler: impl ClientHandler,
@@ -128,8 +152,11 @@ impl ClientSession {
         let (sender, receiver) = transport.split();
         let session = ClientSession::start(Box::new(sender), Box::new(receiver), handler, options);
         let deadline = session.shared.options.initialize_timeout;
-        let failure = match tokio::time::timeout(deadline, session.initialize()).await {
-            Ok(Ok(())) => return Ok(session),
+        let failure = match tokio::time::timeout(deadline, session.open()).await {
+            Ok(Ok(())) => {
+                session.start_listener();
+                return Ok(session);
+            }
             Ok(Err(e)) => e,
             Err(_) => Error::timeout(format!(
                 "the server did not complete initialize within {}",
@@ -151,6 +178,10 @@ impl ClientSession {
         let (notify_tx, _) = broadcast::channel(options.notification_buffer.max(1));
         let (outbox_tx, outbox_rx) = mpsc::channel(OUTBOX_CAPACITY);
         let (closed_tx, _) = watch::channel(None);
+        let modern_meta = ModernMeta::new(
+            serde_json::to_value(handler.capabilities()).unwrap_or_else(|_| serde_json::json!({})),
+            serde_json::to_value(&options.client_info).unwrap_or_else(|_| serde_json::json!({})),
+        );
         let shared = Arc::new(SessionShared {
             sender,
             pending: PendingTable::default(),
@@ -162,6 +193,10 @@ impl ClientSession {
             options,
             initialize_result: OnceLock::new(),
             protocol_version: OnceLock::new(),
+            discover_result: OnceLock::new(),
+            modern_meta,
+            log_level: Mutex::new(None),
+            listen_filter: watch::channel(NotificationFilter::default()).0,
             closed: closed_tx,
             session_generation: AtomicU64::new(0),
             reinitializing: tokio::sync::Mutex::new(()),
@@ -172,10 +207,33 @@ impl ClientSession {
             shared: shared.clone(),
             reader: Mutex::new(Some(reader)),
             outbox,
+            listener: Mutex::new(None),
         };
         ClientSession {
             shared,
-            _owner: Arc::new(owner),
+            _owner: Some(Arc::new(owner)),
+        }
+    }
+
+    /// Starts the modern session's `subscriptions/listen` task (see `listen.rs`), asking for
+    /// the list changes the server advertises.
+    fn start_listener(&self) {
+        let (true, Some(owner)) = (self.is_modern(), &self._owner) else {
+            return;
+        };
+        let advertised = listen::advertised_filter(&self.server_info().capabilities);
+        self.shared.listen_filter.send_modify(|filter| {
+            filter.tools_list_changed = advertised.tools_list_changed;
+            filter.prompts_list_changed = advertised.prompts_list_changed;
+            filter.resources_list_changed = advertised.resources_list_changed;
+        });
+        let internal = ClientSession {
+            shared: self.shared.clone(),
+            _owner: None,
+        };
+        let task = tokio::spawn(internal.run_listener());
+        if let Some(old) = lock(&owner.listener).replace(task) {
+            old.abort();
         }
     }
 
@@ -195,33 +253,44 @@ impl ClientSession {
         Ok(())
     }
 
+    /// The legacy `initialize` handshake.
     async fn initialize(&self) -> Result<(), Error> {
         let options = &self.shared.options;
+        let offered = if options.protocol_version.is_modern() {
+            ProtocolVersion::LATEST_LEGACY
+        } else {
+            options.protocol_version
+        };
         let params = InitializeRequestParams {
-            protocol_version: options.protocol_version.as_str().to_owned(),
+            protocol_version: offered.as_str().to_owned(),
             capabilities: self.shared.handler.capabilities(),
             client_info: options.client_info.clone(),
             extra: Map::new(),
         };
         let params = Payload::from_serialize(&params).map_err(crate::service::encode_error)?;
         let result = self
-            .issue(
+            .issue_shaped(
                 methods::INITIALIZE,
                 Some(params),
                 RequestOptions::default(),
-                false,
+                request::Shape::HANDSHAKE,
             )
             .await?;
         let result: InitializeResult = result
             .into_typed()
             .map_err(|e| Error::protocol(format!("invalid initialize result: {e}")))?;
-        let version: ProtocolVersion = result.protocol_version.parse().map_err(|e| {
-            Error::protocol(format!(
-                "server {} {}: {e}",
-                result.server_info.name, result.server_info.version
-            ))
-        })?;
-        self.shared.sender.set_protocol_version(version);
+        let version: ProtocolVersion = result
+            .protocol_version
+            .parse()
+            .ok()
+            .filter(|v: &ProtocolVersion| !v.is_modern())
+            .ok_or_else(|| {
+                Error::protocol(format!(
+                    "server {} {} answered initialize with protocol version {:?}, which is not a legacy version this client speaks",
+                    result.server_info.name, result.server_info.version, result.protocol_version
+                ))
+            })?;
+        self.shared.sender.set_protocol_version(Some(version));
         let _ = self.shared.protocol_version.set(version);
         tracing::debug!(
             server = %result.server_info.name,
@@ -234,7 +303,8 @@ impl ClientSession {
         self.notify(methods::NOTIFICATION_INITIALIZED, None).await
     }
 
-    /// The server's `initialize` result (name, version, capabilities, instructions).
+    /// The server's name, version, capabilities and instructions: its `initialize` result, or
+    /// in the modern era the same fields from `server/discover`.
     pub fn server_info(&self) -> &InitializeResult {
         self.shared
             .initialize_result
@@ -242,7 +312,7 @@ impl ClientSession {
             .expect("a connected session has completed initialize")
     }
 
-    /// The negotiated protocol version.
+    /// The negotiated protocol version (its [`era`](ProtocolVersion::era) is the session's).
     pub fn protocol_version(&self) -> ProtocolVersion {
         *self
             .shared
@@ -332,7 +402,7 @@ impl ClientSession {
                 false
             }
         };
-        let reader = lock(&self._owner.reader).take();
+        let reader = self._owner.as_ref().and_then(|o| lock(&o.reader).take());
         if let Some(mut reader) = reader {
             if !closed_in_time
                 || tokio::time::timeout(READER_DRAIN_TIMEOUT, &mut reader)
@@ -363,10 +433,19 @@ impl ClientSession {
         }
     }
 
-    /// Sends `notifications/roots/list_changed`.
+    /// Sends `notifications/roots/list_changed` (legacy era; modern requests carry the
+    /// client's state in each request, so there it does nothing).
     pub async fn notify_roots_list_changed(&self) -> Result<(), Error> {
+        if self.is_modern() {
+            return Ok(());
+        }
         self.notify(methods::NOTIFICATION_ROOTS_LIST_CHANGED, None)
             .await
+    }
+
+    /// The era this session speaks.
+    pub fn era(&self) -> Era {
+        self.protocol_version().era()
     }
 }
 
@@ -380,12 +459,15 @@ impl McpService for ClientSession {
             subject,
             ..
         } = operation;
-        self.issue(&method, params, options, true)
-            .await
-            .map_err(|e| match subject {
-                Some(subject) if e.subject().is_none() => e.with_subject(subject),
-                _ => e,
-            })
+        let outcome = if self.is_modern() {
+            self.call_modern(&method, params, options).await
+        } else {
+            self.issue(&method, params, options).await
+        };
+        outcome.map_err(|e| match subject {
+            Some(subject) if e.subject().is_none() => e.with_subject(subject),
+            _ => e,
+        })
     }
 }
 

@@ -8,7 +8,9 @@ use tokio::time::Instant;
 
 use crate::error::ErrorCodeTable;
 use crate::types::{Implementation, ProgressNotificationParams};
-use crate::version::ProtocolVersion;
+use crate::version::{Era, ProtocolVersion};
+
+use super::EraMemo;
 
 /// Called for every progress notification of one request (on the session's reader task: keep it
 /// quick, e.g. update a progress bar or forward to a channel).
@@ -19,8 +21,23 @@ pub type ProgressCallback = Arc<dyn Fn(&ProgressNotificationParams) + Send + Syn
 pub struct SessionOptions {
     /// Who the client says it is. Default: this crate's name and version.
     pub client_info: Implementation,
-    /// The version offered in `initialize`. Default: [`ProtocolVersion::LATEST`].
+    /// The version the client prefers. A legacy version is the one offered in `initialize`;
+    /// with the modern one (the default, [`ProtocolVersion::LATEST`]) a legacy server is
+    /// offered [`ProtocolVersion::LATEST_LEGACY`].
     pub protocol_version: ProtocolVersion,
+    /// The era to speak: `None` (the default) detects it per server (the `server/discover`
+    /// probe, then `initialize` for a legacy server); `Some` skips detection and fails clearly
+    /// when the server does not speak that era.
+    pub era: Option<Era>,
+    /// Shared by the connections to one server: the era the first one found, so later ones
+    /// (reconnects, pooled sessions) skip the probe of a legacy server. Default: none.
+    pub era_memo: Option<EraMemo>,
+    /// How long the `server/discover` probe waits before deciding the server is legacy (some
+    /// legacy servers do not answer unknown requests before `initialize`). Default: 5 s.
+    pub discover_timeout: Duration,
+    /// How many times one modern request is re-issued with answers to the server's input
+    /// requests before it fails. Default: 8.
+    pub max_input_rounds: u32,
     /// Deadline for `initialize` (connect + handshake). Default: 30 s.
     pub initialize_timeout: Duration,
     /// Deadline of every request unless overridden. Default: 30 s.
@@ -50,6 +67,10 @@ impl Default for SessionOptions {
         SessionOptions {
             client_info: Implementation::new("mcp-core", env!("CARGO_PKG_VERSION")),
             protocol_version: ProtocolVersion::LATEST,
+            era: None,
+            era_memo: None,
+            discover_timeout: Duration::from_secs(5),
+            max_input_rounds: 8,
             initialize_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             reset_timeout_on_progress: false,
@@ -70,9 +91,23 @@ impl SessionOptions {
         self
     }
 
-    /// Sets the version offered in `initialize`.
+    /// Speaks exactly `version`: pins its era (no detection), and for a legacy version
+    /// offers it in `initialize`.
     pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
         self.protocol_version = version;
+        self.era = Some(version.era());
+        self
+    }
+
+    /// Pins the era (no detection).
+    pub fn with_era(mut self, era: Era) -> Self {
+        self.era = Some(era);
+        self
+    }
+
+    /// Shares an era memo with the other connections to the same server.
+    pub fn with_era_memo(mut self, memo: EraMemo) -> Self {
+        self.era_memo = Some(memo);
         self
     }
 

@@ -1,20 +1,18 @@
 //! The request path: one deadline from the moment a request is issued, the send (with replays
 //! after session expiry), the wait for the response, and cancellation on timeout or drop.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::era::with_request_meta;
 use super::pending::{PendingRequest, ProgressState};
 use super::reader::OutboxItem;
 use super::{ClientSession, RequestOptions, SessionShared};
-use crate::error::{Delivery, Error, ErrorKind};
+use crate::error::{Delivery, Error};
 use crate::jsonrpc::{Notification, Payload, Request, RequestId};
-use crate::service::encode_error;
 use crate::time::deadline_after;
 use crate::transport::TransportErrorKind;
 use crate::types::{methods, CancelledNotificationParams};
@@ -22,15 +20,46 @@ use crate::types::{methods, CancelledNotificationParams};
 /// How often one request is replayed on a new session before its failure is reported.
 const MAX_SESSION_REPLAYS: u32 = 3;
 
+/// What the session adds to a request's `_meta`.
+#[derive(Clone, Copy)]
+pub(super) struct Shape {
+    /// `progressToken` (every request but `initialize`).
+    pub(super) progress_token: bool,
+    /// The modern protocol fields.
+    pub(super) modern: bool,
+}
+
+impl Shape {
+    /// The legacy handshake: nothing added.
+    pub(super) const HANDSHAKE: Shape = Shape {
+        progress_token: false,
+        modern: false,
+    };
+}
+
 impl ClientSession {
-    /// Issues request `method` and waits for its result. Its deadline starts now: waiting for
-    /// the transport to accept it counts, as does every re-initialization it waits for.
+    /// Issues request `method` in the session's era and waits for its result.
     pub(super) async fn issue(
         &self,
         method: &str,
         params: Option<Payload>,
         options: RequestOptions,
-        progress_token: bool,
+    ) -> Result<Payload, Error> {
+        let shape = Shape {
+            progress_token: true,
+            modern: self.is_modern(),
+        };
+        self.issue_shaped(method, params, options, shape).await
+    }
+
+    /// Issues request `method` and waits for its result. Its deadline starts now: waiting for
+    /// the transport to accept it counts, as does every re-initialization it waits for.
+    pub(super) async fn issue_shaped(
+        &self,
+        method: &str,
+        params: Option<Payload>,
+        options: RequestOptions,
+        shape: Shape,
     ) -> Result<Payload, Error> {
         let shared = &self.shared;
         let started = Instant::now();
@@ -52,11 +81,9 @@ impl ClientSession {
         let mut deadline = deadline_after(started, timeout).min(hard_deadline);
 
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let params = if progress_token {
-            Some(with_progress_token(params, id)?)
-        } else {
-            params
-        };
+        let additions = shared.meta_additions(shape.progress_token.then_some(id), shape.modern);
+        let params = with_request_meta(params, &additions)?;
+        drop(additions);
         let progress = (reset || options.on_progress.is_some())
             .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
         let (reply, response) = oneshot::channel();
@@ -202,66 +229,6 @@ impl Drop for PendingGuard<'_> {
             self.shared.pending.remove(self.id);
         }
     }
-}
-
-/// Adds `_meta.progressToken = id` to request parameters (creating them if absent).
-pub(super) fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Error> {
-    let not_an_object = || {
-        Error::new(
-            ErrorKind::InvalidParams,
-            "request params must be a JSON object",
-        )
-        .with_delivery(Delivery::NotSent)
-    };
-    match params {
-        None => Ok(Payload::Value(json!({ "_meta": { "progressToken": id } }))),
-        Some(Payload::Value(Value::Object(mut map))) => {
-            match map.get_mut("_meta") {
-                Some(Value::Object(meta)) => {
-                    meta.entry("progressToken").or_insert(Value::from(id));
-                }
-                _ => {
-                    let mut meta = Map::with_capacity(1);
-                    meta.insert("progressToken".into(), Value::from(id));
-                    map.insert("_meta".into(), Value::Object(meta));
-                }
-            }
-            Ok(Payload::Value(Value::Object(map)))
-        }
-        Some(payload @ (Payload::Raw(_) | Payload::Shared(_))) => {
-            // Splice the token in as text: no value tree is built for pass-through arguments.
-            let json = payload.to_json_string();
-            let text = json.trim();
-            let Some(body) = text.strip_prefix('{') else {
-                return Err(not_an_object());
-            };
-            // Most parameters have no `_meta` at all: the text check (which also sees an
-            // escaped key) is enough to know. With one, insert into it the way values do.
-            if text.contains("meta\"") && has_top_level_meta(text) {
-                drop(json);
-                let value = payload.into_value().map_err(encode_error)?;
-                return with_progress_token(Some(Payload::Value(value)), id);
-            }
-            let body = body.trim_start();
-            let spliced = if body.starts_with('}') {
-                format!("{{\"_meta\":{{\"progressToken\":{id}}}}}")
-            } else {
-                format!("{{\"_meta\":{{\"progressToken\":{id}}},{body}")
-            };
-            // A member added at the front of a valid object is a valid object: no second parse.
-            Ok(Payload::Shared(
-                crate::jsonrpc::SharedJson::from_valid_json(spliced),
-            ))
-        }
-        Some(Payload::Value(_)) => Err(not_an_object()),
-    }
-}
-
-fn has_top_level_meta(object_text: &str) -> bool {
-    // Owned keys, so that an escaped `"\u005fmeta"` is seen as `_meta` too.
-    serde_json::from_str::<HashMap<String, serde::de::IgnoredAny>>(object_text)
-        .map(|m| m.contains_key("_meta"))
-        .unwrap_or(false)
 }
 
 pub(crate) use crate::time::human_duration;

@@ -95,7 +95,7 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
     tasks.insert(id, task.abort_handle());
 }
 
-async fn answer_server_request(
+pub(super) async fn answer_server_request(
     shared: &SessionShared,
     request: Request,
 ) -> Result<Payload, ErrorObject> {

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::request::with_progress_token;
 use super::*;
 use crate::jsonrpc::{ErrorObject, Message, Request, Response};
 use crate::transport::{ChannelTransport, ServerEnd};
@@ -14,6 +13,16 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 const STEP: Duration = Duration::from_secs(5);
+
+/// The progress-token part of the one `_meta` function.
+fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Error> {
+    let additions = era::MetaAdditions {
+        progress_token: Some(id),
+        modern: None,
+        log_level: None,
+    };
+    era::with_request_meta(params, &additions).map(|p| p.expect("params are created"))
+}
 
 /// Plays the server side of a [`ChannelTransport`] message by message.
 struct FakeServer {
@@ -60,9 +69,32 @@ impl FakeServer {
             .await;
     }
 
+    /// Plays a legacy server: refuses the `server/discover` probe as an unknown method and
+    /// returns the `initialize` request that follows.
+    async fn expect_initialize(&mut self) -> Request {
+        let first = self.expect_any_request().await;
+        if first.method != "server/discover" {
+            assert_eq!(first.method, "initialize", "{first:?}");
+            return first;
+        }
+        self.send(Response::error(
+            Some(first.id),
+            ErrorObject::method_not_found("server/discover"),
+        ))
+        .await;
+        self.expect_request("initialize").await
+    }
+
+    async fn expect_any_request(&mut self) -> Request {
+        match self.next().await {
+            Message::Request(r) => r,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
     /// Answers initialize with `version` and consumes notifications/initialized.
     async fn handshake(&mut self, version: &str) -> InitializeRequestParams {
-        let init = self.expect_request("initialize").await;
+        let init = self.expect_initialize().await;
         let params: InitializeRequestParams = init.params.clone().unwrap().into_typed().unwrap();
         self.respond(
             init.id,
@@ -131,7 +163,7 @@ async fn an_unsupported_server_version_is_a_clear_error() {
     let (transport, end) = ChannelTransport::pair(8);
     let mut server = FakeServer { end };
     let task = tokio::spawn(async move {
-        let init = server.expect_request("initialize").await;
+        let init = server.expect_initialize().await;
         server
             .respond(
                 init.id,

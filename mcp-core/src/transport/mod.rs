@@ -77,8 +77,11 @@ pub trait TransportSender: Send + Sync + 'static {
     /// Closes the connection gracefully (idempotent, bounded in time).
     async fn close(&self) -> Result<(), TransportError>;
 
-    /// Tells the transport the protocol version negotiated by `initialize`.
-    fn set_protocol_version(&self, version: ProtocolVersion) {
+    /// Tells the transport the protocol version the session speaks: the one `initialize`
+    /// negotiated, or 2026-07-28 while the session probes for and then speaks the modern era
+    /// (HTTP then sends the modern headers and no session id); `None` again when the probe
+    /// found a legacy server, before `initialize`.
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         let _ = version;
     }
 

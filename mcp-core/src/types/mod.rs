@@ -1,10 +1,11 @@
-//! MCP message types (protocol revision 2025-11-25, readable back to 2024-11-05).
+//! MCP message types (protocol revisions 2026-07-28 and 2025-11-25, readable back to 2024-11-05).
 //!
 //! Every struct that models data from a server keeps members it does not know in `extra`, so a
 //! newer server's additions survive a round trip. Optional members are omitted when absent.
 
 mod content;
 mod initialize;
+mod modern;
 mod notifications;
 mod prompts;
 mod resources;
@@ -16,6 +17,10 @@ pub use content::{Annotations, Content, EmbeddedResource, Role};
 pub use initialize::{
     ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult,
     ListChangedCapability, ResourcesCapability, RootsCapability, ServerCapabilities,
+};
+pub use modern::{
+    error_codes, meta, CacheHints, CacheScope, DiscoverResult, InputRequest, InputRequiredResult,
+    ListenRequestParams, NotificationFilter, ResultType, UnsupportedVersionData,
 };
 pub use notifications::{
     CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
@@ -97,8 +102,12 @@ pub mod methods {
     pub const PROMPTS_GET: &str = "prompts/get";
     /// Client → server.
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    /// Client → server.
+    /// Client → server (legacy era; modern requests carry the level in `_meta`).
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// Client → server (modern era): supported versions, capabilities, server info.
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    /// Client → server (modern era): a long-lived stream of change notifications.
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
     /// Server → client.
     pub const ROOTS_LIST: &str = "roots/list";
     /// Server → client.
@@ -124,6 +133,9 @@ pub mod methods {
     pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
     /// Client → server.
     pub const NOTIFICATION_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// Server → client (modern era): the first message of a `subscriptions/listen` stream.
+    pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+        "notifications/subscriptions/acknowledged";
     /// Server → client (2025-11-25).
     pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Content, Extra, Role};
+use super::{CacheHints, Content, Extra, Role};
 
 /// An argument a prompt takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +53,9 @@ pub struct ListPromptsResult {
     /// Cursor of the next page, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Caching hints (2026-07-28).
+    #[serde(flatten)]
+    pub cache: CacheHints,
     /// Unknown members, preserved.
     #[serde(flatten)]
     pub extra: Extra,

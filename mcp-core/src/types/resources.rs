@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Annotations, Extra};
+use super::{Annotations, CacheHints, Extra};
 
 /// A resource the server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,6 +63,9 @@ pub struct ListResourcesResult {
     /// Cursor of the next page, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Caching hints (2026-07-28).
+    #[serde(flatten)]
+    pub cache: CacheHints,
     /// Unknown members, preserved.
     #[serde(flatten)]
     pub extra: Extra,
@@ -77,6 +80,9 @@ pub struct ListResourceTemplatesResult {
     /// Cursor of the next page, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Caching hints (2026-07-28).
+    #[serde(flatten)]
+    pub cache: CacheHints,
     /// Unknown members, preserved.
     #[serde(flatten)]
     pub extra: Extra,
@@ -121,6 +127,9 @@ pub struct ResourceContents {
 pub struct ReadResourceResult {
     /// One or more contents (a directory-like resource may return several).
     pub contents: Vec<ResourceContents>,
+    /// Caching hints (2026-07-28).
+    #[serde(flatten)]
+    pub cache: CacheHints,
     /// Unknown members, preserved.
     #[serde(flatten)]
     pub extra: Extra,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Content, Extra};
+use super::{CacheHints, Content, Extra};
 
 /// Hints about a tool's behaviour (untrusted unless the server is).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -72,6 +72,9 @@ pub struct ListToolsResult {
     /// Cursor of the next page, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Caching hints (2026-07-28).
+    #[serde(flatten)]
+    pub cache: CacheHints,
     /// Unknown members, preserved.
     #[serde(flatten)]
     pub extra: Extra,
