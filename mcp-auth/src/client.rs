@@ -427,7 +427,8 @@ impl OAuthClient {
             .authorization_response_iss_parameter_supported
             == Some(true);
         match &callback.iss {
-            Some(iss) if iss.trim_end_matches('/') != issuer.trim_end_matches('/') => {
+            // Exactly as recorded: no case folding, port or trailing-slash normalization.
+            Some(iss) if iss != issuer => {
                 return Err(AuthError::Callback(format!(
                     "the callback comes from the issuer {iss}, not {issuer} (RFC 9207)"
                 )))
@@ -1098,6 +1099,7 @@ impl OAuthClient {
                 Some(uri.to_owned()),
                 json!({
                     "client_name": self.config.client_name,
+                    "application_type": application_type(uri),
                     "redirect_uris": [uri],
                     "grant_types": ["authorization_code", "refresh_token"],
                     "response_types": ["code"],
@@ -1108,6 +1110,7 @@ impl OAuthClient {
                 None,
                 json!({
                     "client_name": self.config.client_name,
+                    "application_type": "native",
                     "grant_types": [DEVICE_CODE_GRANT, "refresh_token"],
                     "response_types": [],
                     "token_endpoint_auth_method": method.as_str(),
@@ -1313,5 +1316,14 @@ fn token_error<T: oauth2::ErrorResponseType + fmt::Display + 'static>(
         RequestTokenError::Other(m) => {
             AuthError::Http(format!("the {grant} request to {endpoint} failed: {m}"))
         }
+    }
+}
+
+/// The OpenID `application_type` of a registration (SEP-837): `native` for a redirect to this
+/// machine (a loopback listener, a custom scheme), `web` for an https redirect elsewhere.
+fn application_type(redirect_uri: &str) -> &'static str {
+    match Url::parse(redirect_uri) {
+        Ok(url) if url.scheme() == "https" && !crate::http::is_loopback(&url) => "web",
+        _ => "native",
     }
 }

@@ -40,7 +40,9 @@ pub fn provider(scenario: &str, url: &str, context: &str) -> Result<Arc<OAuthPro
             None => None,
         };
         Grant::ClientCredentials { key }
-    } else if scenario.starts_with("auth/cross-app-access") {
+    } else if scenario.starts_with("auth/cross-app-access")
+        || scenario == "auth/enterprise-managed-authorization"
+    {
         let endpoint =
             field("idp_token_endpoint").ok_or("the context has no idp_token_endpoint")?;
         Grant::CrossAppAccess(CrossAppAccess {

@@ -23,13 +23,20 @@ use mcp_core::{ClientHandler, ClientSession, ErrorObject, SessionOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::{json, Value};
 
-/// The client scenarios this binary implements (suite 0.1.16 names), besides every `auth/…`
-/// scenario (see [`auth`]).
+/// The client scenarios this binary implements (suite 0.2.0-alpha.12 names), besides every
+/// `auth/…` scenario (see [`auth`]). The client detects each mock server's era itself.
 const SCENARIOS: &[&str] = &[
     "initialize",
     "tools_call",
     "elicitation-sep1034-client-defaults",
     "sse-retry",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
 ];
 
 /// Every request gets this long; the suite kills the client after 30 s anyway.
@@ -96,6 +103,10 @@ fn main() -> ExitCode {
 
 async fn run(scenario: &str, url: &str) -> Result<(), String> {
     let is_auth = scenario.starts_with("auth/");
+    if scenario.starts_with("sep-2640-") {
+        // The skills extension is not implemented: connect and list, nothing more.
+        return connect_and_list(url).await;
+    }
     if !SCENARIOS.contains(&scenario) && !is_auth {
         return Err(format!(
             "unsupported scenario (MCP_CONFORMANCE_SCENARIO); supported: {}, auth/*",
@@ -108,56 +119,149 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
         config = config.auth(auth::provider(scenario, url, &context)?);
     }
     let transport = StreamableHttpTransport::new(config).map_err(|e| format!("transport: {e}"))?;
-    let options = SessionOptions::default()
-        .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"))
-        .with_request_timeout(REQUEST_TIMEOUT)
-        .with_initialize_timeout(REQUEST_TIMEOUT);
-    let session = ClientSession::connect(transport, AcceptDefaults, options)
+    let session = ClientSession::connect(transport, AcceptDefaults, session_options())
         .await
-        .map_err(|e| format!("initialize: {e}"))?;
+        .map_err(|e| format!("connect: {e}"))?;
     let outcome = drive(scenario, &session).await;
     // Close (DELETE) whatever happened, then report.
     session.close().await;
     outcome
 }
 
-/// What each scenario's mock server waits for after the handshake.
+async fn connect_and_list(url: &str) -> Result<(), String> {
+    let transport = StreamableHttpTransport::new(HttpServerConfig::new(url))
+        .map_err(|e| format!("transport: {e}"))?;
+    let session = ClientSession::connect(transport, AcceptDefaults, session_options())
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let outcome = session.list_all_tools(RequestOptions::new()).await;
+    session.close().await;
+    outcome.map(|_| ()).map_err(|e| format!("tools/list: {e}"))
+}
+
+fn session_options() -> SessionOptions {
+    SessionOptions::default()
+        .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"))
+        .with_request_timeout(REQUEST_TIMEOUT)
+        .with_initialize_timeout(REQUEST_TIMEOUT)
+}
+
+/// What each scenario's mock server waits for after the session is open.
 async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
+    println!("era: {} ({})", session.era(), session.protocol_version());
     let tools = session
         .list_all_tools(RequestOptions::new())
         .await
         .map_err(|e| format!("tools/list: {e}"))?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     println!("tools: {}", names.join(", "));
-    let (tool, arguments) = match scenario {
-        // The handshake is the whole test; the server lists no tools.
-        "initialize" => return Ok(()),
+    let calls: Vec<(String, Option<Value>)> = match scenario {
+        // The handshake (or the metadata of the requests) is the whole test.
+        "initialize" | "request-metadata" | "json-schema-ref-no-deref" => return Ok(()),
         // The protected server's one tool; the call is what triggers a step-up.
-        s if s.starts_with("auth/") => ("test-tool", Some(json!({}))),
-        "tools_call" => ("add_numbers", Some(json!({ "a": 5, "b": 3 }))),
+        s if s.starts_with("auth/") => vec![("test-tool".into(), Some(json!({})))],
+        "tools_call" => vec![("add_numbers".into(), Some(json!({ "a": 5, "b": 3 })))],
         // The server elicits during the call; `AcceptDefaults` answers.
-        "elicitation-sep1034-client-defaults" => ("test_client_elicitation_defaults", None),
+        "elicitation-sep1034-client-defaults" => {
+            vec![("test_client_elicitation_defaults".into(), None)]
+        }
         // The server closes the call's SSE stream after a priming event with `retry: 500`; the
         // transport must wait 500 ms and resume with a GET carrying `Last-Event-ID`, where the
         // result arrives.
-        "sse-retry" => ("test_reconnection", None),
+        "sse-retry" => vec![("test_reconnection".into(), None)],
+        // Input-required results: the session answers and re-issues; every tool, in order.
+        "sep-2322-client-request-state" => names.iter().map(|n| (n.to_string(), None)).collect(),
+        "http-standard-headers" => return standard_headers(session, &names).await,
+        // The context names the calls and their arguments.
+        "http-custom-headers" => context_tool_calls()?,
+        // Every tool the client kept (the invalid ones are gone from the list).
+        "http-invalid-tool-headers" => names
+            .iter()
+            .map(|n| (n.to_string(), Some(json!({ "region": "us-west1" }))))
+            .collect(),
+        // Echo the schema exactly as received.
+        "json-schema-2020-12-preservation" => {
+            let schema = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .map(|t| t.input_schema.clone())
+                .ok_or("the server does not list json_schema_2020_12_tool")?;
+            vec![(
+                "json_schema_echo".into(),
+                Some(json!({ "schema": schema })),
+            )]
+        }
         other => return Err(format!("unsupported scenario {other:?}")),
     };
-    if !names.contains(&tool) {
-        return Err(format!("the server does not list the tool {tool:?}"));
-    }
-    let result = session
-        .call_tool(tool, arguments, RequestOptions::new())
-        .await
-        .map_err(|e| format!("tools/call {tool}: {e}"))?;
-    let text = result_text(&result);
-    println!("{tool}: {text}");
-    if result.is_error == Some(true) {
-        return Err(format!(
-            "tools/call {tool} returned an error result: {text}"
-        ));
+    for (tool, arguments) in calls {
+        if !names.contains(&tool.as_str()) {
+            return Err(format!("the server does not list the tool {tool:?}"));
+        }
+        let result = session
+            .call_tool(&tool, arguments, RequestOptions::new())
+            .await
+            .map_err(|e| format!("tools/call {tool}: {e}"))?;
+        let text = result_text(&result);
+        println!("{tool}: {text}");
+        if result.is_error == Some(true) {
+            return Err(format!(
+                "tools/call {tool} returned an error result: {text}"
+            ));
+        }
     }
     Ok(())
+}
+
+/// One request of every kind that carries the standard headers.
+async fn standard_headers(session: &ClientSession, tools: &[&str]) -> Result<(), String> {
+    if let Some(tool) = tools.iter().find(|t| **t == "my-hyphenated-tool").or(tools.first()) {
+        session
+            .call_tool(tool, Some(json!({})), RequestOptions::new())
+            .await
+            .map_err(|e| format!("tools/call {tool}: {e}"))?;
+    }
+    let resources = session
+        .list_all_resources(RequestOptions::new())
+        .await
+        .map_err(|e| format!("resources/list: {e}"))?;
+    for resource in &resources {
+        session
+            .read_resource(&resource.uri, RequestOptions::new())
+            .await
+            .map_err(|e| format!("resources/read {}: {e}", resource.uri))?;
+    }
+    let prompts = session
+        .list_all_prompts(RequestOptions::new())
+        .await
+        .map_err(|e| format!("prompts/list: {e}"))?;
+    for prompt in &prompts {
+        session
+            .get_prompt(&prompt.name, None, RequestOptions::new())
+            .await
+            .map_err(|e| format!("prompts/get {}: {e}", prompt.name))?;
+    }
+    Ok(())
+}
+
+/// `toolCalls` of `MCP_CONFORMANCE_CONTEXT`: `[{name, arguments}]`.
+fn context_tool_calls() -> Result<Vec<(String, Option<Value>)>, String> {
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_default();
+    let context: Value =
+        serde_json::from_str(&context).map_err(|e| format!("MCP_CONFORMANCE_CONTEXT: {e}"))?;
+    let calls = context
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .ok_or("MCP_CONFORMANCE_CONTEXT has no toolCalls")?;
+    calls
+        .iter()
+        .map(|call| {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or("a toolCalls entry has no name")?;
+            Ok((name.to_owned(), call.get("arguments").cloned()))
+        })
+        .collect()
 }
 
 /// The text blocks of a tool result, joined (other blocks as JSON).

@@ -245,6 +245,13 @@ pub(super) fn no_mutual_version(supported: &[String], requested: &str) -> Error 
     ))
 }
 
+/// An `UnsupportedProtocolVersion` error whose `supported` list names the modern version this
+/// client asked for: worth one retry.
+pub(super) fn names_our_version(error: &Error) -> bool {
+    error.code() == Some(error_codes::UNSUPPORTED_PROTOCOL_VERSION)
+        && mutual_modern(&unsupported_data(error).supported).is_some()
+}
+
 /// The `supported` list of an `UnsupportedProtocolVersion` error.
 fn unsupported_data(error: &Error) -> UnsupportedVersionData {
     error
@@ -300,22 +307,36 @@ impl ClientSession {
             .sender
             .set_protocol_version(Some(ProtocolVersion::V2026_07_28));
         let limit = shared.options.discover_timeout;
-        let request = self.issue_shaped(
-            methods::SERVER_DISCOVER,
-            None,
-            RequestOptions::new().with_timeout(limit),
-            super::request::Shape {
-                progress_token: true,
-                modern: true,
-            },
-        );
-        let answer = match request.await {
-            Ok(answer) => answer,
-            Err(e) => return self.classify_probe_error(e),
+        let mut retried = false;
+        let answer = loop {
+            let request = self.issue_shaped(
+                methods::SERVER_DISCOVER,
+                None,
+                RequestOptions::new().with_timeout(limit),
+                super::request::Shape {
+                    progress_token: true,
+                    modern: true,
+                },
+            );
+            match request.await {
+                Ok(answer) => break answer,
+                // Refused although it lists the version asked for: once more.
+                Err(e) if !retried && names_our_version(&e) => {
+                    tracing::debug!(error = %e, "server/discover refused a version it lists; retrying");
+                    retried = true;
+                }
+                Err(e) => return self.classify_probe_error(e),
+            }
         };
-        let result: DiscoverResult = answer
-            .into_typed()
-            .map_err(|e| Error::protocol(format!("invalid server/discover result: {e}")))?;
+        // Anything but a discover result (a legacy server answering `{}`) means legacy.
+        let result: DiscoverResult = match answer.into_typed() {
+            Ok(result) => result,
+            Err(e) => {
+                return Ok(Probe::Legacy(format!(
+                    "server/discover answered with something else than a discover result ({e})"
+                )))
+            }
+        };
         let Some(version) = mutual_modern(&result.supported_versions) else {
             if speaks_a_legacy_one(&result.supported_versions) {
                 return Ok(Probe::Legacy(format!(
@@ -437,15 +458,16 @@ impl ClientSession {
             methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
         );
         if !multi_round {
-            let answer = self.issue(method, params, options).await?;
+            let answer = self.issue_modern(method, params, options).await?;
             return check_result_type(method, answer);
         }
-        let original = params;
+        // Kept for re-issuing: shared text, so each round's copy is cheap.
+        let original = params.map(shareable);
         let mut retry_params = original.clone();
         let max_rounds = self.shared.options.max_input_rounds;
         let mut round = 0;
         loop {
-            let answer = self.issue(method, retry_params, options.clone()).await?;
+            let answer = self.issue_modern(method, retry_params, options.clone()).await?;
             let answer = check_result_type(method, answer)?;
             if !is_input_required(&answer) {
                 return Ok(answer);
@@ -466,6 +488,31 @@ impl ClientSession {
                 responses,
                 asked.request_state,
             )?);
+        }
+    }
+
+    /// One modern request; an `UnsupportedProtocolVersion` refusal is retried once when the
+    /// server lists the version asked for, and otherwise reported naming both sides' versions.
+    async fn issue_modern(
+        &self,
+        method: &str,
+        params: Option<Payload>,
+        options: RequestOptions,
+    ) -> Result<Payload, Error> {
+        let retry = params.clone();
+        match self.issue(method, params, options.clone()).await {
+            Err(e) if names_our_version(&e) => self.issue(method, retry, options).await,
+            Err(e) if e.code() == Some(error_codes::UNSUPPORTED_PROTOCOL_VERSION) => {
+                let data = unsupported_data(&e);
+                Err(no_mutual_version(
+                    &data.supported,
+                    data.requested
+                        .as_deref()
+                        .unwrap_or(ProtocolVersion::V2026_07_28.as_str()),
+                )
+                .with_delivery(Delivery::NotSent))
+            }
+            other => other,
         }
     }
 
@@ -611,4 +658,17 @@ fn with_input_responses(
         }
     }
     Ok(Payload::Value(Value::Object(params)))
+}
+
+/// The same parameters as shared JSON text (cheap to clone).
+fn shareable(params: Payload) -> Payload {
+    match params {
+        Payload::Shared(_) => params,
+        Payload::Raw(raw) => Payload::Shared(crate::jsonrpc::SharedJson::from_valid_json(
+            raw.get().to_owned(),
+        )),
+        Payload::Value(value) => Payload::Shared(crate::jsonrpc::SharedJson::from_valid_json(
+            value.to_string(),
+        )),
+    }
 }
