@@ -297,6 +297,28 @@ impl OAuthClient {
         Ok(metadata)
     }
 
+    /// Discovers again, past the cache (a token was refused: the server may now name another
+    /// authorization server). Returns whether the authorization server changed; if it did, the
+    /// tokens of the old one are forgotten, and its client registration is never offered to the
+    /// new one (registrations are kept per issuer).
+    pub async fn rediscover(&self, challenge: Option<&BearerChallenge>) -> Result<bool, AuthError> {
+        let before = lock(&self.state).metadata.clone();
+        let metadata = Arc::new(discover(&self.http, &self.config.server_url, challenge).await?);
+        let changed = before.is_some_and(|old| {
+            old.authorization_server.issuer != metadata.authorization_server.issuer
+        });
+        lock(&self.state).metadata = Some(metadata.clone());
+        if changed {
+            info!(
+                server = %redact_url(self.config.server_url.as_str()),
+                issuer = %metadata.authorization_server.issuer,
+                "the server moved to another authorization server"
+            );
+            self.forget_tokens().await?;
+        }
+        Ok(changed)
+    }
+
     /// Asks the server (an unauthenticated `initialize`) for its challenge and discovers from
     /// it, so a login can start before any call was refused. Returns `Ok(None)` when the
     /// server accepted the request: it needs no authorization.

@@ -93,8 +93,13 @@ impl OAuthProvider {
             debug!(%server, scope = ?bearer.scope, "step-up authorization");
             return self.obtain_new().await.map(|_| true);
         }
-        // 401: the token is missing, expired or revoked.
-        self.client.discover_auth_metadata(Some(&bearer)).await?;
+        // 401: the token is missing, expired or revoked — or the server moved to another
+        // authorization server, so a refused token means discovering again.
+        if self.client.tokens().await?.is_some() {
+            self.client.rediscover(Some(&bearer)).await?;
+        } else {
+            self.client.discover_auth_metadata(Some(&bearer)).await?;
+        }
         if self.client.tokens().await?.is_some() {
             match self.client.refresh_access_token().await {
                 Ok(_) => return Ok(true),

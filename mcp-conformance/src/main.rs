@@ -186,10 +186,7 @@ async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
                 .find(|t| t.name == "json_schema_2020_12_tool")
                 .map(|t| t.input_schema.clone())
                 .ok_or("the server does not list json_schema_2020_12_tool")?;
-            vec![(
-                "json_schema_echo".into(),
-                Some(json!({ "schema": schema })),
-            )]
+            vec![("json_schema_echo".into(), Some(json!({ "schema": schema })))]
         }
         other => return Err(format!("unsupported scenario {other:?}")),
     };
@@ -214,7 +211,11 @@ async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
 
 /// One request of every kind that carries the standard headers.
 async fn standard_headers(session: &ClientSession, tools: &[&str]) -> Result<(), String> {
-    if let Some(tool) = tools.iter().find(|t| **t == "my-hyphenated-tool").or(tools.first()) {
+    if let Some(tool) = tools
+        .iter()
+        .find(|t| **t == "my-hyphenated-tool")
+        .or(tools.first())
+    {
         session
             .call_tool(tool, Some(json!({})), RequestOptions::new())
             .await

@@ -467,7 +467,9 @@ impl ClientSession {
         let max_rounds = self.shared.options.max_input_rounds;
         let mut round = 0;
         loop {
-            let answer = self.issue_modern(method, retry_params, options.clone()).await?;
+            let answer = self
+                .issue_modern(method, retry_params, options.clone())
+                .await?;
             let answer = check_result_type(method, answer)?;
             if !is_input_required(&answer) {
                 return Ok(answer);

@@ -515,4 +515,6 @@ impl SessionShared {
 }
 
 #[cfg(test)]
+mod modern_tests;
+#[cfg(test)]
 mod tests;

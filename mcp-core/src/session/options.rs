@@ -105,6 +105,12 @@ impl SessionOptions {
         self
     }
 
+    /// Sets how long the `server/discover` probe waits.
+    pub fn with_discover_timeout(mut self, timeout: Duration) -> Self {
+        self.discover_timeout = timeout;
+        self
+    }
+
     /// Shares an era memo with the other connections to the same server.
     pub fn with_era_memo(mut self, memo: EraMemo) -> Self {
         self.era_memo = Some(memo);

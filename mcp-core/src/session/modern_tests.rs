@@ -1,0 +1,576 @@
+//! The modern era (2026-07-28) of the engine against a scripted server: the probe and its
+//! fallbacks, `_meta` on every request, multi round-trip requests, version refusals, the
+//! methods the era removed, and the `subscriptions/listen` stream.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::jsonrpc::{ErrorObject, Message, Request, Response};
+use crate::transport::{ChannelTransport, ServerEnd};
+use crate::types::{ElicitAction, ElicitRequestParams, ElicitResult};
+use crate::{ErrorKind, McpServiceExt};
+
+const STEP: Duration = Duration::from_secs(5);
+
+struct Server {
+    end: ServerEnd,
+}
+
+impl Server {
+    async fn next(&mut self) -> Message {
+        tokio::time::timeout(STEP, self.end.incoming.recv())
+            .await
+            .expect("the client sent nothing in time")
+            .expect("the client closed the connection")
+    }
+
+    async fn request(&mut self, method: &str) -> Request {
+        match self.next().await {
+            Message::Request(r) if r.method == method => r,
+            other => panic!("expected a {method} request, got {other:?}"),
+        }
+    }
+
+    async fn respond(&self, id: RequestId, result: Value) {
+        self.send(Response::success(id, Payload::Value(result)))
+            .await;
+    }
+
+    async fn fail(&self, id: RequestId, code: i64, message: &str, data: Option<Value>) {
+        let mut error = ErrorObject::new(code, message);
+        error.data = data;
+        self.send(Response::error(Some(id), error)).await;
+    }
+
+    async fn send(&self, message: impl Into<Message>) {
+        self.end
+            .outgoing
+            .send(message.into())
+            .await
+            .expect("client gone");
+    }
+
+    /// Answers the probe as a modern server with `capabilities`.
+    async fn discover(&mut self, capabilities: Value) -> Request {
+        let probe = self.request("server/discover").await;
+        self.respond(
+            probe.id.clone(),
+            json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28", "2025-11-25"],
+                "capabilities": capabilities,
+                "instructions": "be brief",
+                "ttlMs": 60000,
+                "cacheScope": "public",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2.0"}}
+            }),
+        )
+        .await;
+        probe
+    }
+}
+
+fn params(r: &Request) -> Value {
+    r.params.clone().unwrap().into_value().unwrap()
+}
+
+async fn connect_modern(
+    handler: impl ClientHandler,
+    options: SessionOptions,
+    capabilities: Value,
+) -> (ClientSession, Server, Request) {
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    let task = tokio::spawn(async move {
+        let probe = server.discover(capabilities).await;
+        (server, probe)
+    });
+    let session = ClientSession::connect(transport, handler, options)
+        .await
+        .expect("connects");
+    let (server, probe) = task.await.unwrap();
+    (session, server, probe)
+}
+
+#[tokio::test]
+async fn a_discover_result_opens_a_modern_session_without_initialize() {
+    let memo = EraMemo::default();
+    let options = SessionOptions::default()
+        .with_client_info("probe-test", "1.2")
+        .with_era_memo(memo.clone());
+    let (session, mut server, probe) = connect_modern((), options, json!({"tools": {}})).await;
+    let meta = &params(&probe)["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "probe-test"
+    );
+    assert!(session.is_modern());
+    assert_eq!(session.era(), Era::Modern);
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(session.server_info().server_info.name, "modern");
+    assert_eq!(
+        session.server_info().instructions.as_deref(),
+        Some("be brief")
+    );
+    assert_eq!(
+        session.discover_result().unwrap().cache.fresh_for(),
+        Duration::from_secs(60)
+    );
+    assert_eq!(memo.get(), Some(Era::Modern));
+
+    // Every later request carries the same fields, next to the progress token; no
+    // notifications/initialized was sent.
+    let list = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_tools(None, RequestOptions::new()).await }
+    });
+    let request = server.request("tools/list").await;
+    let meta = params(&request)["_meta"].clone();
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(meta["progressToken"].is_number());
+    server
+        .respond(
+            request.id,
+            json!({"resultType": "complete", "tools": [], "ttlMs": 1500, "cacheScope": "private"}),
+        )
+        .await;
+    let page = list.await.unwrap().unwrap();
+    assert_eq!(page.cache.ttl_ms, Some(1500));
+    assert_eq!(
+        page.cache.cache_scope,
+        Some(crate::types::CacheScope::Private)
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_of_the_probe_falls_back_to_initialize_and_is_remembered() {
+    let memo = EraMemo::default();
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    let task = tokio::spawn(async move {
+        let probe = server.request("server/discover").await;
+        server
+            .send(Response::error(
+                Some(probe.id),
+                ErrorObject::method_not_found("server/discover"),
+            ))
+            .await;
+        let init = server.request("initialize").await;
+        let offered = params(&init)["protocolVersion"].clone();
+        server
+            .respond(
+                init.id,
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                       "serverInfo": {"name": "legacy", "version": "1"}}),
+            )
+            .await;
+        (server, offered)
+    });
+    let options = SessionOptions::default().with_era_memo(memo.clone());
+    let session = ClientSession::connect(transport, (), options)
+        .await
+        .unwrap();
+    let (_server, offered) = task.await.unwrap();
+    assert_eq!(offered, "2025-11-25");
+    assert_eq!(session.era(), Era::Legacy);
+    assert_eq!(memo.get(), Some(Era::Legacy));
+
+    // The next connection to the same server skips the probe.
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    let task = tokio::spawn(async move {
+        let init = server.request("initialize").await;
+        server
+            .respond(
+                init.id,
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                       "serverInfo": {"name": "legacy", "version": "1"}}),
+            )
+            .await;
+        server
+    });
+    let options = SessionOptions::default().with_era_memo(memo);
+    let session = ClientSession::connect(transport, (), options)
+        .await
+        .unwrap();
+    let _server = task.await.unwrap();
+    assert_eq!(session.era(), Era::Legacy);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_server_is_legacy_after_the_discover_timeout() {
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    let task = tokio::spawn(async move {
+        let probe = server.request("server/discover").await;
+        // The probe is cancelled when it times out, and initialize follows (in either order).
+        let mut cancelled = false;
+        let init = loop {
+            match server.next().await {
+                Message::Notification(n) if n.method == "notifications/cancelled" => {
+                    assert_eq!(params_of(&n)["requestId"], json!(probe.id));
+                    cancelled = true;
+                }
+                Message::Request(r) if r.method == "initialize" => break r,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        server
+            .respond(
+                init.id,
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "serverInfo": {"name": "quiet", "version": "1"}}),
+            )
+            .await;
+        while !cancelled {
+            match server.next().await {
+                Message::Notification(n) if n.method == "notifications/cancelled" => {
+                    cancelled = true
+                }
+                Message::Notification(n) if n.method == "notifications/initialized" => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        server
+    });
+    let started = tokio::time::Instant::now();
+    let options = SessionOptions::default().with_discover_timeout(Duration::from_secs(2));
+    let session = ClientSession::connect(transport, (), options)
+        .await
+        .unwrap();
+    let _server = task.await.unwrap();
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2025_06_18);
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn an_unsupported_version_is_retried_once_then_names_both_sides() {
+    // Refused while listing the version asked for: retried, and the session is modern.
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    let task = tokio::spawn(async move {
+        let probe = server.request("server/discover").await;
+        server
+            .fail(
+                probe.id,
+                -32022,
+                "Unsupported protocol version",
+                Some(json!({"supported": ["2026-07-28"], "requested": "2026-07-28"})),
+            )
+            .await;
+        server.discover(json!({})).await;
+        server
+    });
+    let session = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .unwrap();
+    let mut server = task.await.unwrap();
+    assert!(session.is_modern());
+
+    // A version this client does not speak: a clear error naming both.
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_prompts(None, RequestOptions::new()).await }
+    });
+    let request = server.request("prompts/list").await;
+    server
+        .fail(
+            request.id,
+            -32022,
+            "Unsupported protocol version",
+            Some(json!({"supported": ["2027-01-01"], "requested": "2026-07-28"})),
+        )
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol);
+    assert!(err.message().contains("2027-01-01"), "{err}");
+    assert!(err.message().contains("2026-07-28"), "{err}");
+
+    // A server that speaks only modern versions this client lacks fails the connect clearly.
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    tokio::spawn(async move {
+        let probe = server.request("server/discover").await;
+        server
+            .fail(
+                probe.id,
+                -32022,
+                "Unsupported protocol version",
+                Some(json!({"supported": ["2027-01-01"]})),
+            )
+            .await;
+        let _ = server.end.incoming.recv().await;
+    });
+    let err = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("2027-01-01"), "{err}");
+}
+
+#[tokio::test]
+async fn a_pinned_modern_era_refuses_a_legacy_server() {
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    tokio::spawn(async move {
+        let probe = server.request("server/discover").await;
+        server
+            .send(Response::error(
+                Some(probe.id),
+                ErrorObject::method_not_found("server/discover"),
+            ))
+            .await;
+        let _ = server.end.incoming.recv().await;
+    });
+    let options = SessionOptions::default().with_era(Era::Modern);
+    let err = ClientSession::connect(transport, (), options)
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("modern"), "{err}");
+}
+
+/// Accepts every elicitation with `{"confirmed": true}`.
+struct Confirms;
+
+#[async_trait]
+impl ClientHandler for Confirms {
+    fn capabilities(&self) -> crate::types::ClientCapabilities {
+        crate::types::ClientCapabilities {
+            elicitation: Some(json!({"form": {}})),
+            ..Default::default()
+        }
+    }
+
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        assert_eq!(params.message, "Sure?");
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: json!({"confirmed": true}).as_object().cloned(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn input_required_is_answered_by_the_handler_and_the_call_reissued() {
+    let (session, mut server, probe) =
+        connect_modern(Confirms, SessionOptions::default(), json!({"tools": {}})).await;
+    assert_eq!(
+        params(&probe)["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"],
+        json!({"form": {}})
+    );
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move {
+            s.call_tool(
+                "deploy",
+                Some(json!({"env": "prod"})),
+                RequestOptions::new(),
+            )
+            .await
+        }
+    });
+    let first = server.request("tools/call").await;
+    let state = r#"{"nonce":"n-1", "opaque": "\u00e9"}"#;
+    server
+        .respond(
+            first.id.clone(),
+            json!({
+                "resultType": "input_required",
+                "inputRequests": {"ok": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Sure?",
+                    "requestedSchema": {"type": "object", "properties": {"confirmed": {"type": "boolean"}}}
+                }}},
+                "requestState": state
+            }),
+        )
+        .await;
+    let second = server.request("tools/call").await;
+    assert_ne!(second.id, first.id, "a retry is a new request");
+    let p = params(&second);
+    assert_eq!(p["arguments"], json!({"env": "prod"}));
+    assert_eq!(p["name"], "deploy");
+    assert_eq!(p["requestState"], state, "echoed exactly");
+    assert_eq!(
+        p["inputResponses"]["ok"],
+        json!({"action": "accept", "content": {"confirmed": true}})
+    );
+    assert_eq!(
+        p["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    // No state this time: the next retry carries none.
+    server
+        .respond(
+            second.id,
+            json!({"resultType": "input_required", "inputRequests": {"again": {
+                "method": "elicitation/create", "params": {"message": "Sure?", "requestedSchema": {}}}}}),
+        )
+        .await;
+    let third = server.request("tools/call").await;
+    assert!(params(&third).get("requestState").is_none());
+    server
+        .respond(
+            third.id,
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "done"}]}),
+        )
+        .await;
+    let result = call.await.unwrap().unwrap();
+    assert_eq!(result.content.len(), 1);
+}
+
+#[tokio::test]
+async fn input_rounds_are_bounded_and_unknown_result_types_refused() {
+    let options = SessionOptions {
+        max_input_rounds: 2,
+        ..SessionOptions::default()
+    };
+    let (session, mut server, _) = connect_modern(Confirms, options, json!({})).await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("loop", None, RequestOptions::new()).await }
+    });
+    for _ in 0..3 {
+        let r = server.request("tools/call").await;
+        server
+            .respond(
+                r.id,
+                json!({"resultType": "input_required", "requestState": "s"}),
+            )
+            .await;
+    }
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.message().contains("2 rounds"), "{err}");
+
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_tools(None, RequestOptions::new()).await }
+    });
+    let r = server.request("tools/list").await;
+    server
+        .respond(r.id, json!({"resultType": "mystery", "tools": []}))
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.message().contains("mystery"), "{err}");
+}
+
+#[tokio::test]
+async fn removed_methods_keep_working_for_callers() {
+    let (session, mut server, _) = connect_modern((), SessionOptions::default(), json!({})).await;
+    // ping is a server/discover.
+    let ping = tokio::spawn({
+        let s = session.clone();
+        async move { s.ping(RequestOptions::new()).await }
+    });
+    server.discover(json!({})).await;
+    ping.await.unwrap().unwrap();
+    // logging/setLevel sends nothing; later requests carry the level.
+    session
+        .set_logging_level(crate::types::LoggingLevel::Warning, RequestOptions::new())
+        .await
+        .unwrap();
+    let list = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_resources(None, RequestOptions::new()).await }
+    });
+    let r = server.request("resources/list").await;
+    assert_eq!(
+        params(&r)["_meta"]["io.modelcontextprotocol/logLevel"],
+        "warning"
+    );
+    server
+        .respond(r.id, json!({"resultType": "complete", "resources": []}))
+        .await;
+    list.await.unwrap().unwrap();
+    // No roots/list_changed notification exists any more.
+    session.notify_roots_list_changed().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_listen_stream_follows_the_advertised_and_subscribed_notifications() {
+    let capabilities = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}});
+    let (session, mut server, _) =
+        connect_modern((), SessionOptions::default(), capabilities).await;
+    let mut notifications = session.subscribe();
+    let listen = server.request("subscriptions/listen").await;
+    assert_eq!(
+        params(&listen)["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    let tag = json!({"io.modelcontextprotocol/subscriptionId": listen.id.clone()});
+    server
+        .send(crate::jsonrpc::Notification::new(
+            "notifications/tools/list_changed",
+            Some(Payload::Value(json!({"_meta": tag}))),
+        ))
+        .await;
+    let seen = tokio::time::timeout(STEP, notifications.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(
+            seen,
+            NotificationEvent::Notification(ServerNotification::ToolListChanged)
+        ),
+        "{seen:?}"
+    );
+
+    // Subscribing to a resource re-opens the stream with it; the old one is cancelled.
+    session
+        .subscribe_resource("file:///a", RequestOptions::new())
+        .await
+        .unwrap();
+    let mut cancelled = false;
+    let relisten = loop {
+        match server.next().await {
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                assert_eq!(params_of(&n)["requestId"], json!(listen.id));
+                cancelled = true;
+            }
+            Message::Request(r) if r.method == "subscriptions/listen" => break r,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(
+        params(&relisten)["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]})
+    );
+    if !cancelled {
+        let n = server.next().await;
+        assert!(
+            matches!(&n, Message::Notification(n) if n.method == "notifications/cancelled"),
+            "{n:?}"
+        );
+    }
+    // A graceful end of the stream: it is opened again (after a delay).
+    server
+        .respond(relisten.id.clone(), json!({"resultType": "complete"}))
+        .await;
+    let reopened = tokio::time::timeout(
+        Duration::from_secs(5),
+        server.request("subscriptions/listen"),
+    )
+    .await
+    .unwrap();
+    assert_ne!(reopened.id, relisten.id);
+    // Closing the session ends the listener with it.
+    session.close().await;
+    assert!(session.is_closed());
+}
+
+fn params_of(n: &crate::jsonrpc::Notification) -> Value {
+    n.params.clone().unwrap().into_value().unwrap()
+}
