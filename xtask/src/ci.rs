@@ -262,10 +262,10 @@ fn profiles(ctx: &Ctx) -> Outcome {
     }
 }
 
-/// `cargo xtask conformance`: the official suite against `mcp-conformance-client`, with the
-/// baseline in `conformance/expected-failures.yml`.
+/// `cargo xtask conformance`: both pinned official suites against `mcp-conformance-client`,
+/// each with its baseline in `conformance/`.
 fn conformance(ctx: &Ctx) -> Outcome {
-    match crate::conformance::run(ctx.root, None) {
+    match crate::conformance::run(ctx.root, &crate::conformance::Selection::default()) {
         Ok(report) => Outcome {
             ok: report.code == Some(0),
             counts: None,

@@ -1,15 +1,21 @@
-//! `cargo xtask conformance [--scenario S]`: run the official MCP conformance suite
-//! (`@modelcontextprotocol/conformance`, client side) against `mcp-conformance-client`.
+//! `cargo xtask conformance [--suite VERSION] [--scenario S [--spec-version V]]`: run the
+//! official MCP conformance suites (`@modelcontextprotocol/conformance`, client side) against
+//! `mcp-conformance-client`.
 //!
+//! Two releases are pinned ([`SUITES`]): 0.1.16 (the 2025-11-25 suite) and 0.2.0-alpha.12 (the
+//! 2026-07-28 revision). For each:
 //! 1. Installs Node 22 (the npm package `node@22`; the suite does not start on Node 20) and the
-//!    pinned suite into `<workspace>/.interop/conformance/` unless its stamp matches.
-//! 2. Builds `mcp-conformance-client` (`cargo build -p mcp-conformance`).
-//! 3. Runs `conformance client --command "exec <client>" --suite all` (or `--scenario S`) with
-//!    the baseline `conformance/expected-failures.yml`, results in `target/conformance/`, and
-//!    `node_modules/.bin` first on PATH.
+//!    suite into `<workspace>/.interop/conformance-<version>/` unless its stamp matches.
+//! 2. Builds `mcp-conformance-client` (`cargo build -p mcp-conformance`), once.
+//! 3. Runs `conformance client --command "exec <client>"` once per entry of its `runs` (0.2:
+//!    `--suite all`, where each scenario runs at its own default version, and
+//!    `--requirements 2026-07-28`, where every scenario the revision requires runs at
+//!    2026-07-28), with its baseline, results in `target/conformance/<version>-<run>/`, and
+//!    `node_modules/.bin` first on PATH. `--scenario S` runs one scenario on one suite (the
+//!    newest unless `--suite` says otherwise).
 //! 4. Prints one line per scenario with its check counts (from `checks.json`).
 //!
-//! The exit code is the suite's: 0 when every failure is in the baseline and no baseline entry
+//! The exit code is the suites': 0 when every failure is in the baseline and no baseline entry
 //! passes. The suite's mock servers call `listen(0)` without a host (all interfaces); a small
 //! `--require` preload pins them to 127.0.0.1, and the run refuses to start if that does not hold.
 
@@ -20,24 +26,49 @@ use std::time::Instant;
 
 use crate::{interop, shell};
 
-/// The suite, pinned. Bump it here (and re-check the baseline).
+/// The suite package.
 pub const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
-pub const SUITE_VERSION: &str = "0.1.16";
+
+/// One pinned release of the suite and how CI runs it.
+pub struct Suite {
+    /// The npm version.
+    pub version: &'static str,
+    /// Its baseline of expected failures (workspace-relative).
+    baseline: &'static str,
+    /// `(label, arguments)` of each run (besides `--command`, the baseline and `-o`).
+    runs: &'static [(&'static str, &'static [&'static str])],
+    /// Scenarios that pass without the client doing anything: shown as such so nobody counts
+    /// them as real passes.
+    vacuous: &'static [&'static str],
+}
+
+/// The pinned suites, oldest first. Bump a version here (and re-check its baseline).
+pub const SUITES: &[Suite] = &[
+    Suite {
+        version: "0.1.16",
+        baseline: "conformance/expected-failures.yml",
+        runs: &[("all", &["--suite", "all"])],
+        // Its only check is "no authorization request was made".
+        vacuous: &["auth/resource-mismatch"],
+    },
+    Suite {
+        version: "0.2.0-alpha.12",
+        baseline: "conformance/expected-failures-0.2.yml",
+        runs: &[
+            ("all", &["--suite", "all"]),
+            ("2026-07-28", &["--requirements", "2026-07-28"]),
+        ],
+        vacuous: &[],
+    },
+];
 /// The Node.js runtime, installed from the npm registry as a package.
 pub const NODE_SPEC: &str = "node@22";
 const NODE_MAJOR: &str = "v22.";
 
-/// Sub-folder of `.interop/`.
-const DIR: &str = "conformance";
 const STAMP: &str = ".xtask-stamp";
 const PRELOAD: &str = "loopback.cjs";
 /// Bump when the preload changes so old installs rewrite it.
 const PRELOAD_VERSION: u32 = 1;
-const BASELINE: &str = "conformance/expected-failures.yml";
-/// Scenarios that pass without the client doing anything (it refuses every auth scenario):
-/// shown as such so nobody counts them as real passes.
-/// `auth/resource-mismatch`: its only check is "no authorization request was made".
-const VACUOUS: &[&str] = &["auth/resource-mismatch"];
 
 const PRELOAD_JS: &str = r#"// Written by `cargo xtask conformance`, loaded with NODE_OPTIONS=--require.
 // The suite's mock servers call listen(0) with no host, which binds every interface (`::`);
@@ -64,21 +95,78 @@ pub struct Report {
     pub summary: String,
 }
 
-pub fn conformance_dir(root: &Path) -> PathBuf {
-    interop::interop_dir(root).join(DIR)
+/// Where one suite is installed.
+pub fn conformance_dir(root: &Path, suite: &Suite) -> PathBuf {
+    interop::interop_dir(root).join(format!("conformance-{}", suite.version))
 }
 
-fn stamp_text() -> String {
-    format!("{NODE_SPEC}\n{SUITE_PACKAGE}@{SUITE_VERSION}\npreload-v{PRELOAD_VERSION}\n")
+fn stamp_text(suite: &Suite) -> String {
+    format!(
+        "{NODE_SPEC}\n{SUITE_PACKAGE}@{}\npreload-v{PRELOAD_VERSION}\n",
+        suite.version
+    )
 }
 
-/// `cargo xtask conformance [--scenario S]`.
-pub fn run(root: &Path, scenario: Option<&str>) -> Result<Report, String> {
-    let start = Instant::now();
-    let dir = conformance_dir(root);
-    let msg = ensure_installed(&dir)?;
-    println!("conformance: {NODE_SPEC} + {SUITE_PACKAGE}@{SUITE_VERSION}: {msg}");
+/// What `cargo xtask conformance` runs.
+#[derive(Default)]
+pub struct Selection<'a> {
+    /// One suite version (default: all; with a scenario, the newest).
+    pub suite: Option<&'a str>,
+    /// One scenario.
+    pub scenario: Option<&'a str>,
+    /// With a scenario: the spec version to run it at.
+    pub spec_version: Option<&'a str>,
+}
 
+/// `cargo xtask conformance`: every selected suite and run; the first failing exit code wins.
+pub fn run(root: &Path, selection: &Selection<'_>) -> Result<Report, String> {
+    let suites: Vec<&Suite> = match (selection.suite, selection.scenario) {
+        (Some(v), _) => vec![SUITES
+            .iter()
+            .find(|s| s.version == v)
+            .ok_or_else(|| {
+                format!(
+                    "unknown suite {v:?}; pinned: {}",
+                    SUITES.iter().map(|s| s.version).collect::<Vec<_>>().join(", ")
+                )
+            })?],
+        (None, Some(_)) => SUITES.last().into_iter().collect(),
+        (None, None) => SUITES.iter().collect(),
+    };
+    let client = build_client(root)?;
+    let mut code = Some(0);
+    let mut summaries = Vec::new();
+    for suite in suites {
+        let runs: Vec<(&str, Vec<&str>)> = match selection.scenario {
+            Some(s) => {
+                let mut args = vec!["--scenario", s];
+                if let Some(v) = selection.spec_version {
+                    args.extend(["--spec-version", v]);
+                }
+                vec![("scenario", args)]
+            }
+            None => suite
+                .runs
+                .iter()
+                .map(|(label, args)| (*label, args.to_vec()))
+                .collect(),
+        };
+        for (label, args) in runs {
+            let report = run_one(root, suite, &client, label, &args)?;
+            if code == Some(0) {
+                code = report.code;
+            }
+            summaries.push(format!("{} {label}: {}", suite.version, report.summary));
+        }
+    }
+    Ok(Report {
+        code,
+        summary: summaries.join("; "),
+    })
+}
+
+/// Builds `mcp-conformance-client`; returns its path.
+fn build_client(root: &Path) -> Result<String, String> {
     let mut build = shell::command(
         shell::cargo(),
         &[
@@ -102,28 +190,45 @@ pub fn run(root: &Path, scenario: Option<&str>) -> Result<Report, String> {
             "the client path {client:?} contains whitespace, which the suite cannot run"
         ));
     }
+    Ok(client)
+}
 
-    let out = target_dir(root).join("conformance");
+/// One run of one suite.
+fn run_one(
+    root: &Path,
+    suite: &Suite,
+    client: &str,
+    label: &str,
+    run_args: &[&str],
+) -> Result<Report, String> {
+    let start = Instant::now();
+    let dir = conformance_dir(root, suite);
+    let msg = ensure_installed(&dir, suite)?;
+    println!(
+        "conformance: {NODE_SPEC} + {SUITE_PACKAGE}@{}: {msg}; run {label}: {}",
+        suite.version,
+        run_args.join(" ")
+    );
+    let out = target_dir(root)
+        .join("conformance")
+        .join(format!("{}-{label}", suite.version));
     if out.exists() {
         fs::remove_dir_all(&out).map_err(|e| format!("clearing {}: {e}", out.display()))?;
     }
     let out_arg = out.to_string_lossy().into_owned();
-    let baseline = root.join(BASELINE).to_string_lossy().into_owned();
+    let baseline = root.join(suite.baseline).to_string_lossy().into_owned();
     let command = format!("exec {client}");
     let mut args = vec!["client", "--command", &command];
-    match scenario {
-        Some(s) => args.extend(["--scenario", s]),
-        None => args.extend(["--suite", "all"]),
-    }
+    args.extend(run_args);
     args.extend(["--expected-failures", &baseline, "-o", &out_arg]);
     let mut cmd = node_command(&dir, dir.join("node_modules/.bin/conformance"), &args, root)?;
     assert_loopback_only(&dir, root)?;
     let status =
         shell::run(&mut cmd).map_err(|e| format!("could not start the conformance suite: {e}"))?;
 
-    let expected = read_baseline(&root.join(BASELINE));
+    let expected = read_baseline(&root.join(suite.baseline));
     let results = collect_results(&out);
-    let summary = print_summary(&results, &expected);
+    let summary = print_summary(&results, &expected, suite.vacuous);
     println!(
         "conformance: suite exit code {} in {:.1}s",
         status
@@ -202,17 +307,17 @@ fn assert_loopback_only(dir: &Path, cwd: &Path) -> Result<(), String> {
 }
 
 /// Installs Node 22 + the suite unless the stamp matches; returns the status word.
-fn ensure_installed(dir: &Path) -> Result<&'static str, String> {
+fn ensure_installed(dir: &Path, pinned: &Suite) -> Result<&'static str, String> {
     let stamp = dir.join(STAMP);
     let current = fs::read_to_string(&stamp).ok();
     let mut word = "up to date";
-    if current.as_deref() != Some(stamp_text().as_str()) || !installed_ok(dir) {
+    if current.as_deref() != Some(stamp_text(pinned).as_str()) || !installed_ok(dir) {
         if dir.exists() {
             fs::remove_dir_all(dir)
                 .map_err(|e| format!("removing stale {}: {e}", dir.display()))?;
         }
         fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let suite = format!("{SUITE_PACKAGE}@{SUITE_VERSION}");
+        let suite = format!("{SUITE_PACKAGE}@{}", pinned.version);
         let prefix = dir.to_string_lossy().into_owned();
         let mut cmd = shell::command(
             "npm",
@@ -250,7 +355,7 @@ fn ensure_installed(dir: &Path) -> Result<&'static str, String> {
             ));
         }
         let tmp = stamp.with_extension("tmp");
-        fs::write(&tmp, stamp_text())
+        fs::write(&tmp, stamp_text(pinned))
             .and_then(|()| fs::rename(&tmp, &stamp))
             .map_err(|e| format!("writing {}: {e}", stamp.display()))?;
         word = "installed";
@@ -404,7 +509,7 @@ fn count_statuses(json: &str) -> Counts {
 }
 
 /// One line per scenario; returns the short summary for the CI table.
-fn print_summary(results: &[(String, Counts)], expected: &[String]) -> String {
+fn print_summary(results: &[(String, Counts)], expected: &[String], vacuous_ones: &[&str]) -> String {
     println!();
     println!(
         "{:<44} {:<14} {:>7} {:>7} {:>7} {:>7}",
@@ -428,7 +533,7 @@ fn print_summary(results: &[(String, Counts)], expected: &[String]) -> String {
                 stale += 1;
                 "STALE-BASELINE"
             }
-            (false, false) if c.success == 0 || VACUOUS.contains(&name.as_str()) => {
+            (false, false) if c.success == 0 || vacuous_ones.contains(&name.as_str()) => {
                 vacuous += 1;
                 "pass(vacuous)"
             }

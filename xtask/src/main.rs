@@ -36,15 +36,16 @@ Commands:
                    bursts and forget sessions. Default 200 iterations and a
                    seed from the clock (printed for replay); the report goes to
                    target/chaos/report.json. CI runs seed 7, 24 iterations.
-  conformance [--scenario S]
-                   Run the official MCP conformance suite (client side,
-                   @modelcontextprotocol/conformance, pinned) against
-                   `mcp-conformance-client`: installs Node 22 + the suite into
-                   `<workspace>/.interop/conformance/` (idempotent), builds the
-                   client, runs `--suite all` (or one scenario) with the
-                   baseline conformance/expected-failures.yml, writes results to
-                   target/conformance/ and prints per-scenario check counts.
-                   Exits with the suite's code.
+  conformance [--suite VERSION] [--scenario S [--spec-version V]]
+                   Run the official MCP conformance suites (client side,
+                   @modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12)
+                   against `mcp-conformance-client`: installs Node 22 + each suite
+                   into `<workspace>/.interop/conformance-<version>/`
+                   (idempotent), builds the client, runs 0.1.16 `--suite all`,
+                   0.2 `--suite all` and `--requirements 2026-07-28` (or one
+                   scenario on one suite) with the baselines in conformance/,
+                   writes results to target/conformance/ and prints
+                   per-scenario check counts. Exits with the suites' code.
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/`, and the Debian
                    packages of the Secret Service tests (gnome-keyring,
@@ -68,15 +69,25 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&root, &args[1..]),
         Some("chaos") => chaos::run(&root, &args[1..]),
         Some("conformance") => {
-            let scenario = match &args[1..] {
-                [] => None,
-                [flag, s] if flag == "--scenario" => Some(s.as_str()),
-                _ => {
-                    eprintln!("xtask: usage: cargo xtask conformance [--scenario S]");
-                    return ExitCode::from(2);
+            let mut selection = conformance::Selection::default();
+            let mut rest = args[1..].iter();
+            while let Some(flag) = rest.next() {
+                let value = rest.next().map(String::as_str);
+                match (flag.as_str(), value) {
+                    ("--suite", Some(v)) => selection.suite = Some(v),
+                    ("--scenario", Some(v)) => selection.scenario = Some(v),
+                    ("--spec-version", Some(v)) => selection.spec_version = Some(v),
+                    _ => {
+                        eprintln!("xtask: usage: cargo xtask conformance [--suite VERSION] [--scenario S [--spec-version V]]");
+                        return ExitCode::from(2);
+                    }
                 }
-            };
-            match conformance::run(&root, scenario) {
+            }
+            if selection.spec_version.is_some() && selection.scenario.is_none() {
+                eprintln!("xtask: --spec-version needs --scenario");
+                return ExitCode::from(2);
+            }
+            match conformance::run(&root, &selection) {
                 Ok(report) => match report.code {
                     Some(0) => ExitCode::SUCCESS,
                     Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1).max(1)),
