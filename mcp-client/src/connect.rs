@@ -53,6 +53,12 @@ impl ServerConnector {
         setup: Arc<Mutex<SessionSetup>>,
         auth: ServerAuth,
     ) -> ServerConnector {
+        // Every session of this server shares what the first found about its era; the
+        // configuration may pin it.
+        let mut options = options.with_era_memo(mcp_core::EraMemo::default());
+        if let Some(era) = config.era {
+            options = options.with_era(era);
+        }
         ServerConnector {
             config,
             handler,

@@ -51,8 +51,8 @@ pub use service::{
     Operation, Stack,
 };
 pub use session::{
-    ClientHandler, ClientSession, NotificationEvent, NotificationStream, ProgressCallback,
-    RequestOptions, ServerNotification, SessionOptions, StaticRoots,
+    result_type, ClientHandler, ClientSession, EraMemo, NotificationEvent, NotificationStream,
+    ProgressCallback, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
 };
 pub use transport::{
     ChannelTransport, ServerEnd, Transport, TransportError, TransportErrorKind, TransportReceiver,

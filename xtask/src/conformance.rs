@@ -121,15 +121,16 @@ pub struct Selection<'a> {
 /// `cargo xtask conformance`: every selected suite and run; the first failing exit code wins.
 pub fn run(root: &Path, selection: &Selection<'_>) -> Result<Report, String> {
     let suites: Vec<&Suite> = match (selection.suite, selection.scenario) {
-        (Some(v), _) => vec![SUITES
-            .iter()
-            .find(|s| s.version == v)
-            .ok_or_else(|| {
-                format!(
-                    "unknown suite {v:?}; pinned: {}",
-                    SUITES.iter().map(|s| s.version).collect::<Vec<_>>().join(", ")
-                )
-            })?],
+        (Some(v), _) => vec![SUITES.iter().find(|s| s.version == v).ok_or_else(|| {
+            format!(
+                "unknown suite {v:?}; pinned: {}",
+                SUITES
+                    .iter()
+                    .map(|s| s.version)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?],
         (None, Some(_)) => SUITES.last().into_iter().collect(),
         (None, None) => SUITES.iter().collect(),
     };
@@ -509,7 +510,11 @@ fn count_statuses(json: &str) -> Counts {
 }
 
 /// One line per scenario; returns the short summary for the CI table.
-fn print_summary(results: &[(String, Counts)], expected: &[String], vacuous_ones: &[&str]) -> String {
+fn print_summary(
+    results: &[(String, Counts)],
+    expected: &[String],
+    vacuous_ones: &[&str],
+) -> String {
     println!();
     println!(
         "{:<44} {:<14} {:>7} {:>7} {:>7} {:>7}",

@@ -13,6 +13,7 @@
 //!     .xtask-stamp
 //!   tssdk/                      npm prefix: the TypeScript SDK, for its example servers
 //!     node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/*.js
+//!   tsv2/                       npm prefix: the TypeScript SDK v2 server package + zod
 //!   fastmcp/                    python venv with `fastmcp` (kept apart from `py/` so
 //!     bin/python                its `mcp` requirement never constrains the SDK pin)
 //! ```
@@ -45,6 +46,8 @@ pub struct Pin {
     pub version: &'static str,
     /// Entry point relative to the component folder; must exist after install.
     pub entry: &'static str,
+    /// Other packages installed beside it (`name@version`, npm only).
+    pub with: &'static [&'static str],
 }
 
 /// THE place where interop versions are pinned. Bump a version here and the
@@ -57,6 +60,8 @@ pub struct Pin {
 ///   `.interop/py/bin/python`.
 /// * `@modelcontextprotocol/sdk` — the TypeScript SDK; the HTTP interop tests
 ///   run its example servers (`dist/esm/examples/server/*.js`) with `node`.
+/// * `@modelcontextprotocol/server` — the TypeScript SDK v2 server package (2026-07-28 and
+///   stateless legacy); `interop/ts_v2_server.mjs` runs on it with `node`.
 /// * `fastmcp` — FastMCP; `interop/fastmcp_server.py` runs on it via
 ///   `.interop/fastmcp/bin/python`. Its own venv: fastmcp requires its own
 ///   `mcp` range (4.2.3 happens to resolve to mcp 2.3.0 as well), and the
@@ -68,6 +73,7 @@ pub const PINS: &[Pin] = &[
         package: "@modelcontextprotocol/server-everything",
         version: "2026.8.31",
         entry: "node_modules/.bin/mcp-server-everything",
+        with: &[],
     },
     Pin {
         dir: "py",
@@ -75,6 +81,7 @@ pub const PINS: &[Pin] = &[
         package: "mcp",
         version: "2.3.0",
         entry: "bin/python",
+        with: &[],
     },
     Pin {
         dir: "tssdk",
@@ -82,6 +89,15 @@ pub const PINS: &[Pin] = &[
         package: "@modelcontextprotocol/sdk",
         version: "1.32.2",
         entry: "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+        with: &[],
+    },
+    Pin {
+        dir: "tsv2",
+        kind: Kind::Npm,
+        package: "@modelcontextprotocol/server",
+        version: "2.4.0",
+        entry: "node_modules/@modelcontextprotocol/server/package.json",
+        with: &["zod@4.6.7"],
     },
     Pin {
         dir: "fastmcp",
@@ -89,6 +105,7 @@ pub const PINS: &[Pin] = &[
         package: "fastmcp",
         version: "4.2.3",
         entry: "bin/python",
+        with: &[],
     },
 ];
 
@@ -140,7 +157,12 @@ pub fn setup(root: &Path) -> Result<(), String> {
 }
 
 fn stamp_text(pin: &Pin) -> String {
-    format!("{}@{}\n", pin.package, pin.version)
+    let mut text = format!("{}@{}\n", pin.package, pin.version);
+    for extra in pin.with {
+        text.push_str(extra);
+        text.push('\n');
+    }
+    text
 }
 
 /// Install `pin` unless it is up to date; returns the status word.
@@ -212,7 +234,10 @@ fn install_npm(dir: &Path, pin: &Pin) -> Result<(), String> {
             "--save-exact",
             "--loglevel=error",
             &spec,
-        ],
+        ]
+        .into_iter()
+        .chain(pin.with.iter().copied())
+        .collect::<Vec<_>>(),
         dir,
     );
     let status = shell::run(&mut cmd).map_err(|e| {

@@ -247,7 +247,28 @@ fn read_extras(obj: &Obj<'_>, ctx: &Ctx<'_>, server: &mut ServerConfig) -> Resul
             .unwrap_or(DEFAULT_PROBE_INTERVAL),
     };
     server.oauth = read_oauth(obj, ctx)?;
+    server.era = read_era(obj, ctx)?;
     Ok(())
+}
+
+/// `era` (or `protocolEra`): `"auto"` (the default: detected per server), `"legacy"`
+/// (2025-11-25 and older, the `initialize` handshake) or `"modern"` (2026-07-28).
+fn read_era(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<Option<mcp_core::Era>, ConfigError> {
+    let key = if obj.has("protocolEra") {
+        "protocolEra"
+    } else {
+        "era"
+    };
+    match obj.string(ctx, key)?.as_deref() {
+        None | Some("auto") => Ok(None),
+        Some("legacy") => Ok(Some(mcp_core::Era::Legacy)),
+        Some("modern") => Ok(Some(mcp_core::Era::Modern)),
+        Some(other) => Err(ctx.error(
+            ConfigErrorKind::Invalid,
+            key,
+            format!("expected \"auto\", \"legacy\" (2025-11-25 and older) or \"modern\" (2026-07-28), found {other:?}"),
+        )),
+    }
 }
 
 /// `oauth: { … }` (snake_case or the camelCase other tools write), or `oauth: false`.

@@ -54,6 +54,8 @@ pub struct ServerConfig {
     /// OAuth settings (`oauth: { … }`); remote servers without them still use OAuth when they
     /// ask for it, with dynamic registration.
     pub oauth: OAuthSettings,
+    /// The protocol era to speak: `None` detects it (the default); config key `era`.
+    pub era: Option<mcp_core::Era>,
 }
 
 /// A server's `oauth` settings, matching what Claude Code and Codex configs allow:
@@ -119,6 +121,7 @@ impl ServerConfig {
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             settings: HarnessSettings::default(),
             oauth: OAuthSettings::default(),
+            era: None,
         }
     }
 
