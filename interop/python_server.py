@@ -17,6 +17,11 @@ What it offers (see interop/NOTES.md for the exact wire responses):
                             URIs joined by "\n" ("" when there are none)
   - add_tool()           -> registers tool `dynamic` (returns "dynamic tool
                             called") and sends notifications/tools/list_changed
+                            (on the connection and to subscriptions/listen streams)
+  - greet()              -> asks the client for a name (a form elicitation: an
+                            input_required result in the 2026-07-28 era, an
+                            elicitation/create request before it) and returns
+                            "Hello, <name>!"
 * resource  data://greeting      -> "hello from python"
 * template  data://items/{item_id} -> "item <item_id>"
 * prompt    review(code: str)    -> one user message "Please review this code:\n\n<code>"
@@ -27,11 +32,14 @@ The server declares tools.listChanged = true.
 from __future__ import annotations
 
 import warnings
+from typing import Annotated
 
 import anyio
 from mcp.server import MCPServer, NotificationOptions
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.stdio import stdio_server
+from pydantic import BaseModel
 
 # list_roots() is deprecated by the 2026-07-28 revision but is exactly what
 # handshake-era clients (and our interop tests) exercise.
@@ -92,6 +100,20 @@ async def add_tool(ctx: Context) -> str:
     # 2026-07-28 clients listening via subscriptions/listen.
     await ctx.notify_tools_changed()
     return f"added tool {DYNAMIC_TOOL}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Greet the user, asking for their name first."""
+    return f"Hello, {who.name}!"
 
 
 @server.resource("data://greeting", name="greeting", mime_type="text/plain")

@@ -201,6 +201,12 @@ impl TransportSender for AutoSender {
         true
     }
 
+    fn speaks_modern_era(&self) -> bool {
+        // Known to be HTTP+SSE (from an earlier connection): legacy only.
+        !(self.state() == State::Decided(HttpFlavor::LegacySse)
+            || (self.state() == State::Undecided && self.memo.get() == Some(HttpFlavor::LegacySse)))
+    }
+
     fn transport_name(&self) -> &'static str {
         "tcp"
     }

@@ -267,6 +267,10 @@ impl TransportSender for LegacySender {
         Ok(())
     }
 
+    fn speaks_modern_era(&self) -> bool {
+        false
+    }
+
     fn transport_name(&self) -> &'static str {
         "tcp"
     }

@@ -12,7 +12,8 @@
 //! session id, GET stream, resumption or DELETE; every POST carries `MCP-Protocol-Version`
 //! and the request metadata headers (see [`crate::headers`]); a 4xx answer whose body is a
 //! JSON-RPC error (unsupported version, header mismatch, unknown method) is delivered as that
-//! request's error; a cancelled request's stream is closed, which is the cancellation (no
+//! request's error — for the `server/discover` probe only an error of the MCP-reserved range,
+//! which proves a modern server; a cancelled request's stream is closed, which is the cancellation (no
 //! `notifications/cancelled` is POSTed).
 
 use std::collections::HashMap;
@@ -528,6 +529,8 @@ impl Shared {
         };
         let lists_tools =
             modern && matches!(&message, Message::Request(r) if r.method == methods::TOOLS_LIST);
+        let probing =
+            matches!(&message, Message::Request(r) if r.method == methods::SERVER_DISCOVER);
         let metadata = match &message {
             Message::Request(r) if modern => Some(shared.metadata_headers(r)?),
             _ => None,
@@ -601,6 +604,16 @@ impl Shared {
                 // header mismatch, unknown method): that is the request's answer.
                 let (error, answer) =
                     status_answer(response, &shared.display_url, TransportErrorKind::Io).await;
+                // While probing, only an error of the MCP-reserved range proves a modern
+                // server: anything else (a legacy server's -32000) stays an HTTP failure, so
+                // the flavor detection can still try legacy SSE.
+                let answer = answer.filter(|a| {
+                    !probing
+                        || a.outcome
+                            .as_ref()
+                            .err()
+                            .is_some_and(|e| mcp_core::types::error_codes::is_modern(e.code))
+                });
                 if let (Some(mut answer), Some(id)) = (answer, request_id.clone()) {
                     answer.id = Some(id);
                     if let Some(incoming) = shared.incoming() {

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use mcp_core::types::Root;
-use mcp_core::{ClientSession, RequestOptions, ServerNotification, SessionOptions, StaticRoots};
+use mcp_core::{
+    ClientHandler, ClientSession, Era, ErrorObject, ProtocolVersion, RequestOptions,
+    ServerNotification, SessionOptions, StaticRoots,
+};
 use serde_json::json;
 
 fn roots() -> StaticRoots {
@@ -86,10 +89,13 @@ async fn add_tool_announces_list_changed(session: &ClientSession) {
     assert_eq!(r.text(), "dynamic tool called");
 }
 
+/// The legacy era (pinned): roots/list is a server→client request inside the call's stream.
 #[tokio::test]
 async fn streamable_http_tools_progress_roots_and_list_changed() {
     let server = Server::start(python_server("streamable-http")).await;
-    let session = connect_with(&server, roots(), SessionOptions::default()).await;
+    let options = SessionOptions::default().with_era(Era::Legacy);
+    let session = connect_with(&server, roots(), options).await;
+    assert_eq!(session.era(), Era::Legacy);
     let info = session.server_info();
     assert_eq!(info.server_info.name, "python-interop-server");
     assert_eq!(
@@ -108,7 +114,14 @@ async fn streamable_http_tools_progress_roots_and_list_changed() {
         .collect();
     assert_eq!(
         names,
-        ["add", "echo", "long_task", "list_roots", "add_tool"]
+        [
+            "add",
+            "echo",
+            "long_task",
+            "list_roots",
+            "add_tool",
+            "greet"
+        ]
     );
     calls_add(&session).await;
     long_task_reports_progress(&session).await;
@@ -135,6 +148,58 @@ async fn legacy_sse_tools_progress_roots_and_list_changed() {
     calls_add(&session).await;
     long_task_reports_progress(&session).await;
     list_roots_is_answered(&session).await;
+    add_tool_announces_list_changed(&session).await;
+    session.close().await;
+}
+
+/// Answers every form elicitation with the name "Ada".
+struct NamesAda;
+
+#[async_trait::async_trait]
+impl ClientHandler for NamesAda {
+    fn capabilities(&self) -> mcp_core::types::ClientCapabilities {
+        mcp_core::types::ClientCapabilities {
+            elicitation: Some(json!({"form": {}})),
+            ..Default::default()
+        }
+    }
+
+    async fn elicit(
+        &self,
+        _params: mcp_core::types::ElicitRequestParams,
+    ) -> Result<mcp_core::types::ElicitResult, ErrorObject> {
+        Ok(mcp_core::types::ElicitResult {
+            action: mcp_core::types::ElicitAction::Accept,
+            content: json!({"name": "Ada"}).as_object().cloned(),
+        })
+    }
+}
+
+/// Detected as modern (2026-07-28): no session, the metadata headers the SDK checks
+/// (`Mcp-Method`, `Mcp-Name`), progress on the call's stream, an elicitation as an
+/// `input_required` result, and list changes on the `subscriptions/listen` stream.
+#[tokio::test]
+async fn streamable_http_in_the_modern_era() {
+    let server = Server::start(python_server("streamable-http")).await;
+    let session = connect_with(&server, NamesAda, SessionOptions::default()).await;
+    assert_eq!(session.era(), Era::Modern);
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(
+        session.server_info().server_info.name,
+        "python-interop-server"
+    );
+    calls_add(&session).await;
+    long_task_reports_progress(&session).await;
+    let r = session
+        .call_tool("greet", None, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Hello, Ada!");
+    let r = session
+        .read_resource("data://items/7", RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("item 7"));
     add_tool_announces_list_changed(&session).await;
     session.close().await;
 }

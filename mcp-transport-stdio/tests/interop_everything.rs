@@ -17,9 +17,18 @@ use mcp_core::{
 };
 use serde_json::json;
 
+/// server-everything is a legacy server (SDK 1.x): detection finds it so (its answer to the
+/// `server/discover` probe is "method not found"), and it speaks every legacy version.
 #[tokio::test]
-async fn handshake_at_every_protocol_version() {
-    for version in ProtocolVersion::SUPPORTED {
+async fn detected_as_legacy_and_handshakes_at_every_legacy_version() {
+    let (session, _) = connect_with(everything(), (), SessionOptions::default()).await;
+    assert_eq!(session.era(), mcp_core::Era::Legacy);
+    assert_eq!(session.protocol_version(), ProtocolVersion::LATEST_LEGACY);
+    session.close().await;
+    for version in ProtocolVersion::SUPPORTED
+        .into_iter()
+        .filter(|v| !v.is_modern())
+    {
         let options = SessionOptions::default().with_protocol_version(version);
         let (session, pid) = connect_with(everything(), (), options).await;
         assert_eq!(session.protocol_version(), version);

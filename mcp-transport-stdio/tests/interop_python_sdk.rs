@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use mcp_core::types::Root;
 use mcp_core::{
-    ErrorKind, ProtocolVersion, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
+    ClientHandler, Era, ErrorKind, ErrorObject, ProtocolVersion, RequestOptions,
+    ServerNotification, SessionOptions, StaticRoots,
 };
 use serde_json::json;
 
@@ -45,7 +46,14 @@ async fn lists_and_calls_tools() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "echo", "long_task", "list_roots", "add_tool"]
+        [
+            "add",
+            "echo",
+            "long_task",
+            "list_roots",
+            "add_tool",
+            "greet"
+        ]
     );
     let add = &tools[0];
     assert_eq!(add.input_schema["required"], json!(["a", "b"]));
@@ -106,13 +114,17 @@ async fn progress_from_a_long_task() {
     session.close().await;
 }
 
+/// roots/list is a server→client request, which only the legacy era has (the SDK's
+/// `ctx.session.list_roots()` has no back-channel in the modern one).
 #[tokio::test]
 async fn answers_roots_list() {
     let roots = StaticRoots::new(vec![
         Root::new("file:///srv/a", "a"),
         Root::new("file:///srv/b", "b"),
     ]);
-    let (session, _) = connect_with(python_server(), roots, SessionOptions::default()).await;
+    let legacy = || SessionOptions::default().with_era(Era::Legacy);
+    let (session, _) = connect_with(python_server(), roots, legacy()).await;
+    assert_eq!(session.era(), Era::Legacy);
     let r = session
         .call_tool("list_roots", None, RequestOptions::new())
         .await
@@ -120,7 +132,7 @@ async fn answers_roots_list() {
     assert_eq!(r.text(), "file:///srv/a\nfile:///srv/b");
     session.close().await;
     // A client without the roots capability refuses; the SDK turns that into a failed call.
-    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    let (session, _) = connect_with(python_server(), (), legacy()).await;
     let err = session
         .call_tool("list_roots", None, RequestOptions::new())
         .await
@@ -129,9 +141,18 @@ async fn answers_roots_list() {
     session.close().await;
 }
 
+/// In both eras: on the connection (legacy), on the `subscriptions/listen` stream (modern).
 #[tokio::test]
 async fn receives_tools_list_changed() {
-    let (session, _) = connect_with(python_server(), (), SessionOptions::default()).await;
+    for era in [Era::Legacy, Era::Modern] {
+        receives_tools_list_changed_in(era).await;
+    }
+}
+
+async fn receives_tools_list_changed_in(era: Era) {
+    let options = SessionOptions::default().with_era(era);
+    let (session, _) = connect_with(python_server(), (), options).await;
+    assert_eq!(session.era(), era);
     let mut notes = session.subscribe();
     let r = session
         .call_tool("add_tool", None, RequestOptions::new())
@@ -202,5 +223,69 @@ async fn reads_resources_and_gets_prompts() {
         p.messages[0].content.as_text(),
         Some("Please review this code:\n\nfn main() {}")
     );
+    session.close().await;
+}
+
+/// Answers every form elicitation with the name "Ada".
+struct NamesAda;
+
+#[async_trait::async_trait]
+impl ClientHandler for NamesAda {
+    fn capabilities(&self) -> mcp_core::types::ClientCapabilities {
+        mcp_core::types::ClientCapabilities {
+            elicitation: Some(json!({"form": {}})),
+            ..Default::default()
+        }
+    }
+
+    async fn elicit(
+        &self,
+        params: mcp_core::types::ElicitRequestParams,
+    ) -> Result<mcp_core::types::ElicitResult, ErrorObject> {
+        assert_eq!(params.message, "What is your name?");
+        Ok(mcp_core::types::ElicitResult {
+            action: mcp_core::types::ElicitAction::Accept,
+            content: json!({"name": "Ada"}).as_object().cloned(),
+        })
+    }
+}
+
+/// The SDK speaks both eras from one process: a client that detects the era gets the modern one,
+/// and the same tool that elicits works in both — an `input_required` result answered and
+/// re-issued (modern), an `elicitation/create` request (legacy) — through the same handler.
+#[tokio::test]
+async fn detects_the_modern_era_and_answers_input_requests() {
+    let (session, pid) = connect_with(python_server(), NamesAda, SessionOptions::default()).await;
+    assert_eq!(session.era(), Era::Modern);
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(
+        session.server_info().server_info.name,
+        "python-interop-server"
+    );
+    let r = session
+        .call_tool("greet", None, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Hello, Ada!");
+    // Cache hints on a modern list.
+    let page = session
+        .list_tools(None, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(page.cache.ttl_ms, Some(0));
+    assert!(page.cache.cache_scope.is_some());
+    // ping (removed in 2026-07-28) still answers: it is a server/discover.
+    session.ping(RequestOptions::new()).await.unwrap();
+    session.close().await;
+    wait_group_gone(pid).await;
+
+    let options = SessionOptions::default().with_era(Era::Legacy);
+    let (session, _) = connect_with(python_server(), NamesAda, options).await;
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2025_11_25);
+    let r = session
+        .call_tool("greet", None, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Hello, Ada!");
     session.close().await;
 }

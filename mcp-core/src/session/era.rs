@@ -266,7 +266,8 @@ impl ClientSession {
         let options = &self.shared.options;
         let known = options
             .era
-            .or_else(|| options.era_memo.as_ref().and_then(EraMemo::get));
+            .or_else(|| options.era_memo.as_ref().and_then(EraMemo::get))
+            .or_else(|| (!self.shared.sender.speaks_modern_era()).then_some(Era::Legacy));
         let era =
             match known {
                 Some(Era::Legacy) => {

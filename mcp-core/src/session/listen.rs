@@ -96,6 +96,8 @@ impl ClientSession {
             let listen = self.issue(methods::SUBSCRIPTIONS_LISTEN, Some(params), options);
             tokio::select! {
                 ended = listen => {
+                    // Whoever waits for the stream to open waits no longer.
+                    self.shared.listen_acks.send_modify(|n| *n += 1);
                     if self.is_closed() {
                         return;
                     }

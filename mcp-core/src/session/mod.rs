@@ -65,6 +65,8 @@ pub(crate) use request::human_duration;
 const OUTBOX_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a failed connect lets the transport close gracefully.
 const FAILED_CONNECT_CLOSE: Duration = Duration::from_secs(2);
+/// How long connect waits for the server to acknowledge the `subscriptions/listen` stream.
+const LISTEN_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// How long `close` waits for the reader task to see the end of the connection.
 const READER_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -98,6 +100,8 @@ struct SessionShared {
     log_level: Mutex<Option<LoggingLevel>>,
     /// What the modern `subscriptions/listen` stream asks for.
     listen_filter: listen::FilterSender,
+    /// Counts the server's acknowledgements of listen streams.
+    listen_acks: watch::Sender<u64>,
     closed: watch::Sender<Option<Error>>,
     /// Counts re-initializations after session expiry.
     session_generation: AtomicU64,
@@ -154,7 +158,7 @@ impl ClientSession {
         let deadline = session.shared.options.initialize_timeout;
         let failure = match tokio::time::timeout(deadline, session.open()).await {
             Ok(Ok(())) => {
-                session.start_listener();
+                session.start_listener().await;
                 return Ok(session);
             }
             Ok(Err(e)) => e,
@@ -197,6 +201,7 @@ impl ClientSession {
             modern_meta,
             log_level: Mutex::new(None),
             listen_filter: watch::channel(NotificationFilter::default()).0,
+            listen_acks: watch::channel(0).0,
             closed: closed_tx,
             session_generation: AtomicU64::new(0),
             reinitializing: tokio::sync::Mutex::new(()),
@@ -216,8 +221,10 @@ impl ClientSession {
     }
 
     /// Starts the modern session's `subscriptions/listen` task (see `listen.rs`), asking for
-    /// the list changes the server advertises.
-    fn start_listener(&self) {
+    /// the list changes the server advertises, and waits (at most
+    /// [`LISTEN_OPEN_WAIT`]) until the server acknowledges it, so that changes right after
+    /// connect are not missed.
+    async fn start_listener(&self) {
         let (true, Some(owner)) = (self.is_modern(), &self._owner) else {
             return;
         };
@@ -231,9 +238,17 @@ impl ClientSession {
             shared: self.shared.clone(),
             _owner: None,
         };
+        let wants = !self.shared.listen_filter.borrow().is_empty();
+        let mut acks = self.shared.listen_acks.subscribe();
         let task = tokio::spawn(internal.run_listener());
         if let Some(old) = lock(&owner.listener).replace(task) {
             old.abort();
+        }
+        if wants {
+            let acked = acks.wait_for(|n| *n > 0);
+            if tokio::time::timeout(LISTEN_OPEN_WAIT, acked).await.is_err() {
+                tracing::debug!("the server did not acknowledge subscriptions/listen in time");
+            }
         }
     }
 

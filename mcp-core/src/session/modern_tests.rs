@@ -498,7 +498,7 @@ async fn removed_methods_keep_working_for_callers() {
     session.notify_roots_list_changed().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_listen_stream_follows_the_advertised_and_subscribed_notifications() {
     let capabilities = json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}});
     let (session, mut server, _) =
@@ -510,6 +510,15 @@ async fn the_listen_stream_follows_the_advertised_and_subscribed_notifications()
         json!({"toolsListChanged": true})
     );
     let tag = json!({"io.modelcontextprotocol/subscriptionId": listen.id.clone()});
+    // The acknowledgement is the stream's own: subscribers never see it.
+    server
+        .send(crate::jsonrpc::Notification::new(
+            "notifications/subscriptions/acknowledged",
+            Some(Payload::Value(
+                json!({"_meta": tag.clone(), "notifications": {"toolsListChanged": true}}),
+            )),
+        ))
+        .await;
     server
         .send(crate::jsonrpc::Notification::new(
             "notifications/tools/list_changed",

@@ -137,6 +137,22 @@ fn dispatch(
                     }
                 }
             }
+            // The listen stream's own opening: what the server agreed to send. Internal to
+            // the stream, so subscribers never see it.
+            methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED => {
+                let agreed = note
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.deserialize::<crate::types::ListenRequestParams>().ok());
+                match agreed {
+                    Some(agreed) if agreed.notifications != *shared.listen_filter.borrow() => {
+                        tracing::debug!(agreed = ?agreed.notifications, "the server agreed to send only part of the notifications asked for");
+                    }
+                    Some(_) => tracing::debug!("subscriptions/listen acknowledged"),
+                    None => tracing::debug!("malformed subscriptions/listen acknowledgement"),
+                }
+                shared.listen_acks.send_modify(|n| *n += 1);
+            }
             _ => {
                 let notification = ServerNotification::parse(note);
                 shared.handler.on_notification(&notification);

@@ -85,6 +85,12 @@ pub trait TransportSender: Send + Sync + 'static {
         let _ = version;
     }
 
+    /// False for transports only the legacy era defines (HTTP+SSE of 2024-11-05): the session
+    /// then skips the `server/discover` probe and initializes at once.
+    fn speaks_modern_era(&self) -> bool {
+        true
+    }
+
     /// True when the server may forget the session (Streamable HTTP): the session then keeps a
     /// copy of each request so that one refused with [`TransportErrorKind::SessionExpired`] can
     /// be replayed after a new handshake. Default: false.

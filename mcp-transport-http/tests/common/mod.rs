@@ -338,3 +338,20 @@ pub async fn wait_for<T>(
     .await
     .unwrap_or_else(|_| panic!("{what} did not arrive within {DEADLINE:?}"))
 }
+
+/// `interop/ts_v2_server.mjs` on the TypeScript SDK v2 server package (`.interop/tsv2`).
+/// Node resolves the script's imports from its own folder, so the script is copied (atomically)
+/// next to that `node_modules` first.
+pub fn ts_v2_server() -> ServerSpec {
+    let dir = interop_dir("tsv2").join("tsv2");
+    let script = dir.join("ts_v2_server.mjs");
+    static STAGED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staged = dir.join(format!("ts_v2_server.{}-{n}.tmp", std::process::id()));
+    std::fs::copy(workspace_root().join("interop/ts_v2_server.mjs"), &staged)
+        .and_then(|_| std::fs::rename(&staged, &script))
+        .expect("stages interop/ts_v2_server.mjs in .interop/tsv2");
+    ServerSpec::new("ts-v2-server", "node", "/mcp")
+        .arg(script.display().to_string())
+        .arg("{port}")
+}
