@@ -163,7 +163,13 @@ fn codex_toml_with_the_python_server() {
         .collect();
     assert_eq!(
         names,
-        ["py__add", "py__echo", "py__long_task", "py__list_roots"]
+        [
+            "py__add",
+            "py__echo",
+            "py__long_task",
+            "py__list_roots",
+            "py__greet"
+        ]
     );
     let run = env.run(&[
         "--config",

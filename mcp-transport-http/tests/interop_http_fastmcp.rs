@@ -14,6 +14,8 @@ use serde_json::json;
 async fn calls_tools_and_receives_progress() {
     let server = Server::start(fastmcp_server()).await;
     let session = connect(&server).await;
+    // FastMCP 4.2.3 runs on mcp 2.3.0, which speaks 2026-07-28: detected as modern.
+    assert_eq!(session.era(), mcp_core::Era::Modern);
     assert_eq!(
         session.server_info().server_info.name,
         "fastmcp-interop-server"
