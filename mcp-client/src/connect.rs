@@ -13,10 +13,15 @@ use mcp_core::{
 
 use crate::config::{ServerConfig, TransportConfig};
 
-/// What the server's `url` turned out to speak (Streamable HTTP or legacy SSE), kept for the
-/// server's later connections.
+/// What the connections to one HTTP server share: the flavor its `url` turned out to speak
+/// (Streamable HTTP or legacy SSE) and its tools' `x-mcp-header` annotations (so a reconnected
+/// or pooled connection that did not list tools still sends the headers).
 #[cfg(feature = "http")]
-pub(crate) type HttpMemo = mcp_transport_http::HttpFlavorMemo;
+#[derive(Debug, Default, Clone)]
+pub(crate) struct HttpMemo {
+    flavor: mcp_transport_http::HttpFlavorMemo,
+    tool_headers: Arc<mcp_transport_http::headers::ToolHeaders>,
+}
 /// Nothing to remember without the HTTP transports.
 #[cfg(not(feature = "http"))]
 pub(crate) type HttpMemo = ();
@@ -105,8 +110,10 @@ fn http_config(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
     auth: &ServerAuth,
+    memo: &HttpMemo,
 ) -> mcp_transport_http::HttpServerConfig {
     let mut config = mcp_transport_http::HttpServerConfig::new(url);
+    config.tool_headers = memo.tool_headers.clone();
     for (name, value) in headers {
         config = config.header(name, value);
     }
@@ -175,22 +182,23 @@ async fn open(
         }
         #[cfg(feature = "http")]
         TransportConfig::Http { url, headers } => {
-            let transport =
-                mcp_transport_http::StreamableHttpTransport::new(http_config(url, headers, auth))?;
+            let transport = mcp_transport_http::StreamableHttpTransport::new(http_config(
+                url, headers, auth, memo,
+            ))?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Sse { url, headers } => {
-            let transport =
-                mcp_transport_http::LegacySseTransport::connect(http_config(url, headers, auth))
-                    .await?;
+            let transport = mcp_transport_http::LegacySseTransport::connect(http_config(
+                url, headers, auth, memo,
+            ))
+            .await?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[cfg(feature = "http")]
         TransportConfig::Url { url, headers } => {
-            let memo = memo.clone();
-            let transport =
-                mcp_transport_http::HttpTransport::new(http_config(url, headers, auth), memo)?;
+            let config = http_config(url, headers, auth, memo);
+            let transport = mcp_transport_http::HttpTransport::new(config, memo.flavor.clone())?;
             ClientSession::connect_shared(transport, handler, options).await
         }
         #[allow(unreachable_patterns)]

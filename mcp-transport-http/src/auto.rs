@@ -1,5 +1,6 @@
 //! Streamable HTTP with automatic fallback to the legacy HTTP+SSE transport, as the
-//! specification describes for clients: POST `initialize`; on 400, 404 or 405 GET the same URL
+//! specification describes for clients: the first POST (the session's `server/discover` probe,
+//! or `initialize`) answered 400, 404 or 405 without a modern JSON-RPC error → GET the same URL
 //! expecting the legacy `endpoint` event. What worked can be remembered per server
 //! ([`HttpFlavorMemo`]) so later connections skip the probe.
 

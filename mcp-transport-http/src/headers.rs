@@ -190,12 +190,13 @@ fn is_tchar(b: u8) -> bool {
 /// A header value: the text as-is when it is plain visible ASCII (spaces inside allowed),
 /// otherwise the Base64 sentinel form.
 pub fn encode_header_value(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text.bytes().all(|b| (0x20..=0x7e).contains(&b))
+    let looks_encoded = text.starts_with("=?base64?") && text.ends_with("?=");
+    let plain = text.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && !text.starts_with(' ')
         && !text.ends_with(' ')
-        && !(text.starts_with("=?base64?") && text.ends_with("?="));
-    if plain || text.is_empty() {
+        && !looks_encoded;
+    // The empty string is plain (an empty header value).
+    if plain {
         text.to_owned()
     } else {
         format!(
@@ -213,9 +214,10 @@ pub(crate) fn request_headers(
     tools: &ToolHeaders,
 ) -> Result<HeaderMap, String> {
     let mut headers = HeaderMap::new();
+    // Encoded values are visible ASCII, so this cannot fail; the message never shows the value.
     let value = |text: &str| {
         HeaderValue::from_str(&encode_header_value(text))
-            .map_err(|e| format!("cannot send {text:?} as a header: {e}"))
+            .map_err(|e| format!("cannot send a value as a header: {e}"))
     };
     headers.insert(HeaderName::from_static(METHOD_HEADER), value(method)?);
     let name_member = match method {
@@ -248,20 +250,26 @@ pub(crate) fn request_headers(
             Some(Value::Bool(b)) => b.to_string(),
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => i.to_string(),
+                // The value may be a secret: the message names the parameter only.
                 _ => {
                     return Err(format!(
-                        "tool {name:?}: parameter {:?} (header {}) must be an integer within ±2^53, got {n}",
+                        "tool {name:?}: parameter {:?} (header {}) must be an integer within ±2^53",
                         param.path.join("."),
                         param.name
                     ))
                 }
             },
             Some(other) => {
+                let kind = match other {
+                    Value::Array(_) => "an array",
+                    Value::Object(_) => "an object",
+                    _ => "another JSON type",
+                };
                 return Err(format!(
-                    "tool {name:?}: parameter {:?} (header {}) must be a string, integer or boolean, got {other}",
+                    "tool {name:?}: parameter {:?} (header {}) must be a string, integer or boolean, not {kind}",
                     param.path.join("."),
                     param.name
-                ))
+                ));
             }
         };
         let header = HeaderName::from_bytes(

@@ -88,25 +88,22 @@ impl MetaAdditions<'_> {
 
     /// The members as object-member text (no braces).
     fn text(&self) -> String {
-        let mut parts = Vec::with_capacity(3);
-        let token;
+        use std::fmt::Write;
+        let mut text = String::with_capacity(32 + self.modern.map_or(0, |m| m.text.len()));
         if let Some(id) = self.progress_token {
-            token = format!("\"progressToken\":{id}");
-            parts.push(token.as_str());
+            let _ = write!(text, "\"progressToken\":{id}");
         }
         if let Some(modern) = self.modern {
-            parts.push(modern.text.as_str());
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(&modern.text);
+            if let Some(level) = self.log_level {
+                let level = serde_json::to_string(&level).unwrap_or_else(|_| "\"info\"".into());
+                let _ = write!(text, ",\"{}\":{level}", meta::LOG_LEVEL);
+            }
         }
-        let level;
-        if let (Some(level_value), Some(_)) = (self.log_level, self.modern) {
-            level = format!(
-                "\"{}\":{}",
-                meta::LOG_LEVEL,
-                serde_json::to_string(&level_value).unwrap_or_else(|_| "\"info\"".into())
-            );
-            parts.push(level.as_str());
-        }
-        parts.join(",")
+        text
     }
 
     /// Adds the members to a `_meta` object; members the caller set are kept.
@@ -117,8 +114,10 @@ impl MetaAdditions<'_> {
                 .or_insert_with(|| Value::from(id));
         }
         if let Some(modern) = self.modern {
+            // The session's protocol fields win: they must match the transport's headers and
+            // what the session's handler can answer.
             for (key, value) in &modern.members {
-                target.entry(key.clone()).or_insert_with(|| value.clone());
+                target.insert(key.clone(), value.clone());
             }
             if let Some(level) = self.log_level {
                 target
@@ -395,6 +394,8 @@ impl ClientSession {
                 "no answer to server/discover within {}",
                 super::human_duration(self.shared.options.discover_timeout)
             ))),
+            // It never reached a server (refused, unreachable): not evidence of an era.
+            None if e.delivery() == Some(Delivery::NotSent) => Err(e),
             None => Ok(Probe::Legacy(format!(
                 "server/discover failed: {}",
                 e.message()
@@ -458,9 +459,20 @@ impl ClientSession {
             method,
             methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
         );
+        // One deadline for the whole call: every round, retry and answer to the server.
+        let timeout = options
+            .timeout
+            .unwrap_or(self.shared.options.request_timeout);
+        let options = options.with_deadline(crate::time::deadline_after(
+            tokio::time::Instant::now(),
+            timeout,
+        ));
         if !multi_round {
             let answer = self.issue_modern(method, params, options).await?;
-            return check_result_type(method, answer);
+            return match result_type(&answer) {
+                ResultType::Complete => Ok(answer),
+                other => Err(unexpected_result_type(method, &other)),
+            };
         }
         // Kept for re-issuing: shared text, so each round's copy is cheap.
         let original = params.map(shareable);
@@ -471,9 +483,10 @@ impl ClientSession {
             let answer = self
                 .issue_modern(method, retry_params, options.clone())
                 .await?;
-            let answer = check_result_type(method, answer)?;
-            if !is_input_required(&answer) {
-                return Ok(answer);
+            match result_type(&answer) {
+                ResultType::Complete => return Ok(answer),
+                ResultType::InputRequired => {}
+                other => return Err(unexpected_result_type(method, &other)),
             }
             round += 1;
             if round > max_rounds {
@@ -485,7 +498,14 @@ impl ClientSession {
             let asked: InputRequiredResult = answer.into_typed().map_err(|e| {
                 Error::protocol(format!("{method}: invalid input_required result: {e}"))
             })?;
-            let responses = self.answer_input_requests(method, &asked).await?;
+            if asked.input_requests.is_none() && asked.request_state.is_none() {
+                return Err(Error::protocol(format!(
+                    "{method}: the server asked for input without saying what (no inputRequests and no requestState)"
+                ))
+                .with_delivery(Delivery::Sent));
+            }
+            let deadline = options.deadline;
+            let responses = self.answer_input_requests(method, &asked, deadline).await?;
             retry_params = Some(with_input_responses(
                 original.clone(),
                 responses,
@@ -525,6 +545,7 @@ impl ClientSession {
         &self,
         method: &str,
         asked: &InputRequiredResult,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<Map<String, Value>, Error> {
         let mut responses = Map::new();
         let Some(requests) = &asked.input_requests else {
@@ -542,17 +563,23 @@ impl ClientSession {
                 input.method.clone(),
                 input.params.map(Payload::Value),
             );
-            let answered = tokio::time::timeout(
-                self.shared.options.server_request_timeout,
+            // Within the call's deadline, and never longer than a server request may take.
+            let limit = self.shared.options.server_request_timeout;
+            let mut until = crate::time::deadline_after(tokio::time::Instant::now(), limit);
+            if let Some(deadline) = deadline {
+                until = until.min(deadline);
+            }
+            let answered = tokio::time::timeout_at(
+                until,
                 super::server_requests::answer_server_request(&self.shared, as_request),
             )
             .await
             .map_err(|_| {
                 Error::timeout(format!(
-                    "{method}: the client did not answer input request {key:?} ({}) within {}",
+                    "{method}: the client did not answer input request {key:?} ({}) before the call's deadline",
                     input.method,
-                    super::human_duration(self.shared.options.server_request_timeout)
                 ))
+                .with_delivery(Delivery::Sent)
             })?;
             let value = answered
                 .map_err(|e: ErrorObject| {
@@ -592,15 +619,14 @@ impl SessionShared {
     }
 }
 
-/// Fails a result whose `resultType` this client does not know.
-fn check_result_type(method: &str, answer: Payload) -> Result<Payload, Error> {
-    match result_type(&answer) {
-        ResultType::Complete | ResultType::InputRequired => Ok(answer),
-        ResultType::Other(other) => Err(Error::protocol(format!(
-            "{method}: the server answered with an unknown resultType {other:?}"
-        ))
-        .with_delivery(Delivery::Sent)),
-    }
+/// A result type `method` may not have: `input_required` outside `tools/call`, `prompts/get`
+/// and `resources/read`, or one this client does not know.
+fn unexpected_result_type(method: &str, found: &ResultType) -> Error {
+    Error::protocol(format!(
+        "{method}: the server answered with resultType {:?}, which {method} cannot have",
+        found.as_str()
+    ))
+    .with_delivery(Delivery::Sent)
 }
 
 /// The `resultType` of a result (absent means complete). Only results that mention the member
@@ -627,10 +653,6 @@ pub fn result_type(answer: &Payload) -> ResultType {
                 .map_or(ResultType::Complete, |t| ResultType::parse(&t))
         }
     }
-}
-
-fn is_input_required(answer: &Payload) -> bool {
-    result_type(answer) == ResultType::InputRequired
 }
 
 /// The original parameters plus `inputResponses` and (exactly as received) `requestState`.

@@ -49,7 +49,7 @@ impl ClientSession {
     /// Adds or removes one resource URI from what the listen stream asks for.
     pub(super) fn change_resource_subscription(&self, uri: String, subscribe: bool) {
         self.shared.listen_filter.send_if_modified(|filter| {
-            let present = filter.resource_subscriptions.iter().any(|u| *u == uri);
+            let present = filter.resource_subscriptions.contains(&uri);
             match (subscribe, present) {
                 (true, false) => {
                     filter.resource_subscriptions.push(uri);

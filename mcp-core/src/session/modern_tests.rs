@@ -216,19 +216,10 @@ async fn a_silent_server_is_legacy_after_the_discover_timeout() {
     let (transport, end) = ChannelTransport::pair(64);
     let mut server = Server { end };
     let task = tokio::spawn(async move {
-        let probe = server.request("server/discover").await;
-        // The probe is cancelled when it times out, and initialize follows (in either order).
-        let mut cancelled = false;
-        let init = loop {
-            match server.next().await {
-                Message::Notification(n) if n.method == "notifications/cancelled" => {
-                    assert_eq!(params_of(&n)["requestId"], json!(probe.id));
-                    cancelled = true;
-                }
-                Message::Request(r) if r.method == "initialize" => break r,
-                other => panic!("unexpected {other:?}"),
-            }
-        };
+        let _probe = server.request("server/discover").await;
+        // The unanswered probe is not cancelled (a legacy server never knew it): the next
+        // message is initialize.
+        let init = server.request("initialize").await;
         server
             .respond(
                 init.id,
@@ -236,14 +227,9 @@ async fn a_silent_server_is_legacy_after_the_discover_timeout() {
                        "serverInfo": {"name": "quiet", "version": "1"}}),
             )
             .await;
-        while !cancelled {
-            match server.next().await {
-                Message::Notification(n) if n.method == "notifications/cancelled" => {
-                    cancelled = true
-                }
-                Message::Notification(n) if n.method == "notifications/initialized" => {}
-                other => panic!("unexpected {other:?}"),
-            }
+        match server.next().await {
+            Message::Notification(n) => assert_eq!(n.method, "notifications/initialized"),
+            other => panic!("unexpected {other:?}"),
         }
         server
     });
@@ -297,8 +283,11 @@ async fn an_unsupported_version_is_retried_once_then_names_both_sides() {
         .await;
     let err = call.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Protocol);
-    assert!(err.message().contains("2027-01-01"), "{err}");
-    assert!(err.message().contains("2026-07-28"), "{err}");
+    assert!(err.message().contains("it speaks 2027-01-01"), "{err}");
+    assert!(
+        err.message().contains("protocol version 2026-07-28;"),
+        "{err}"
+    );
 
     // A server that speaks only modern versions this client lacks fails the connect clearly.
     let (transport, end) = ChannelTransport::pair(64);
@@ -464,6 +453,91 @@ async fn input_rounds_are_bounded_and_unknown_result_types_refused() {
         .await;
     let err = call.await.unwrap().unwrap_err();
     assert!(err.message().contains("mystery"), "{err}");
+
+    // Only tools/call, prompts/get and resources/read may ask for input.
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.list_tools(None, RequestOptions::new()).await }
+    });
+    let r = server.request("tools/list").await;
+    server
+        .respond(
+            r.id,
+            json!({"resultType": "input_required", "requestState": "x"}),
+        )
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.message().contains("input_required"), "{err}");
+
+    // Input required without saying what is refused, not retried.
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("vague", None, RequestOptions::new()).await }
+    });
+    let r = server.request("tools/call").await;
+    server
+        .respond(r.id, json!({"resultType": "input_required"}))
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.message().contains("without saying what"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_input_round_shares_the_calls_deadline() {
+    let (session, mut server, _) =
+        connect_modern(Confirms, SessionOptions::default(), json!({})).await;
+    let started = tokio::time::Instant::now();
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move {
+            let options = RequestOptions::new().with_timeout(Duration::from_secs(10));
+            let outcome = s.call_tool("slow", None, options).await;
+            (outcome, started.elapsed())
+        }
+    });
+    // Each round is answered after 4 s: the third is past the call's 10 s.
+    for _ in 0..3 {
+        let r = server.request("tools/call").await;
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        server
+            .respond(
+                r.id,
+                json!({"resultType": "input_required", "requestState": "again"}),
+            )
+            .await;
+    }
+    let (outcome, failed_after) = call.await.unwrap();
+    let err = outcome.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_eq!(failed_after, Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn the_sessions_protocol_fields_win_over_a_callers_meta() {
+    let (session, mut server, _) = connect_modern((), SessionOptions::default(), json!({})).await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move {
+            let raw = serde_json::value::RawValue::from_string(
+                r#"{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","mine":1}}"#
+                    .into(),
+            )
+            .unwrap();
+            let operation = crate::service::Operation::new("tools/call", Some(Payload::Raw(raw)));
+            crate::McpService::call(&s, operation).await
+        }
+    });
+    let r = server.request("tools/call").await;
+    let meta = &params(&r)["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(meta["mine"], 1);
+    server
+        .respond(r.id, json!({"resultType": "complete", "content": []}))
+        .await;
+    call.await.unwrap().unwrap();
 }
 
 #[tokio::test]
@@ -575,6 +649,22 @@ async fn the_listen_stream_follows_the_advertised_and_subscribed_notifications()
     .await
     .unwrap();
     assert_ne!(reopened.id, relisten.id);
+    // The server tears it down with notifications/cancelled (stdio): opened again too.
+    server
+        .send(crate::jsonrpc::Notification::new(
+            "notifications/cancelled",
+            Some(Payload::Value(
+                json!({"requestId": reopened.id.clone(), "reason": "shutdown"}),
+            )),
+        ))
+        .await;
+    let again = tokio::time::timeout(
+        Duration::from_secs(10),
+        server.request("subscriptions/listen"),
+    )
+    .await
+    .unwrap();
+    assert_ne!(again.id, reopened.id);
     // Closing the session ends the listener with it.
     session.close().await;
     assert!(session.is_closed());

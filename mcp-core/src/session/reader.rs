@@ -135,6 +135,19 @@ fn dispatch(
                     if let Some(task) = lock(&shared.handler_tasks).remove(&params.request_id) {
                         task.abort();
                     }
+                    // A modern server ends a `subscriptions/listen` stream this way: the
+                    // client's request ends, so the listener opens a new one.
+                    let modern = shared.protocol_version.get().is_some_and(|v| v.is_modern());
+                    if let (true, RequestId::Number(id)) = (modern, params.request_id) {
+                        let ended = Error::network(format!(
+                            "the server ended request {id}: {}",
+                            params.reason.as_deref().unwrap_or("no reason given")
+                        ))
+                        .with_delivery(crate::Delivery::Answered);
+                        if shared.pending.complete(id, Err(ended)) {
+                            tracing::debug!(id, "the server cancelled one of our requests");
+                        }
+                    }
                 }
             }
             // The listen stream's own opening: what the server agreed to send. Internal to

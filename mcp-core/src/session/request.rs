@@ -83,7 +83,6 @@ impl ClientSession {
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let additions = shared.meta_additions(shape.progress_token.then_some(id), shape.modern);
         let params = with_request_meta(params, &additions)?;
-        drop(additions);
         let progress = (reset || options.on_progress.is_some())
             .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
         let (reply, response) = oneshot::channel();
@@ -101,7 +100,9 @@ impl ClientSession {
             shared,
             id,
             sent: false,
-            cancellable: method != methods::INITIALIZE,
+            // Not the handshake, nor the probe (a legacy server that stays silent on it
+            // should not hear about a request it never knew).
+            cancellable: method != methods::INITIALIZE && method != methods::SERVER_DISCOVER,
         };
         let request = Request::new(id, method, params);
 
