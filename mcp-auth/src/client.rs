@@ -416,23 +416,14 @@ impl OAuthClient {
         })
     }
 
-    /// Completes an authorization: checks the callback's `state` and `iss`, exchanges the code
+    /// Completes an authorization: checks the callback's `state` and `iss` (before its `error`
+    /// is believed or shown), exchanges the code
     /// (with the PKCE verifier and the `resource`), and stores the tokens.
     pub async fn exchange_code(
         &self,
         request: &AuthorizationRequest,
         callback: &Callback,
     ) -> Result<TokenSet, AuthError> {
-        if let Some(error) = &callback.error {
-            return Err(AuthError::Callback(format!(
-                "the authorization server answered {error}{}",
-                callback
-                    .error_description
-                    .as_deref()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            )));
-        }
         let state_ok = callback
             .state
             .as_ref()
@@ -461,6 +452,17 @@ impl OAuthClient {
                 )))
             }
             _ => {}
+        }
+        // Only a callback from the right issuer may be believed, or shown (RFC 9207).
+        if let Some(error) = &callback.error {
+            return Err(AuthError::Callback(format!(
+                "the authorization server answered {error}{}",
+                callback
+                    .error_description
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            )));
         }
         let code = callback
             .code

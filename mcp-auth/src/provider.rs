@@ -96,7 +96,11 @@ impl OAuthProvider {
         // 401: the token is missing, expired or revoked — or the server moved to another
         // authorization server, so a refused token means discovering again.
         if self.client.tokens().await?.is_some() {
-            self.client.rediscover(Some(&bearer)).await?;
+            // Rare (tokens are refreshed ahead of expiry): a few metadata fetches. If they
+            // fail, the metadata known so far still serves the refresh.
+            if let Err(e) = self.client.rediscover(Some(&bearer)).await {
+                debug!(%server, "discovering again after a refused token failed: {e}");
+            }
         } else {
             self.client.discover_auth_metadata(Some(&bearer)).await?;
         }

@@ -34,6 +34,7 @@ pub mod event_log;
 pub mod http;
 pub mod jsonrpc;
 pub mod locate;
+pub mod modern;
 pub mod oauth;
 pub mod options;
 pub mod pagination;

@@ -30,6 +30,9 @@ pub struct ServerOptions {
     pub page_size: usize,
     /// Force the protocol version answered to `initialize` (`--protocol-version`).
     pub protocol_version: Option<String>,
+    /// Which protocol eras are served (`--era legacy|dual|modern`, default legacy); see
+    /// [`crate::modern`].
+    pub era: crate::modern::EraMode,
     /// How long tools wait for the client's answer to a server→client request
     /// (`--client-timeout-ms`, default 30000).
     pub client_timeout_ms: u64,
@@ -93,6 +96,7 @@ impl Default for ServerOptions {
             fail_first: 2,
             page_size: 0,
             protocol_version: None,
+            era: crate::modern::EraMode::Legacy,
             client_timeout_ms: 30_000,
             http: None,
             http_json: false,
@@ -149,6 +153,9 @@ FLAGS:
     --page-size N           Paginate tools/list, resources/list and prompts/list with N items
                             per page (default 0 = no pagination).
     --protocol-version V    Answer initialize with protocol version V whatever the client asked.
+    --era E                 legacy (default: initialize only; server/discover is unknown), dual
+                            (also 2026-07-28: server/discover, per-request _meta, resultType and
+                            cache hints on results) or modern (2026-07-28 only) — stdio.
     --client-timeout-ms N   How long ask_* tools wait for the client's answer (default 30000).
     --event-log PATH        Append one JSON line per request ({\"event\":\"request\",\"method\",\"id\"}),
                             per executed tools/call ({\"event\":\"call\",\"id\",\"tool\",\"call_id\"}),
@@ -258,6 +265,11 @@ where
             "--fail-first" => options.fail_first = number(&flag, &value(&flag)?)?,
             "--page-size" => options.page_size = number(&flag, &value(&flag)?)?,
             "--protocol-version" => options.protocol_version = Some(value(&flag)?),
+            "--era" => {
+                let name = value(&flag)?;
+                options.era = crate::modern::EraMode::parse(&name)
+                    .ok_or_else(|| format!("--era must be legacy, dual or modern, not {name:?}"))?;
+            }
             "--client-timeout-ms" => options.client_timeout_ms = number(&flag, &value(&flag)?)?,
             "--http" => options.http = Some(number(&flag, &value(&flag)?)?),
             "--http-json" => {

@@ -142,6 +142,33 @@ impl Dispatch {
     }
 }
 
+/// What the fixture tells the model about itself.
+const INSTRUCTIONS: &str =
+    "Fixture MCP server for client tests. Tools: echo, add, slow, fail, crash, \
+    trigger_list_changed, bump_resource, large, ask_roots, ask_sampling, ask_elicitation, log. \
+    Resources: fixture://counter, fixture://static/hello, fixture://items/{id}. Prompt: greeting.";
+
+/// A modern request's answer: results get `resultType` (and cache hints on lists).
+fn modern_dispatch(method: &str, dispatch: Dispatch) -> Dispatch {
+    fn shape(method: &str, reply: Reply) -> Reply {
+        match reply {
+            Reply::Result(mut value) => {
+                crate::modern::shape_result(method, &mut value);
+                Reply::Result(value)
+            }
+            Reply::Line(line) => Reply::Line(crate::modern::shape_line(method, line)),
+            other => other,
+        }
+    }
+    match dispatch {
+        Dispatch::Now(reply) => Dispatch::Now(shape(method, reply)),
+        Dispatch::Later(future) => {
+            let method = method.to_owned();
+            Dispatch::Later(Box::pin(async move { shape(&method, future.await) }))
+        }
+    }
+}
+
 /// Why a server→client request produced no result.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ClientRequestError {
@@ -312,7 +339,25 @@ impl FixtureServer {
                 .events
                 .record(&json!({"event": "request", "method": method, "id": id}));
         }
+        let era = self.inner.options.era;
+        let modern = if era.serves_modern() {
+            crate::modern::request_era(params)
+        } else {
+            None
+        };
+        if let Some(request_era) = &modern {
+            if let Err(e) = crate::modern::check(request_era) {
+                return self.send_reply(id, Reply::Error(e));
+            }
+        }
         let dispatch = match method {
+            "server/discover" if era.serves_modern() => Dispatch::result(self.discover()),
+            "initialize" if era == crate::modern::EraMode::Modern => {
+                Dispatch::error(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    "Method not found: initialize (this server speaks 2026-07-28 only)",
+                ))
+            }
             "tools/call" => {
                 self.record_call(id, params);
                 tools::call(self, id, params)
@@ -333,6 +378,10 @@ impl FixtureServer {
                 METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
             )),
+        };
+        let dispatch = match modern {
+            Some(_) => modern_dispatch(method, dispatch),
+            None => dispatch,
         };
         match dispatch {
             Dispatch::Now(reply) if self.inner.options.delay_ms == 0 => self.send_reply(id, reply),
@@ -548,6 +597,29 @@ impl FixtureServer {
         }
     }
 
+    /// The capabilities `initialize` and `server/discover` announce.
+    fn capabilities() -> Value {
+        json!({
+            "tools": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
+            "prompts": { "listChanged": true },
+            "logging": {},
+            "completions": {}
+        })
+    }
+
+    fn server_info() -> Value {
+        json!({
+            "name": SERVER_NAME,
+            "title": "MCP fixture server",
+            "version": SERVER_VERSION
+        })
+    }
+
+    fn discover(&self) -> Value {
+        crate::modern::discover(Self::capabilities(), Self::server_info(), INSTRUCTIONS)
+    }
+
     fn initialize(&self, params: Option<&RawValue>) -> Dispatch {
         if self.inner.options.hang_on_initialize {
             tracing::debug!("--hang-on-initialize: not answering initialize");
@@ -569,21 +641,9 @@ impl FixtureServer {
         self.state().negotiated_version = Some(version.clone());
         Dispatch::result(json!({
             "protocolVersion": version,
-            "capabilities": {
-                "tools": { "listChanged": true },
-                "resources": { "subscribe": true, "listChanged": true },
-                "prompts": { "listChanged": true },
-                "logging": {},
-                "completions": {}
-            },
-            "serverInfo": {
-                "name": SERVER_NAME,
-                "title": "MCP fixture server",
-                "version": SERVER_VERSION
-            },
-            "instructions": "Fixture MCP server for client tests. Tools: echo, add, slow, fail, crash, \
-                trigger_list_changed, bump_resource, large, ask_roots, ask_sampling, ask_elicitation, log. \
-                Resources: fixture://counter, fixture://static/hello, fixture://items/{id}. Prompt: greeting."
+            "capabilities": Self::capabilities(),
+            "serverInfo": Self::server_info(),
+            "instructions": INSTRUCTIONS
         }))
     }
 

@@ -1,6 +1,8 @@
 //! `stdio_roundtrip`: sequential `tools/call` round trips of our client against the fixture
 //! server, next to the floor: a blocking ping-pong of the same bytes over pipes between two
-//! processes (`mcp-pipe-pong`).
+//! processes (`mcp-pipe-pong`). Two rows for our client: the legacy era (2025-11-25, the
+//! handshake) and the modern one (2026-07-28: `_meta` on every request, `resultType` checked on
+//! every result), both against the same fixture (`--era dual`).
 //!
 //! ```text
 //! cargo bench -p mcp-transport-stdio --bench stdio_roundtrip
@@ -31,7 +33,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use mcp_core::{ClientSession, SessionOptions};
+use mcp_core::{ClientSession, Era, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::{json, Value};
 
@@ -215,16 +217,17 @@ struct Ours {
 }
 
 impl Ours {
-    fn start(pin: Pin, fixture: &Path) -> Ours {
+    fn start(pin: Pin, fixture: &Path, args: &[&str], era: Era) -> Ours {
         let rt = runtime();
-        let (program, args) = pin.command(fixture, &[]);
+        let (program, args) = pin.command(fixture, args);
         let session = rt.block_on(async {
             let transport = StdioTransport::spawn(StdioServerConfig::new(program).args(args))
                 .expect("the fixture can be started");
-            ClientSession::connect(transport, (), SessionOptions::default())
+            ClientSession::connect(transport, (), SessionOptions::default().with_era(era))
                 .await
                 .expect("the fixture initializes")
         });
+        assert_eq!(session.era(), era);
         Ours { rt, session }
     }
 
@@ -335,13 +338,18 @@ impl Floor {
     }
 }
 
-fn bench(c: &mut Criterion, ours: &Ours, floor: &mut Floor) {
+fn bench(c: &mut Criterion, ours: &Ours, modern: Option<&Ours>, floor: &mut Floor) {
     let mut group = c.benchmark_group("stdio_roundtrip");
     group
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .sample_size(30);
     group.bench_function("ours/echo", |b| b.iter_custom(|iters| ours.run(iters)));
+    if let Some(modern) = modern {
+        group.bench_function("ours/echo-2026-07-28", |b| {
+            b.iter_custom(|iters| modern.run(iters))
+        });
+    }
     group.bench_function("floor/raw_pipe", |b| {
         b.iter_custom(|iters| floor.run(iters))
     });
@@ -392,7 +400,7 @@ impl Stats {
     }
 }
 
-fn summary(pin: Pin, ours: &Ours, floor: &mut Floor) {
+fn summary(pin: Pin, ours: &Ours, modern: Option<&Ours>, floor: &mut Floor) {
     let iters: usize = std::env::var("MCP_BENCH_SUMMARY_ITERS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -403,16 +411,37 @@ fn summary(pin: Pin, ours: &Ours, floor: &mut Floor) {
     floor.latencies(iters / 10);
     let (mut ours_lat, mut floor_lat) = (Vec::new(), Vec::new());
     let (mut ours_cpu, mut floor_cpu) = (Duration::ZERO, Duration::ZERO);
+    let (mut modern_lat, mut modern_cpu) = (Vec::new(), Duration::ZERO);
+    if let Some(modern) = modern {
+        modern.latencies(iters / 10);
+    }
     for _ in 0..2 {
         let before = cpu_time();
         ours_lat.extend(ours.latencies(iters / 2));
         ours_cpu += cpu_time() - before;
+        if let Some(modern) = modern {
+            let before = cpu_time();
+            modern_lat.extend(modern.latencies(iters / 2));
+            modern_cpu += cpu_time() - before;
+        }
         let before = cpu_time();
         floor_lat.extend(floor.latencies(iters / 2));
         floor_cpu += cpu_time() - before;
     }
     let ours = Stats::of(ours_lat, ours_cpu);
     let floor = Stats::of(floor_lat, floor_cpu);
+    if !modern_lat.is_empty() {
+        let modern = Stats::of(modern_lat, modern_cpu);
+        println!(
+            "stdio_roundtrip eras: 2026-07-28 p50 {:.1} µs, 2025-11-25 p50 {:.1} µs, ratio {:.2}× (p99 ratio {:.2}×, CPU {:.1} vs {:.1} µs/call)",
+            modern.p50,
+            ours.p50,
+            modern.p50 / ours.p50,
+            modern.p99 / ours.p99,
+            modern.cpu,
+            ours.cpu
+        );
+    }
     println!(
         "stdio_roundtrip [pin={}]: ours {}, floor {}",
         pin.name(),
@@ -443,11 +472,14 @@ fn main() {
     let server = std::env::var_os("MCP_BENCH_SERVER")
         .map(PathBuf::from)
         .unwrap_or_else(|| fixture.clone());
-    let ours = Ours::start(pin, &server);
+    let ours = Ours::start(pin, &server, &[], Era::Legacy);
+    // The modern row needs the fixture (another server may not speak 2026-07-28).
+    let modern =
+        (server == fixture).then(|| Ours::start(pin, &fixture, &["--era", "dual"], Era::Modern));
     let mut floor = Floor::start(pin, &pong, &wire);
 
     let mut criterion = Criterion::default().configure_from_args();
-    bench(&mut criterion, &ours, &mut floor);
+    bench(&mut criterion, &ours, modern.as_ref(), &mut floor);
     criterion.final_summary();
 
     // Only under `cargo bench` (which passes `--bench`), not `cargo test --benches`.
@@ -468,9 +500,12 @@ fn main() {
         if server != fixture {
             eprintln!("stdio_roundtrip: ours against {}", server.display());
         }
-        summary(pin, &ours, &mut floor);
+        summary(pin, &ours, modern.as_ref(), &mut floor);
     }
 
     floor.stop();
     ours.stop();
+    if let Some(modern) = modern {
+        modern.stop();
+    }
 }

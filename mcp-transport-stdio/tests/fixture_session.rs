@@ -399,3 +399,47 @@ async fn protocol_versions_are_negotiated() {
     assert!(err.message().contains("1999-01-01"), "{err}");
     wait_group_gone(pid).await;
 }
+
+/// The fixture's eras (`--era`): by default a legacy server (detected so: it does not know
+/// `server/discover`), with `--era dual` detected as modern — every request with `_meta`, every
+/// result with `resultType` and list results with cache hints — and with `--era modern` a
+/// server a pinned legacy client cannot initialize.
+#[tokio::test]
+async fn the_era_is_detected_per_server() {
+    let (session, _) = connect(&[]).await;
+    assert_eq!(session.era(), mcp_core::Era::Legacy);
+    session.close().await;
+
+    let (session, _) = connect(&["--era", "dual"]).await;
+    assert_eq!(session.era(), mcp_core::Era::Modern);
+    assert_eq!(session.server_info().server_info.name, "mcp-fixture-server");
+    let page = session
+        .list_tools(None, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(page.cache.ttl_ms, Some(60_000));
+    let echo = session
+        .call_tool(
+            "echo",
+            Some(json!({"text": "modern"})),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(echo.text(), "modern");
+    // A slow call still reports progress, on the same stream.
+    let r = session
+        .call_tool("add", Some(json!({"a": 2, "b": 3})), RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "5");
+    session.close().await;
+
+    let transport =
+        mcp_transport_stdio::StdioTransport::spawn(fixture(&["--era", "modern"])).unwrap();
+    let options = SessionOptions::default().with_era(mcp_core::Era::Legacy);
+    let err = mcp_core::ClientSession::connect(transport, (), options)
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("initialize"), "{err}");
+}
