@@ -516,6 +516,9 @@ impl ClientSession {
 
     /// One modern request; an `UnsupportedProtocolVersion` refusal is retried once when the
     /// server lists the version asked for, and otherwise reported naming both sides' versions.
+    /// A `tools/call` refused with `HeaderMismatch` (the transport did not know the tool's
+    /// `x-mcp-header` annotations, or they changed) re-lists the tools, which teaches the
+    /// transport, and is sent once more.
     async fn issue_modern(
         &self,
         method: &str,
@@ -525,6 +528,30 @@ impl ClientSession {
         let retry = params.clone();
         match self.issue(method, params, options.clone()).await {
             Err(e) if names_our_version(&e) => self.issue(method, retry, options).await,
+            Err(e)
+                if e.code() == Some(error_codes::HEADER_MISMATCH)
+                    && method == methods::TOOLS_CALL =>
+            {
+                tracing::debug!(error = %e, "tools/call refused for its headers; listing the tools again");
+                let mut cursor: Option<String> = None;
+                for _ in 0..crate::service::pagination::DEFAULT_MAX_PAGES {
+                    let page = Payload::Value(match &cursor {
+                        Some(c) => json!({ "cursor": c }),
+                        None => json!({}),
+                    });
+                    let listed = self
+                        .issue(methods::TOOLS_LIST, Some(page), options.clone())
+                        .await?;
+                    cursor = listed
+                        .deserialize::<crate::types::ListToolsResult>()
+                        .ok()
+                        .and_then(|l| l.next_cursor);
+                    if cursor.is_none() {
+                        break;
+                    }
+                }
+                self.issue(method, retry, options).await
+            }
             Err(e) if e.code() == Some(error_codes::UNSUPPORTED_PROTOCOL_VERSION) => {
                 let data = unsupported_data(&e);
                 Err(no_mutual_version(

@@ -673,3 +673,29 @@ async fn the_listen_stream_follows_the_advertised_and_subscribed_notifications()
 fn params_of(n: &crate::jsonrpc::Notification) -> Value {
     n.params.clone().unwrap().into_value().unwrap()
 }
+
+#[tokio::test]
+async fn a_header_mismatch_relists_the_tools_and_sends_the_call_again() {
+    let (session, mut server, _) = connect_modern((), SessionOptions::default(), json!({})).await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move {
+            s.call_tool("sql", Some(json!({"region": "eu"})), RequestOptions::new())
+                .await
+        }
+    });
+    let first = server.request("tools/call").await;
+    server
+        .fail(first.id, -32020, "Mcp-Param-Region header missing", None)
+        .await;
+    let list = server.request("tools/list").await;
+    server
+        .respond(list.id, json!({"resultType": "complete", "tools": []}))
+        .await;
+    let again = server.request("tools/call").await;
+    assert_eq!(params(&again)["arguments"], json!({"region": "eu"}));
+    server
+        .respond(again.id, json!({"resultType": "complete", "content": []}))
+        .await;
+    call.await.unwrap().unwrap();
+}
