@@ -450,6 +450,19 @@ impl ClientSession {
                             .with_delivery(Delivery::NotSent)
                     })?
                     .uri;
+                let offered = self
+                    .server_info()
+                    .capabilities
+                    .resources
+                    .as_ref()
+                    .is_some_and(|r| r.subscribe == Some(true));
+                if method == methods::RESOURCES_SUBSCRIBE && !offered {
+                    return Err(Error::new(
+                        ErrorKind::Protocol,
+                        format!("cannot subscribe to {uri}: the server does not offer resource subscriptions"),
+                    )
+                    .with_delivery(Delivery::NotSent));
+                }
                 self.change_resource_subscription(uri, method == methods::RESOURCES_SUBSCRIBE);
                 return Ok(Payload::Value(json!({})));
             }

@@ -638,6 +638,31 @@ async fn the_listen_stream_follows_the_advertised_and_subscribed_notifications()
             "{n:?}"
         );
     }
+    // A change tagged with the ended stream is dropped; one of the current stream arrives.
+    for (id, uri) in [
+        (listen.id.clone(), "file:///old"),
+        (relisten.id.clone(), "file:///a"),
+    ] {
+        server
+            .send(crate::jsonrpc::Notification::new(
+                "notifications/resources/updated",
+                Some(Payload::Value(json!({
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": id},
+                    "uri": uri
+                }))),
+            ))
+            .await;
+    }
+    let seen = tokio::time::timeout(STEP, notifications.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    match seen {
+        NotificationEvent::Notification(ServerNotification::ResourceUpdated(p)) => {
+            assert_eq!(p.uri, "file:///a")
+        }
+        other => panic!("unexpected {other:?}"),
+    }
     // A graceful end of the stream: it is opened again (after a delay).
     server
         .respond(relisten.id.clone(), json!({"resultType": "complete"}))

@@ -119,6 +119,11 @@ impl PendingTable {
             .and_then(|p| p.progress.clone())
     }
 
+    /// Whether `id` is still waiting.
+    pub(crate) fn contains(&self, id: i64) -> bool {
+        lock(&self.table).waiting.contains_key(&id)
+    }
+
     pub(crate) fn len(&self) -> usize {
         lock(&self.table).waiting.len()
     }

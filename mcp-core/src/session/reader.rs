@@ -166,6 +166,11 @@ fn dispatch(
                 }
                 shared.listen_acks.send_modify(|n| *n += 1);
             }
+            // A change notification of a listen stream the client already ended (its filter
+            // changed): the current stream carries what still matters.
+            _ if from_an_ended_stream(shared, &note) => {
+                tracing::debug!(method = %note.method, "dropping a notification of an ended subscriptions/listen stream");
+            }
             _ => {
                 let notification = ServerNotification::parse(note);
                 shared.handler.on_notification(&notification);
@@ -176,4 +181,32 @@ fn dispatch(
         },
         Message::Request(request) => handle_server_request(shared, request),
     }
+}
+
+/// Whether a modern notification names (`_meta["io.modelcontextprotocol/subscriptionId"]`) a
+/// `subscriptions/listen` request that no longer waits.
+fn from_an_ended_stream(shared: &SessionShared, note: &crate::jsonrpc::Notification) -> bool {
+    if !shared.protocol_version.get().is_some_and(|v| v.is_modern()) {
+        return false;
+    }
+    let Some(params) = &note.params else {
+        return false;
+    };
+    #[derive(serde::Deserialize)]
+    struct Tagged {
+        #[serde(rename = "_meta")]
+        meta: Option<Tag>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Tag {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        subscription: Option<serde_json::Value>,
+    }
+    let id = params
+        .deserialize::<Tagged>()
+        .ok()
+        .and_then(|t| t.meta)
+        .and_then(|m| m.subscription)
+        .and_then(|v| v.as_i64());
+    id.is_some_and(|id| !shared.pending.contains(id))
 }
