@@ -16,7 +16,9 @@
 //! - **gate**: asks the server's supervisor for the session (waiting while it reconnects, failing
 //!   at once while it is unavailable), and tells it when a call failed with a network error.
 //! - **pool** (`professional`, remote servers; stdio servers only when their entry names a
-//!   `pool`): one pooled session per call.
+//!   `pool`): one pooled session per call — for legacy-era servers. A 2026-07-28 server keeps no
+//!   session state, so its calls all share the supervised session (and the HTTP connections
+//!   pooled under it); its pool stays empty.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -320,10 +322,13 @@ impl McpService for ServerGate {
                     .map_err(|e| operation.attach_subject(e))?
             }
         };
+        // A legacy session may carry per-session state, so a pooled server lends each call a
+        // session of its own; a modern (2026-07-28) one has none to protect, and its one
+        // session carries every call at once (HTTP connections are pooled underneath).
         #[cfg(feature = "pool")]
         let result = match &self.pool {
-            Some(pool) => pool.call(operation).await,
-            None => session.call(operation).await,
+            Some(pool) if !session.is_modern() => pool.call(operation).await,
+            _ => session.call(operation).await,
         };
         #[cfg(not(feature = "pool"))]
         let result = session.call(operation).await;

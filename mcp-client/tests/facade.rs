@@ -811,3 +811,66 @@ async fn the_logging_level_is_set_again_after_a_restart() {
     );
     client.shutdown().await;
 }
+
+/// A pooled legacy server lends each call a session of its own; a 2026-07-28 server (the
+/// fixture with `--era dual`, detected as modern) keeps no session state, so its calls share
+/// the supervised session and its pool stays empty. Concurrent calls on both.
+#[cfg(feature = "pool")]
+#[tokio::test]
+async fn a_modern_server_shares_its_session_and_a_legacy_one_is_pooled() {
+    let marker = unique_marker("era_pool");
+    let pooled = |name: &str, args: &[&str]| {
+        let mut server = fixture(name, args, &marker);
+        server.settings.pool.configured = true;
+        server.settings.pool.min = 1;
+        server.settings.pool.max = 4;
+        server
+    };
+    let config = ClientConfig {
+        servers: vec![pooled("old", &[]), pooled("new", &["--era", "dual"])],
+        source: None,
+    };
+    let client = tokio::time::timeout(
+        DEADLINE,
+        McpClient::builder(config)
+            .stack_policy(mcp_client::StackPolicy::professional())
+            .start(),
+    )
+    .await
+    .expect("starts in time");
+    for server in ["old", "new"] {
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let client = client.clone();
+            let tool = format!("{server}__echo");
+            calls.spawn(async move {
+                client
+                    .call_tool(&tool, Some(json!({"text": format!("call {i}")})))
+                    .await
+            });
+        }
+        while let Some(result) = calls.join_next().await {
+            result.unwrap().unwrap();
+        }
+    }
+    let report = |name: &str| {
+        client
+            .servers()
+            .into_iter()
+            .find(|s| s.name == name)
+            .expect("listed")
+    };
+    assert_eq!(
+        client.session("new").map(|s| s.era()),
+        Some(mcp_core::Era::Modern)
+    );
+    assert_eq!(
+        client.session("old").map(|s| s.era()),
+        Some(mcp_core::Era::Legacy)
+    );
+    let old_pool = report("old").pool.expect("the legacy server is pooled");
+    assert!(old_pool.connections >= 1, "{old_pool:?}");
+    let new_pool = report("new").pool.expect("the pool exists");
+    assert_eq!(new_pool.connections, 0, "{new_pool:?}");
+    client.shutdown().await;
+}

@@ -27,6 +27,8 @@
 //! - Within a pool, every call is bound to one session for its whole duration — no session
 //!   carries two calls at once — and sessions are reused by later calls of the same client.
 //!   Successive calls of one client may land on different sessions.
+//! - A 2026-07-28 server keeps no session state at all: nothing to protect, so the facade
+//!   does not pool it (every call shares one session; the HTTP transport pools connections).
 //! - A server that needs session affinity *across* calls (state set by one call and read by the
 //!   next) must not be pooled: use one session, or a pool with `max_size` 1.
 //! - The pool is transport-agnostic: it opens sessions through a
