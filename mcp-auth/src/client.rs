@@ -614,6 +614,7 @@ impl OAuthClient {
             Grant::AuthorizationCode => Err(self.needs_login()),
             Grant::ClientCredentials { .. } => self.client_credentials_locked().await,
             Grant::CrossAppAccess(xaa) => self.cross_app_access_locked(xaa).await,
+            Grant::JwtBearer { assertion } => self.jwt_bearer_locked(assertion).await,
         }
     }
 
@@ -635,6 +636,7 @@ impl OAuthClient {
             Grant::AuthorizationCode => Err(self.needs_login()),
             Grant::ClientCredentials { .. } => self.client_credentials_locked().await,
             Grant::CrossAppAccess(xaa) => self.cross_app_access_locked(xaa).await,
+            Grant::JwtBearer { assertion } => self.jwt_bearer_locked(assertion).await,
         }
     }
 
@@ -738,7 +740,7 @@ impl OAuthClient {
             issuer: None,
         };
         let exchanged = self
-            .form_token_request(&xaa.idp_token_endpoint, &idp, form, "token-exchange")
+            .form_token_request(&xaa.idp_token_endpoint, Some(&idp), form, "token-exchange")
             .await?;
         let jag = exchanged
             .get("access_token")
@@ -764,9 +766,44 @@ impl OAuthClient {
         }
         form.push(("resource", resource.as_str()));
         let answer = self
-            .form_token_request(&token_endpoint, &client, form, "jwt-bearer")
+            .form_token_request(&token_endpoint, Some(&client), form, "jwt-bearer")
             .await?;
         let tokens = token_set_from_json(&answer, &scopes).ok_or_else(|| {
+            AuthError::Http(format!(
+                "the JWT bearer grant at {} returned no access_token",
+                redact_url(token_endpoint.as_str())
+            ))
+        })?;
+        self.keep(tokens.clone(), None).await?;
+        Ok(tokens)
+    }
+
+    /// Workload identity: the held JWT in a JWT-bearer grant, no client authentication (the
+    /// configured client id, if any, goes along). The refresh lock must be held.
+    async fn jwt_bearer_locked(&self, assertion: &Secret) -> Result<TokenSet, AuthError> {
+        let metadata = self.discover_auth_metadata(None).await?;
+        let scopes = self.scopes_to_request(&metadata);
+        let resource = metadata.resource_indicator();
+        let scope = scopes.join(" ");
+        let token_endpoint = metadata.endpoint(
+            metadata.authorization_server.token_endpoint.as_ref(),
+            "token_endpoint",
+        )?;
+        let mut form = vec![
+            ("grant_type", JWT_BEARER_GRANT),
+            ("assertion", assertion.expose()),
+        ];
+        if let Some(id) = &self.config.client_id {
+            form.push(("client_id", id.as_str()));
+        }
+        if !scopes.is_empty() {
+            form.push(("scope", scope.as_str()));
+        }
+        form.push(("resource", resource.as_str()));
+        let body = self
+            .form_token_request(&token_endpoint, None, form, "jwt-bearer")
+            .await?;
+        let tokens = token_set_from_json(&body, &scopes).ok_or_else(|| {
             AuthError::Http(format!(
                 "the JWT bearer grant at {} returned no access_token",
                 redact_url(token_endpoint.as_str())
@@ -780,13 +817,15 @@ impl OAuthClient {
     async fn form_token_request(
         &self,
         endpoint: &Url,
-        client: &ClientIdentity,
+        client: Option<&ClientIdentity>,
         mut form: Vec<(&str, &str)>,
         grant: &'static str,
     ) -> Result<Value, AuthError> {
         let mut headers = reqwest::header::HeaderMap::new();
-        match client.client_auth() {
-            ClientAuth::Basic(secret) => {
+        match client.map(|c| (c, c.client_auth())) {
+            // No client authentication at all (workload identity).
+            None => {}
+            Some((client, ClientAuth::Basic(secret))) => {
                 let mut value = reqwest::header::HeaderValue::from_str(&basic_auth(
                     &client.client_id,
                     secret.expose(),
@@ -797,11 +836,11 @@ impl OAuthClient {
                 value.set_sensitive(true);
                 headers.insert(reqwest::header::AUTHORIZATION, value);
             }
-            ClientAuth::Post(secret) => {
+            Some((client, ClientAuth::Post(secret))) => {
                 form.push(("client_id", &client.client_id));
                 form.push(("client_secret", secret.expose()));
             }
-            ClientAuth::Public => form.push(("client_id", &client.client_id)),
+            Some((client, ClientAuth::Public)) => form.push(("client_id", &client.client_id)),
         }
         let fetched = self.http.post_form(endpoint, &form, headers).await?;
         let body: Value = serde_json::from_slice(&fetched.body).unwrap_or(Value::Null);
@@ -862,7 +901,7 @@ impl OAuthClient {
         revoked.push((tokens.access_token.expose(), "access_token"));
         for (token, hint) in revoked {
             let form = vec![("token", token), ("token_type_hint", hint)];
-            self.form_token_request(&endpoint, &client, form, "revocation")
+            self.form_token_request(&endpoint, Some(&client), form, "revocation")
                 .await?;
         }
         Ok(Some(redact_url(endpoint.as_str())))

@@ -75,6 +75,14 @@ pub enum Grant {
     /// exchanged there for an identity assertion grant (ID-JAG, RFC 8693), which the MCP
     /// server's authorization server takes in a JWT-bearer grant (RFC 7523).
     CrossAppAccess(CrossAppAccess),
+    /// Workload identity federation: a JWT the workload already holds (issued by its platform's
+    /// identity provider, e.g. a Kubernetes service-account or cloud workload token) is
+    /// presented in a JWT-bearer grant (RFC 7523) without client authentication. A refused
+    /// assertion is reported, never retried with another grant.
+    JwtBearer {
+        /// The assertion.
+        assertion: Secret,
+    },
 }
 
 /// The identity provider side of cross-app access.

@@ -52,6 +52,10 @@ pub fn provider(scenario: &str, url: &str, context: &str) -> Result<Arc<OAuthPro
             idp_client_id: field("idp_client_id").ok_or("the context has no idp_client_id")?,
             idp_client_secret: field("idp_client_secret").map(Secret::new),
         })
+    } else if scenario == "auth/wif-jwt-bearer" {
+        Grant::JwtBearer {
+            assertion: Secret::new(field("valid_jwt").ok_or("the context has no valid_jwt")?),
+        }
     } else {
         Grant::AuthorizationCode
     };
