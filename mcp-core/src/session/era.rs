@@ -263,41 +263,51 @@ impl ClientSession {
     /// Opens the session in the era the options pin, the memo remembers, or the probe finds.
     pub(super) async fn open(&self) -> Result<(), Error> {
         let options = &self.shared.options;
-        let known = options
-            .era
-            .or_else(|| options.era_memo.as_ref().and_then(EraMemo::get))
-            .or_else(|| (!self.shared.sender.speaks_modern_era()).then_some(Era::Legacy));
-        let era =
-            match known {
-                Some(Era::Legacy) => {
-                    self.initialize().await?;
-                    Era::Legacy
+        let remembered = options.era_memo.as_ref().and_then(EraMemo::get);
+        let legacy_transport = !self.shared.sender.speaks_modern_era();
+        let era = match (options.era, remembered) {
+            (Some(Era::Legacy), _) => self.initialize().await.map(|()| Era::Legacy)?,
+            _ if legacy_transport && options.era.is_none() => {
+                self.initialize().await.map(|()| Era::Legacy)?
+            }
+            (Some(Era::Modern), _) => match self.discover().await? {
+                Probe::Modern => Era::Modern,
+                Probe::Legacy(why) => {
+                    return Err(Error::protocol(format!(
+                        "the server does not speak the modern protocol (2026-07-28), which the configuration requires: {why}"
+                    )))
                 }
-                Some(Era::Modern) if options.era == Some(Era::Modern) => {
-                    match self.discover().await? {
-                    Probe::Modern => Era::Modern,
-                    Probe::Legacy(why) => {
-                        return Err(Error::protocol(format!(
-                            "the server does not speak the modern protocol (2026-07-28), which the configuration requires: {why}"
-                        )))
-                    }
+            },
+            // Remembered as legacy: straight to initialize. Should the server have moved on
+            // (it refuses initialize with a JSON-RPC error), the memo was wrong: probe.
+            (None, Some(Era::Legacy)) => match self.initialize().await {
+                Ok(()) => Era::Legacy,
+                Err(e) if e.code().is_some() && !self.is_closed() => {
+                    tracing::debug!(error = %e, "initialize refused where a legacy server was remembered; probing again");
+                    self.probe_then_initialize().await?
                 }
-                }
-                // Remembered as modern, or unknown: probe (a remembered era is only a hint).
-                _ => match self.discover().await? {
-                    Probe::Modern => Era::Modern,
-                    Probe::Legacy(why) => {
-                        tracing::debug!(why, "not a modern server; initializing a legacy session");
-                        self.shared.sender.set_protocol_version(None);
-                        self.initialize().await?;
-                        Era::Legacy
-                    }
-                },
-            };
+                Err(e) => return Err(e),
+            },
+            // Remembered as modern, or unknown: probe (a remembered era is only a hint).
+            (None, _) => self.probe_then_initialize().await?,
+        };
         if let Some(memo) = &options.era_memo {
             memo.set(era);
         }
         Ok(())
+    }
+
+    /// Probes; falls back to `initialize` for a legacy server.
+    async fn probe_then_initialize(&self) -> Result<Era, Error> {
+        match self.discover().await? {
+            Probe::Modern => Ok(Era::Modern),
+            Probe::Legacy(why) => {
+                tracing::debug!(why, "not a modern server; initializing a legacy session");
+                self.shared.sender.set_protocol_version(None);
+                self.initialize().await?;
+                Ok(Era::Legacy)
+            }
+        }
     }
 
     /// The `server/discover` probe.

@@ -724,3 +724,29 @@ async fn a_header_mismatch_relists_the_tools_and_sends_the_call_again() {
         .await;
     call.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_wrong_legacy_memo_is_corrected_by_probing_again() {
+    let memo = EraMemo::default();
+    memo.set(Era::Legacy);
+    let (transport, end) = ChannelTransport::pair(64);
+    let mut server = Server { end };
+    let task = tokio::spawn(async move {
+        let init = server.request("initialize").await;
+        server
+            .send(Response::error(
+                Some(init.id),
+                ErrorObject::method_not_found("initialize"),
+            ))
+            .await;
+        server.discover(json!({})).await;
+        server
+    });
+    let options = SessionOptions::default().with_era_memo(memo.clone());
+    let session = ClientSession::connect(transport, (), options)
+        .await
+        .unwrap();
+    let _server = task.await.unwrap();
+    assert!(session.is_modern());
+    assert_eq!(memo.get(), Some(Era::Modern));
+}
