@@ -174,7 +174,19 @@ impl TransportSender for AutoSender {
                         ) =>
                     {
                         tracing::debug!(error = %e.error, "Streamable HTTP refused; trying legacy HTTP+SSE");
-                        self.use_legacy(message).await
+                        // Neither flavor took it: the server did answer (the POST's status),
+                        // so the error says both and keeps the POST's delivery stage — the
+                        // session's era probe reads such a refusal as "not a modern server".
+                        self.use_legacy(message).await.map_err(|legacy| {
+                            TransportError::recoverable(
+                                e.error.kind(),
+                                format!(
+                                    "{}; as legacy HTTP+SSE: {}",
+                                    e.error.message(),
+                                    legacy.message()
+                                ),
+                            )
+                        })
                     }
                     Err(e) => Err(e.error),
                 }
