@@ -753,57 +753,47 @@ impl OAuthClient {
             })?
             .to_owned();
         let client = self.client_identity(&metadata, Purpose::Token).await?;
-        let token_endpoint = metadata.endpoint(
-            metadata.authorization_server.token_endpoint.as_ref(),
-            "token_endpoint",
-        )?;
-        let mut form = vec![
-            ("grant_type", JWT_BEARER_GRANT),
-            ("assertion", jag.as_str()),
-        ];
-        if !scopes.is_empty() {
-            form.push(("scope", scope.as_str()));
-        }
-        form.push(("resource", resource.as_str()));
-        let answer = self
-            .form_token_request(&token_endpoint, Some(&client), form, "jwt-bearer")
-            .await?;
-        let tokens = token_set_from_json(&answer, &scopes).ok_or_else(|| {
-            AuthError::Http(format!(
-                "the JWT bearer grant at {} returned no access_token",
-                redact_url(token_endpoint.as_str())
-            ))
-        })?;
-        self.keep(tokens.clone(), None).await?;
-        Ok(tokens)
+        self.jwt_bearer_grant(&metadata, Some(&client), &jag, &scopes)
+            .await
     }
 
-    /// Workload identity: the held JWT in a JWT-bearer grant, no client authentication (the
-    /// configured client id, if any, goes along). The refresh lock must be held.
+    /// Workload identity: the held JWT in a JWT-bearer grant, no client authentication. The
+    /// refresh lock must be held.
     async fn jwt_bearer_locked(&self, assertion: &Secret) -> Result<TokenSet, AuthError> {
         let metadata = self.discover_auth_metadata(None).await?;
         let scopes = self.scopes_to_request(&metadata);
+        self.jwt_bearer_grant(&metadata, None, assertion.expose(), &scopes)
+            .await
+    }
+
+    /// The JWT-bearer grant (RFC 7523) at the server's authorization server, with `client`'s
+    /// authentication (cross-app access) or none (workload identity: then the configured
+    /// client id, if any, goes along); keeps the tokens.
+    async fn jwt_bearer_grant(
+        &self,
+        metadata: &AuthMetadata,
+        client: Option<&ClientIdentity>,
+        assertion: &str,
+        scopes: &[String],
+    ) -> Result<TokenSet, AuthError> {
         let resource = metadata.resource_indicator();
         let scope = scopes.join(" ");
         let token_endpoint = metadata.endpoint(
             metadata.authorization_server.token_endpoint.as_ref(),
             "token_endpoint",
         )?;
-        let mut form = vec![
-            ("grant_type", JWT_BEARER_GRANT),
-            ("assertion", assertion.expose()),
-        ];
-        if let Some(id) = &self.config.client_id {
+        let mut form = vec![("grant_type", JWT_BEARER_GRANT), ("assertion", assertion)];
+        if let (None, Some(id)) = (client, &self.config.client_id) {
             form.push(("client_id", id.as_str()));
         }
         if !scopes.is_empty() {
             form.push(("scope", scope.as_str()));
         }
         form.push(("resource", resource.as_str()));
-        let body = self
-            .form_token_request(&token_endpoint, None, form, "jwt-bearer")
+        let answer = self
+            .form_token_request(&token_endpoint, client, form, "jwt-bearer")
             .await?;
-        let tokens = token_set_from_json(&body, &scopes).ok_or_else(|| {
+        let tokens = token_set_from_json(&answer, scopes).ok_or_else(|| {
             AuthError::Http(format!(
                 "the JWT bearer grant at {} returned no access_token",
                 redact_url(token_endpoint.as_str())

@@ -210,9 +210,17 @@ pub fn encode_header_value(text: &str) -> String {
 /// cannot be sent (a parameter value a header cannot carry).
 pub(crate) fn request_headers(
     method: &str,
-    params: Option<&Value>,
+    params: Option<&mcp_core::Payload>,
     tools: &ToolHeaders,
 ) -> Result<HeaderMap, String> {
+    /// The members the headers come from; the arguments stay raw until an annotated tool needs
+    /// them (most calls parse nothing but the name).
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: Option<String>,
+        uri: Option<String>,
+        arguments: Option<Box<serde_json::value::RawValue>>,
+    }
     let mut headers = HeaderMap::new();
     // Encoded values are visible ASCII, so this cannot fail; the message never shows the value.
     let value = |text: &str| {
@@ -228,9 +236,17 @@ pub(crate) fn request_headers(
     let Some(member) = name_member else {
         return Ok(headers);
     };
-    let Some(name) = params.and_then(|p| p.get(member)).and_then(Value::as_str) else {
+    let Some(named) = params.and_then(|p| p.deserialize::<Named>().ok()) else {
         return Ok(headers);
     };
+    let Some(name) = (if member == "uri" {
+        named.uri
+    } else {
+        named.name
+    }) else {
+        return Ok(headers);
+    };
+    let name = name.as_str();
     headers.insert(HeaderName::from_static(NAME_HEADER), value(name)?);
     if method != "tools/call" {
         return Ok(headers);
@@ -238,7 +254,10 @@ pub(crate) fn request_headers(
     let Some(annotated) = tools.params_of(name) else {
         return Ok(headers);
     };
-    let arguments = params.and_then(|p| p.get("arguments"));
+    let arguments: Option<Value> = named
+        .arguments
+        .and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let arguments = arguments.as_ref();
     for param in annotated.iter() {
         let mut at = arguments;
         for step in &param.path {
@@ -285,6 +304,10 @@ pub(crate) fn request_headers(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn payload(value: Value) -> mcp_core::Payload {
+        mcp_core::Payload::Value(value)
+    }
 
     #[test]
     fn values_that_are_not_plain_ascii_are_base64() {
@@ -336,7 +359,9 @@ mod tests {
         assert_eq!(names, ["ok", "plain"]);
         let headers = request_headers(
             "tools/call",
-            Some(&json!({"name": "ok", "arguments": {"region": "eu", "nested": {"n": 42}}})),
+            Some(&payload(
+                json!({"name": "ok", "arguments": {"region": "eu", "nested": {"n": 42}}}),
+            )),
             &tools,
         )
         .unwrap();
@@ -347,7 +372,9 @@ mod tests {
         // Absent and null values send no header.
         let headers = request_headers(
             "tools/call",
-            Some(&json!({"name": "ok", "arguments": {"region": null}})),
+            Some(&payload(
+                json!({"name": "ok", "arguments": {"region": null}}),
+            )),
             &tools,
         )
         .unwrap();
@@ -355,7 +382,9 @@ mod tests {
         // A value no header can carry is refused before sending.
         let err = request_headers(
             "tools/call",
-            Some(&json!({"name": "ok", "arguments": {"nested": {"n": 1.5}}})),
+            Some(&payload(
+                json!({"name": "ok", "arguments": {"nested": {"n": 1.5}}}),
+            )),
             &tools,
         )
         .unwrap_err();
@@ -365,8 +394,12 @@ mod tests {
     #[test]
     fn names_come_from_name_or_uri() {
         let tools = ToolHeaders::default();
-        let h =
-            request_headers("resources/read", Some(&json!({"uri": "file:///é"})), &tools).unwrap();
+        let h = request_headers(
+            "resources/read",
+            Some(&payload(json!({"uri": "file:///é"}))),
+            &tools,
+        )
+        .unwrap();
         assert!(h["mcp-name"].to_str().unwrap().starts_with("=?base64?"));
         let h = request_headers("tools/list", None, &tools).unwrap();
         assert_eq!(h["mcp-method"], "tools/list");

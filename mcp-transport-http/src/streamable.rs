@@ -454,25 +454,21 @@ impl Shared {
     /// The modern request metadata headers of one request; a parameter a header cannot carry
     /// refuses the request before it is sent.
     fn metadata_headers(&self, request: &mcp_core::Request) -> Result<HeaderMap, PostError> {
-        let needs_params = matches!(
-            request.method.as_str(),
-            methods::TOOLS_CALL | methods::RESOURCES_READ | methods::PROMPTS_GET
-        );
-        let params = match (&request.params, needs_params) {
-            (Some(p), true) => p.deserialize::<serde_json::Value>().ok(),
-            _ => None,
-        };
-        crate::headers::request_headers(&request.method, params.as_ref(), &self.config.tool_headers)
-            .map_err(|why| {
-                PostError::from(
-                    TransportError::recoverable(
-                        TransportErrorKind::InvalidMessage,
-                        format!("{} was not sent: {why}", request.method),
-                    )
-                    .for_request(Some(request.id.clone()))
-                    .never_sent(),
+        crate::headers::request_headers(
+            &request.method,
+            request.params.as_ref(),
+            &self.config.tool_headers,
+        )
+        .map_err(|why| {
+            PostError::from(
+                TransportError::recoverable(
+                    TransportErrorKind::InvalidMessage,
+                    format!("{} was not sent: {why}", request.method),
                 )
-            })
+                .for_request(Some(request.id.clone()))
+                .never_sent(),
+            )
+        })
     }
 }
 
