@@ -1,7 +1,7 @@
 //! The `initialize` handshake and capabilities.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::Extra;
 
@@ -61,6 +61,10 @@ pub struct ClientCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Value>,
+    /// Extensions the client supports, by identifier (e.g. `io.modelcontextprotocol/tasks`),
+    /// each with its settings object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
     /// Unknown members, preserved.
     #[serde(flatten)]
     pub extra: Extra,
@@ -115,9 +119,27 @@ pub struct ServerCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Value>,
-    /// Unknown members (e.g. `tasks`), preserved.
+    /// Extensions the server offers, by identifier (e.g. `io.modelcontextprotocol/tasks`), each
+    /// with its settings object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
+    /// Unknown members (e.g. the 2025-11-25 `tasks`), preserved.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl ServerCapabilities {
+    /// The settings of extension `id` when the server offers it.
+    pub fn extension(&self, id: &str) -> Option<&Value> {
+        self.extensions.as_ref()?.get(id)
+    }
+}
+
+impl ClientCapabilities {
+    /// The settings of extension `id` when the client declares it.
+    pub fn extension(&self, id: &str) -> Option<&Value> {
+        self.extensions.as_ref()?.get(id)
+    }
 }
 
 /// Parameters of `initialize`.
