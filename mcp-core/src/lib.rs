@@ -13,6 +13,7 @@
 //! - [`connector`]: how to open one more session to a server ([`Connector`]), for pools and
 //!   supervisors.
 //! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
+//! - [`extensions`]: protocol extensions — the Tasks extension ([`extensions::tasks`]).
 //!
 //! ```no_run
 //! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
@@ -33,6 +34,7 @@
 pub mod auth;
 pub mod connector;
 pub mod error;
+pub mod extensions;
 pub mod jsonrpc;
 pub mod service;
 pub mod session;

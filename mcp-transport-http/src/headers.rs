@@ -1,7 +1,8 @@
 //! The request metadata headers of the modern era (2026-07-28) on Streamable HTTP.
 //!
 //! Every POST carries `Mcp-Method`; `tools/call`, `resources/read` and `prompts/get` also
-//! `Mcp-Name` (the tool or prompt name, or the resource URI). A tool's `inputSchema` may mark
+//! `Mcp-Name` (the tool or prompt name, or the resource URI), and the Tasks extension's
+//! `tasks/get`, `tasks/update` and `tasks/cancel` the task id. A tool's `inputSchema` may mark
 //! primitive parameters with `x-mcp-header: Name`; their values travel as `Mcp-Param-Name`
 //! headers too. Values that are not plain visible ASCII (or look like the sentinel) are sent as
 //! `=?base64?…?=`.
@@ -219,6 +220,8 @@ pub(crate) fn request_headers(
     struct Named {
         name: Option<String>,
         uri: Option<String>,
+        #[serde(rename = "taskId")]
+        task_id: Option<String>,
         arguments: Option<Box<serde_json::value::RawValue>>,
     }
     let mut headers = HeaderMap::new();
@@ -231,6 +234,7 @@ pub(crate) fn request_headers(
     let name_member = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        m if mcp_core::extensions::tasks::is_task_method(m) => Some("taskId"),
         _ => None,
     };
     let Some(member) = name_member else {
@@ -239,10 +243,10 @@ pub(crate) fn request_headers(
     let Some(named) = params.and_then(|p| p.deserialize::<Named>().ok()) else {
         return Ok(headers);
     };
-    let Some(name) = (if member == "uri" {
-        named.uri
-    } else {
-        named.name
+    let Some(name) = (match member {
+        "uri" => named.uri,
+        "taskId" => named.task_id,
+        _ => named.name,
     }) else {
         return Ok(headers);
     };
@@ -404,5 +408,16 @@ mod tests {
         let h = request_headers("tools/list", None, &tools).unwrap();
         assert_eq!(h["mcp-method"], "tools/list");
         assert!(!h.contains_key("mcp-name"));
+        // The Tasks extension's requests name their task.
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let h = request_headers(
+                method,
+                Some(&payload(json!({"taskId": "t-1", "inputResponses": {}}))),
+                &tools,
+            )
+            .unwrap();
+            assert_eq!(h["mcp-method"], method);
+            assert_eq!(h["mcp-name"], "t-1");
+        }
     }
 }

@@ -41,6 +41,7 @@ use async_trait::async_trait;
 
 pub(crate) use ext::encode_error;
 pub use ext::McpServiceExt;
+pub(crate) use ext::call_tool_result;
 
 use crate::error::Error;
 use crate::jsonrpc::Payload;
@@ -165,6 +166,8 @@ pub fn is_idempotent_method(method: &str) -> bool {
             | methods::PROMPTS_GET
             | methods::COMPLETION_COMPLETE
             | methods::LOGGING_SET_LEVEL
+            | crate::extensions::tasks::TASKS_GET
+            | crate::extensions::tasks::TASKS_CANCEL
     )
 }
 

@@ -17,13 +17,17 @@
 //!   `server/discover`, `logging/setLevel` sets the level every later request carries, and
 //!   `resources/subscribe` / `unsubscribe` change what the session's `subscriptions/listen`
 //!   stream asks for.
+//! - A `tools/call` the server runs as a task (`resultType: "task"`, Tasks extension) is
+//!   followed to its end (`tasks.rs`) unless the caller asked for the handle.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
+use super::tasks::OnAbandon;
 use super::{ClientSession, RequestOptions, SessionShared};
 use crate::error::{Delivery, Error, ErrorKind};
+use crate::extensions::tasks::{parse_task, RESULT_TYPE_TASK, TASKS_GET};
 use crate::jsonrpc::{ErrorObject, Payload, Request, RequestId};
 use crate::service::encode_error;
 use crate::types::{
@@ -491,9 +495,21 @@ impl ClientSession {
             timeout,
         ));
         if !multi_round {
-            let answer = self.issue_modern(method, params, options).await?;
+            let wait = method == TASKS_GET && options.wait_for_task;
+            let answer = self.issue_modern(method, params, options.clone()).await?;
             return match result_type(&answer) {
+                ResultType::Complete if wait => {
+                    let task = parse_task(answer, method)?;
+                    let ended = self
+                        .follow_task(method, task, &options, OnAbandon::Keep)
+                        .await?;
+                    serde_json::to_value(ended)
+                        .map(Payload::Value)
+                        .map_err(encode_error)
+                }
                 ResultType::Complete => Ok(answer),
+                // `tasks/get` answers may carry the handle's own type; nothing else may.
+                ResultType::Other(t) if t == RESULT_TYPE_TASK && method == TASKS_GET => Ok(answer),
                 other => Err(unexpected_result_type(method, &other)),
             };
         }
@@ -509,6 +525,20 @@ impl ClientSession {
             match result_type(&answer) {
                 ResultType::Complete => return Ok(answer),
                 ResultType::InputRequired => {}
+                // Only a `tools/call` may become a task (and only because the session declared
+                // the extension).
+                ResultType::Other(t) if t == RESULT_TYPE_TASK && method == methods::TOOLS_CALL => {
+                    if options.return_task {
+                        return Ok(answer);
+                    }
+                    let task = parse_task(answer, method)?;
+                    let ended = self
+                        .follow_task(method, task, &options, OnAbandon::Cancel)
+                        .await?;
+                    return ended
+                        .into_outcome(&self.shared.options.error_codes)
+                        .map(Payload::Value);
+                }
                 other => return Err(unexpected_result_type(method, &other)),
             }
             round += 1;
@@ -528,7 +558,10 @@ impl ClientSession {
                 .with_delivery(Delivery::Sent));
             }
             let deadline = options.deadline;
-            let responses = self.answer_input_requests(method, &asked, deadline).await?;
+            let responses = match &asked.input_requests {
+                Some(requests) => self.answer_input_requests(method, requests, deadline).await?,
+                None => Map::new(),
+            };
             retry_params = Some(with_input_responses(
                 original.clone(),
                 responses,
@@ -542,7 +575,7 @@ impl ClientSession {
     /// A `tools/call` refused with `HeaderMismatch` (the transport did not know the tool's
     /// `x-mcp-header` annotations, or they changed) re-lists the tools, which teaches the
     /// transport, and is sent once more.
-    async fn issue_modern(
+    pub(super) async fn issue_modern(
         &self,
         method: &str,
         params: Option<Payload>,
@@ -591,16 +624,13 @@ impl ClientSession {
 
     /// Answers every input request through the handler, the way server→client requests are
     /// answered in the legacy era.
-    async fn answer_input_requests(
+    pub(super) async fn answer_input_requests(
         &self,
         method: &str,
-        asked: &InputRequiredResult,
+        requests: &Map<String, Value>,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Map<String, Value>, Error> {
         let mut responses = Map::new();
-        let Some(requests) = &asked.input_requests else {
-            return Ok(responses);
-        };
         for (key, request) in requests {
             let input: crate::types::InputRequest = serde_json::from_value(request.clone())
                 .map_err(|e| {

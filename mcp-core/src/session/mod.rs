@@ -34,6 +34,7 @@ mod pending;
 mod reader;
 mod request;
 mod server_requests;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -134,6 +135,19 @@ impl Drop for SessionOwner {
 
 pub(crate) use crate::sync::lock;
 
+/// The capabilities every modern request declares: the handler's, plus the extensions the
+/// session itself implements.
+fn modern_capabilities(mut capabilities: ClientCapabilities, options: &SessionOptions) -> serde_json::Value {
+    if options.tasks {
+        capabilities
+            .extensions
+            .get_or_insert_with(Map::new)
+            .entry(crate::extensions::tasks::TASKS_EXTENSION)
+            .or_insert_with(|| serde_json::json!({}));
+    }
+    serde_json::to_value(capabilities).unwrap_or_else(|_| serde_json::json!({}))
+}
+
 impl ClientSession {
     /// Connects over `transport`: starts the session and opens it in the server's era — the
     /// `server/discover` probe, then the `initialize` handshake for a legacy server — bounded
@@ -183,7 +197,7 @@ impl ClientSession {
         let (outbox_tx, outbox_rx) = mpsc::channel(OUTBOX_CAPACITY);
         let (closed_tx, _) = watch::channel(None);
         let modern_meta = ModernMeta::new(
-            serde_json::to_value(handler.capabilities()).unwrap_or_else(|_| serde_json::json!({})),
+            modern_capabilities(handler.capabilities(), &options),
             serde_json::to_value(&options.client_info).unwrap_or_else(|_| serde_json::json!({})),
         );
         let shared = Arc::new(SessionShared {

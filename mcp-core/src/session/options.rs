@@ -60,6 +60,13 @@ pub struct SessionOptions {
     /// How long the handler may take to answer one server→client request (a human answering
     /// an elicitation included); past it the server gets an error. Default: 10 min.
     pub server_request_timeout: Duration,
+    /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`) on every modern request,
+    /// so that a server may run a `tools/call` as a task; the session then follows the task to
+    /// its end (see [`extensions::tasks`](crate::extensions::tasks)). Default: true.
+    pub tasks: bool,
+    /// How often a task is polled when the server suggests no `pollIntervalMs`; a server's
+    /// suggestion is kept within 20 ms and 30 s. Default: 500 ms.
+    pub task_poll_interval: Duration,
 }
 
 impl Default for SessionOptions {
@@ -80,6 +87,8 @@ impl Default for SessionOptions {
             close_timeout: Duration::from_secs(10),
             max_concurrent_server_requests: 32,
             server_request_timeout: Duration::from_secs(600),
+            tasks: true,
+            task_poll_interval: Duration::from_millis(500),
         }
     }
 }
@@ -141,6 +150,12 @@ impl SessionOptions {
         self.error_codes = table;
         self
     }
+
+    /// Declares the Tasks extension or not (see [`tasks`](Self::tasks)).
+    pub fn with_tasks(mut self, tasks: bool) -> Self {
+        self.tasks = tasks;
+        self
+    }
 }
 
 /// Per-request overrides and the progress callback.
@@ -161,6 +176,14 @@ pub struct RequestOptions {
     pub max_total_time: Option<Duration>,
     /// Receives this request's progress notifications.
     pub on_progress: Option<ProgressCallback>,
+    /// A `tools/call` the server runs as a task answers with the task handle (a
+    /// `CreateTaskResult`, `resultType: "task"`) instead of the session following the task to
+    /// its end. Set by [`TasksExt::call_tool_as_task`](crate::extensions::tasks::TasksExt).
+    pub return_task: bool,
+    /// A `tasks/get` answers only once the task has ended: the session polls it (and answers
+    /// its input requests) within the request's deadline. Set by
+    /// [`TasksExt::wait_for_task`](crate::extensions::tasks::TasksExt).
+    pub wait_for_task: bool,
 }
 
 impl RequestOptions {
@@ -210,6 +233,18 @@ impl RequestOptions {
         self.on_progress = Some(Arc::new(callback));
         self
     }
+
+    /// Sets [`return_task`](Self::return_task).
+    pub fn returning_task(mut self) -> Self {
+        self.return_task = true;
+        self
+    }
+
+    /// Sets [`wait_for_task`](Self::wait_for_task).
+    pub fn waiting_for_task(mut self) -> Self {
+        self.wait_for_task = true;
+        self
+    }
 }
 
 impl fmt::Debug for RequestOptions {
@@ -221,6 +256,8 @@ impl fmt::Debug for RequestOptions {
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("max_total_time", &self.max_total_time)
             .field("on_progress", &self.on_progress.is_some())
+            .field("return_task", &self.return_task)
+            .field("wait_for_task", &self.wait_for_task)
             .finish()
     }
 }
