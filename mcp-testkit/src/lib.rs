@@ -45,6 +45,7 @@ pub mod secret_service;
 pub mod server;
 pub mod startup;
 pub mod stdio;
+pub mod tasks;
 pub mod tools;
 
 pub use http::{serve_http, HttpFixture};

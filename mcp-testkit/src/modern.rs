@@ -9,6 +9,7 @@
 //!   `resultType: "complete"`; list results add `ttlMs` and `cacheScope`.
 //! - `--era modern` refuses `initialize` (`-32601`), `--era legacy` (the default) refuses
 //!   `server/discover` the way 2025 servers do.
+//! - `server/discover` offers the Tasks extension, served by `tasks.rs`.
 //!
 //! Served on stdio; over HTTP the fixture's sessions still require `initialize`.
 
@@ -57,6 +58,8 @@ impl EraMode {
 pub(crate) struct RequestEra {
     pub(crate) version: String,
     pub(crate) has_capabilities: bool,
+    /// The request's client capabilities declare the Tasks extension.
+    pub(crate) tasks: bool,
 }
 
 /// Reads `params._meta`'s protocol fields (a scan of the parameters; only modern requests have
@@ -76,11 +79,21 @@ pub(crate) fn request_era(params: Option<&RawValue>) -> Option<RequestEra> {
         #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
         version: Option<String>,
         #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-        capabilities: Option<serde::de::IgnoredAny>,
+        capabilities: Option<Capabilities>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Capabilities {
+        #[serde(default)]
+        extensions: Option<std::collections::HashMap<String, serde::de::IgnoredAny>>,
     }
     let meta = serde_json::from_str::<Params>(text).ok()?.meta?;
     Some(RequestEra {
         version: meta.version?,
+        tasks: meta
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.extensions.as_ref())
+            .is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION)),
         has_capabilities: meta.capabilities.is_some(),
     })
 }
@@ -101,8 +114,14 @@ pub(crate) fn check(era: &RequestEra) -> Result<(), RpcError> {
     Ok(())
 }
 
-/// The `server/discover` result.
-pub(crate) fn discover(capabilities: Value, server_info: Value, instructions: &str) -> Value {
+/// The `server/discover` result (the capabilities gain the Tasks extension).
+pub(crate) fn discover(mut capabilities: Value, server_info: Value, instructions: &str) -> Value {
+    if let Value::Object(map) = &mut capabilities {
+        map.insert(
+            "extensions".into(),
+            json!({ crate::tasks::TASKS_EXTENSION: {} }),
+        );
+    }
     json!({
         "resultType": "complete",
         "supportedVersions": [MODERN_VERSION],

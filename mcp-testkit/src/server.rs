@@ -145,7 +145,7 @@ impl Dispatch {
 /// What the fixture tells the model about itself.
 const INSTRUCTIONS: &str =
     "Fixture MCP server for client tests. Tools: echo, add, slow, fail, crash, \
-    trigger_list_changed, bump_resource, large, ask_roots, ask_sampling, ask_elicitation, log. \
+    trigger_list_changed, bump_resource, large, ask_roots, ask_sampling, ask_elicitation, log, record, job (a task for 2026-07-28 clients). \
     Resources: fixture://counter, fixture://static/hello, fixture://items/{id}. Prompt: greeting.";
 
 /// A modern request's answer: results get `resultType` (and cache hints on lists).
@@ -205,6 +205,8 @@ struct Inner {
     dynamic_tool: AtomicBool,
     next_server_request: AtomicU64,
     next_generation: AtomicU64,
+    /// The Tasks extension's tasks (modern era).
+    tasks: crate::tasks::TaskStore,
 }
 
 /// The fixture MCP server core. Cloning is cheap and shares the state.
@@ -231,6 +233,7 @@ impl FixtureServer {
                 dynamic_tool: AtomicBool::new(false),
                 next_server_request: AtomicU64::new(1),
                 next_generation: AtomicU64::new(1),
+                tasks: crate::tasks::TaskStore::default(),
             }),
         };
         (server, rx)
@@ -360,7 +363,10 @@ impl FixtureServer {
             }
             "tools/call" => {
                 self.record_call(id, params);
-                tools::call(self, id, params)
+                tools::call(self, id, params, modern.as_ref().is_some_and(|m| m.tasks))
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" if modern.is_some() => {
+                Dispatch::from_result(self.task_request(method, params, modern.as_ref()))
             }
             "ping" => Dispatch::result(Value::Object(Map::new())),
             "initialize" => self.initialize(params),
@@ -595,6 +601,33 @@ impl FixtureServer {
             // guard removed it; treat it like a timeout.
             Ok(Err(_)) | Err(_) => Err(ClientRequestError::TimedOut(timeout)),
         }
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` (the request must declare the extension).
+    fn task_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        era: Option<&crate::modern::RequestEra>,
+    ) -> Result<Value, RpcError> {
+        if !era.is_some_and(|e| e.tasks) {
+            return Err(RpcError::new(
+                crate::tasks::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "Missing required client capability",
+            )
+            .with_data(json!({"requiredCapabilities": {"extensions": {crate::tasks::TASKS_EXTENSION: {}}}})));
+        }
+        let params = crate::jsonrpc::params_object(params)?;
+        match method {
+            "tasks/get" => self.inner.tasks.get(&params),
+            "tasks/update" => self.inner.tasks.update(&params),
+            _ => self.inner.tasks.cancel(&params),
+        }
+    }
+
+    /// The Tasks extension's tasks.
+    pub(crate) fn tasks(&self) -> &crate::tasks::TaskStore {
+        &self.inner.tasks
     }
 
     /// The capabilities `initialize` and `server/discover` announce.

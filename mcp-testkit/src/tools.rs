@@ -39,6 +39,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "ask_elicitation",
     "log",
     "record",
+    "job",
 ];
 
 /// Name of the tool toggled by `trigger_list_changed`.
@@ -205,6 +206,20 @@ fn base_tools() -> &'static [Value] {
                     &["call_id"],
                 ),
             ),
+            tool(
+                "job",
+                "Job",
+                "A long-running job: runs as a task (Tasks extension) for a 2026-07-28 client that declares it, else inline. Works duration_ms; with confirm, asks for confirmation half way (input_required); with fail, ends with a JSON-RPC error; poll_interval_ms is the task's suggested polling interval.",
+                schema(
+                    json!({
+                        "duration_ms": { "type": "integer", "minimum": 0, "maximum": crate::tasks::MAX_JOB_MS, "default": 300 },
+                        "confirm": { "type": "boolean", "default": false },
+                        "fail": { "type": "boolean", "default": false },
+                        "poll_interval_ms": { "type": "integer", "minimum": 0, "maximum": 60000, "default": crate::tasks::DEFAULT_POLL_INTERVAL_MS }
+                    }),
+                    &[],
+                ),
+            ),
         ]
     })
 }
@@ -304,7 +319,14 @@ fn parse_arguments(raw: Option<&RawValue>) -> Result<Map<String, Value>, RpcErro
 }
 
 /// `tools/call`.
-pub(crate) fn call(server: &FixtureServer, id: &RawValue, params: Option<&RawValue>) -> Dispatch {
+///
+/// `tasks`: the request declares the Tasks extension (then `job` runs as a task).
+pub(crate) fn call(
+    server: &FixtureServer,
+    id: &RawValue,
+    params: Option<&RawValue>,
+    tasks: bool,
+) -> Dispatch {
     let parsed = params.and_then(|raw| serde_json::from_str::<CallParams>(raw.get()).ok());
     let Some(call) = parsed else {
         return Dispatch::error(explain_call_params(params));
@@ -329,6 +351,13 @@ pub(crate) fn call(server: &FixtureServer, id: &RawValue, params: Option<&RawVal
         "ask_sampling" => ask_sampling(server, &args),
         "ask_elicitation" => ask_elicitation(server, &args),
         "log" => log(server, &args),
+        "job" => crate::tasks::JobSpec::parse(&args).map(|spec| {
+            if tasks {
+                Dispatch::result(server.tasks().create(spec))
+            } else {
+                crate::tasks::run_inline(spec)
+            }
+        }),
         DYNAMIC_TOOL if server.dynamic_tool_present() => {
             Ok(Dispatch::result(text_result("dynamic")))
         }

@@ -83,6 +83,7 @@ async fn tools_list_pagination() {
         "ask_elicitation",
         "log",
         "record",
+        "job",
     ];
     assert_eq!(names, expected);
 
@@ -98,7 +99,7 @@ async fn tools_list_pagination() {
 async fn unpaginated_lists_have_no_cursor() {
     let mut f = Fixture::initialized(&[]).await;
     let r = f.request("tools/list", json!({})).await;
-    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(13));
+    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(14));
     assert!(r["result"].get("nextCursor").is_none());
     let add = r["result"]["tools"]
         .as_array()

@@ -1,0 +1,226 @@
+//! The Tasks extension end to end against the fixture server (`--era dual`, its `job` tool):
+//! a `tools/call` the server runs as a task is followed to its result, input requests reach
+//! the handler once, failures and cancellations are errors, a task past the call's deadline is
+//! cancelled, and a client that does not declare the extension never sees a task.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::*;
+use mcp_core::extensions::tasks::{TaskStatus, TasksExt, ToolCallOutcome, TASKS_EXTENSION};
+use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
+use mcp_core::{ClientHandler, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, SessionOptions};
+use serde_json::json;
+
+/// Confirms every elicitation (`{"confirm": true}`) and counts them.
+#[derive(Default, Clone)]
+struct Confirm(Arc<AtomicUsize>);
+
+#[async_trait]
+impl ClientHandler for Confirm {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(json!({ "form": {} })),
+            ..Default::default()
+        }
+    }
+
+    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: json!({ "confirm": true }).as_object().cloned(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_run_as_a_task_is_followed_to_its_result() {
+    let (session, _) = connect(&["--era", "dual"]).await;
+    assert_eq!(session.era(), mcp_core::Era::Modern);
+    assert!(session
+        .server_info()
+        .capabilities
+        .extension(TASKS_EXTENSION)
+        .is_some());
+    let result = session
+        .call_tool("job", Some(json!({"duration_ms": 150})), RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "job done after 150 ms");
+    assert_ne!(result.is_error, Some(true));
+    session.close().await;
+}
+
+#[tokio::test]
+async fn the_task_handle_can_be_held_polled_and_waited_for() {
+    let (session, _) = connect(&["--era", "dual"]).await;
+    let outcome = session
+        .call_tool_as_task(
+            "job",
+            Some(json!({"duration_ms": 200, "poll_interval_ms": 30})),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap();
+    let ToolCallOutcome::Task(task) = outcome else {
+        panic!("expected a task, got {outcome:?}");
+    };
+    assert_eq!(task.status, TaskStatus::Working);
+    assert_eq!(task.poll_interval_ms, Some(30));
+    assert!(task.created_at.is_some() && task.ttl_ms.is_some());
+    let now = session
+        .get_task(&task.task_id, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(now.task_id, task.task_id);
+    let ended = session
+        .wait_for_task(&task.task_id, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(
+        ended.into_tool_result().unwrap().text(),
+        "job done after 200 ms"
+    );
+    // A quick tool is never a task.
+    let outcome = session
+        .call_tool_as_task("echo", Some(json!({"text": "now"})), RequestOptions::new())
+        .await
+        .unwrap();
+    assert!(matches!(outcome, ToolCallOutcome::Completed(r) if r.text() == "now"));
+    let err = session
+        .get_task("no-such-task", RequestOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidParams, "{err}");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_task_asking_for_input_is_answered_through_the_handler_once() {
+    let handler = Confirm::default();
+    let (session, _) = connect_with(
+        fixture(&["--era", "dual"]),
+        handler.clone(),
+        SessionOptions::default(),
+    )
+    .await;
+    let result = session
+        .call_tool(
+            "job",
+            Some(json!({"duration_ms": 100, "confirm": true, "poll_interval_ms": 20})),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.text(),
+        "job done after 100 ms (confirmed: {\"confirm\":true})"
+    );
+    assert_eq!(handler.0.load(Ordering::SeqCst), 1);
+    session.close().await;
+}
+
+#[tokio::test]
+async fn failed_and_cancelled_tasks_are_errors() {
+    let (session, _) = connect(&["--era", "dual"]).await;
+    let err = session
+        .call_tool(
+            "job",
+            Some(json!({"duration_ms": 50, "fail": true})),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(-32603), "{err}");
+    assert!(err.message().contains("the job failed, as asked"), "{err}");
+
+    let ToolCallOutcome::Task(task) = session
+        .call_tool_as_task("job", Some(json!({"duration_ms": 60_000})), RequestOptions::new())
+        .await
+        .unwrap()
+    else {
+        panic!("expected a task");
+    };
+    session
+        .cancel_task(&task.task_id, RequestOptions::new())
+        .await
+        .unwrap();
+    let ended = session
+        .wait_for_task(&task.task_id, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TaskStatus::Cancelled);
+    let err = ended.into_tool_result().unwrap_err();
+    assert!(err.message().contains("cancelled"), "{err}");
+    session.close().await;
+}
+
+/// The call's one deadline covers the whole task; past it the call fails and the server is
+/// asked to cancel the task, which nobody else knows about.
+#[tokio::test]
+async fn a_task_past_the_calls_deadline_is_cancelled() {
+    let (session, _) = connect(&["--era", "dual"]).await;
+    let err = session
+        .call_tool(
+            "job",
+            Some(json!({"duration_ms": 60_000})),
+            RequestOptions::new().with_timeout(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.message().contains("task-1"), "{err}");
+    // The fixture numbers its tasks; the cancellation is queued, so look until it arrived.
+    let mut status = TaskStatus::Working;
+    for _ in 0..100 {
+        status = session
+            .get_task("task-1", RequestOptions::new())
+            .await
+            .unwrap()
+            .status;
+        if status != TaskStatus::Working {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, TaskStatus::Cancelled);
+    session.close().await;
+}
+
+/// Without the extension (a session that does not declare it, or a legacy server) the same
+/// tool runs inline; a job that can only run as a task is refused with -32021.
+#[tokio::test]
+async fn without_the_extension_no_task_is_ever_returned() {
+    let (session, _) = connect_with(
+        fixture(&["--era", "dual"]),
+        (),
+        SessionOptions::default().with_tasks(false),
+    )
+    .await;
+    let outcome = session
+        .call_tool_as_task("job", Some(json!({"duration_ms": 20})), RequestOptions::new())
+        .await
+        .unwrap();
+    assert!(matches!(outcome, ToolCallOutcome::Completed(r) if r.text() == "job done after 20 ms"));
+    let err = session
+        .call_tool("job", Some(json!({"confirm": true})), RequestOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(-32021), "{err}");
+    session.close().await;
+
+    let (session, _) = connect(&[]).await;
+    assert_eq!(session.era(), mcp_core::Era::Legacy);
+    let result = session
+        .call_tool("job", Some(json!({"duration_ms": 20})), RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "job done after 20 ms");
+    session.close().await;
+}
