@@ -109,7 +109,7 @@ async fn a_discover_result_opens_a_modern_session_without_initialize() {
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({})
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],
@@ -749,4 +749,137 @@ async fn a_wrong_legacy_memo_is_corrected_by_probing_again() {
     let _server = task.await.unwrap();
     assert!(session.is_modern());
     assert_eq!(memo.get(), Some(Era::Modern));
+}
+
+/// Counts elicitations, accepting each.
+#[derive(Clone, Default)]
+struct CountingConfirms(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+#[async_trait]
+impl ClientHandler for CountingConfirms {
+    fn capabilities(&self) -> crate::types::ClientCapabilities {
+        crate::types::ClientCapabilities {
+            elicitation: Some(json!({"form": {}})),
+            ..Default::default()
+        }
+    }
+
+    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: json!({"ok": true}).as_object().cloned(),
+        })
+    }
+}
+
+fn task(status: &str, extra: Value) -> Value {
+    let mut task = json!({
+        "resultType": "complete",
+        "taskId": "t-7",
+        "status": status,
+        "createdAt": "2026-12-04T00:00:00Z",
+        "lastUpdatedAt": "2026-12-04T00:00:00Z",
+        "ttlMs": null,
+        "pollIntervalMs": 1
+    });
+    if let (Value::Object(task), Value::Object(extra)) = (&mut task, extra) {
+        task.extend(extra);
+    }
+    task
+}
+
+/// A `tools/call` answered with a task is followed to its end: polls at the (clamped)
+/// interval, an input request shown again by an eventually consistent server is answered
+/// only once, and the caller gets the task's result as the call's.
+#[tokio::test]
+async fn a_task_is_followed_and_each_input_request_answered_once() {
+    let handler = CountingConfirms::default();
+    let (session, mut server, _) = connect_modern(
+        handler.clone(),
+        SessionOptions::default(),
+        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move {
+            session
+                .call_tool("build", None, RequestOptions::new())
+                .await
+        }
+    });
+    let request = server.request("tools/call").await;
+    let mut handle = task("working", json!({}));
+    handle["resultType"] = json!("task");
+    server.respond(request.id.clone(), handle).await;
+    let ask = json!({"inputRequests": {"k1": {"method": "elicitation/create",
+        "params": {"mode": "form", "message": "Sure?", "requestedSchema": {"type": "object"}}}}});
+    let get = server.request("tasks/get").await;
+    assert_eq!(params(&get)["taskId"], "t-7");
+    assert_eq!(
+        params(&get)["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    server
+        .respond(get.id.clone(), task("input_required", ask.clone()))
+        .await;
+    let update = server.request("tasks/update").await;
+    assert_eq!(params(&update)["taskId"], "t-7");
+    assert_eq!(params(&update)["inputResponses"]["k1"]["action"], "accept");
+    server.respond(update.id.clone(), json!({"resultType": "complete"})).await;
+    // The server has not caught up yet: the same request again, which is not asked again.
+    let get = server.request("tasks/get").await;
+    server
+        .respond(get.id.clone(), task("input_required", ask))
+        .await;
+    let get = server.request("tasks/get").await;
+    server
+        .respond(
+            get.id.clone(),
+            task(
+                "completed",
+                json!({"result": {"content": [{"type": "text", "text": "built"}]}}),
+            ),
+        )
+        .await;
+    let result = call.await.unwrap().unwrap();
+    assert_eq!(result.text(), "built");
+    assert_eq!(handler.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    session.close().await;
+}
+
+/// Only `tools/call` may become a task; an unknown status ends the call with an error.
+#[tokio::test]
+async fn tasks_outside_tools_call_and_unknown_statuses_are_refused() {
+    let (session, mut server, _) =
+        connect_modern((), SessionOptions::default(), json!({"prompts": {}})).await;
+    let get = tokio::spawn({
+        let session = session.clone();
+        async move { session.get_prompt("p", None, RequestOptions::new()).await }
+    });
+    let request = server.request("prompts/get").await;
+    let mut handle = task("working", json!({}));
+    handle["resultType"] = json!("task");
+    server.respond(request.id.clone(), handle.clone()).await;
+    let err = get.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.message().contains("\"task\""), "{err}");
+
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move { session.call_tool("t", None, RequestOptions::new()).await }
+    });
+    let request = server.request("tools/call").await;
+    server.respond(request.id.clone(), handle).await;
+    let get = server.request("tasks/get").await;
+    server
+        .respond(get.id.clone(), task("paused", json!({})))
+        .await;
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.message().contains("status this client does not know"), "{err}");
+    // Abandoned, so the server is asked to cancel it.
+    let cancel = server.request("tasks/cancel").await;
+    assert_eq!(params(&cancel)["taskId"], "t-7");
+    session.close().await;
 }
