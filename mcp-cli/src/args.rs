@@ -27,6 +27,17 @@ pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// A number of seconds (fractions allowed), more than zero and at most a day.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(secs)),
+        Ok(_) => Err(format!(
+            "expected seconds between 0 and 86400, found {text}"
+        )),
+        Err(_) => Err(format!("expected a number of seconds, found {text:?}")),
+    }
+}
+
 /// A `--arg` value for a tool: JSON when it parses (numbers, booleans, null, objects, arrays,
 /// quoted strings), the raw text otherwise.
 pub fn tool_value(raw: &str) -> Value {

@@ -1,11 +1,12 @@
 //! The command line (clap derive definitions).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::args::{parse_json_object, parse_key_value};
+use crate::args::{parse_json_object, parse_key_value, parse_seconds};
 
 /// The exit codes, shown at the end of `--help`.
 pub const EXIT_CODES: &str = "\
@@ -72,7 +73,12 @@ pub enum Command {
 A --arg value is parsed as JSON when it parses (42, true, {\"a\":1}, [1,2]) and taken as a\n\
 string otherwise. Progress is drawn on stderr when it is a terminal. Ctrl-C cancels the call\n\
 (exit 130). A result with isError prints its text on stderr and exits 1.\n\n\
-Example: mcph call fixture__add --arg a=2 --arg b=40"
+A 2026-07-28 server may run a call as a task (Tasks extension): mcph waits for it within
+--timeout either way; --task shows the task id and its status changes on stderr, and with
+--no-wait prints the task and returns at once (then see `mcph task`).
+
+Examples: mcph call fixture__add --arg a=2 --arg b=40
+          mcph call fixture__job --arg duration_ms=2000 --task"
     )]
     Call {
         /// The tool, `server__tool` (see `mcph tools`)
@@ -83,6 +89,24 @@ Example: mcph call fixture__add --arg a=2 --arg b=40"
         /// One argument, KEY=VALUE (repeatable)
         #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         args: Vec<(String, String)>,
+        /// Handle a task the server makes of the call: show its id and status on stderr
+        #[arg(long)]
+        task: bool,
+        /// With --task: print the task (id and status) and return without waiting
+        #[arg(long, requires = "task")]
+        no_wait: bool,
+        /// How long the call may take, in seconds, a task included (default: the server's
+        /// tool timeout)
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
+
+    /// Tasks of the Tasks extension (`mcph call --task --no-wait` starts one): show, wait for
+    /// or cancel a task by its id
+    Task {
+        /// What to do.
+        #[command(subcommand)]
+        command: TaskCommand,
     },
 
     /// List the resources of every ready server
@@ -114,6 +138,35 @@ Example: mcph call fixture__add --arg a=2 --arg b=40"
         /// One argument, KEY=VALUE (repeatable; values are strings)
         #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         args: Vec<(String, String)>,
+    },
+}
+
+/// `mcph task …`.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Show a task's status (and its result or error once it ended)
+    Get {
+        /// The server that runs it (as named in the configuration)
+        server: String,
+        /// The task id
+        id: String,
+    },
+    /// Wait for a task to end and print its result, answering what it asks on the way
+    Wait {
+        /// The server that runs it (as named in the configuration)
+        server: String,
+        /// The task id
+        id: String,
+        /// How long to wait, in seconds
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds, default_value = "300")]
+        timeout: Duration,
+    },
+    /// Ask the server to cancel a task (cooperative: `mcph task get` shows how it ended)
+    Cancel {
+        /// The server that runs it (as named in the configuration)
+        server: String,
+        /// The task id
+        id: String,
     },
 }
 
@@ -173,6 +226,7 @@ mod tests {
                 name,
                 arguments,
                 args,
+                ..
             } => {
                 assert_eq!(name, "s__t");
                 assert_eq!(arguments.unwrap()["a"], 1);

@@ -45,11 +45,17 @@ pub fn resolve(explicit: Option<&Path>, cwd: &Path) -> Result<(ClientConfig, Sou
     Ok((embedded_default(&exe), Source::Embedded))
 }
 
-/// The built-in configuration: one stdio server `fixture` running `<exe> __fixture-server`.
+/// The built-in configuration: one stdio server `fixture` running
+/// `<exe> __fixture-server --era dual` (it speaks 2026-07-28, with the Tasks extension, and the
+/// 2025 era to older clients).
 pub fn embedded_default(exe: &Path) -> ClientConfig {
     let transport = TransportConfig::Stdio {
         command: exe.to_string_lossy().into_owned(),
-        args: vec![FIXTURE_SUBCOMMAND.to_owned()],
+        args: vec![
+            FIXTURE_SUBCOMMAND.to_owned(),
+            "--era".to_owned(),
+            "dual".to_owned(),
+        ],
         env: BTreeMap::new(),
         cwd: None,
     };
@@ -79,7 +85,7 @@ mod tests {
         match &server.transport {
             TransportConfig::Stdio { command, args, .. } => {
                 assert_eq!(command, "/bin/mcph");
-                assert_eq!(args, &["__fixture-server"]);
+                assert_eq!(args, &["__fixture-server", "--era", "dual"]);
             }
             other => panic!("{other:?}"),
         }

@@ -194,7 +194,18 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
             name,
             arguments,
             args,
-        } => commands::call::run(client, name, arguments.clone(), args, json).await,
+            task,
+            no_wait,
+            timeout,
+        } => {
+            let mode = commands::call::CallMode {
+                task: *task,
+                no_wait: *no_wait,
+                timeout: *timeout,
+            };
+            commands::call::run(client, name, arguments.clone(), args, mode, json).await
+        }
+        Command::Task { command } => commands::task::run(client, command, json).await,
         Command::Resources => commands::resources::list(client, json).await,
         Command::Read { uri, server } => {
             commands::resources::read(client, uri, server.as_deref(), json).await

@@ -192,6 +192,11 @@ pub fn warn(text: &str) {
     eprintln!("warning: {text}");
 }
 
+/// A line about what is happening, on stderr (stdout stays the result).
+pub fn note(text: &str) {
+    eprintln!("{text}");
+}
+
 /// A progress bar drawn on stderr, only when stderr is a terminal.
 #[derive(Debug)]
 pub struct Progress {

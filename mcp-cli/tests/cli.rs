@@ -495,3 +495,92 @@ fn remote_servers_of_every_http_type_are_reached() {
         assert_eq!(run.stdout.trim(), name);
     }
 }
+
+/// `mcph call --task` against the built-in fixture (2026-07-28, Tasks extension): the task's
+/// id and status changes on stderr, its result on stdout; a failed task exits non-zero.
+#[test]
+fn call_with_task_shows_the_task_and_prints_its_result() {
+    let env = Env::new();
+    let run = env.run(&["call", "fixture__job", "--arg", "duration_ms=100", "--task"]);
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "job done after 100 ms");
+    assert!(
+        run.stderr.contains("task task-1 on fixture: working"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("task task-1 on fixture: completed"),
+        "{}",
+        run.stderr
+    );
+    let run = env.run(&["call", "fixture__job", "--arg", "fail=true", "--task"]);
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the job failed, as asked"),
+        "{}",
+        run.stderr
+    );
+    // Without --task the task is followed all the same; --timeout bounds it.
+    let run = env.run(&[
+        "call",
+        "fixture__job",
+        "--arg",
+        "duration_ms=60000",
+        "--timeout",
+        "0.3",
+    ]);
+    run.assert_code(6);
+    assert!(run.stderr.contains("asked to cancel"), "{}", run.stderr);
+}
+
+/// A task outlives the process that started it: `call --task --no-wait` against a remote
+/// server prints its id, and later invocations get, wait for and cancel it by id.
+#[test]
+fn tasks_are_held_by_id_across_invocations() {
+    let env = Env::new();
+    let http = HttpFixtureProcess::start(&["--era", "dual"]);
+    let base = http.url.trim_end_matches('/');
+    let config = json!({"mcpServers": {"remote": {"type": "http", "url": format!("{base}/mcp")}}});
+    env.cwd.write(".mcp.json", &config.to_string());
+    let run = env.run(&[
+        "call",
+        "remote__job",
+        "--arg",
+        "duration_ms=300",
+        "--task",
+        "--no-wait",
+        "--json",
+    ]);
+    run.assert_code(0);
+    let task = run.json();
+    assert_eq!(task["status"], "working", "{task}");
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let run = env.run(&["task", "get", "remote", &id]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with(&format!("task {id} on remote: ")),
+        "{}",
+        run.stdout
+    );
+    let run = env.run(&["task", "wait", "remote", &id, "--json"]);
+    run.assert_code(0);
+    assert_eq!(run.json()["content"][0]["text"], "job done after 300 ms");
+
+    let run = env.run(&[
+        "call",
+        "remote__job",
+        "--arg",
+        "duration_ms=60000",
+        "--task",
+        "--no-wait",
+        "--json",
+    ]);
+    let id = run.json()["taskId"].as_str().unwrap().to_owned();
+    let run = env.run(&["task", "cancel", "remote", &id]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("it is now cancelled"), "{}", run.stdout);
+    let run = env.run(&["task", "get", "remote", "no-such-task"]);
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("Unknown task"), "{}", run.stderr);
+}

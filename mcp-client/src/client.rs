@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
 
+use mcp_core::extensions::tasks::{Task, ToolCallOutcome, RESULT_TYPE_TASK};
 use mcp_core::types::{
     CallToolResult, GetPromptResult, Implementation, LoggingLevel, Prompt, ReadResourceResult,
     Resource,
 };
 use mcp_core::{
     BoxService, ClientHandler, ClientSession, Delivery, Error, ErrorKind, McpService,
-    McpServiceExt, Operation, RequestOptions, SessionOptions,
+    McpServiceExt, Operation, Payload, RequestOptions, SessionOptions,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -236,13 +237,60 @@ impl McpClient {
     /// Calls a tool by its qualified name with per-call options (progress, deadline). Without
     /// an explicit timeout the server's `tool_timeout` applies. The call is retried only when
     /// that is safe: the tool is annotated read-only or idempotent, or the failure proves the
-    /// server never received it.
+    /// server never received it. A call a 2026-07-28 server runs as a task (Tasks extension)
+    /// is followed to its end within the same deadline.
     pub async fn call_tool_with(
         &self,
         qualified_name: &str,
         arguments: Option<Value>,
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
+        self.traced_tool_call(qualified_name, arguments, options, |payload| {
+            let result = parse_tool_result(payload)?;
+            let is_error = result.is_error();
+            Ok((result, is_error))
+        })
+        .await
+    }
+
+    /// Calls a tool by its qualified name, handing back the task when the server runs the call
+    /// as one (Tasks extension) instead of following it: poll, wait for or cancel it through
+    /// [`service`](Self::service) and [`TasksExt`](mcp_core::extensions::tasks::TasksExt).
+    pub async fn call_tool_as_task(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<ToolCallOutcome, Error> {
+        self.traced_tool_call(
+            qualified_name,
+            arguments,
+            options.returning_task(),
+            |payload| {
+                if mcp_core::result_type(&payload).as_str() == RESULT_TYPE_TASK {
+                    let task: Task = payload.into_typed().map_err(|e| {
+                        Error::protocol(format!("invalid task in the tools/call answer: {e}"))
+                            .with_delivery(Delivery::Answered)
+                    })?;
+                    return Ok((ToolCallOutcome::Task(task), false));
+                }
+                let result = parse_tool_result(payload)?;
+                let is_error = result.is_error();
+                Ok((ToolCallOutcome::Completed(result), is_error))
+            },
+        )
+        .await
+    }
+
+    /// One `tools/call` through the server's stack, in a span with the outcome recorded;
+    /// `parse` reads the answer and says whether it is a tool error.
+    async fn traced_tool_call<T>(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+        parse: impl FnOnce(Payload) -> Result<(T, bool), Error>,
+    ) -> Result<T, Error> {
         // Borrowed from the catalog snapshot (held for the call): a definition can be large.
         let catalog = self.tools();
         let entry = catalog.get(qualified_name).ok_or_else(|| {
@@ -273,22 +321,17 @@ impl McpClient {
             .call(operation)
             .instrument(span.clone())
             .await
-            .and_then(|payload| {
-                payload.into_typed::<CallToolResult>().map_err(|e| {
-                    Error::protocol(format!("invalid tools/call result: {e}"))
-                        .with_delivery(Delivery::Answered)
-                })
-            })
+            .and_then(parse)
             .map_err(|e| e.with_subject(qualified_name));
         let outcome = match &result {
-            Ok(r) if r.is_error() => "tool_error",
+            Ok((_, true)) => "tool_error",
             Ok(_) => "success",
             Err(e) if e.kind() == ErrorKind::Timeout => "timeout",
             Err(_) => "error",
         };
         span.record("mcp.outcome", outcome);
         match &result {
-            Ok(r) if r.is_error() => {
+            Ok((_, true)) => {
                 span.record("error.type", "tool_error");
             }
             Err(e) => {
@@ -302,7 +345,7 @@ impl McpClient {
             outcome,
             "tool call finished"
         );
-        result
+        result.map(|(value, _)| value)
     }
 
     /// Resources of every ready server, in configuration order.
@@ -697,4 +740,11 @@ impl Inner {
             let _ = self.catalog_changes.send(change);
         }
     }
+}
+
+/// Parses a `tools/call` answer.
+fn parse_tool_result(payload: Payload) -> Result<CallToolResult, Error> {
+    payload.into_typed::<CallToolResult>().map_err(|e| {
+        Error::protocol(format!("invalid tools/call result: {e}")).with_delivery(Delivery::Answered)
+    })
 }

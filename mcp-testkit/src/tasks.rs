@@ -95,7 +95,9 @@ impl Shared {
         }
         entry.task.remove("inputRequests");
         entry.task.insert("status".into(), Value::from(status));
-        entry.task.insert("lastUpdatedAt".into(), Value::from(now_iso8601()));
+        entry
+            .task
+            .insert("lastUpdatedAt".into(), Value::from(now_iso8601()));
         for (key, value) in members {
             entry.task.insert(key.into(), value);
         }
@@ -191,6 +193,10 @@ impl TaskStore {
             }
             entry.task.remove("inputRequests");
             entry.task.insert("status".into(), Value::from("working"));
+            entry.task.insert(
+                "statusMessage".into(),
+                Value::from("confirmed; the job is running"),
+            );
             entry
                 .task
                 .insert("lastUpdatedAt".into(), Value::from(now_iso8601()));
@@ -284,10 +290,13 @@ async fn run_job(shared: Arc<Shared>, id: String, spec: JobSpec) {
                 shared.set(
                     &id,
                     "failed",
-                    vec![(
-                        "error",
-                        json!({"code": crate::jsonrpc::INTERNAL_ERROR, "message": "no confirmation arrived"}),
-                    )],
+                    vec![
+                        (
+                            "error",
+                            json!({"code": crate::jsonrpc::INTERNAL_ERROR, "message": "no confirmation arrived"}),
+                        ),
+                        ("statusMessage", Value::from("no confirmation arrived")),
+                    ],
                 );
                 return;
             }
@@ -297,24 +306,33 @@ async fn run_job(shared: Arc<Shared>, id: String, spec: JobSpec) {
             shared.set(
                 &id,
                 "completed",
-                vec![(
-                    "result",
-                    tool_error(format!("the job was not confirmed ({action:?})")),
-                )],
+                vec![
+                    (
+                        "result",
+                        tool_error(format!("the job was not confirmed ({action:?})")),
+                    ),
+                    ("statusMessage", Value::from("not confirmed")),
+                ],
             );
             return;
         }
-        confirmed = format!(" (confirmed: {})", answer.get("content").unwrap_or(&Value::Null));
+        confirmed = format!(
+            " (confirmed: {})",
+            answer.get("content").unwrap_or(&Value::Null)
+        );
     }
     tokio::time::sleep(Duration::from_millis(spec.duration_ms) - half).await;
     if spec.fail {
         shared.set(
             &id,
             "failed",
-            vec![(
-                "error",
-                json!({"code": crate::jsonrpc::INTERNAL_ERROR, "message": "the job failed, as asked"}),
-            )],
+            vec![
+                (
+                    "error",
+                    json!({"code": crate::jsonrpc::INTERNAL_ERROR, "message": "the job failed, as asked"}),
+                ),
+                ("statusMessage", Value::from("failed")),
+            ],
         );
         return;
     }

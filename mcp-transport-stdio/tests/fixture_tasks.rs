@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use common::*;
 use mcp_core::extensions::tasks::{TaskStatus, TasksExt, ToolCallOutcome, TASKS_EXTENSION};
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_core::{ClientHandler, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{
+    ClientHandler, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, SessionOptions,
+};
 use serde_json::json;
 
 /// Confirms every elicitation (`{"confirm": true}`) and counts them.
@@ -48,7 +50,11 @@ async fn a_tool_call_run_as_a_task_is_followed_to_its_result() {
         .extension(TASKS_EXTENSION)
         .is_some());
     let result = session
-        .call_tool("job", Some(json!({"duration_ms": 150})), RequestOptions::new())
+        .call_tool(
+            "job",
+            Some(json!({"duration_ms": 150})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(result.text(), "job done after 150 ms");
@@ -141,7 +147,11 @@ async fn failed_and_cancelled_tasks_are_errors() {
     assert!(err.message().contains("the job failed, as asked"), "{err}");
 
     let ToolCallOutcome::Task(task) = session
-        .call_tool_as_task("job", Some(json!({"duration_ms": 60_000})), RequestOptions::new())
+        .call_tool_as_task(
+            "job",
+            Some(json!({"duration_ms": 60_000})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap()
     else {
@@ -204,7 +214,11 @@ async fn without_the_extension_no_task_is_ever_returned() {
     )
     .await;
     let outcome = session
-        .call_tool_as_task("job", Some(json!({"duration_ms": 20})), RequestOptions::new())
+        .call_tool_as_task(
+            "job",
+            Some(json!({"duration_ms": 20})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert!(matches!(outcome, ToolCallOutcome::Completed(r) if r.text() == "job done after 20 ms"));
@@ -218,7 +232,11 @@ async fn without_the_extension_no_task_is_ever_returned() {
     let (session, _) = connect(&[]).await;
     assert_eq!(session.era(), mcp_core::Era::Legacy);
     let result = session
-        .call_tool("job", Some(json!({"duration_ms": 20})), RequestOptions::new())
+        .call_tool(
+            "job",
+            Some(json!({"duration_ms": 20})),
+            RequestOptions::new(),
+        )
         .await
         .unwrap();
     assert_eq!(result.text(), "job done after 20 ms");

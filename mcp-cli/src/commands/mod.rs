@@ -5,6 +5,7 @@ pub mod call;
 pub mod prompts;
 pub mod resources;
 pub mod servers;
+pub mod task;
 pub mod tools;
 
 use mcp_client::{McpClient, ServerReport, ServerStatus};

@@ -215,7 +215,8 @@ pub trait TasksExt: McpService {
         arguments: Option<Value>,
         options: RequestOptions,
     ) -> impl Future<Output = Result<ToolCallOutcome, Error>> + Send {
-        let operation = Operation::call_tool(name, arguments).with_options(options.returning_task());
+        let operation =
+            Operation::call_tool(name, arguments).with_options(options.returning_task());
         async move {
             let answer = self.call(operation).await?;
             if crate::session::result_type(&answer).as_str() == RESULT_TYPE_TASK {
@@ -278,7 +279,8 @@ pub trait TasksExt: McpService {
 
 impl<S: McpService + ?Sized> TasksExt for S {}
 
-/// A `tasks/*` request about `task_id` (the subject errors and metrics name).
+/// A `tasks/*` request about `task_id`. No subject: per-subject policies (breakers, metrics)
+/// are per tool, and task ids are many.
 pub(crate) fn task_operation(
     method: &'static str,
     task_id: &str,
@@ -289,7 +291,7 @@ pub(crate) fn task_operation(
     if let Some((key, value)) = extra {
         params.insert(key.into(), value);
     }
-    Operation::new(method, Some(Payload::Value(Value::Object(params)))).with_subject(task_id)
+    Operation::new(method, Some(Payload::Value(Value::Object(params))))
 }
 
 /// Parses a task handle or state.

@@ -39,9 +39,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub(crate) use ext::call_tool_result;
 pub(crate) use ext::encode_error;
 pub use ext::McpServiceExt;
-pub(crate) use ext::call_tool_result;
 
 use crate::error::Error;
 use crate::jsonrpc::Payload;

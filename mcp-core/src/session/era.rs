@@ -559,7 +559,10 @@ impl ClientSession {
             }
             let deadline = options.deadline;
             let responses = match &asked.input_requests {
-                Some(requests) => self.answer_input_requests(method, requests, deadline).await?,
+                Some(requests) => {
+                    self.answer_input_requests(method, requests, deadline)
+                        .await?
+                }
                 None => Map::new(),
             };
             retry_params = Some(with_input_responses(

@@ -137,7 +137,10 @@ pub(crate) use crate::sync::lock;
 
 /// The capabilities every modern request declares: the handler's, plus the extensions the
 /// session itself implements.
-fn modern_capabilities(mut capabilities: ClientCapabilities, options: &SessionOptions) -> serde_json::Value {
+fn modern_capabilities(
+    mut capabilities: ClientCapabilities,
+    options: &SessionOptions,
+) -> serde_json::Value {
     if options.tasks {
         capabilities
             .extensions

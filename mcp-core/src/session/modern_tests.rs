@@ -827,7 +827,9 @@ async fn a_task_is_followed_and_each_input_request_answered_once() {
     let update = server.request("tasks/update").await;
     assert_eq!(params(&update)["taskId"], "t-7");
     assert_eq!(params(&update)["inputResponses"]["k1"]["action"], "accept");
-    server.respond(update.id.clone(), json!({"resultType": "complete"})).await;
+    server
+        .respond(update.id.clone(), json!({"resultType": "complete"}))
+        .await;
     // The server has not caught up yet: the same request again, which is not asked again.
     let get = server.request("tasks/get").await;
     server
@@ -877,7 +879,10 @@ async fn tasks_outside_tools_call_and_unknown_statuses_are_refused() {
         .respond(get.id.clone(), task("paused", json!({})))
         .await;
     let err = call.await.unwrap().unwrap_err();
-    assert!(err.message().contains("status this client does not know"), "{err}");
+    assert!(
+        err.message().contains("status this client does not know"),
+        "{err}"
+    );
     // Abandoned, so the server is asked to cancel it.
     let cancel = server.request("tasks/cancel").await;
     assert_eq!(params(&cancel)["taskId"], "t-7");

@@ -23,7 +23,9 @@ use tokio::time::Instant;
 use super::reader::OutboxItem;
 use super::{ClientSession, RequestOptions, SessionShared};
 use crate::error::{Delivery, Error};
-use crate::extensions::tasks::{parse_task, Task, TaskStatus, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
+use crate::extensions::tasks::{
+    parse_task, Task, TaskStatus, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE,
+};
 use crate::jsonrpc::{Message, Payload, Request};
 use crate::session::request::human_duration;
 
@@ -107,7 +109,10 @@ impl ClientSession {
             if !updated {
                 let interval = task
                     .poll_interval_ms
-                    .map_or(self.shared.options.task_poll_interval, Duration::from_millis)
+                    .map_or(
+                        self.shared.options.task_poll_interval,
+                        Duration::from_millis,
+                    )
                     .clamp(MIN_POLL, MAX_POLL);
                 let wake = Instant::now() + interval;
                 if wake >= deadline {
@@ -161,16 +166,21 @@ impl Drop for CancelGuard {
             return;
         };
         let mut params = Map::with_capacity(1);
-        params.insert("taskId".into(), Value::String(std::mem::take(&mut self.task_id)));
+        params.insert(
+            "taskId".into(),
+            Value::String(std::mem::take(&mut self.task_id)),
+        );
         let additions = shared.meta_additions(None, true);
-        let params =
-            match super::era::with_request_meta(Some(Payload::Value(Value::Object(params))), &additions) {
-                Ok(params) => params,
-                Err(e) => {
-                    tracing::debug!(error = %e, "could not build tasks/cancel");
-                    return;
-                }
-            };
+        let params = match super::era::with_request_meta(
+            Some(Payload::Value(Value::Object(params))),
+            &additions,
+        ) {
+            Ok(params) => params,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not build tasks/cancel");
+                return;
+            }
+        };
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(id, "cancelling an abandoned task");
         shared.queue(OutboxItem::Send(Message::Request(Request::new(

@@ -4,7 +4,9 @@
 //!
 //! Every Streamable HTTP session (`Mcp-Session-Id`) and every legacy SSE connection has its own
 //! [`FixtureServer`](crate::FixtureServer); under `--http-stateless` one implicit session serves
-//! everything.
+//! everything. Under `--era dual|modern`, a POST without a session id whose
+//! `MCP-Protocol-Version` is 2026-07-28 goes to one implicit modern server (the era has no
+//! sessions; its tasks live there).
 //!
 //! # Streamable HTTP (`/mcp`)
 //! - POST: `Accept` must cover `application/json` and `text/event-stream` (406),
@@ -203,6 +205,10 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
     let listener = TcpListener::bind(addr).await?;
     let local_addr = listener.local_addr()?;
     let stateless = options.http_stateless.then(|| Session::new(None, &options));
+    let modern = options
+        .era
+        .serves_modern()
+        .then(|| Session::new(None, &options));
     let oauth = options
         .oauth
         .clone()
@@ -212,6 +218,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
         oauth,
         sessions: Mutex::new(HashMap::new()),
         stateless,
+        modern,
         legacy: Mutex::new(HashMap::new()),
         posts: AtomicU64::new(0),
         call_faults: faults::CallFaults::default(),
@@ -232,6 +239,8 @@ pub(crate) struct Shared {
     pub(crate) oauth: Option<crate::oauth::AuthServer>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub(crate) stateless: Option<Arc<Session>>,
+    /// `--era dual|modern`: the server of the 2026-07-28 requests (which carry no session id).
+    pub(crate) modern: Option<Arc<Session>>,
     pub(crate) legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
     posts: AtomicU64,
     pub(crate) call_faults: faults::CallFaults,
@@ -278,7 +287,7 @@ impl Shared {
         for session in sessions {
             session.close();
         }
-        if let Some(session) = &self.stateless {
+        for session in self.stateless.iter().chain(&self.modern) {
             session.close();
         }
         let legacy: Vec<_> = lock(&self.legacy).drain().map(|(_, s)| s).collect();

@@ -120,6 +120,11 @@ fn find_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Re
         return Ok(Arc::clone(session));
     }
     let Some(id) = header_str(headers, SESSION_HEADER) else {
+        if let Some(modern) = &shared.modern {
+            if header_str(headers, PROTOCOL_VERSION_HEADER) == Some(crate::modern::MODERN_VERSION) {
+                return Ok(Arc::clone(modern));
+            }
+        }
         return Err(Reject::new(
             StatusCode::BAD_REQUEST,
             "Bad Request: missing Mcp-Session-Id header",
@@ -144,12 +149,16 @@ fn find_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Re
     Ok(session)
 }
 
-/// Checks `MCP-Protocol-Version` (absent is fine: the server then assumes 2025-03-26).
-fn check_protocol_version(headers: &HeaderMap) -> Result<(), Reject> {
+/// Checks `MCP-Protocol-Version` (absent is fine: the server then assumes 2025-03-26; 2026-07-28
+/// only when the fixture serves that era).
+fn check_protocol_version(shared: &Shared, headers: &HeaderMap) -> Result<(), Reject> {
     match headers.get(PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
         Some(value) => match value.to_str() {
             Ok(v) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => Ok(()),
+            Ok(v) if v == crate::modern::MODERN_VERSION && shared.options.era.serves_modern() => {
+                Ok(())
+            }
             _ => Err(Reject::new(
                 StatusCode::BAD_REQUEST,
                 format!(
@@ -209,7 +218,7 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
         }
     };
     if !is_initialize {
-        if let Err(reject) = check_protocol_version(&headers) {
+        if let Err(reject) = check_protocol_version(shared, &headers) {
             return reject.response();
         }
     }
@@ -340,7 +349,7 @@ fn get(shared: &Shared, headers: &HeaderMap) -> HttpResponse {
         Ok(session) => session,
         Err(reject) => return reject.response(),
     };
-    if let Err(reject) = check_protocol_version(headers) {
+    if let Err(reject) = check_protocol_version(shared, headers) {
         return reject.response();
     }
     let rx = match header_str(headers, "last-event-id") {
