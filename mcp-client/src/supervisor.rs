@@ -45,6 +45,10 @@ pub struct SupervisionPolicy {
     pub health_check_timeout: Duration,
     /// How long a burst of `tools/list_changed` notifications is gathered into one refresh.
     pub list_changed_debounce: Duration,
+    /// The shortest time a tool list is kept before it is listed again because its `ttlMs`
+    /// (2026-07-28 cache hint) ran out. A list without a positive `ttlMs` is kept until a
+    /// `list_changed` or a reconnect.
+    pub min_list_ttl: Duration,
 }
 
 impl Default for SupervisionPolicy {
@@ -53,6 +57,7 @@ impl Default for SupervisionPolicy {
             reconnect_delays: [0, 1, 2, 4, 8].map(Duration::from_secs).to_vec(),
             health_check_timeout: Duration::from_secs(5),
             list_changed_debounce: Duration::from_millis(50),
+            min_list_ttl: Duration::from_secs(1),
         }
     }
 }
@@ -110,6 +115,8 @@ pub(crate) struct Supervisor {
     /// The last [`HISTORY`] status changes, with when they happened.
     history: Mutex<std::collections::VecDeque<(Instant, ServerStatus)>>,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// When the current tool list's `ttlMs` runs out (then it is listed again).
+    tools_stale_at: Mutex<Option<tokio::time::Instant>>,
 }
 
 /// How many status changes a supervisor remembers.
@@ -160,6 +167,7 @@ impl Supervisor {
             last_error: Mutex::new(None),
             history: Mutex::new(std::collections::VecDeque::new()),
             task: Mutex::new(None),
+            tools_stale_at: Mutex::new(None),
         })
     }
 
@@ -458,8 +466,12 @@ impl Supervisor {
             let setup = async {
                 self.renew_subscriptions(&session).await;
                 session
-                    .list_all_tools(RequestOptions::new().with_deadline(deadline))
+                    .list_all_tools_with_hints(RequestOptions::new().with_deadline(deadline))
                     .await
+                    .map(|(tools, hints)| {
+                        self.note_freshness(&hints);
+                        tools
+                    })
             };
             match setup.await {
                 Ok(tools) => Ok((session, tools)),
@@ -497,9 +509,16 @@ impl Supervisor {
         listener: &dyn SupervisorListener,
     ) -> Error {
         loop {
+            let stale_at = *lock(&self.tools_stale_at);
             let event = tokio::select! {
                 reason = session.closed() => return reason,
                 event = inbox.recv() => event,
+                () = sleep_until_some(stale_at) => {
+                    tracing::debug!(server = %self.name, "the tool list's ttlMs ran out; listing again");
+                    *lock(&self.tools_stale_at) = None;
+                    self.refresh_tools(session, listener).await;
+                    continue;
+                }
             };
             match event {
                 // Unreachable while the supervisor holds its own sender; be safe anyway.
@@ -533,8 +552,9 @@ impl Supervisor {
 
     async fn refresh_tools(&self, session: &ClientSession, listener: &dyn SupervisorListener) {
         let options = RequestOptions::new().with_timeout(self.request_timeout);
-        match session.list_all_tools(options).await {
-            Ok(tools) => {
+        match session.list_all_tools_with_hints(options).await {
+            Ok((tools, hints)) => {
+                self.note_freshness(&hints);
                 tracing::debug!(server = %self.name, tools = tools.len(), "tool list refreshed");
                 self.state.send_modify(|s| s.tools = Some(Arc::new(tools)));
                 listener.tools_changed(&self.name);
@@ -543,6 +563,13 @@ impl Supervisor {
                 tracing::warn!(server = %self.name, error = %e, "refreshing the tool list failed")
             }
         }
+    }
+
+    /// Schedules the next listing for when a tool list's `ttlMs` runs out.
+    fn note_freshness(&self, hints: &mcp_core::types::CacheHints) {
+        let ttl = hints.fresh_for();
+        *lock(&self.tools_stale_at) = (!ttl.is_zero())
+            .then(|| tokio::time::Instant::now() + ttl.max(self.policy.min_list_ttl));
     }
 
     /// Pings the session; `Some(reason)` when it is gone.
@@ -556,6 +583,14 @@ impl Supervisor {
             // The server answered (an error): it is alive.
             Err(_) => None,
         }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -35,6 +35,8 @@ struct Script {
     subscribed: Mutex<Vec<String>>,
     /// Whether servers answer pings.
     deaf_to_pings: std::sync::atomic::AtomicBool,
+    /// The `ttlMs` of `tools/list` answers.
+    tools_ttl_ms: Mutex<Option<i64>>,
 }
 
 impl Script {
@@ -87,7 +89,12 @@ async fn serve(mut end: ServerEnd, script: Arc<Script>) {
             }),
             "tools/list" => {
                 script.tools_lists.fetch_add(1, Ordering::SeqCst);
-                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+                let mut list =
+                    json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]});
+                if let Some(ttl) = *lock(&script.tools_ttl_ms) {
+                    list["ttlMs"] = json!(ttl);
+                }
+                list
             }
             "ping" if script.deaf_to_pings.load(Ordering::SeqCst) => continue,
             "resources/subscribe" => {
@@ -383,6 +390,38 @@ async fn a_burst_of_list_changed_costs_one_refresh() {
         "start + one refresh"
     );
     assert_eq!(recorder.tools_changed.load(Ordering::SeqCst), 2);
+}
+
+/// The tool list is listed again when its `ttlMs` runs out (never more often than
+/// `min_list_ttl`), and kept until a `list_changed` when it has no TTL.
+#[tokio::test(start_paused = true)]
+async fn a_tool_list_is_listed_again_when_its_ttl_runs_out() {
+    let script = Arc::new(Script::default());
+    *lock(&script.tools_ttl_ms) = Some(5_000);
+    script.plan(&[Plan::Serve]);
+    let sup = supervisor(&script, Duration::from_secs(10));
+    let recorder = Arc::new(Recorder::default());
+    sup.start(recorder.clone());
+    wait_until(&sup, ServerStatus::is_ready).await;
+    let listed = script.tools_lists.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(12_500)).await;
+    assert_eq!(
+        script.tools_lists.load(Ordering::SeqCst) - listed,
+        2,
+        "at 5 s and 10 s"
+    );
+    // A TTL shorter than the floor is listed at the floor's pace.
+    *lock(&script.tools_ttl_ms) = Some(10);
+    tokio::time::sleep(Duration::from_millis(2_600)).await;
+    let listed = script.tools_lists.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert_eq!(script.tools_lists.load(Ordering::SeqCst) - listed, 3);
+    // No TTL: kept.
+    *lock(&script.tools_ttl_ms) = None;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let listed = script.tools_lists.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(script.tools_lists.load(Ordering::SeqCst), listed);
 }
 
 #[tokio::test(start_paused = true)]

@@ -115,8 +115,8 @@ async fn list_all<S, R, T>(
     service: &S,
     method: &'static str,
     options: RequestOptions,
-    split: impl Fn(R) -> (Vec<T>, Option<String>),
-) -> Result<Vec<T>, Error>
+    split: impl Fn(R) -> (Vec<T>, Option<String>, CacheHints),
+) -> Result<(Vec<T>, CacheHints), Error>
 where
     S: McpService + ?Sized,
     R: DeserializeOwned,
@@ -124,11 +124,24 @@ where
     let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
     let split = &split;
     let options = &options;
-    collect_pages(method, max_pages, |cursor| {
+    // The whole list is as fresh as its least fresh page.
+    let hints = std::sync::Mutex::new(None::<CacheHints>);
+    let hints_ref = &hints;
+    let items = collect_pages(method, max_pages, |cursor| {
         let page = list_page::<S, R>(service, method, cursor, options.clone());
-        async move { page.await.map(split) }
+        async move {
+            let (items, next, page_hints) = split(page.await?);
+            let mut merged = crate::sync::lock(hints_ref);
+            *merged = Some(match merged.take() {
+                None => page_hints,
+                Some(so_far) => so_far.merge(&page_hints),
+            });
+            Ok((items, next))
+        }
     })
-    .await
+    .await?;
+    let hints = crate::sync::lock(&hints).take().unwrap_or_default();
+    Ok((items, hints))
 }
 
 /// The MCP methods, typed, on any [`McpService`]. Every method takes [`RequestOptions`]
@@ -184,11 +197,29 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<Tool>, Error>> + Send {
+        async move {
+            list_all(
+                self,
+                methods::TOOLS_LIST,
+                options,
+                |page: ListToolsResult| (page.tools, page.next_cursor, page.cache),
+            )
+            .await
+            .map(|(tools, _)| tools)
+        }
+    }
+
+    /// [`list_all_tools`](Self::list_all_tools) with the list's cache hints (2026-07-28
+    /// `ttlMs` / `cacheScope`; merged over the pages: the shortest TTL, the narrowest scope).
+    fn list_all_tools_with_hints(
+        &self,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<(Vec<Tool>, CacheHints), Error>> + Send {
         list_all(
             self,
             methods::TOOLS_LIST,
             options,
-            |page: ListToolsResult| (page.tools, page.next_cursor),
+            |page: ListToolsResult| (page.tools, page.next_cursor, page.cache),
         )
     }
 
@@ -232,12 +263,16 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<Resource>, Error>> + Send {
-        list_all(
-            self,
-            methods::RESOURCES_LIST,
-            options,
-            |page: ListResourcesResult| (page.resources, page.next_cursor),
-        )
+        async move {
+            list_all(
+                self,
+                methods::RESOURCES_LIST,
+                options,
+                |page: ListResourcesResult| (page.resources, page.next_cursor, page.cache),
+            )
+            .await
+            .map(|(items, _)| items)
+        }
     }
 
     /// `resources/templates/list`: one page.
@@ -254,12 +289,18 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<ResourceTemplate>, Error>> + Send {
-        list_all(
-            self,
-            methods::RESOURCES_TEMPLATES_LIST,
-            options,
-            |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor),
-        )
+        async move {
+            list_all(
+                self,
+                methods::RESOURCES_TEMPLATES_LIST,
+                options,
+                |page: ListResourceTemplatesResult| {
+                    (page.resource_templates, page.next_cursor, page.cache)
+                },
+            )
+            .await
+            .map(|(items, _)| items)
+        }
     }
 
     /// `resources/read`.
@@ -315,12 +356,16 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<Prompt>, Error>> + Send {
-        list_all(
-            self,
-            methods::PROMPTS_LIST,
-            options,
-            |page: ListPromptsResult| (page.prompts, page.next_cursor),
-        )
+        async move {
+            list_all(
+                self,
+                methods::PROMPTS_LIST,
+                options,
+                |page: ListPromptsResult| (page.prompts, page.next_cursor, page.cache),
+            )
+            .await
+            .map(|(items, _)| items)
+        }
     }
 
     /// `prompts/get` with string arguments.

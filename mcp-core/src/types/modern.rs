@@ -103,6 +103,24 @@ impl CacheHints {
     pub fn fresh_for(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.ttl_ms.unwrap_or(0).max(0) as u64)
     }
+
+    /// The hints of two parts of one result (pages of a list): the shorter TTL (absent on
+    /// either side: absent) and the narrower scope.
+    pub fn merge(&self, other: &CacheHints) -> CacheHints {
+        CacheHints {
+            ttl_ms: match (self.ttl_ms, other.ttl_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                _ => None,
+            },
+            cache_scope: match (self.cache_scope, other.cache_scope) {
+                (Some(CacheScope::Private), _) | (_, Some(CacheScope::Private)) => {
+                    Some(CacheScope::Private)
+                }
+                (Some(a), Some(_)) => Some(a),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// Who may cache a result.
