@@ -14,8 +14,9 @@
 //! [`ErrorKind::Network`](crate::ErrorKind::Network) error that says why.
 //!
 //! Files: this one holds the session's lifecycle (connect, handshake, re-initialization, close);
-//! `era.rs` the two eras (probe, per-request `_meta`, multi round-trip requests, removed
-//! methods); `listen.rs` the modern `subscriptions/listen` stream; `request.rs` the request
+//! `era.rs` the two eras (the probe, the fallback, the memo); `meta.rs` the per-request
+//! `_meta`; `modern.rs` modern requests (removed methods, multi round-trip requests, version
+//! refusals); `tasks.rs` following a task of the Tasks extension; `listen.rs` the modern `subscriptions/listen` stream; `request.rs` the request
 //! path; `reader.rs` the reader and outbox tasks; `server_requests.rs` server→client requests;
 //! `pending.rs` the pending table.
 //!
@@ -28,6 +29,8 @@
 mod era;
 mod handler;
 mod listen;
+mod meta;
+mod modern;
 mod notifications;
 mod options;
 mod pending;
@@ -46,8 +49,9 @@ use serde_json::Map;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
-pub use era::{result_type, EraMemo};
+pub use era::EraMemo;
 pub use handler::{ClientHandler, StaticRoots};
+pub use modern::result_type;
 pub use notifications::{NotificationEvent, NotificationStream, ServerNotification};
 pub use options::{ProgressCallback, RequestOptions, SessionOptions};
 
@@ -57,7 +61,7 @@ use crate::service::{McpService, Operation};
 use crate::transport::{Transport, TransportReceiver, TransportSender};
 use crate::types::*;
 use crate::version::{Era, ProtocolVersion};
-use era::ModernMeta;
+use meta::ModernMeta;
 use pending::PendingTable;
 use reader::{run_outbox, run_reader, OutboxItem, OUTBOX_CAPACITY};
 pub(crate) use request::human_duration;

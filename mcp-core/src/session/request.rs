@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::era::with_request_meta;
+use super::meta::with_request_meta;
 use super::pending::{PendingRequest, ProgressState};
 use super::reader::OutboxItem;
 use super::{ClientSession, RequestOptions, SessionShared};

@@ -171,7 +171,7 @@ impl Drop for CancelGuard {
             Value::String(std::mem::take(&mut self.task_id)),
         );
         let additions = shared.meta_additions(None, true);
-        let params = match super::era::with_request_meta(
+        let params = match super::meta::with_request_meta(
             Some(Payload::Value(Value::Object(params))),
             &additions,
         ) {

@@ -16,12 +16,12 @@ const STEP: Duration = Duration::from_secs(5);
 
 /// The progress-token part of the one `_meta` function.
 fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Error> {
-    let additions = era::MetaAdditions {
+    let additions = meta::MetaAdditions {
         progress_token: Some(id),
         modern: None,
         log_level: None,
     };
-    era::with_request_meta(params, &additions).map(|p| p.expect("params are created"))
+    meta::with_request_meta(params, &additions).map(|p| p.expect("params are created"))
 }
 
 /// Plays the server side of a [`ChannelTransport`] message by message.

@@ -1,0 +1,180 @@
+//! The `_meta` every request carries: the progress token and, in the modern era, the protocol
+//! version, client capabilities, client info and log level — added in one place
+//! ([`with_request_meta`]), spliced as text into raw parameters.
+
+use serde_json::{Map, Value};
+
+use super::SessionShared;
+use crate::error::{Delivery, Error, ErrorKind};
+use crate::jsonrpc::Payload;
+use crate::service::encode_error;
+use crate::types::{meta, LoggingLevel};
+use crate::version::ProtocolVersion;
+
+/// The `_meta` members every modern request carries, built once per session.
+pub(super) struct ModernMeta {
+    members: Map<String, Value>,
+    /// The same members as JSON object members without braces, for splicing into raw text.
+    text: String,
+}
+
+impl ModernMeta {
+    pub(super) fn new(shared_capabilities: Value, client_info: Value) -> ModernMeta {
+        let mut members = Map::with_capacity(3);
+        members.insert(
+            meta::PROTOCOL_VERSION.into(),
+            Value::from(ProtocolVersion::V2026_07_28.as_str()),
+        );
+        members.insert(meta::CLIENT_CAPABILITIES.into(), shared_capabilities);
+        members.insert(meta::CLIENT_INFO.into(), client_info);
+        let object = Value::Object(members.clone()).to_string();
+        let text = object[1..object.len() - 1].to_owned();
+        ModernMeta { members, text }
+    }
+}
+
+/// What is added to one request's `_meta`.
+pub(super) struct MetaAdditions<'a> {
+    /// `progressToken`.
+    pub(super) progress_token: Option<i64>,
+    /// The modern protocol fields.
+    pub(super) modern: Option<&'a ModernMeta>,
+    /// `io.modelcontextprotocol/logLevel` (modern only).
+    pub(super) log_level: Option<LoggingLevel>,
+}
+
+impl MetaAdditions<'_> {
+    fn is_empty(&self) -> bool {
+        self.progress_token.is_none() && self.modern.is_none()
+    }
+
+    /// The members as object-member text (no braces).
+    fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut text = String::with_capacity(32 + self.modern.map_or(0, |m| m.text.len()));
+        if let Some(id) = self.progress_token {
+            let _ = write!(text, "\"progressToken\":{id}");
+        }
+        if let Some(modern) = self.modern {
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(&modern.text);
+            if let Some(level) = self.log_level {
+                let level = serde_json::to_string(&level).unwrap_or_else(|_| "\"info\"".into());
+                let _ = write!(text, ",\"{}\":{level}", meta::LOG_LEVEL);
+            }
+        }
+        text
+    }
+
+    /// Adds the members to a `_meta` object; members the caller set are kept.
+    fn insert_into(&self, target: &mut Map<String, Value>) {
+        if let Some(id) = self.progress_token {
+            target
+                .entry("progressToken")
+                .or_insert_with(|| Value::from(id));
+        }
+        if let Some(modern) = self.modern {
+            // The session's protocol fields win: they must match the transport's headers and
+            // what the session's handler can answer.
+            for (key, value) in &modern.members {
+                target.insert(key.clone(), value.clone());
+            }
+            if let Some(level) = self.log_level {
+                target
+                    .entry(meta::LOG_LEVEL)
+                    .or_insert_with(|| serde_json::to_value(level).unwrap_or(Value::Null));
+            }
+        }
+    }
+}
+
+/// Adds `additions` to a request's `params._meta` (creating both if absent). Raw parameters get
+/// the members spliced in as text, so pass-through arguments are never parsed into a tree.
+pub(super) fn with_request_meta(
+    params: Option<Payload>,
+    additions: &MetaAdditions<'_>,
+) -> Result<Option<Payload>, Error> {
+    if additions.is_empty() {
+        return Ok(params);
+    }
+    let not_an_object = || {
+        Error::new(
+            ErrorKind::InvalidParams,
+            "request params must be a JSON object",
+        )
+        .with_delivery(Delivery::NotSent)
+    };
+    match params {
+        None => Ok(Some(Payload::Shared(
+            crate::jsonrpc::SharedJson::from_valid_json(format!(
+                "{{\"_meta\":{{{}}}}}",
+                additions.text()
+            )),
+        ))),
+        Some(Payload::Value(Value::Object(mut map))) => {
+            match map.get_mut("_meta") {
+                Some(Value::Object(existing)) => additions.insert_into(existing),
+                _ => {
+                    let mut fresh = Map::with_capacity(4);
+                    additions.insert_into(&mut fresh);
+                    map.insert("_meta".into(), Value::Object(fresh));
+                }
+            }
+            Ok(Some(Payload::Value(Value::Object(map))))
+        }
+        Some(payload @ (Payload::Raw(_) | Payload::Shared(_))) => {
+            let json = payload.to_json_string();
+            let text = json.trim();
+            let Some(body) = text.strip_prefix('{') else {
+                return Err(not_an_object());
+            };
+            // Most parameters have no `_meta` at all: the text check (which also sees an
+            // escaped key) is enough to know. With one, insert into it the way values do.
+            if text.contains("meta\"") && has_top_level_meta(text) {
+                drop(json);
+                let value = payload.into_value().map_err(encode_error)?;
+                return with_request_meta(Some(Payload::Value(value)), additions);
+            }
+            let body = body.trim_start();
+            let members = additions.text();
+            let spliced = if body.starts_with('}') {
+                format!("{{\"_meta\":{{{members}}}}}")
+            } else {
+                format!("{{\"_meta\":{{{members}}},{body}")
+            };
+            // A member added at the front of a valid object is a valid object: no second parse.
+            Ok(Some(Payload::Shared(
+                crate::jsonrpc::SharedJson::from_valid_json(spliced),
+            )))
+        }
+        Some(Payload::Value(_)) => Err(not_an_object()),
+    }
+}
+
+fn has_top_level_meta(object_text: &str) -> bool {
+    // Owned keys, so that an escaped `"\u005fmeta"` is seen as `_meta` too.
+    serde_json::from_str::<std::collections::HashMap<String, serde::de::IgnoredAny>>(object_text)
+        .map(|m| m.contains_key("_meta"))
+        .unwrap_or(false)
+}
+
+impl SessionShared {
+    /// The `_meta` additions of one request.
+    pub(super) fn meta_additions(
+        &self,
+        progress_token: Option<i64>,
+        modern: bool,
+    ) -> MetaAdditions<'_> {
+        MetaAdditions {
+            progress_token,
+            modern: modern.then_some(&self.modern_meta),
+            log_level: if modern {
+                *crate::sync::lock(&self.log_level)
+            } else {
+                None
+            },
+        }
+    }
+}
