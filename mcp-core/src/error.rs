@@ -504,8 +504,8 @@ impl Default for ErrorCodeTable {
     ///
     /// | code | kind |
     /// |---|---|
-    /// | -32602 with "unknown tool" / "tool [*] not found" / "no such tool" | ToolNotFound |
-    /// | -32602 with "unknown resource" / "resource [*] not found" | Resource |
+    /// | -32602 with "unknown tool" / "tool \[*\] not found" / "no such tool" | ToolNotFound |
+    /// | -32602 with "unknown resource" / "resource \[*\] not found" | Resource |
     /// | -32602 | InvalidParams |
     /// | -32700, -32600, -32601 | Protocol |
     /// | -32603 | Tool |
