@@ -73,11 +73,12 @@ pub enum Command {
 A --arg value is parsed as JSON when it parses (42, true, {\"a\":1}, [1,2]) and taken as a\n\
 string otherwise. Progress is drawn on stderr when it is a terminal. Ctrl-C cancels the call\n\
 (exit 130). A result with isError prints its text on stderr and exits 1.\n\n\
-A 2026-07-28 server may run a call as a task (Tasks extension): mcph waits for it within
---timeout either way; --task shows the task id and its status changes on stderr, and with
---no-wait prints the task and returns at once (then see `mcph task`).
-
-Examples: mcph call fixture__add --arg a=2 --arg b=40
+A 2026-07-28 server may run a call as a task (Tasks extension): mcph waits for it within\n\
+--timeout either way (and without --task cancels it when the time runs out or on Ctrl-C);\n\
+--task shows the task id and its status when it starts and ends on stderr, leaves the task\n\
+running if the wait is cut short, and with --no-wait prints the task and returns at once\n\
+(then see `mcph task`; a stdio server's tasks end with mcph).\n\n\
+Examples: mcph call fixture__add --arg a=2 --arg b=40\n\
           mcph call fixture__job --arg duration_ms=2000 --task"
     )]
     Call {
@@ -89,7 +90,8 @@ Examples: mcph call fixture__add --arg a=2 --arg b=40
         /// One argument, KEY=VALUE (repeatable)
         #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         args: Vec<(String, String)>,
-        /// Handle a task the server makes of the call: show its id and status on stderr
+        /// Handle a task the server makes of the call: show its id and status on stderr, and
+        /// leave it running if the wait is cut short
         #[arg(long)]
         task: bool,
         /// With --task: print the task (id and status) and return without waiting

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
 
-use mcp_core::extensions::tasks::{Task, ToolCallOutcome, RESULT_TYPE_TASK};
+use mcp_core::extensions::tasks::ToolCallOutcome;
 use mcp_core::types::{
     CallToolResult, GetPromptResult, Implementation, LoggingLevel, Prompt, ReadResourceResult,
     Resource,
@@ -246,7 +246,10 @@ impl McpClient {
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
         self.traced_tool_call(qualified_name, arguments, options, |payload| {
-            let result = parse_tool_result(payload)?;
+            let result = payload.into_typed::<CallToolResult>().map_err(|e| {
+                Error::protocol(format!("invalid tools/call result: {e}"))
+                    .with_delivery(Delivery::Answered)
+            })?;
             let is_error = result.is_error();
             Ok((result, is_error))
         })
@@ -267,16 +270,9 @@ impl McpClient {
             arguments,
             options.returning_task(),
             |payload| {
-                if mcp_core::result_type(&payload).as_str() == RESULT_TYPE_TASK {
-                    let task: Task = payload.into_typed().map_err(|e| {
-                        Error::protocol(format!("invalid task in the tools/call answer: {e}"))
-                            .with_delivery(Delivery::Answered)
-                    })?;
-                    return Ok((ToolCallOutcome::Task(task), false));
-                }
-                let result = parse_tool_result(payload)?;
-                let is_error = result.is_error();
-                Ok((ToolCallOutcome::Completed(result), is_error))
+                let outcome = ToolCallOutcome::from_answer(payload, qualified_name)?;
+                let is_error = outcome.is_tool_error();
+                Ok((outcome, is_error))
             },
         )
         .await
@@ -740,11 +736,4 @@ impl Inner {
             let _ = self.catalog_changes.send(change);
         }
     }
-}
-
-/// Parses a `tools/call` answer.
-fn parse_tool_result(payload: Payload) -> Result<CallToolResult, Error> {
-    payload.into_typed::<CallToolResult>().map_err(|e| {
-        Error::protocol(format!("invalid tools/call result: {e}")).with_delivery(Delivery::Answered)
-    })
 }

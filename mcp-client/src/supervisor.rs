@@ -516,7 +516,7 @@ impl Supervisor {
                 () = sleep_until_some(stale_at) => {
                     tracing::debug!(server = %self.name, "the tool list's ttlMs ran out; listing again");
                     *lock(&self.tools_stale_at) = None;
-                    self.refresh_tools(session, listener).await;
+                    self.refresh_tools(session, listener, Refresh::Expired).await;
                     continue;
                 }
             };
@@ -535,7 +535,8 @@ impl Supervisor {
                     if more.lists {
                         listener.lists_changed(&self.name);
                     }
-                    self.refresh_tools(session, listener).await;
+                    self.refresh_tools(session, listener, Refresh::Announced)
+                        .await;
                 }
                 Some(SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged) => {
                     listener.lists_changed(&self.name);
@@ -550,17 +551,35 @@ impl Supervisor {
         }
     }
 
-    async fn refresh_tools(&self, session: &ClientSession, listener: &dyn SupervisorListener) {
+    /// Lists the tools again. `Why::Expired` (the list's `ttlMs` ran out) tells the catalog
+    /// only when something changed, and retries a failed listing later.
+    async fn refresh_tools(
+        &self,
+        session: &ClientSession,
+        listener: &dyn SupervisorListener,
+        why: Refresh,
+    ) {
         let options = RequestOptions::new().with_timeout(self.request_timeout);
         match session.list_all_tools_with_hints(options).await {
             Ok((tools, hints)) => {
                 self.note_freshness(&hints);
                 tracing::debug!(server = %self.name, tools = tools.len(), "tool list refreshed");
-                self.state.send_modify(|s| s.tools = Some(Arc::new(tools)));
-                listener.tools_changed(&self.name);
+                let mut changed = true;
+                self.state.send_modify(|s| {
+                    changed = s.tools.as_deref() != Some(&tools);
+                    s.tools = Some(Arc::new(tools));
+                });
+                if changed || why == Refresh::Announced {
+                    listener.tools_changed(&self.name);
+                }
             }
             Err(e) => {
-                tracing::warn!(server = %self.name, error = %e, "refreshing the tool list failed")
+                tracing::warn!(server = %self.name, error = %e, "refreshing the tool list failed");
+                if why == Refresh::Expired {
+                    *lock(&self.tools_stale_at) = Some(
+                        tokio::time::Instant::now() + self.policy.min_list_ttl.max(RETRY_EXPIRED),
+                    );
+                }
             }
         }
     }
@@ -585,6 +604,18 @@ impl Supervisor {
         }
     }
 }
+
+/// Why a tool list is listed again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refresh {
+    /// The server announced a change (`list_changed`).
+    Announced,
+    /// Its `ttlMs` ran out.
+    Expired,
+}
+
+/// How soon a listing after an expired `ttlMs` that failed is tried again (at the least).
+const RETRY_EXPIRED: Duration = Duration::from_secs(5);
 
 /// Sleeps until `at`, or forever without one.
 async fn sleep_until_some(at: Option<tokio::time::Instant>) {

@@ -11,7 +11,7 @@
 //! extension gets the job run inline (no `confirm`: that needs a task, `-32021`).
 //!
 //! Every job is a tokio task owned by the [`TaskStore`]; dropping the store (with the server)
-//! aborts them.
+//! aborts them. Tasks are kept for the server's life (`ttlMs` is advertised, not enforced).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -269,20 +269,32 @@ async fn run_job(shared: Arc<Shared>, id: String, spec: JobSpec) {
                 }
             }
         });
+        // One critical section: a `tasks/update` must never see the request without its
+        // answer slot.
         {
             let mut requests = Map::new();
             requests.insert(key.clone(), request);
-            shared.set(
-                &id,
-                "input_required",
-                vec![
-                    ("inputRequests", Value::Object(requests)),
-                    ("statusMessage", Value::from("waiting for confirmation")),
-                ],
-            );
-            if let Some(entry) = shared.lock().get_mut(&id) {
-                entry.waiting = Some((key, reply));
+            let mut tasks = shared.lock();
+            let Some(entry) = tasks.get_mut(&id) else {
+                return;
+            };
+            if is_terminal(&entry.task) {
+                return;
             }
+            entry
+                .task
+                .insert("status".into(), Value::from("input_required"));
+            entry
+                .task
+                .insert("inputRequests".into(), Value::Object(requests));
+            entry.task.insert(
+                "statusMessage".into(),
+                Value::from("waiting for confirmation"),
+            );
+            entry
+                .task
+                .insert("lastUpdatedAt".into(), Value::from(now_iso8601()));
+            entry.waiting = Some((key, reply));
         }
         let answer = match tokio::time::timeout(Duration::from_millis(TASK_TTL_MS), answer).await {
             Ok(Ok(answer)) => answer,

@@ -44,7 +44,8 @@ pub async fn run(
     let bar = progress.clone();
     let mut options = RequestOptions::new().on_progress(move |p| bar.0.update(p));
     if let Some(timeout) = mode.timeout {
-        options = options.with_timeout(timeout);
+        // One deadline for the call and the wait for its task.
+        options = options.with_deadline(tokio::time::Instant::now() + timeout);
     }
     let result = if mode.task {
         let outcome = client

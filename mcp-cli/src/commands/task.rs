@@ -19,7 +19,15 @@ pub async fn run(client: &McpClient, command: &TaskCommand, json: bool) -> Resul
             let task = service(client, server)?
                 .get_task(id, RequestOptions::new())
                 .await?;
-            print_task(server, &task, json)
+            print_task(server, &task, json)?;
+            if !json && task.status.is_terminal() {
+                // What it ended with: the result's text, or the error.
+                match task.into_tool_result() {
+                    Ok(result) => output::print(&output::render_contents(&result.content))?,
+                    Err(e) => output::print(&format!("error: {}\n", e.message()))?,
+                }
+            }
+            Ok(())
         }
         TaskCommand::Wait {
             server,
@@ -38,26 +46,34 @@ pub async fn run(client: &McpClient, command: &TaskCommand, json: bool) -> Resul
             }
             match ended.status {
                 TaskStatus::Completed => print_result(id, &ended.into_tool_result()?, json),
-                _ if json => print_task(server, &ended, json),
-                _ => Err(ended.into_tool_result().err().map_or_else(
-                    || CliError::Other(format!("task {id} ended without a result")),
-                    CliError::from,
-                )),
+                _ => {
+                    if json {
+                        print_task(server, &ended, json)?;
+                    }
+                    Err(ended.into_tool_result().err().map_or_else(
+                        || CliError::Other(format!("task {id} ended without a result")),
+                        CliError::from,
+                    ))
+                }
             }
         }
         TaskCommand::Cancel { server, id } => {
             let service = service(client, server)?;
             service.cancel_task(id, RequestOptions::new()).await?;
-            let task = service.get_task(id, RequestOptions::new()).await?;
+            // The server may forget a cancelled task at once: its state is a bonus.
+            let task = service.get_task(id, RequestOptions::new()).await.ok();
             if json {
                 return output::print(&output::json(
                     &json!({"cancelRequested": true, "task": task}),
                 )?);
             }
-            output::print(&format!(
-                "asked {server} to cancel task {id}; it is now {}\n",
-                task.status
-            ))
+            match task {
+                Some(task) => output::print(&format!(
+                    "asked {server} to cancel task {id}; it is now {}\n",
+                    task.status
+                )),
+                None => output::print(&format!("asked {server} to cancel task {id}\n")),
+            }
         }
     }
 }

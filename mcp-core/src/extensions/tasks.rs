@@ -204,6 +204,22 @@ pub enum ToolCallOutcome {
     Task(Task),
 }
 
+impl ToolCallOutcome {
+    /// Reads a `tools/call` answer that may be a task handle (`resultType: "task"`); `name` is
+    /// the tool, for errors.
+    pub fn from_answer(answer: Payload, name: &str) -> Result<ToolCallOutcome, Error> {
+        if crate::session::result_type(&answer).as_str() == RESULT_TYPE_TASK {
+            return parse_task(answer, methods::TOOLS_CALL).map(ToolCallOutcome::Task);
+        }
+        crate::service::call_tool_result(answer, name).map(ToolCallOutcome::Completed)
+    }
+
+    /// Whether the tool answered at once with an `isError` result.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, ToolCallOutcome::Completed(r) if r.is_error())
+    }
+}
+
 /// The Tasks extension's requests, on any [`McpService`] (a session, or a stack of layers
 /// around one).
 pub trait TasksExt: McpService {
@@ -217,13 +233,7 @@ pub trait TasksExt: McpService {
     ) -> impl Future<Output = Result<ToolCallOutcome, Error>> + Send {
         let operation =
             Operation::call_tool(name, arguments).with_options(options.returning_task());
-        async move {
-            let answer = self.call(operation).await?;
-            if crate::session::result_type(&answer).as_str() == RESULT_TYPE_TASK {
-                return parse_task(answer, methods::TOOLS_CALL).map(ToolCallOutcome::Task);
-            }
-            crate::service::call_tool_result(answer, name).map(ToolCallOutcome::Completed)
-        }
+        async move { ToolCallOutcome::from_answer(self.call(operation).await?, name) }
     }
 
     /// `tasks/get`: the task's current state.
@@ -244,8 +254,10 @@ pub trait TasksExt: McpService {
         task_id: &str,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Task, Error>> + Send {
-        let operation =
-            task_operation(TASKS_GET, task_id, None).with_options(options.waiting_for_task());
+        // Not a pure read (it answers the task's input requests): never repeated by a retry.
+        let operation = task_operation(TASKS_GET, task_id, None)
+            .with_options(options.waiting_for_task())
+            .with_idempotent(false);
         async move { parse_task(self.call(operation).await?, TASKS_GET) }
     }
 

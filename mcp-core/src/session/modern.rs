@@ -84,19 +84,26 @@ impl ClientSession {
         if !multi_round {
             let wait = method == TASKS_GET && options.wait_for_task;
             let answer = self.issue_modern(method, params, options.clone()).await?;
+            // `tasks/get` answers may carry the handle's own type; nothing else may.
+            let is_task = |t: &ResultType| {
+                method == TASKS_GET
+                    && matches!(t, ResultType::Other(t) if t.as_str() == RESULT_TYPE_TASK)
+            };
             return match result_type(&answer) {
-                ResultType::Complete if wait => {
+                t if wait && (t == ResultType::Complete || is_task(&t)) => {
                     let task = parse_task(answer, method)?;
                     let ended = self
                         .follow_task(method, task, &options, OnAbandon::Keep)
                         .await?;
                     serde_json::to_value(ended)
                         .map(Payload::Value)
-                        .map_err(encode_error)
+                        .map_err(|e| {
+                            Error::protocol(format!("{method}: cannot re-encode the task: {e}"))
+                                .with_delivery(Delivery::Answered)
+                        })
                 }
                 ResultType::Complete => Ok(answer),
-                // `tasks/get` answers may carry the handle's own type; nothing else may.
-                ResultType::Other(t) if t == RESULT_TYPE_TASK && method == TASKS_GET => Ok(answer),
+                t if is_task(&t) => Ok(answer),
                 other => Err(unexpected_result_type(method, &other)),
             };
         }
@@ -112,9 +119,13 @@ impl ClientSession {
             match result_type(&answer) {
                 ResultType::Complete => return Ok(answer),
                 ResultType::InputRequired => {}
-                // Only a `tools/call` may become a task (and only because the session declared
-                // the extension).
-                ResultType::Other(t) if t == RESULT_TYPE_TASK && method == methods::TOOLS_CALL => {
+                // Only a `tools/call` may become a task, and only because the session declared
+                // the extension.
+                ResultType::Other(t)
+                    if t == RESULT_TYPE_TASK
+                        && method == methods::TOOLS_CALL
+                        && self.shared.options.tasks =>
+                {
                     if options.return_task {
                         return Ok(answer);
                     }

@@ -789,9 +789,9 @@ fn task(status: &str, extra: Value) -> Value {
     task
 }
 
-/// A `tools/call` answered with a task is followed to its end: polls at the (clamped)
-/// interval, an input request shown again by an eventually consistent server is answered
-/// only once, and the caller gets the task's result as the call's.
+/// A `tools/call` answered with a task is followed to its end: `tasks/get` carries the task id
+/// and the protocol `_meta`, an input request shown again by an eventually consistent server is
+/// answered only once, and the caller gets the task's result as the call's.
 #[tokio::test]
 async fn a_task_is_followed_and_each_input_request_answered_once() {
     let handler = CountingConfirms::default();
@@ -887,4 +887,74 @@ async fn tasks_outside_tools_call_and_unknown_statuses_are_refused() {
     let cancel = server.request("tasks/cancel").await;
     assert_eq!(params(&cancel)["taskId"], "t-7");
     session.close().await;
+}
+
+/// A poll interval longer than the time left still gets one last look before the deadline.
+#[tokio::test]
+async fn a_task_gets_a_last_look_before_the_deadline() {
+    let (session, mut server, _) = connect_modern(
+        (),
+        SessionOptions::default(),
+        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move {
+            let options = RequestOptions::new().with_timeout(Duration::from_millis(800));
+            session.call_tool("build", None, options).await
+        }
+    });
+    let request = server.request("tools/call").await;
+    let mut handle = task("working", json!({"pollIntervalMs": 600_000}));
+    handle["resultType"] = json!("task");
+    server.respond(request.id.clone(), handle).await;
+    let get = server.request("tasks/get").await;
+    server
+        .respond(
+            get.id.clone(),
+            task(
+                "completed",
+                json!({"result": {"content": [{"type": "text", "text": "just in time"}]}}),
+            ),
+        )
+        .await;
+    assert_eq!(call.await.unwrap().unwrap().text(), "just in time");
+    session.close().await;
+}
+
+/// A failure while following a task says the call was sent: a retry layer must not send the
+/// `tools/call` (which the server already answered with a task) again.
+#[tokio::test]
+async fn errors_while_following_a_task_never_say_not_sent() {
+    let (session, mut server, _) = connect_modern(
+        (),
+        SessionOptions::default(),
+        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move {
+            session
+                .call_tool("build", None, RequestOptions::new())
+                .await
+        }
+    });
+    let request = server.request("tools/call").await;
+    let mut handle = task("working", json!({}));
+    handle["resultType"] = json!("task");
+    server.respond(request.id.clone(), handle).await;
+    let get = server.request("tasks/get").await;
+    server
+        .respond(
+            get.id.clone(),
+            task("working", json!({"pollIntervalMs": 100})),
+        )
+        .await;
+    // The server goes away: the next poll cannot even be sent.
+    drop(server);
+    let err = call.await.unwrap().unwrap_err();
+    assert_ne!(err.delivery(), Some(crate::Delivery::NotSent), "{err}");
+    assert!(err.delivery().is_some(), "{err}");
 }

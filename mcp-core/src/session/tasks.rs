@@ -1,6 +1,6 @@
 //! Following a task of the Tasks extension to its end (see
 //! [`extensions::tasks`](crate::extensions::tasks)): poll `tasks/get` at the server's
-//! `pollIntervalMs` (kept within [`MIN_POLL`] and [`MAX_POLL`]), answer each input request once
+//! `pollIntervalMs` (kept within [`MIN_POLL`] and [`MAX_POLL`], and always once just before the deadline), answer each input request once
 //! through the session's handler and send the answers with `tasks/update`, all within the
 //! request's one deadline.
 //!
@@ -24,15 +24,18 @@ use super::reader::OutboxItem;
 use super::{ClientSession, RequestOptions, SessionShared};
 use crate::error::{Delivery, Error};
 use crate::extensions::tasks::{
-    parse_task, Task, TaskStatus, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE,
+    parse_task, task_operation, Task, TaskStatus, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE,
 };
-use crate::jsonrpc::{Message, Payload, Request};
+use crate::jsonrpc::{Message, Request};
 use crate::session::request::human_duration;
 
 /// The shortest poll interval honoured, whatever the server suggests.
 pub(super) const MIN_POLL: Duration = Duration::from_millis(20);
-/// The longest poll interval honoured (a task is looked at least this often).
-pub(super) const MAX_POLL: Duration = Duration::from_secs(30);
+/// The longest poll interval honoured (a task is looked at least this often, and always once
+/// just before the deadline).
+pub(super) const MAX_POLL: Duration = Duration::from_secs(600);
+/// How long before the deadline the last look at a task is taken.
+const LAST_LOOK: Duration = Duration::from_millis(250);
 
 /// Whether the follower cancels the task when it stops before the task ended.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,19 +49,39 @@ pub(super) enum OnAbandon {
 impl ClientSession {
     /// Polls `task` until it has ended, answering its input requests, and returns it as it
     /// ended. `method` names the request the task runs, for errors.
+    ///
+    /// Every error says the request was sent (at least): the request the task runs was
+    /// answered, so a failed poll must never make a retry layer send it again.
     pub(super) async fn follow_task(
         &self,
         method: &str,
-        mut task: Task,
+        task: Task,
         options: &RequestOptions,
         on_abandon: OnAbandon,
     ) -> Result<Task, Error> {
-        let started = Instant::now();
-        let deadline = options.deadline_from(started, self.shared.options.request_timeout);
         let mut guard = CancelGuard {
             shared: (on_abandon == OnAbandon::Cancel).then(|| Arc::clone(&self.shared)),
             task_id: task.task_id.clone(),
         };
+        let ended = self.poll_until_ended(method, task, options, &guard).await;
+        if ended.is_ok() {
+            guard.disarm();
+        }
+        ended.map_err(|e| match e.delivery() {
+            None | Some(Delivery::NotSent) => e.with_delivery(Delivery::Sent),
+            Some(_) => e,
+        })
+    }
+
+    async fn poll_until_ended(
+        &self,
+        method: &str,
+        mut task: Task,
+        options: &RequestOptions,
+        guard: &CancelGuard,
+    ) -> Result<Task, Error> {
+        let started = Instant::now();
+        let deadline = options.deadline_from(started, self.shared.options.request_timeout);
         let poll_options = RequestOptions {
             deadline: Some(deadline),
             wait_for_task: false,
@@ -67,11 +90,17 @@ impl ClientSession {
         };
         let task_id = task.task_id.clone();
         let mut answered: HashSet<String> = HashSet::new();
+        let mut last_look = false;
         loop {
-            let mut updated = false;
+            let mut interval = task
+                .poll_interval_ms
+                .map_or(
+                    self.shared.options.task_poll_interval,
+                    Duration::from_millis,
+                )
+                .clamp(MIN_POLL, MAX_POLL);
             match task.status {
                 TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled => {
-                    guard.disarm();
                     return Ok(task);
                 }
                 TaskStatus::InputRequired => {
@@ -87,14 +116,15 @@ impl ClientSession {
                             .answer_input_requests(method, &fresh, Some(deadline))
                             .await?;
                         answered.extend(responses.keys().cloned());
-                        let update = crate::extensions::tasks::task_operation(
+                        let update = task_operation(
                             TASKS_UPDATE,
                             &task_id,
                             Some(("inputResponses", Value::Object(responses))),
                         );
                         self.issue_modern(TASKS_UPDATE, update.params, poll_options.clone())
                             .await?;
-                        updated = true;
+                        // The answers may have moved the task on: look again soon.
+                        interval = MIN_POLL;
                     }
                 }
                 TaskStatus::Working => {}
@@ -105,18 +135,10 @@ impl ClientSession {
                     .with_delivery(Delivery::Answered));
                 }
             }
-            // After answering, look again at once: the answers may have moved the task on.
-            if !updated {
-                let interval = task
-                    .poll_interval_ms
-                    .map_or(
-                        self.shared.options.task_poll_interval,
-                        Duration::from_millis,
-                    )
-                    .clamp(MIN_POLL, MAX_POLL);
-                let wake = Instant::now() + interval;
-                if wake >= deadline {
-                    tokio::time::sleep_until(deadline).await;
+            let wake = Instant::now() + interval;
+            if wake >= deadline {
+                // One last look just before the deadline, then give up.
+                if last_look {
                     return Err(Error::timeout(format!(
                         "{method}: task {task_id} was still {} after {}{}",
                         task.status,
@@ -129,9 +151,13 @@ impl ClientSession {
                     ))
                     .with_delivery(Delivery::Sent));
                 }
+                last_look = true;
+                let margin = LAST_LOOK.min((deadline - Instant::now()) / 2);
+                tokio::time::sleep_until(deadline - margin).await;
+            } else {
                 tokio::time::sleep_until(wake).await;
             }
-            let get = crate::extensions::tasks::task_operation(TASKS_GET, &task_id, None);
+            let get = task_operation(TASKS_GET, &task_id, None);
             let answer = self
                 .issue_modern(TASKS_GET, get.params, poll_options.clone())
                 .await?;
@@ -165,16 +191,9 @@ impl Drop for CancelGuard {
         let Some(shared) = self.shared.take() else {
             return;
         };
-        let mut params = Map::with_capacity(1);
-        params.insert(
-            "taskId".into(),
-            Value::String(std::mem::take(&mut self.task_id)),
-        );
+        let cancel = task_operation(TASKS_CANCEL, &self.task_id, None);
         let additions = shared.meta_additions(None, true);
-        let params = match super::meta::with_request_meta(
-            Some(Payload::Value(Value::Object(params))),
-            &additions,
-        ) {
+        let params = match super::meta::with_request_meta(cancel.params, &additions) {
             Ok(params) => params,
             Err(e) => {
                 tracing::debug!(error = %e, "could not build tasks/cancel");
