@@ -9,6 +9,7 @@
 //! scenario is an error too, so it shows up as a failure instead of passing silently.
 
 mod auth;
+mod skills;
 
 use mcp_core::McpServiceExt;
 use mcp_core::RequestOptions;
@@ -104,8 +105,7 @@ fn main() -> ExitCode {
 async fn run(scenario: &str, url: &str) -> Result<(), String> {
     let is_auth = scenario.starts_with("auth/");
     if scenario.starts_with("sep-2640-") {
-        // The skills extension is not implemented: connect and list, nothing more.
-        return connect_and_list(url).await;
+        return skills_host(scenario, url).await;
     }
     if !SCENARIOS.contains(&scenario) && !is_auth {
         return Err(format!(
@@ -128,15 +128,15 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
     outcome
 }
 
-async fn connect_and_list(url: &str) -> Result<(), String> {
+async fn skills_host(scenario: &str, url: &str) -> Result<(), String> {
     let transport = StreamableHttpTransport::new(HttpServerConfig::new(url))
         .map_err(|e| format!("transport: {e}"))?;
     let session = ClientSession::connect(transport, AcceptDefaults, session_options())
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let outcome = session.list_all_tools(RequestOptions::new()).await;
+    let outcome = skills::drive(scenario, &session).await;
     session.close().await;
-    outcome.map(|_| ()).map_err(|e| format!("tools/list: {e}"))
+    outcome
 }
 
 fn session_options() -> SessionOptions {
