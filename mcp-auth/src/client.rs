@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use mcp_core::auth::redact_url;
 use mcp_core::sync::lock;
+use mcp_core::{AuthTarget, AuthorizationValue, Credentials};
 use oauth2::basic::{BasicClient, BasicTokenResponse};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
@@ -27,13 +28,14 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 use url::Url;
 
-use crate::config::{CrossAppAccess, Grant, OAuthConfig};
+use crate::config::{CrossAppAccess, DpopMode, Grant, OAuthConfig};
 use crate::credentials::{
-    unix_now, ClientAuth, ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet,
+    unix_now, ClientAuth, ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet, TokenType,
 };
-use crate::discovery::{discover, AuthMetadata, BearerChallenge};
+use crate::discovery::{discover, AuthMetadata, ResourceChallenge};
+use crate::dpop::{DpopKey, DpopNonces, NonceFrom, TokenHttp};
 use crate::error::AuthError;
-use crate::http::{parse_url, AuthHttp};
+use crate::http::{parse_url, post_form, AuthHttp};
 use crate::jwt::CLIENT_ASSERTION_TYPE;
 use crate::secret::Secret;
 use crate::store::TokenStore;
@@ -220,6 +222,8 @@ struct State {
     /// Step-ups so far, and whether the last one asked for nothing new.
     step_ups: u32,
     repeated_step_up: bool,
+    /// The key DPoP-bound tokens are bound to (made when first needed, stored with them).
+    dpop_key: Option<DpopKey>,
 }
 
 /// The OAuth client of one MCP server.
@@ -235,6 +239,8 @@ pub struct OAuthClient {
     load_lock: tokio::sync::Mutex<()>,
     /// Tells the background refresher that the tokens changed.
     pub(crate) tokens_changed: tokio::sync::Notify,
+    /// The DPoP nonces the authorization server and the MCP server asked for.
+    pub(crate) nonces: DpopNonces,
 }
 
 impl fmt::Debug for OAuthClient {
@@ -258,6 +264,7 @@ impl OAuthClient {
             refresh_lock: tokio::sync::Mutex::new(()),
             load_lock: tokio::sync::Mutex::new(()),
             tokens_changed: tokio::sync::Notify::new(),
+            nonces: DpopNonces::default(),
         })
     }
 
@@ -276,7 +283,7 @@ impl OAuthClient {
     /// again.
     pub async fn discover_auth_metadata(
         &self,
-        challenge: Option<&BearerChallenge>,
+        challenge: Option<&ResourceChallenge>,
     ) -> Result<Arc<AuthMetadata>, AuthError> {
         if let Some(cached) = lock(&self.state).metadata.clone() {
             let moved = challenge
@@ -301,7 +308,10 @@ impl OAuthClient {
     /// authorization server). Returns whether the authorization server changed; if it did, the
     /// tokens of the old one are forgotten, and its client registration is never offered to the
     /// new one (registrations are kept per issuer).
-    pub async fn rediscover(&self, challenge: Option<&BearerChallenge>) -> Result<bool, AuthError> {
+    pub async fn rediscover(
+        &self,
+        challenge: Option<&ResourceChallenge>,
+    ) -> Result<bool, AuthError> {
         let before = lock(&self.state).metadata.clone();
         let metadata = Arc::new(discover(&self.http, &self.config.server_url, challenge).await?);
         let changed = before.is_some_and(|old| {
@@ -364,7 +374,7 @@ impl OAuthClient {
             .headers
             .get(reqwest::header::WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
-            .and_then(BearerChallenge::parse);
+            .and_then(ResourceChallenge::parse);
         self.discover_auth_metadata(challenge.as_ref())
             .await
             .map(Some)
@@ -469,6 +479,7 @@ impl OAuthClient {
             .as_ref()
             .ok_or_else(|| AuthError::Callback("the callback carries no code".into()))?;
         let _guard = self.refresh_lock.lock().await;
+        let key = self.dpop_key_for(&request.metadata)?;
         let oauth = self.token_client(&request.metadata, &request.client)?;
         let redirect = RedirectUrl::new(request.redirect_uri.clone())
             .map_err(|e| AuthError::Config(format!("invalid redirect URI: {e}")))?;
@@ -479,10 +490,11 @@ impl OAuthClient {
             ))
             .set_redirect_uri(Cow::Owned(redirect))
             .add_extra_param("resource", request.metadata.resource_indicator())
-            .request_async(&self.http)
+            .request_async(&self.token_http(key.as_ref()))
             .await
             .map_err(|e| token_error(e, &request.metadata, "authorization_code"))?;
         let tokens = token_set(&response, &request.scopes, None);
+        let tokens = bound(tokens, key.as_ref(), &request.metadata)?;
         self.keep(tokens.clone(), Some(request.client.clone()))
             .await?;
         Ok(tokens)
@@ -544,14 +556,20 @@ impl OAuthClient {
         &self,
         device: &DeviceAuthorization,
     ) -> Result<TokenSet, AuthError> {
+        let key = self.dpop_key_for(&device.metadata)?;
         let oauth = self.token_client(&device.metadata, &device.client)?;
         let response = oauth
             .exchange_device_access_token(&device.details)
             .add_extra_param("resource", device.metadata.resource_indicator())
-            .request_async(&self.http, tokio::time::sleep, Some(device.expires_in))
+            .request_async(
+                &self.token_http(key.as_ref()),
+                tokio::time::sleep,
+                Some(device.expires_in),
+            )
             .await
             .map_err(|e| token_error(e, &device.metadata, "device_code"))?;
         let tokens = token_set(&response, &device.scopes, None);
+        let tokens = bound(tokens, key.as_ref(), &device.metadata)?;
         let _guard = self.refresh_lock.lock().await;
         self.keep(tokens.clone(), Some(device.client.clone()))
             .await?;
@@ -578,27 +596,64 @@ impl OAuthClient {
     /// machine clients — a new one. Fails with [`AuthError::NeedsLogin`] when a user must
     /// authorize.
     pub async fn get_valid_token(&self) -> Result<Secret, AuthError> {
+        self.valid_tokens().await.map(|tokens| tokens.access_token)
+    }
+
+    /// The credentials of one request to the MCP server: a valid access token as
+    /// [`get_valid_token`](Self::get_valid_token) gives it, presented as its type says —
+    /// `Bearer`, or `DPoP` with a fresh proof for `target` carrying the token's hash and the
+    /// server's latest nonce.
+    pub async fn credentials(&self, target: &AuthTarget<'_>) -> Result<Credentials, AuthError> {
+        let tokens = self.valid_tokens().await?;
+        let scheme = tokens.token_type.scheme();
+        let authorization =
+            AuthorizationValue::new(format!("{scheme} {}", tokens.access_token.expose()));
+        let dpop = match tokens.token_type {
+            TokenType::Bearer => None,
+            TokenType::Dpop => {
+                let key = lock(&self.state).dpop_key.clone().ok_or_else(|| {
+                    AuthError::NeedsLogin(
+                        "the DPoP key the stored token is bound to is gone; authorize again".into(),
+                    )
+                })?;
+                let nonce = self.nonces.get(NonceFrom::Resource);
+                Some(key.proof(
+                    target.method,
+                    target.url,
+                    Some(&tokens.access_token),
+                    nonce.as_deref(),
+                )?)
+            }
+        };
+        Ok(Credentials {
+            authorization,
+            dpop,
+        })
+    }
+
+    /// The valid tokens behind [`get_valid_token`](Self::get_valid_token).
+    async fn valid_tokens(&self) -> Result<TokenSet, AuthError> {
         let margin = self.config.refresh_margin;
         if let Some(held) = self.current().await {
             if held.fresh_for(margin) {
-                return Ok(held.tokens.access_token);
+                return Ok(held.tokens);
             }
         }
         let _guard = self.refresh_lock.lock().await;
         let held = self.current().await;
         if let Some(held) = &held {
             if held.fresh_for(margin) {
-                return Ok(held.tokens.access_token.clone());
+                return Ok(held.tokens.clone());
             }
         }
         match self.renew_locked().await {
-            Ok(tokens) => Ok(tokens.access_token),
+            Ok(tokens) => Ok(tokens),
             // A refresh ahead of expiry that failed on the way (the authorization server did
             // not answer) leaves the held token usable until it expires.
             Err(AuthError::Http(e)) => match held.filter(|h| h.fresh_for(Duration::ZERO)) {
                 Some(held) => {
                     warn!("token refresh failed, using the current token until it expires: {e}");
-                    Ok(held.tokens.access_token)
+                    Ok(held.tokens)
                 }
                 None => Err(AuthError::Http(e)),
             },
@@ -649,12 +704,13 @@ impl OAuthClient {
         };
         let metadata = self.discover_auth_metadata(None).await?;
         let client = self.client_identity(&metadata, Purpose::Token).await?;
+        let key = self.dpop_key_for(&metadata)?;
         let oauth = self.token_client(&metadata, &client)?;
         let refresh_token = RefreshToken::new(refresh.expose().to_owned());
         let result = oauth
             .exchange_refresh_token(&refresh_token)
             .add_extra_param("resource", metadata.resource_indicator())
-            .request_async(&self.http)
+            .request_async(&self.token_http(key.as_ref()))
             .await;
         let response = match result {
             Ok(r) => r,
@@ -668,6 +724,7 @@ impl OAuthClient {
             }
         };
         let tokens = token_set(&response, &held.tokens.scopes, Some(refresh));
+        let tokens = bound(tokens, key.as_ref(), &metadata)?;
         debug!(server = %redact_url(self.config.server_url.as_str()), "access token refreshed");
         self.keep(tokens.clone(), None).await?;
         Ok(tokens)
@@ -682,6 +739,7 @@ impl OAuthClient {
         let metadata = self.discover_auth_metadata(None).await?;
         let client = self.client_identity(&metadata, Purpose::Token).await?;
         let scopes = self.scopes_to_request(&metadata);
+        let dpop_key = self.dpop_key_for(&metadata)?;
         let oauth = self.token_client(&metadata, &client)?;
         let mut request = oauth
             .exchange_client_credentials()
@@ -700,10 +758,11 @@ impl OAuthClient {
                 .add_extra_param("client_assertion", assertion.expose().to_owned());
         }
         let response = request
-            .request_async(&self.http)
+            .request_async(&self.token_http(dpop_key.as_ref()))
             .await
             .map_err(|e| token_error(e, &metadata, "client_credentials"))?;
         let tokens = token_set(&response, &scopes, None);
+        let tokens = bound(tokens, dpop_key.as_ref(), &metadata)?;
         self.keep(tokens.clone(), None).await?;
         Ok(tokens)
     }
@@ -740,7 +799,13 @@ impl OAuthClient {
             issuer: None,
         };
         let exchanged = self
-            .form_token_request(&xaa.idp_token_endpoint, Some(&idp), form, "token-exchange")
+            .form_token_request(
+                &xaa.idp_token_endpoint,
+                Some(&idp),
+                form,
+                "token-exchange",
+                None,
+            )
             .await?;
         let jag = exchanged
             .get("access_token")
@@ -790,8 +855,9 @@ impl OAuthClient {
             form.push(("scope", scope.as_str()));
         }
         form.push(("resource", resource.as_str()));
+        let key = self.dpop_key_for(metadata)?;
         let answer = self
-            .form_token_request(&token_endpoint, client, form, "jwt-bearer")
+            .form_token_request(&token_endpoint, client, form, "jwt-bearer", key.as_ref())
             .await?;
         let tokens = token_set_from_json(&answer, scopes).ok_or_else(|| {
             AuthError::Http(format!(
@@ -799,17 +865,20 @@ impl OAuthClient {
                 redact_url(token_endpoint.as_str())
             ))
         })?;
+        let tokens = bound(tokens, key.as_ref(), metadata)?;
         self.keep(tokens.clone(), None).await?;
         Ok(tokens)
     }
 
-    /// A token request the `oauth2` crate has no grant for, with the client's authentication.
+    /// A token request the `oauth2` crate has no grant for, with the client's authentication
+    /// (and a DPoP proof with `key`).
     async fn form_token_request(
         &self,
         endpoint: &Url,
         client: Option<&ClientIdentity>,
         mut form: Vec<(&str, &str)>,
         grant: &'static str,
+        key: Option<&DpopKey>,
     ) -> Result<Value, AuthError> {
         let mut headers = reqwest::header::HeaderMap::new();
         match client.map(|c| (c, c.client_auth())) {
@@ -832,7 +901,7 @@ impl OAuthClient {
             }
             Some((client, ClientAuth::Public)) => form.push(("client_id", &client.client_id)),
         }
-        let fetched = self.http.post_form(endpoint, &form, headers).await?;
+        let fetched = post_form(&self.token_http(key), endpoint, &form, headers).await?;
         let body: Value = serde_json::from_slice(&fetched.body).unwrap_or(Value::Null);
         if !fetched.is_success() {
             return Err(AuthError::TokenRefused {
@@ -870,6 +939,7 @@ impl OAuthClient {
         let mut state = lock(&self.state);
         state.held = None;
         state.client = None;
+        state.dpop_key = None;
         state.loaded = true;
         drop(state);
         self.tokens_changed.notify_waiters();
@@ -891,7 +961,7 @@ impl OAuthClient {
         revoked.push((tokens.access_token.expose(), "access_token"));
         for (token, hint) in revoked {
             let form = vec![("token", token), ("token_type_hint", hint)];
-            self.form_token_request(&endpoint, Some(&client), form, "revocation")
+            self.form_token_request(&endpoint, Some(&client), form, "revocation", None)
                 .await?;
         }
         Ok(Some(redact_url(endpoint.as_str())))
@@ -921,7 +991,7 @@ impl OAuthClient {
     /// union of the granted, the last requested and the challenge's scopes. Fails after
     /// [`MAX_STEP_UPS`] step-ups, and on a second step-up in a row that would ask for nothing
     /// new (the server will not grant what it asks for).
-    pub fn step_up(&self, challenge: &BearerChallenge) -> Result<(), AuthError> {
+    pub fn step_up(&self, challenge: &ResourceChallenge) -> Result<(), AuthError> {
         let server = redact_url(self.config.server_url.as_str());
         let mut state = lock(&self.state);
         let wanted: BTreeSet<String> = challenge.scope.iter().flatten().cloned().collect();
@@ -991,6 +1061,15 @@ impl OAuthClient {
                             if state.client.is_none() {
                                 state.client = stored.client;
                             }
+                            if state.dpop_key.is_none() {
+                                // A key that cannot be read leaves its tokens unusable: the
+                                // server refuses them, and a new authorization follows.
+                                state.dpop_key = stored.dpop_key.and_then(|k| {
+                                    DpopKey::from_secret(&k)
+                                        .map_err(|e| warn!(store = %self.store.describe(), "{e}"))
+                                        .ok()
+                                });
+                            }
                         }
                     }
                     // An unreadable entry (a failing store, a corrupt entry) counts as none
@@ -1035,7 +1114,12 @@ impl OAuthClient {
     ) -> Result<(), AuthError> {
         // Only identities the server issued are stored: configured ones come from the config.
         let client = client.filter(|c| self.config.client_id.as_deref() != Some(&c.client_id));
-        let stored = StoredCredentials { tokens, client };
+        let dpop_key = lock(&self.state).dpop_key.as_ref().map(DpopKey::to_secret);
+        let stored = StoredCredentials {
+            tokens,
+            client,
+            dpop_key,
+        };
         self.store.save(&self.config.store_key, &stored).await?;
         Ok(())
     }
@@ -1223,6 +1307,62 @@ impl OAuthClient {
         })
     }
 
+    /// The DPoP key for a token request, when tokens are to be bound (see [`DpopMode`]): the
+    /// key held (or stored) so far, else a new one. A key is also used whenever the held
+    /// tokens are bound to it (their refresh token may be). Fails when the MCP server takes
+    /// only bound tokens and they cannot be had.
+    fn dpop_key_for(&self, metadata: &AuthMetadata) -> Result<Option<DpopKey>, AuthError> {
+        let mut state = lock(&self.state);
+        let held_bound = state
+            .held
+            .as_ref()
+            .is_some_and(|h| h.tokens.token_type == TokenType::Dpop);
+        let wanted = held_bound
+            || match self.config.dpop {
+                DpopMode::Never => false,
+                DpopMode::Always => metadata.server_offers_dpop(),
+                DpopMode::Auto => metadata.server_offers_dpop() && metadata.resource_offers_dpop(),
+            };
+        if !wanted {
+            if metadata.resource_requires_dpop() {
+                let server = redact_url(self.config.server_url.as_str());
+                let why = if self.config.dpop == DpopMode::Never {
+                    "DPoP is turned off for it (oauth.dpop: never)".to_owned()
+                } else {
+                    format!(
+                        "its authorization server {} cannot bind tokens with ES256 proofs \
+                         (dpop_signing_alg_values_supported: {})",
+                        metadata.authorization_server.issuer,
+                        metadata
+                            .authorization_server
+                            .dpop_signing_alg_values_supported
+                            .as_ref()
+                            .map_or("absent".to_owned(), |algs| format!("{algs:?}"))
+                    )
+                };
+                return Err(AuthError::Unsupported(format!(
+                    "{server} takes only DPoP-bound tokens, but {why}"
+                )));
+            }
+            return Ok(None);
+        }
+        if state.dpop_key.is_none() {
+            let key = DpopKey::generate()?;
+            debug!(jkt = key.thumbprint(), "DPoP key generated");
+            state.dpop_key = Some(key);
+        }
+        Ok(state.dpop_key.clone())
+    }
+
+    /// The HTTP client of a token request: with `key`, every request carries a DPoP proof.
+    fn token_http<'a>(&'a self, key: Option<&'a DpopKey>) -> TokenHttp<'a> {
+        TokenHttp {
+            http: &self.http,
+            key,
+            nonces: &self.nonces,
+        }
+    }
+
     /// An `oauth2` client for the token endpoint with this identity's authentication.
     fn token_client(
         &self,
@@ -1293,6 +1433,7 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 /// the granted scopes (else those requested).
 fn token_set_of(
     access: String,
+    token_type: TokenType,
     refresh: Option<String>,
     expires_in_secs: Option<u64>,
     scope: Option<Vec<String>>,
@@ -1302,6 +1443,7 @@ fn token_set_of(
     let now = unix_now(SystemTime::now());
     TokenSet {
         access_token: Secret::new(access),
+        token_type,
         refresh_token: refresh.map(Secret::new).or(old_refresh),
         expires_at: expires_in_secs.map(|secs| now.saturating_add(secs)),
         scopes: scope.unwrap_or_else(|| requested.to_vec()),
@@ -1316,6 +1458,7 @@ fn token_set(
 ) -> TokenSet {
     token_set_of(
         response.access_token().secret().clone(),
+        TokenType::parse(response.token_type().as_ref()),
         response.refresh_token().map(|r| r.secret().clone()),
         response.expires_in().map(|d| d.as_secs()),
         response.scopes().map(|s| {
@@ -1333,12 +1476,32 @@ fn token_set_from_json(answer: &Value, requested: &[String]) -> Option<TokenSet>
     let text = |name: &str| answer.get(name).and_then(Value::as_str).map(str::to_owned);
     Some(token_set_of(
         text("access_token")?,
+        TokenType::parse(text("token_type").as_deref().unwrap_or("Bearer")),
         text("refresh_token"),
         answer.get("expires_in").and_then(Value::as_u64),
         text("scope").map(|s| s.split_whitespace().map(str::to_owned).collect()),
         requested,
         None,
     ))
+}
+
+/// The tokens of an answer to a request made with `key` (or without): a DPoP-bound token
+/// needs the key its request was proven with.
+fn bound(
+    tokens: TokenSet,
+    key: Option<&DpopKey>,
+    metadata: &AuthMetadata,
+) -> Result<TokenSet, AuthError> {
+    if tokens.token_type == TokenType::Dpop && key.is_none() {
+        return Err(AuthError::Http(format!(
+            "the token endpoint of {} issued a DPoP-bound token to a request without a proof",
+            metadata.authorization_server.issuer
+        )));
+    }
+    if key.is_some() && tokens.token_type == TokenType::Bearer {
+        debug!(issuer = %metadata.authorization_server.issuer, "asked for a DPoP-bound token, got a bearer token");
+    }
+    Ok(tokens)
 }
 
 /// An `oauth2` failure as an [`AuthError`] — never with the response body, which may hold a

@@ -39,6 +39,8 @@ pub struct OAuthConfig {
     pub grant: Grant,
     /// What to tell a user when a login is needed (e.g. "run `mcph auth login github`").
     pub login_hint: Option<String>,
+    /// When tokens are bound to a DPoP key (RFC 9449).
+    pub dpop: DpopMode,
 }
 
 impl OAuthConfig {
@@ -56,6 +58,36 @@ impl OAuthConfig {
             refresh_margin: DEFAULT_REFRESH_MARGIN,
             grant: Grant::AuthorizationCode,
             login_hint: None,
+            dpop: DpopMode::Auto,
+        }
+    }
+}
+
+/// When access tokens are bound to the client's DPoP key (RFC 9449), so that a leaked token is
+/// useless without the key. DPoP needs an authorization server that lists `ES256` in
+/// `dpop_signing_alg_values_supported`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DpopMode {
+    /// When the MCP server takes DPoP-bound tokens — its challenge offers the `DPoP` scheme, or
+    /// its resource metadata lists DPoP algorithms or requires bound tokens — and the
+    /// authorization server can bind them. Otherwise bearer tokens.
+    #[default]
+    Auto,
+    /// Whenever the authorization server can bind tokens.
+    Always,
+    /// Never: bearer tokens only. A server that takes only DPoP-bound tokens is refused with
+    /// an error that says so.
+    Never,
+}
+
+impl DpopMode {
+    /// Parses `auto`, `always` or `never`.
+    pub fn parse(text: &str) -> Option<DpopMode> {
+        match text {
+            "auto" => Some(DpopMode::Auto),
+            "always" => Some(DpopMode::Always),
+            "never" => Some(DpopMode::Never),
+            _ => None,
         }
     }
 }

@@ -8,11 +8,51 @@ use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
+/// How an access token is presented (the token answer's `token_type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TokenType {
+    /// `Authorization: Bearer …` (RFC 6750).
+    #[default]
+    Bearer,
+    /// Bound to the client's DPoP key: `Authorization: DPoP …` with a proof on every request
+    /// (RFC 9449).
+    #[serde(rename = "DPoP")]
+    Dpop,
+}
+
+impl TokenType {
+    /// The `Authorization` scheme.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            TokenType::Bearer => "Bearer",
+            TokenType::Dpop => "DPoP",
+        }
+    }
+
+    /// A `token_type` as a token endpoint sends it (case-insensitive); anything but `DPoP` is
+    /// presented as a bearer token.
+    pub fn parse(token_type: &str) -> TokenType {
+        if token_type.eq_ignore_ascii_case("dpop") {
+            TokenType::Dpop
+        } else {
+            TokenType::Bearer
+        }
+    }
+
+    fn is_bearer(&self) -> bool {
+        *self == TokenType::Bearer
+    }
+}
+
 /// The tokens from a token endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenSet {
-    /// The access token (sent as `Authorization: Bearer …`).
+    /// The access token (sent as `Authorization: <token_type> …`).
     pub access_token: Secret,
+    /// How the access token is presented: `Bearer`, or `DPoP` for a token bound to the
+    /// client's DPoP key.
+    #[serde(default, skip_serializing_if = "TokenType::is_bearer")]
+    pub token_type: TokenType,
     /// The refresh token, if the server issued one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<Secret>,
@@ -126,6 +166,9 @@ pub struct StoredCredentials {
     /// A client identity from dynamic registration, reused instead of registering again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientIdentity>,
+    /// The DPoP key the tokens are bound to ([`DpopKey::to_secret`](crate::dpop::DpopKey)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
 }
 
 /// Seconds since the Unix epoch (0 before it).
@@ -142,6 +185,7 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
         let mut t = TokenSet {
             access_token: Secret::new("a"),
+            token_type: TokenType::Bearer,
             refresh_token: None,
             expires_at: Some(1_060),
             scopes: vec![],
@@ -156,10 +200,37 @@ mod tests {
     }
 
     #[test]
+    fn token_types_parse_and_only_dpop_is_stored() {
+        assert_eq!(TokenType::parse("DPoP"), TokenType::Dpop);
+        assert_eq!(TokenType::parse("dpop"), TokenType::Dpop);
+        assert_eq!(TokenType::parse("Bearer"), TokenType::Bearer);
+        assert_eq!(TokenType::parse("N_A"), TokenType::Bearer);
+        let mut tokens = TokenSet {
+            access_token: Secret::new("a"),
+            token_type: TokenType::Bearer,
+            refresh_token: None,
+            expires_at: None,
+            scopes: vec![],
+        };
+        let bearer = serde_json::to_value(&tokens).unwrap();
+        assert!(bearer.get("token_type").is_none(), "{bearer}");
+        tokens.token_type = TokenType::Dpop;
+        let dpop = serde_json::to_value(&tokens).unwrap();
+        assert_eq!(dpop["token_type"], "DPoP");
+        let back: TokenSet = serde_json::from_value(dpop).unwrap();
+        assert_eq!(back, tokens);
+        // Entries stored before DPoP existed read as bearer tokens.
+        let old: TokenSet =
+            serde_json::from_value(serde_json::json!({"access_token": "a"})).unwrap();
+        assert_eq!(old.token_type, TokenType::Bearer);
+    }
+
+    #[test]
     fn debug_shows_no_secret() {
         let creds = StoredCredentials {
             tokens: Some(TokenSet {
                 access_token: Secret::new("at-123"),
+                token_type: TokenType::Dpop,
                 refresh_token: Some(Secret::new("rt-456")),
                 expires_at: None,
                 scopes: vec!["read".into()],
@@ -171,9 +242,10 @@ mod tests {
                 redirect_uri: None,
                 issuer: None,
             }),
+            dpop_key: Some(Secret::new("dk-000")),
         };
         let shown = format!("{creds:?}");
-        for secret in ["at-123", "rt-456", "cs-789"] {
+        for secret in ["at-123", "rt-456", "cs-789", "dk-000"] {
             assert!(!shown.contains(secret), "{shown}");
         }
     }

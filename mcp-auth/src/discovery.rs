@@ -16,32 +16,51 @@ use url::Url;
 use crate::error::AuthError;
 use crate::http::{parse_url, AuthHttp};
 
-/// The `Bearer` challenge of a `WWW-Authenticate` header (RFC 6750 §3, RFC 9728 §5.1).
+/// The challenge of a protected resource: the `Bearer` (RFC 6750 §3, RFC 9728 §5.1) or `DPoP`
+/// (RFC 9449 §7.1) challenges of a `WWW-Authenticate` header, their parameters merged (the
+/// first value of each wins).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BearerChallenge {
+pub struct ResourceChallenge {
     /// `resource_metadata`: where the protected resource metadata is.
     pub resource_metadata: Option<String>,
     /// `scope`, split on spaces.
     pub scope: Option<Vec<String>>,
-    /// `error` (`invalid_token`, `insufficient_scope`, …).
+    /// `error` (`invalid_token`, `insufficient_scope`, `use_dpop_nonce`, …).
     pub error: Option<String>,
     /// `error_description`.
     pub error_description: Option<String>,
+    /// Whether the server offered the `DPoP` scheme (it takes, or wants, DPoP-bound tokens).
+    pub dpop: bool,
+    /// The `DPoP` challenge's `algs`: the proof algorithms the server accepts.
+    pub dpop_algs: Option<Vec<String>>,
 }
 
-impl BearerChallenge {
-    /// The `Bearer` challenge in a `WWW-Authenticate` value, if there is one.
-    pub fn parse(header: &str) -> Option<BearerChallenge> {
-        let params = bearer_params(header)?;
-        let mut challenge = BearerChallenge::default();
+impl ResourceChallenge {
+    /// The `Bearer` and `DPoP` challenges in a `WWW-Authenticate` value, if there are any.
+    pub fn parse(header: &str) -> Option<ResourceChallenge> {
+        let (params, dpop) = challenge_params(header)?;
+        let mut challenge = ResourceChallenge {
+            dpop,
+            ..ResourceChallenge::default()
+        };
+        let words = |value: &str| value.split_whitespace().map(str::to_owned).collect();
         for (name, value) in params {
             match name.to_ascii_lowercase().as_str() {
-                "resource_metadata" => challenge.resource_metadata = Some(value),
-                "scope" => {
-                    challenge.scope = Some(value.split_whitespace().map(str::to_owned).collect())
+                "resource_metadata" => {
+                    challenge.resource_metadata.get_or_insert(value);
                 }
-                "error" => challenge.error = Some(value),
-                "error_description" => challenge.error_description = Some(value),
+                "scope" => {
+                    challenge.scope.get_or_insert_with(|| words(&value));
+                }
+                "error" => {
+                    challenge.error.get_or_insert(value);
+                }
+                "error_description" => {
+                    challenge.error_description.get_or_insert(value);
+                }
+                "algs" => {
+                    challenge.dpop_algs.get_or_insert_with(|| words(&value));
+                }
                 _ => {}
             }
         }
@@ -52,15 +71,23 @@ impl BearerChallenge {
     pub fn is_insufficient_scope(&self) -> bool {
         self.error.as_deref() == Some("insufficient_scope")
     }
+
+    /// Whether the server only wants a DPoP proof carrying its nonce (`use_dpop_nonce`,
+    /// RFC 9449 §9): the token itself is fine.
+    pub fn is_dpop_nonce(&self) -> bool {
+        self.error.as_deref() == Some(crate::dpop::USE_DPOP_NONCE)
+    }
 }
 
-/// The auth-params of the `Bearer` challenge: `name=token` or `name="quoted \" string"`, comma
-/// separated; other schemes' challenges in the same header are skipped.
-fn bearer_params(header: &str) -> Option<Vec<(String, String)>> {
+/// The auth-params of the `Bearer` and `DPoP` challenges (`name=token` or
+/// `name="quoted \" string"`, comma separated), and whether a `DPoP` challenge was among
+/// them; other schemes' challenges in the same header are skipped. `None` without either.
+fn challenge_params(header: &str) -> Option<(Vec<(String, String)>, bool)> {
     let bytes = header.as_bytes();
     let mut i = 0;
-    let mut in_bearer = false;
+    let mut in_challenge = false;
     let mut found = false;
+    let mut dpop = false;
     let mut params = Vec::new();
     while i < bytes.len() {
         while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b',' || bytes[i] == b'\t') {
@@ -112,17 +139,19 @@ fn bearer_params(header: &str) -> Option<Vec<(String, String)>> {
                 value.push_str(&header[vstart..j]);
                 i = j;
             }
-            if in_bearer {
+            if in_challenge {
                 params.push((token.to_owned(), value));
             }
         } else {
             // A scheme name starts a new challenge (a token68 after it is ignored).
-            in_bearer = token.eq_ignore_ascii_case("bearer");
-            found |= in_bearer;
+            let is_dpop = token.eq_ignore_ascii_case("dpop");
+            in_challenge = is_dpop || token.eq_ignore_ascii_case("bearer");
+            found |= in_challenge;
+            dpop |= is_dpop;
             i = j;
         }
     }
-    found.then_some(params)
+    found.then_some((params, dpop))
 }
 
 /// Protected resource metadata (RFC 9728).
@@ -136,6 +165,12 @@ pub struct ProtectedResourceMetadata {
     /// The scopes the resource knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scopes_supported: Option<Vec<String>>,
+    /// The DPoP proof algorithms the resource accepts (RFC 9728 §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Whether the resource takes DPoP-bound tokens only (RFC 9728 §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_bound_access_tokens_required: Option<bool>,
 }
 
 /// Authorization server metadata (RFC 8414 / OpenID Connect Discovery); only the members a
@@ -177,6 +212,10 @@ pub struct AuthorizationServerMetadata {
     /// Whether the callback carries `iss` (RFC 9207).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// The DPoP proof algorithms the token endpoint accepts (RFC 9449 §5.1); DPoP is offered
+    /// only where this lists one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// What discovery found for one server.
@@ -195,6 +234,8 @@ pub struct AuthMetadata {
     pub challenge_scope: Option<Vec<String>>,
     /// The `resource_metadata` URL of the challenge discovery started from.
     pub resource_metadata_url: Option<String>,
+    /// Whether that challenge offered the `DPoP` scheme.
+    pub challenge_offers_dpop: bool,
 }
 
 impl AuthMetadata {
@@ -228,6 +269,35 @@ impl AuthMetadata {
             ))
         })?;
         parse_url(value, what)
+    }
+
+    /// Whether the MCP server takes DPoP-bound tokens: its challenge offered the `DPoP` scheme,
+    /// or its resource metadata lists DPoP algorithms or requires bound tokens.
+    pub fn resource_offers_dpop(&self) -> bool {
+        self.challenge_offers_dpop
+            || self.resource_requires_dpop()
+            || self.resource.as_ref().is_some_and(|r| {
+                r.dpop_signing_alg_values_supported
+                    .as_ref()
+                    .is_some_and(|algs| !algs.is_empty())
+            })
+    }
+
+    /// Whether the MCP server takes DPoP-bound tokens only
+    /// (`dpop_bound_access_tokens_required`).
+    pub fn resource_requires_dpop(&self) -> bool {
+        self.resource
+            .as_ref()
+            .is_some_and(|r| r.dpop_bound_access_tokens_required == Some(true))
+    }
+
+    /// Whether the authorization server binds tokens to a key with the algorithm proofs are
+    /// made with ([`DPOP_ALG`](crate::dpop::DPOP_ALG)).
+    pub fn server_offers_dpop(&self) -> bool {
+        self.authorization_server
+            .dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|algs| algs.iter().any(|a| a == crate::dpop::DPOP_ALG))
     }
 
     /// Refuses a server that does not offer PKCE with S256.
@@ -288,7 +358,7 @@ pub fn resource_matches(advertised: &str, server: &Url) -> bool {
 pub async fn discover(
     http: &AuthHttp,
     server_url: &Url,
-    challenge: Option<&BearerChallenge>,
+    challenge: Option<&ResourceChallenge>,
 ) -> Result<AuthMetadata, AuthError> {
     crate::http::check_url(server_url)?;
     let resource = fetch_resource_metadata(http, server_url, challenge).await?;
@@ -330,6 +400,7 @@ pub async fn discover(
         default_endpoints,
         challenge_scope: challenge.and_then(|c| c.scope.clone()),
         resource_metadata_url: challenge.and_then(|c| c.resource_metadata.clone()),
+        challenge_offers_dpop: challenge.is_some_and(|c| c.dpop),
     })
 }
 
@@ -338,7 +409,7 @@ pub async fn discover(
 async fn fetch_resource_metadata(
     http: &AuthHttp,
     server_url: &Url,
-    challenge: Option<&BearerChallenge>,
+    challenge: Option<&ResourceChallenge>,
 ) -> Result<Option<ProtectedResourceMetadata>, AuthError> {
     let mut candidates = Vec::new();
     if let Some(url) = challenge.and_then(|c| c.resource_metadata.as_deref()) {
@@ -463,7 +534,7 @@ mod tests {
 
     #[test]
     fn challenges_parse() {
-        let c = BearerChallenge::parse(
+        let c = ResourceChallenge::parse(
             r#"Bearer resource_metadata="http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp", scope="read write""#,
         )
         .unwrap();
@@ -472,24 +543,56 @@ mod tests {
             Some("http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp")
         );
         assert_eq!(c.scope, Some(vec!["read".to_owned(), "write".to_owned()]));
-        let c = BearerChallenge::parse(
+        let c = ResourceChallenge::parse(
             r#"Basic realm="x", Bearer error="insufficient_scope", scope="a b", error_description="need \"b\"""#,
         )
         .unwrap();
         assert!(c.is_insufficient_scope());
         assert_eq!(c.error_description.as_deref(), Some("need \"b\""));
         assert_eq!(
-            BearerChallenge::parse("Bearer"),
-            Some(BearerChallenge::default())
+            ResourceChallenge::parse("Bearer"),
+            Some(ResourceChallenge::default())
         );
-        assert_eq!(BearerChallenge::parse(r#"Basic realm="r""#), None);
+        assert_eq!(ResourceChallenge::parse(r#"Basic realm="r""#), None);
+        assert!(!c.dpop);
         assert_eq!(
-            BearerChallenge::parse("Bearer error=invalid_token")
+            ResourceChallenge::parse("Bearer error=invalid_token")
                 .unwrap()
                 .error
                 .as_deref(),
             Some("invalid_token")
         );
+    }
+
+    #[test]
+    fn dpop_challenges_parse_alone_and_beside_bearer() {
+        // The conformance suite's first 401, and RFC 9449 §9's nonce challenge.
+        let c = ResourceChallenge::parse(
+            r#"DPoP resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp""#,
+        )
+        .unwrap();
+        assert!(c.dpop);
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp")
+        );
+        let c = ResourceChallenge::parse(
+            r#"DPoP error="use_dpop_nonce", error_description="Resource server requires nonce in DPoP proof""#,
+        )
+        .unwrap();
+        assert!(c.dpop && c.is_dpop_nonce());
+        // RFC 9449 §7.1: both schemes offered; the first value of each parameter wins.
+        let c = ResourceChallenge::parse(
+            r#"Bearer realm="x", scope="a", DPoP algs="ES256 PS256", scope="b""#,
+        )
+        .unwrap();
+        assert!(c.dpop);
+        assert_eq!(c.scope, Some(vec!["a".to_owned()]));
+        assert_eq!(
+            c.dpop_algs,
+            Some(vec!["ES256".to_owned(), "PS256".to_owned()])
+        );
+        assert!(!ResourceChallenge::parse("Bearer").unwrap().is_dpop_nonce());
     }
 
     #[test]

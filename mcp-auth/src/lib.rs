@@ -7,13 +7,16 @@
 //!   (pre-registered → client ID metadata document → dynamic registration); machine grants
 //!   (client credentials, `private_key_jwt`, cross-app access); revocation.
 //! - [`provider`] — [`OAuthProvider`], the `AuthProvider` the transports use: background
-//!   refresh, one refresh-and-retry on 401, bounded step-up on 403; [`Authorizer`] runs logins.
+//!   refresh, one refresh-and-retry on 401, bounded step-up on 403, DPoP proofs and nonces;
+//!   [`Authorizer`] runs logins.
 //! - [`config`] — [`OAuthConfig`] and [`Grant`].
 //! - [`credentials`] — tokens and client identities, what is stored per server.
 //! - [`store`] — the [`TokenStore`] trait; the OS credential store and memory backends.
 //! - [`http`] — the one HTTP client all OAuth requests use (https or loopback http only).
 //! - [`login`] — [`LoopbackLogin`], a browser login with a loopback redirect listener;
 //!   [`AutoApprove`] for authorization servers that approve at once (tests, conformance).
+//! - [`dpop`] — DPoP (RFC 9449): the key tokens are bound to, one proof per request, the
+//!   servers' nonces.
 //! - [`jwt`] — ES256 client assertions.
 //! - [`secret`] — [`Secret`], a value that is never shown.
 //! - [`error`] — [`AuthError`].
@@ -22,6 +25,7 @@ pub mod client;
 pub mod config;
 pub mod credentials;
 pub mod discovery;
+pub mod dpop;
 pub mod error;
 pub mod http;
 pub mod jwt;
@@ -31,9 +35,10 @@ pub mod secret;
 pub mod store;
 
 pub use client::{AuthorizationRequest, Callback, OAuthClient};
-pub use config::{CrossAppAccess, Grant, OAuthConfig};
-pub use credentials::{ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet};
-pub use discovery::{AuthMetadata, BearerChallenge};
+pub use config::{CrossAppAccess, DpopMode, Grant, OAuthConfig};
+pub use credentials::{ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet, TokenType};
+pub use discovery::{AuthMetadata, ResourceChallenge};
+pub use dpop::DpopKey;
 pub use error::AuthError;
 pub use login::{AutoApprove, LoopbackLogin, Presenter};
 pub use provider::{Authorizer, OAuthProvider};

@@ -1,20 +1,23 @@
 //! [`OAuthProvider`]: the [`AuthProvider`] the HTTP transports (and any other transport on the
 //! seam) use. Every request carries a token that is valid for longer than the refresh margin;
 //! a background task refreshes ahead of expiry; a 401 triggers one refresh (or new
-//! authorization) and one retry; a 403 `insufficient_scope` a bounded step-up.
+//! authorization) and one retry; a 403 `insufficient_scope` a bounded step-up. DPoP-bound
+//! tokens go with a fresh proof per request, and a server's `use_dpop_nonce` gets one retry
+//! with its nonce.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::auth::redact_url;
-use mcp_core::{AuthChallenge, AuthProvider, AuthorizationValue, Error};
+use mcp_core::{AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials, Error};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::client::OAuthClient;
 use crate::credentials::TokenSet;
-use crate::discovery::BearerChallenge;
+use crate::discovery::ResourceChallenge;
+use crate::dpop::NonceFrom;
 use crate::error::AuthError;
 
 /// After a failed background refresh, the next attempt waits this long (requests in the
@@ -78,20 +81,36 @@ impl OAuthProvider {
         &self.client
     }
 
-    async fn handle_challenge(&self, challenge: &AuthChallenge) -> Result<bool, AuthError> {
+    async fn handle_challenge(
+        &self,
+        challenge: &AuthChallenge,
+    ) -> Result<ChallengeOutcome, AuthError> {
         let bearer = challenge
             .www_authenticate
             .as_deref()
-            .and_then(BearerChallenge::parse)
+            .and_then(ResourceChallenge::parse)
             .unwrap_or_default();
         let server = redact_url(self.client.config().server_url.as_str());
+        if let Some(nonce) = &challenge.dpop_nonce {
+            self.client.nonces.set(NonceFrom::Resource, nonce);
+        }
+        if bearer.is_dpop_nonce() {
+            // The token stands; the proof lacked the server's (new) nonce. Without a nonce to
+            // send, another try would fail the same way.
+            return Ok(if challenge.dpop_nonce.is_some() {
+                debug!(%server, "the server wants a DPoP proof with its nonce");
+                ChallengeOutcome::RetryWithNonce
+            } else {
+                ChallengeOutcome::GiveUp
+            });
+        }
         if challenge.status == 403 {
             if !bearer.is_insufficient_scope() {
-                return Ok(false);
+                return Ok(ChallengeOutcome::GiveUp);
             }
             self.client.step_up(&bearer)?;
             debug!(%server, scope = ?bearer.scope, "step-up authorization");
-            return self.obtain_new().await.map(|_| true);
+            return self.obtain_new().await.map(|_| ChallengeOutcome::Retry);
         }
         // 401: the token is missing, expired or revoked — or the server moved to another
         // authorization server, so a refused token means discovering again.
@@ -106,7 +125,7 @@ impl OAuthProvider {
         }
         if self.client.tokens().await?.is_some() {
             match self.client.refresh_access_token().await {
-                Ok(_) => return Ok(true),
+                Ok(_) => return Ok(ChallengeOutcome::Retry),
                 Err(e) if e.is_invalid_grant() || matches!(e, AuthError::NeedsLogin(_)) => {
                     debug!(%server, "no refresh possible: {e}");
                 }
@@ -114,7 +133,7 @@ impl OAuthProvider {
             }
             self.client.forget_tokens().await?;
         }
-        self.obtain_new().await.map(|_| true)
+        self.obtain_new().await.map(|_| ChallengeOutcome::Retry)
     }
 
     /// New tokens by the machine grant or the authorizer.
@@ -131,9 +150,9 @@ impl OAuthProvider {
 
 #[async_trait]
 impl AuthProvider for OAuthProvider {
-    async fn authorization(&self) -> Result<Option<AuthorizationValue>, Error> {
-        match self.client.get_valid_token().await {
-            Ok(token) => Ok(Some(AuthorizationValue::bearer(token.expose()))),
+    async fn authorization(&self, target: &AuthTarget<'_>) -> Result<Option<Credentials>, Error> {
+        match self.client.credentials(target).await {
+            Ok(credentials) => Ok(Some(credentials)),
             // Without a token the request goes out bare: a server that needs none answers,
             // and one that does answers 401 with the challenge discovery starts from.
             Err(AuthError::NeedsLogin(_)) => Ok(None),
@@ -141,8 +160,12 @@ impl AuthProvider for OAuthProvider {
         }
     }
 
-    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<bool, Error> {
+    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<ChallengeOutcome, Error> {
         self.handle_challenge(challenge).await.map_err(Error::from)
+    }
+
+    fn accept_nonce(&self, nonce: &str) {
+        self.client.nonces.set(NonceFrom::Resource, nonce);
     }
 }
 

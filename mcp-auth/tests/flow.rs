@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use mcp_auth::http::AuthHttp;
 use mcp_auth::login::approved_callback;
 use mcp_auth::{
-    AuthError, AuthorizationRequest, Authorizer, BearerChallenge, Callback, Grant, MemoryStore,
-    OAuthClient, OAuthConfig, OAuthProvider, Secret, StoreKey, TokenEndpointAuth, TokenSet,
+    AuthError, AuthorizationRequest, Authorizer, Callback, Grant, MemoryStore, OAuthClient,
+    OAuthConfig, OAuthProvider, ResourceChallenge, Secret, StoreKey, TokenEndpointAuth, TokenSet,
     TokenStore,
 };
 use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
@@ -763,7 +763,7 @@ async fn metadata_urls_on_plain_http_elsewhere_are_refused() {
     let fixture = start(OAuthOptions::default()).await;
     let client = client_with(config(&fixture), &Arc::new(MemoryStore::new()));
     // Parsed from a literal header: nothing connects to 192.0.2.1.
-    let challenge = BearerChallenge::parse(
+    let challenge = ResourceChallenge::parse(
         r#"Bearer error="invalid_token", resource_metadata="http://192.0.2.1/.well-known/oauth-protected-resource/mcp""#,
     )
     .expect("a Bearer challenge");

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use keyring_core::{CredentialStore, Entry};
 use mcp_auth::store::{default_store, KeyringStore, StoreKey, TokenStore};
-use mcp_auth::{ClientIdentity, Secret, StoredCredentials, TokenEndpointAuth, TokenSet};
+use mcp_auth::{ClientIdentity, Secret, StoredCredentials, TokenEndpointAuth, TokenSet, TokenType};
 use mcp_testkit::secret_service::{self, SecretService, PROCESS_TIMEOUT};
 
 // ---------------------------------------------------------------------------------------------
@@ -101,9 +101,11 @@ fn credentials(tag: &str) -> (StoredCredentials, Vec<String>) {
     let access = unique(&format!("at-{tag}"));
     let refresh = unique(&format!("rt-{tag}"));
     let client_secret = unique(&format!("cs-{tag}"));
+    let dpop_key = unique(&format!("dk-{tag}"));
     let creds = StoredCredentials {
         tokens: Some(TokenSet {
             access_token: Secret::new(access.clone()),
+            token_type: TokenType::Dpop,
             refresh_token: Some(Secret::new(refresh.clone())),
             expires_at: Some(1_900_000_000),
             scopes: vec!["read".into(), "write".into()],
@@ -115,8 +117,9 @@ fn credentials(tag: &str) -> (StoredCredentials, Vec<String>) {
             redirect_uri: Some("http://127.0.0.1:33418/callback".into()),
             issuer: Some("https://auth.example".into()),
         }),
+        dpop_key: Some(Secret::new(dpop_key.clone())),
     };
-    (creds, vec![access, refresh, client_secret])
+    (creds, vec![access, refresh, client_secret, dpop_key])
 }
 
 fn runtime() -> tokio::runtime::Runtime {

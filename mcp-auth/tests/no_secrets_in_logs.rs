@@ -218,6 +218,7 @@ async fn no_secret_in_logs_debug_or_errors() {
                     ..refreshed.clone()
                 }),
                 client: None,
+                dpop_key: None,
             },
         )
         .await

@@ -1,5 +1,6 @@
 //! The seam through which HTTP-based transports (Streamable HTTP, legacy SSE, WebSocket, gRPC)
-//! get an `Authorization` value and report the server's challenges, without depending on an
+//! get the credentials of each request (an `Authorization` value, and a DPoP proof for
+//! proof-of-possession tokens) and report the server's challenges and nonces, without depending on an
 //! OAuth implementation: the auth crate implements [`AuthProvider`]; configs with a static token
 //! use [`StaticBearer`].
 
@@ -68,6 +69,64 @@ pub fn redact_url(url: &str) -> String {
     format!("{scheme}{hidden}{}", &rest[..end])
 }
 
+/// The HTTP request credentials are asked for. Proof-of-possession schemes (DPoP, RFC 9449)
+/// bind a proof to its method and URL; bearer tokens ignore it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AuthTarget<'a> {
+    /// The HTTP method (`POST`, `GET`).
+    pub method: &'a str,
+    /// The request URL (a proof leaves out its query and fragment).
+    pub url: &'a str,
+}
+
+/// A DPoP proof (RFC 9449 §4): the `DPoP` header of one request, a signed JWT that is valid
+/// for that request only. `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DpopProof(String);
+
+impl DpopProof {
+    /// Wraps a compact JWS.
+    pub fn new(jwt: impl Into<String>) -> Self {
+        DpopProof(jwt.into())
+    }
+
+    /// The value to put on the wire.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for DpopProof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DpopProof(<redacted>)")
+    }
+}
+
+impl fmt::Display for DpopProof {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// What one request carries to say who sends it: an `Authorization` value and, for a
+/// DPoP-bound token, the proof that goes with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    /// The `Authorization` header (`Bearer …` or `DPoP …`).
+    pub authorization: AuthorizationValue,
+    /// The `DPoP` header, bound to this request's method and URL.
+    pub dpop: Option<DpopProof>,
+}
+
+impl From<AuthorizationValue> for Credentials {
+    fn from(authorization: AuthorizationValue) -> Self {
+        Credentials {
+            authorization,
+            dpop: None,
+        }
+    }
+}
+
 /// What the server answered when it refused a request's credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthChallenge {
@@ -75,19 +134,40 @@ pub struct AuthChallenge {
     pub status: u16,
     /// The `WWW-Authenticate` header, if any (carries `resource_metadata`, `scope`, `error`).
     pub www_authenticate: Option<String>,
+    /// The `DPoP-Nonce` header, if any: the nonce the server wants in the next proof
+    /// (RFC 9449 §9).
+    pub dpop_nonce: Option<String>,
+}
+
+/// What a provider made of a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChallengeOutcome {
+    /// No new credentials: the request fails with an auth error.
+    GiveUp,
+    /// New credentials were obtained (refreshed, re-authorized, stepped up): send the request
+    /// once more.
+    Retry,
+    /// The credentials stand, but the server wants a proof carrying its nonce (DPoP
+    /// `use_dpop_nonce`): send the request once more with a fresh proof. Allowed once per
+    /// request besides a [`Retry`](ChallengeOutcome::Retry).
+    RetryWithNonce,
 }
 
 /// Supplies credentials to a transport and hears the server's challenges.
 #[async_trait]
 pub trait AuthProvider: Send + Sync + 'static {
-    /// The `Authorization` value for the next request, or `None` to send none. Called before
-    /// every request, so a provider can refresh tokens ahead of expiry.
-    async fn authorization(&self) -> Result<Option<AuthorizationValue>, Error>;
+    /// The credentials for the next request to `target`, or `None` to send none. Called
+    /// before every request (and every retry), so a provider can refresh tokens ahead of
+    /// expiry and make a fresh proof for each request.
+    async fn authorization(&self, target: &AuthTarget<'_>) -> Result<Option<Credentials>, Error>;
 
-    /// The server refused the credentials. Returns `Ok(true)` when new credentials were
-    /// obtained and the request should be retried once; `Ok(false)` to give up (the request
-    /// fails with an `Auth` error).
-    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<bool, Error>;
+    /// The server refused the credentials; says whether (and why) the request should be sent
+    /// once more. An error fails the request with that error's message.
+    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<ChallengeOutcome, Error>;
+
+    /// An answer that was not a refusal carried a `DPoP-Nonce` (RFC 9449 §8, §9): the next
+    /// proofs carry it. Ignored by default.
+    fn accept_nonce(&self, _nonce: &str) {}
 }
 
 /// A fixed bearer token (from configuration or the environment). Challenges are final.
@@ -107,12 +187,12 @@ impl StaticBearer {
 
 #[async_trait]
 impl AuthProvider for StaticBearer {
-    async fn authorization(&self) -> Result<Option<AuthorizationValue>, Error> {
-        Ok(Some(self.value.clone()))
+    async fn authorization(&self, _target: &AuthTarget<'_>) -> Result<Option<Credentials>, Error> {
+        Ok(Some(self.value.clone().into()))
     }
 
-    async fn on_challenge(&self, _challenge: &AuthChallenge) -> Result<bool, Error> {
-        Ok(false)
+    async fn on_challenge(&self, _challenge: &AuthChallenge) -> Result<ChallengeOutcome, Error> {
+        Ok(ChallengeOutcome::GiveUp)
     }
 }
 
@@ -153,23 +233,38 @@ mod tests {
             format!("{v:?}"),
             format!("{v}"),
             format!("{:?}", StaticBearer::new("s3cr3t-token")),
+            format!("{:?}", Credentials::from(v.clone())),
         ] {
             assert!(!shown.contains("s3cr3t"), "{shown}");
             assert!(shown.contains("Bearer"), "{shown}");
+        }
+        let proof = DpopProof::new("eyJ0eXAiOiJkcG9wK2p3dCJ9.s3cr3t.sig");
+        for shown in [format!("{proof:?}"), format!("{proof}")] {
+            assert!(
+                !shown.contains("s3cr3t") && !shown.contains("eyJ"),
+                "{shown}"
+            );
         }
     }
 
     #[tokio::test]
     async fn a_static_bearer_gives_its_token_and_never_retries() {
         let auth = StaticBearer::new("t");
-        assert_eq!(
-            auth.authorization().await.unwrap().unwrap().expose(),
-            "Bearer t"
-        );
+        let target = AuthTarget {
+            method: "POST",
+            url: "https://h/mcp",
+        };
+        let credentials = auth.authorization(&target).await.unwrap().unwrap();
+        assert_eq!(credentials.authorization.expose(), "Bearer t");
+        assert_eq!(credentials.dpop, None);
         let challenge = AuthChallenge {
             status: 401,
             www_authenticate: Some("Bearer".into()),
+            dpop_nonce: None,
         };
-        assert!(!auth.on_challenge(&challenge).await.unwrap());
+        assert_eq!(
+            auth.on_challenge(&challenge).await.unwrap(),
+            ChallengeOutcome::GiveUp
+        );
     }
 }

@@ -44,7 +44,10 @@ pub mod transport;
 pub mod types;
 pub mod version;
 
-pub use auth::{AuthChallenge, AuthProvider, AuthorizationValue, StaticBearer};
+pub use auth::{
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+    DpopProof, StaticBearer,
+};
 pub use connector::{connector_fn, Connector, ConnectorFn};
 pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
 pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};

@@ -1,12 +1,18 @@
 //! One HTTP exchange with credentials, shared by both HTTP transports: the configured headers,
-//! an `Authorization` value from the [`AuthProvider`](mcp_core::AuthProvider) (marked
-//! sensitive, so it never shows in `Debug` output or logs), one retry after a 401/403 when the
-//! provider has new credentials, and failures that say whether the message reached the server.
+//! the credentials of each request from the [`AuthProvider`](mcp_core::AuthProvider) (an
+//! `Authorization` value and, for DPoP-bound tokens, a `DPoP` proof; marked sensitive, so they
+//! never show in `Debug` output or logs), one retry after a 401/403 when the provider has new
+//! credentials (and one more when the server wants a proof with its nonce), and failures that
+//! say whether the message reached the server.
 
 use std::sync::Arc;
 
-use mcp_core::{AuthChallenge, AuthProvider, TransportError, TransportErrorKind};
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use mcp_core::{
+    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, TransportError, TransportErrorKind,
+};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use reqwest::{Method, StatusCode, Url};
 
 use crate::config::HttpServerConfig;
@@ -16,6 +22,10 @@ use crate::config::HttpServerConfig;
 const ERROR_BODY_LIMIT: usize = 4096;
 /// How many characters of an error body go into the message.
 const ERROR_DETAIL_CHARS: usize = 200;
+/// The DPoP proof header (RFC 9449 §4.1).
+const DPOP: HeaderName = HeaderName::from_static("dpop");
+/// A nonce the server wants in the next DPoP proof (RFC 9449 §8, §9).
+const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 
 /// The HTTP client of one transport: one connection pool per server.
 pub(crate) struct Exchange {
@@ -42,8 +52,9 @@ impl Exchange {
     }
 
     /// Sends one request. On 401/403 the provider hears the challenge, and the request is sent
-    /// once more when it has new credentials; a refusal that stays is an `Unauthorized` error
-    /// (which says the message was not handled).
+    /// once more when it has new credentials — and once more again when the server only wants
+    /// a proof with its nonce; a refusal that stays is an `Unauthorized` error (which says the
+    /// message was not handled). A nonce on any other answer goes to the provider too.
     pub(crate) async fn send(
         &self,
         method: Method,
@@ -52,6 +63,7 @@ impl Exchange {
         body: Option<&[u8]>,
     ) -> Result<reqwest::Response, TransportError> {
         let mut retried = false;
+        let mut retried_with_nonce = false;
         loop {
             let mut request = self
                 .client
@@ -62,15 +74,21 @@ impl Exchange {
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.to_vec());
             }
-            if let Some(value) = self.authorization().await? {
-                request = request.header(AUTHORIZATION, value);
-            }
+            request = request.headers(self.credentials(&method, url).await?);
             let response = request
                 .send()
                 .await
                 .map_err(|e| request_error(&self.display_url, e))?;
             let status = response.status();
+            let nonce = response
+                .headers()
+                .get(DPOP_NONCE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                if let (Some(auth), Some(nonce)) = (&self.auth, &nonce) {
+                    auth.accept_nonce(nonce);
+                }
                 return Ok(response);
             }
             let challenge = AuthChallenge {
@@ -80,70 +98,89 @@ impl Exchange {
                     .get(WWW_AUTHENTICATE)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned),
+                dpop_nonce: nonce,
             };
-            let retry = match (&self.auth, retried) {
-                (Some(auth), false) => match auth.on_challenge(&challenge).await {
-                    Ok(retry) => retry,
+            let outcome = match &self.auth {
+                Some(auth) => auth.on_challenge(&challenge).await.map_err(|e| {
                     // The provider says why it has no credentials (e.g. "log in first"); an
                     // authorization server it could not reach is a network failure, not a
                     // refusal (which is never retried).
-                    Err(e) => {
-                        return Err(TransportError::recoverable(
-                            credentials_error_kind(&e),
-                            format!(
-                                "{} answered HTTP {}: {}",
-                                self.display_url,
-                                status.as_u16(),
-                                e.message()
-                            ),
-                        ))
-                    }
-                },
-                _ => false,
+                    TransportError::recoverable(
+                        credentials_error_kind(&e),
+                        format!(
+                            "{} answered HTTP {}: {}",
+                            self.display_url,
+                            status.as_u16(),
+                            e.message()
+                        ),
+                    )
+                })?,
+                None => ChallengeOutcome::GiveUp,
             };
-            if !retry {
-                return Err(TransportError::recoverable(
-                    TransportErrorKind::Unauthorized,
-                    format!(
-                        "{} answered HTTP {}{}",
-                        self.display_url,
-                        status.as_u16(),
-                        challenge
-                            .www_authenticate
-                            .map(|c| format!(" (WWW-Authenticate: {c})"))
-                            .unwrap_or_default()
-                    ),
-                ));
+            match outcome {
+                ChallengeOutcome::Retry if !retried => retried = true,
+                ChallengeOutcome::RetryWithNonce if !retried_with_nonce => {
+                    retried_with_nonce = true
+                }
+                _ => {
+                    return Err(TransportError::recoverable(
+                        TransportErrorKind::Unauthorized,
+                        format!(
+                            "{} answered HTTP {}{}",
+                            self.display_url,
+                            status.as_u16(),
+                            challenge
+                                .www_authenticate
+                                .map(|c| format!(" (WWW-Authenticate: {c})"))
+                                .unwrap_or_default()
+                        ),
+                    ))
+                }
             }
-            retried = true;
         }
     }
 
-    /// The `Authorization` value for the next request, marked sensitive.
-    async fn authorization(&self) -> Result<Option<HeaderValue>, TransportError> {
+    /// The credential headers for the next request (`Authorization`, and `DPoP` for a
+    /// DPoP-bound token), marked sensitive.
+    async fn credentials(&self, method: &Method, url: &Url) -> Result<HeaderMap, TransportError> {
+        let mut headers = HeaderMap::new();
         let Some(auth) = &self.auth else {
-            return Ok(None);
+            return Ok(headers);
         };
-        let value = auth.authorization().await.map_err(|e| {
+        let target = AuthTarget {
+            method: method.as_str(),
+            url: url.as_str(),
+        };
+        let credentials = auth.authorization(&target).await.map_err(|e| {
             TransportError::recoverable(
                 credentials_error_kind(&e),
                 format!("no credentials for {}: {}", self.display_url, e.message()),
             )
         })?;
-        let Some(value) = value else {
-            return Ok(None);
+        let Some(credentials) = credentials else {
+            return Ok(headers);
         };
-        let mut header = HeaderValue::from_str(value.expose()).map_err(|_| {
-            TransportError::recoverable(
-                TransportErrorKind::Unauthorized,
-                format!(
-                    "the credentials for {} are not a valid header value",
-                    self.display_url
-                ),
-            )
-        })?;
-        header.set_sensitive(true);
-        Ok(Some(header))
+        let sensitive = |value: &str| {
+            let mut header = HeaderValue::from_str(value).map_err(|_| {
+                TransportError::recoverable(
+                    TransportErrorKind::Unauthorized,
+                    format!(
+                        "the credentials for {} are not a valid header value",
+                        self.display_url
+                    ),
+                )
+            })?;
+            header.set_sensitive(true);
+            Ok::<_, TransportError>(header)
+        };
+        headers.insert(
+            AUTHORIZATION,
+            sensitive(credentials.authorization.expose())?,
+        );
+        if let Some(proof) = &credentials.dpop {
+            headers.insert(DPOP, sensitive(proof.expose())?);
+        }
+        Ok(headers)
     }
 }
 

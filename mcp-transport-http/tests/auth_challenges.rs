@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthorizationValue, ClientSession, Error, McpServiceExt,
-    RequestOptions, SessionOptions, Transport,
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, ClientSession,
+    Credentials, Error, McpServiceExt, RequestOptions, SessionOptions, Transport,
 };
 use mcp_testkit::http::{serve_http, HttpFixture};
 use mcp_testkit::options::{parse_args, CliCommand};
@@ -47,19 +47,19 @@ impl OneStaleToken {
 
 #[async_trait]
 impl AuthProvider for OneStaleToken {
-    async fn authorization(&self) -> Result<Option<AuthorizationValue>, Error> {
+    async fn authorization(&self, _target: &AuthTarget<'_>) -> Result<Option<Credentials>, Error> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         let token = if call == self.stale_on_call {
             "stale-token"
         } else {
             TOKEN
         };
-        Ok(Some(AuthorizationValue::bearer(token)))
+        Ok(Some(AuthorizationValue::bearer(token).into()))
     }
 
-    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<bool, Error> {
+    async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<ChallengeOutcome, Error> {
         self.challenges.lock().unwrap().push(challenge.clone());
-        Ok(true)
+        Ok(ChallengeOutcome::Retry)
     }
 }
 
