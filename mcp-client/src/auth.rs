@@ -15,11 +15,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_auth::{
-    default_store, Authorizer, OAuthClient, OAuthConfig, OAuthProvider, Secret, StoreKey,
+    default_store, Authorizer, DpopMode, OAuthClient, OAuthConfig, OAuthProvider, Secret, StoreKey,
     TokenStore,
 };
 
-use crate::config::{ServerConfig, TransportConfig};
+use crate::config::{DpopSetting, ServerConfig, TransportConfig};
 
 /// The credential store service name tokens are kept under (shared with `mcph`).
 pub const STORE_SERVICE: &str = "mcp-client";
@@ -189,6 +189,11 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
     config.client_secret = settings.client_secret.clone().map(Secret::new);
     config.client_metadata_url = settings.client_metadata_url.clone();
     config.scopes = settings.scopes.clone();
+    config.dpop = match settings.dpop {
+        DpopSetting::Auto => DpopMode::Auto,
+        DpopSetting::Always => DpopMode::Always,
+        DpopSetting::Never => DpopMode::Never,
+    };
     Ok(Some(config))
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use mcp_client::config::{
     discover_with_env, load_with_env, parse_with_env, BreakerSettings, ClientConfig, ConfigError,
-    ConfigErrorKind, HarnessSettings, PoolSettings, RetrySettings, ServerConfig, TransportConfig,
+    ConfigErrorKind, DpopSetting, HarnessSettings, PoolSettings, RetrySettings, ServerConfig,
+    TransportConfig,
 };
 
 fn sample(name: &str) -> PathBuf {
@@ -912,7 +913,8 @@ fn oauth_settings() {
         "remote": { "type": "http", "url": "https://api.example.com/mcp",
                     "oauth": { "clientId": "cid", "client_secret_env": "SECRET_VAR",
                                "scopes": "read write", "callbackPort": 8765 } },
-        "listed": { "url": "https://b.example.com/mcp", "oauth": { "scopes": ["a", "b"] } },
+        "listed": { "url": "https://b.example.com/mcp", "oauth": { "scopes": ["a", "b"],
+                                                                   "dpop": "always" } },
         "off":    { "url": "https://c.example.com/mcp", "oauth": false },
         "local":  { "command": "tool", "oauth": { "resource": "https://api.example.com/mcp",
                                                   "token_env": "API_TOKEN" } } } }"#;
@@ -923,6 +925,7 @@ fn oauth_settings() {
     assert_eq!(remote.client_secret.as_deref(), Some("s3cr3t-value"));
     assert_eq!(remote.scopes, strings(&["read", "write"]));
     assert_eq!(remote.redirect_port, Some(8765));
+    assert_eq!(remote.dpop, DpopSetting::Auto);
     assert!(
         !format!("{config:?}").contains("s3cr3t"),
         "Debug shows the secret"
@@ -930,6 +933,10 @@ fn oauth_settings() {
     assert_eq!(
         config.server("listed").unwrap().oauth.scopes,
         strings(&["a", "b"])
+    );
+    assert_eq!(
+        config.server("listed").unwrap().oauth.dpop,
+        DpopSetting::Always
     );
     assert!(config.server("off").unwrap().oauth.disabled);
     let local = &config.server("local").unwrap().oauth;
@@ -951,6 +958,12 @@ fn oauth_settings() {
                  "oauth": { "redirect_port": 70000 } } } }"#,
             "oauth.redirect_port",
             "70000",
+        ),
+        (
+            r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",
+                 "oauth": { "dpop": "sometimes" } } } }"#,
+            "oauth.dpop",
+            "\"sometimes\"",
         ),
         (
             r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",

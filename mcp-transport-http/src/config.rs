@@ -8,6 +8,13 @@ use std::time::Duration;
 use mcp_core::{AuthProvider, TransportError, TransportErrorKind};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+/// A connection idle this long gets TCP keepalive probes…
+const TCP_KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+/// …this far apart…
+const TCP_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// …and is given up after this many unanswered ones.
+const TCP_KEEPALIVE_RETRIES: u32 = 3;
+
 /// How to reach an MCP server over HTTP. Header values and credentials never appear in `Debug`.
 #[derive(Clone)]
 pub struct HttpServerConfig {
@@ -72,8 +79,15 @@ impl HttpServerConfig {
                 format!("invalid server URL {shown:?}: the scheme must be http or https"),
             ));
         }
+        // Long-lived streams (the standalone GET stream, `subscriptions/listen`, a slow SSE
+        // answer) may stay silent for hours: TCP keepalive probes notice a peer that vanished
+        // without closing (a half-open connection) within about a minute, and the stream fails
+        // instead of waiting forever.
         reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
+            .tcp_keepalive(TCP_KEEPALIVE_IDLE)
+            .tcp_keepalive_interval(TCP_KEEPALIVE_INTERVAL)
+            .tcp_keepalive_retries(TCP_KEEPALIVE_RETRIES)
             .build()
             .map_err(|e| {
                 TransportError::fatal(

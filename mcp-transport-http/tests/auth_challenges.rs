@@ -120,3 +120,89 @@ async fn streamable_http_tells_the_provider_about_a_401() {
     works(StreamableHttpTransport::new(config).unwrap()).await;
     assert_challenged(&provider);
 }
+
+/// Stale credentials for the first `stale` requests; each challenge is answered with the next
+/// outcome of `outcomes` (the last one repeats).
+struct Scripted {
+    requests: AtomicUsize,
+    stale: usize,
+    outcomes: Vec<ChallengeOutcome>,
+    challenges: AtomicUsize,
+    /// The method and URL of every request credentials were asked for.
+    targets: Mutex<Vec<(String, String)>>,
+}
+
+#[async_trait]
+impl AuthProvider for Scripted {
+    async fn authorization(&self, target: &AuthTarget<'_>) -> Result<Option<Credentials>, Error> {
+        self.targets
+            .lock()
+            .unwrap()
+            .push((target.method.to_owned(), target.url.to_owned()));
+        let request = self.requests.fetch_add(1, Ordering::SeqCst);
+        let token = if request < self.stale {
+            "stale-token"
+        } else {
+            TOKEN
+        };
+        Ok(Some(AuthorizationValue::bearer(token).into()))
+    }
+
+    async fn on_challenge(&self, _challenge: &AuthChallenge) -> Result<ChallengeOutcome, Error> {
+        let n = self.challenges.fetch_add(1, Ordering::SeqCst);
+        Ok(self.outcomes[n.min(self.outcomes.len() - 1)])
+    }
+}
+
+fn scripted(stale: usize, outcomes: &[ChallengeOutcome]) -> Arc<Scripted> {
+    Arc::new(Scripted {
+        requests: AtomicUsize::new(0),
+        stale,
+        outcomes: outcomes.to_vec(),
+        challenges: AtomicUsize::new(0),
+        targets: Mutex::new(Vec::new()),
+    })
+}
+
+#[tokio::test]
+async fn a_nonce_retry_comes_on_top_of_one_credentials_retry() {
+    let server = fixture().await;
+    // The first request goes out bare-handed, its retry lacks the nonce, the third works
+    // (the order a DPoP server with nonces produces).
+    let provider = scripted(
+        2,
+        &[ChallengeOutcome::Retry, ChallengeOutcome::RetryWithNonce],
+    );
+    let config = HttpServerConfig::new(server.url()).auth(provider.clone());
+    works(StreamableHttpTransport::new(config).unwrap()).await;
+    assert_eq!(provider.challenges.load(Ordering::SeqCst), 2);
+    // Every attempt asked for credentials for what it was about to send.
+    let targets = provider.targets.lock().unwrap();
+    for target in &targets[..3] {
+        assert_eq!(target, &("POST".to_owned(), server.url()), "{targets:?}");
+    }
+}
+
+#[tokio::test]
+async fn each_kind_of_retry_happens_at_most_once_per_request() {
+    for outcome in [ChallengeOutcome::Retry, ChallengeOutcome::RetryWithNonce] {
+        let server = fixture().await;
+        let provider = scripted(usize::MAX, &[outcome]);
+        let config = HttpServerConfig::new(server.url()).auth(provider.clone());
+        let connected = tokio::time::timeout(
+            DEADLINE,
+            ClientSession::connect(
+                StreamableHttpTransport::new(config).unwrap(),
+                (),
+                SessionOptions::default().with_era(mcp_core::Era::Legacy),
+            ),
+        )
+        .await
+        .expect("gives up in time");
+        let e = connected.expect_err("never authorized");
+        assert_eq!(e.kind(), mcp_core::ErrorKind::Auth, "{outcome:?}: {e}");
+        // The request and its one retry of this kind.
+        assert_eq!(provider.requests.load(Ordering::SeqCst), 2, "{outcome:?}");
+        assert_eq!(provider.challenges.load(Ordering::SeqCst), 2, "{outcome:?}");
+    }
+}

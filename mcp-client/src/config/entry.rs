@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::error::{ConfigError, ConfigErrorKind};
 use super::fields::{Ctx, Obj};
-use super::model::{OAuthSettings, ServerConfig, TransportConfig};
+use super::model::{DpopSetting, OAuthSettings, ServerConfig, TransportConfig};
 use super::node::Node;
 use super::settings::{
     BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
@@ -328,6 +328,21 @@ fn read_oauth(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<OAuthSettings, ConfigError
             })?)
         }
     };
+    let dpop = match oauth.string(ctx, "dpop")?.as_deref() {
+        None | Some("auto") => DpopSetting::Auto,
+        Some("always") => DpopSetting::Always,
+        Some("never") => DpopSetting::Never,
+        Some(other) => {
+            return Err(ctx.error(
+                ConfigErrorKind::Invalid,
+                &oauth.path("dpop"),
+                format!(
+                    "expected \"auto\" (DPoP-bound tokens where the server takes them), \
+                     \"always\" or \"never\", found {other:?}"
+                ),
+            ))
+        }
+    };
     let settings = OAuthSettings {
         disabled: false,
         client_id: either("client_id", "clientId")?,
@@ -338,6 +353,7 @@ fn read_oauth(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<OAuthSettings, ConfigError
         client_metadata_url: either("client_metadata_url", "clientMetadataUrl")?,
         resource: either("resource", "resource_url")?,
         token_env: either("token_env", "tokenEnv")?,
+        dpop,
     };
     oauth.log_unknown(ctx);
     Ok(settings)

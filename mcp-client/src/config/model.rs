@@ -84,6 +84,21 @@ pub struct OAuthSettings {
     pub resource: Option<String>,
     /// stdio servers: the environment variable the token is passed in.
     pub token_env: Option<String>,
+    /// When tokens are bound to a DPoP key (`dpop`: `auto`, `always`, `never`).
+    pub dpop: DpopSetting,
+}
+
+/// `oauth.dpop`: when access tokens are bound to a DPoP key (RFC 9449), so a leaked token is
+/// useless without the key this client holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DpopSetting {
+    /// Where the server takes DPoP-bound tokens and its authorization server can bind them.
+    #[default]
+    Auto,
+    /// Wherever the authorization server can bind them.
+    Always,
+    /// Never (a server that takes only DPoP-bound tokens is then refused with a clear error).
+    Never,
 }
 
 impl fmt::Debug for OAuthSettings {
@@ -104,6 +119,7 @@ impl fmt::Debug for OAuthSettings {
                 &self.resource.as_deref().map(mcp_core::auth::redact_url),
             )
             .field("token_env", &self.token_env)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
