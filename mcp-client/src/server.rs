@@ -51,7 +51,7 @@ impl ManagedServer {
         #[cfg(feature = "oauth")]
         let auth = context.oauth.provider_for(&config);
         #[cfg(not(feature = "oauth"))]
-        let auth = crate::connect::ServerAuth::default();
+        let auth: crate::connect::ServerAuth = ();
         let connector: Arc<dyn mcp_core::Connector> = Arc::new(ServerConnector::new(
             config.clone(),
             handler,
