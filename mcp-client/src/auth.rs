@@ -189,10 +189,12 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
     config.client_secret = settings.client_secret.clone().map(Secret::new);
     config.client_metadata_url = settings.client_metadata_url.clone();
     config.scopes = settings.scopes.clone();
-    config.dpop = match settings.dpop {
-        DpopSetting::Auto => DpopMode::Auto,
-        DpopSetting::Always => DpopMode::Always,
-        DpopSetting::Never => DpopMode::Never,
+    config.dpop = match (&server.transport, settings.dpop) {
+        // The token is handed to a child process, which holds no key to prove it with.
+        (TransportConfig::Stdio { .. }, _) => DpopMode::Never,
+        (_, DpopSetting::Auto) => DpopMode::Auto,
+        (_, DpopSetting::Always) => DpopMode::Always,
+        (_, DpopSetting::Never) => DpopMode::Never,
     };
     Ok(Some(config))
 }

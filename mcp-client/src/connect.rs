@@ -133,11 +133,25 @@ async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
     let Some(provider) = auth else {
         return Ok(None);
     };
-    let token = provider
-        .client()
-        .get_valid_token()
+    let client = provider.client();
+    let token = client.get_valid_token().await.map_err(Error::from)?;
+    // A DPoP-bound token (logged in through a remote server entry for the same resource) is
+    // useless without the key, which never leaves this process.
+    let bound = client
+        .tokens()
         .await
-        .map_err(Error::from)?;
+        .map_err(Error::from)?
+        .is_some_and(|t| t.token_type == mcp_auth::TokenType::Dpop);
+    if bound {
+        return Err(Error::new(
+            ErrorKind::Auth,
+            format!(
+                "the stored token for {} is DPoP-bound and cannot be handed to a child process; \
+                 log in again with `oauth.dpop: \"never\"` for that server",
+                mcp_core::auth::redact_url(client.config().server_url.as_str())
+            ),
+        ));
+    }
     Ok(Some(token.expose().to_owned()))
 }
 

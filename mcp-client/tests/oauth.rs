@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_auth::{Authorizer, AutoApprove, MemoryStore, TokenSet};
-use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
+use mcp_auth::{Authorizer, AutoApprove, DpopMode, MemoryStore, TokenSet};
+use mcp_client::config::{ClientConfig, DpopSetting, ServerConfig, TransportConfig};
 use mcp_client::{ClientOptions, McpClient, OAuthPolicy, ServerStatus};
 use mcp_testkit::options::{parse_args, CliCommand};
 use mcp_testkit::{HttpFixture, OAuthOptions};
@@ -194,4 +194,25 @@ async fn a_stdio_server_gets_the_stored_token_in_its_environment() {
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     fixture.shutdown().await;
+}
+
+#[test]
+fn a_token_handed_to_a_child_process_is_never_dpop_bound() {
+    let mut local = stdio("local", "tool", Vec::new());
+    local.oauth.resource = Some("https://api.example.com/mcp".into());
+    local.oauth.token_env = Some("API_TOKEN".into());
+    local.oauth.dpop = DpopSetting::Always;
+    let config = mcp_client::auth::oauth_config(&local).unwrap().unwrap();
+    assert_eq!(config.dpop, DpopMode::Never);
+
+    let mut api = remote("api", "https://api.example.com/mcp".into());
+    for (setting, mode) in [
+        (DpopSetting::Auto, DpopMode::Auto),
+        (DpopSetting::Always, DpopMode::Always),
+        (DpopSetting::Never, DpopMode::Never),
+    ] {
+        api.oauth.dpop = setting;
+        let config = mcp_client::auth::oauth_config(&api).unwrap().unwrap();
+        assert_eq!(config.dpop, mode);
+    }
 }
