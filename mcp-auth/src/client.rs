@@ -389,6 +389,7 @@ impl OAuthClient {
     ) -> Result<AuthorizationRequest, AuthError> {
         let metadata = self.discover_auth_metadata(None).await?;
         metadata.require_s256()?;
+        self.check_dpop(&metadata)?;
         let authorize = metadata.endpoint(
             metadata
                 .authorization_server
@@ -520,6 +521,7 @@ impl OAuthClient {
                 .as_ref(),
             "device_authorization_endpoint",
         )?;
+        self.check_dpop(&metadata)?;
         let client = self.client_identity(&metadata, Purpose::Device).await?;
         let scopes = self.scopes_to_request(&metadata);
         let oauth = self
@@ -1313,6 +1315,28 @@ impl OAuthClient {
     /// only bound tokens and they cannot be had.
     fn dpop_key_for(&self, metadata: &AuthMetadata) -> Result<Option<DpopKey>, AuthError> {
         let mut state = lock(&self.state);
+        if !self.wants_dpop(&state, metadata)? {
+            return Ok(None);
+        }
+        if state.dpop_key.is_none() {
+            let key = DpopKey::generate()?;
+            debug!(jkt = key.thumbprint(), "DPoP key generated");
+            state.dpop_key = Some(key);
+        }
+        Ok(state.dpop_key.clone())
+    }
+
+    /// Fails when the MCP server takes only DPoP-bound tokens and they cannot be had — before
+    /// a login starts, so that no user authorizes (and no client registers) for tokens the
+    /// server would refuse.
+    fn check_dpop(&self, metadata: &AuthMetadata) -> Result<(), AuthError> {
+        self.wants_dpop(&lock(&self.state), metadata).map(drop)
+    }
+
+    /// Whether tokens are to be bound to a DPoP key (see [`DpopMode`]; always when the held
+    /// ones are), or the error when the MCP server takes only bound tokens and they cannot be
+    /// had.
+    fn wants_dpop(&self, state: &State, metadata: &AuthMetadata) -> Result<bool, AuthError> {
         let held_bound = state
             .held
             .as_ref()
@@ -1323,35 +1347,27 @@ impl OAuthClient {
                 DpopMode::Always => metadata.server_offers_dpop(),
                 DpopMode::Auto => metadata.server_offers_dpop() && metadata.resource_offers_dpop(),
             };
-        if !wanted {
-            if metadata.resource_requires_dpop() {
-                let server = redact_url(self.config.server_url.as_str());
-                let why = if self.config.dpop == DpopMode::Never {
-                    "DPoP is turned off for it (oauth.dpop: never)".to_owned()
-                } else {
-                    format!(
-                        "its authorization server {} cannot bind tokens with ES256 proofs \
-                         (dpop_signing_alg_values_supported: {})",
-                        metadata.authorization_server.issuer,
-                        metadata
-                            .authorization_server
-                            .dpop_signing_alg_values_supported
-                            .as_ref()
-                            .map_or("absent".to_owned(), |algs| format!("{algs:?}"))
-                    )
-                };
-                return Err(AuthError::Unsupported(format!(
-                    "{server} takes only DPoP-bound tokens, but {why}"
-                )));
-            }
-            return Ok(None);
+        if !wanted && metadata.resource_requires_dpop() {
+            let server = redact_url(self.config.server_url.as_str());
+            let why = if self.config.dpop == DpopMode::Never {
+                "DPoP is turned off for it (oauth.dpop: never)".to_owned()
+            } else {
+                format!(
+                    "its authorization server {} cannot bind tokens with ES256 proofs \
+                     (dpop_signing_alg_values_supported: {})",
+                    metadata.authorization_server.issuer,
+                    metadata
+                        .authorization_server
+                        .dpop_signing_alg_values_supported
+                        .as_ref()
+                        .map_or("absent".to_owned(), |algs| format!("{algs:?}"))
+                )
+            };
+            return Err(AuthError::Unsupported(format!(
+                "{server} takes only DPoP-bound tokens, but {why}"
+            )));
         }
-        if state.dpop_key.is_none() {
-            let key = DpopKey::generate()?;
-            debug!(jkt = key.thumbprint(), "DPoP key generated");
-            state.dpop_key = Some(key);
-        }
-        Ok(state.dpop_key.clone())
+        Ok(wanted)
     }
 
     /// The HTTP client of a token request: with `key`, every request carries a DPoP proof.

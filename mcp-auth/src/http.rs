@@ -179,7 +179,7 @@ impl AuthHttp {
 }
 
 /// Something that sends one whole OAuth request: [`AuthHttp`], or a wrapper that adds to each
-/// request (the DPoP proofs of [`TokenHttp`](crate::dpop::TokenHttp)).
+/// request (the DPoP proofs of token requests).
 #[async_trait::async_trait]
 pub trait SendRequest: Sync {
     /// Sends one request and reads the whole answer.

@@ -5,7 +5,11 @@
 //! refresh token, code, state, PKCE verifier and the client secret is looked for in the
 //! captured output and in the `Debug` and `Display` of everything the flow produced.
 //!
-//! Its own test binary, with the subscriber set for the test's thread only
+//! A second flow does the same for DPoP: a login, requests, a refresh and a rotated server
+//! nonce against the fixture's verifying DPoP mode, then the access and refresh tokens, the
+//! stored DPoP key and every proof sent are looked for the same way.
+//!
+//! Its own test binary, with the subscriber set for each test's thread only
 //! (`tracing::subscriber::set_default`; the runtime is current-thread, so every task of the
 //! client, the transport and the fixture logs into it).
 
@@ -17,10 +21,13 @@ use async_trait::async_trait;
 use mcp_auth::http::AuthHttp;
 use mcp_auth::login::approved_callback;
 use mcp_auth::{
-    AuthError, Authorizer, Callback, MemoryStore, OAuthClient, OAuthConfig, OAuthProvider, Secret,
-    StoreKey, TokenSet, TokenStore,
+    AuthError, Authorizer, AutoApprove, Callback, DpopKey, MemoryStore, OAuthClient, OAuthConfig,
+    OAuthProvider, Secret, StoreKey, TokenSet, TokenStore, TokenType,
 };
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{
+    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, ClientSession, Credentials,
+    McpServiceExt, RequestOptions, SessionOptions,
+};
 use mcp_testkit::{serve_http, OAuthOptions, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use tracing_subscriber::fmt::MakeWriter;
@@ -324,6 +331,190 @@ async fn no_secret_in_logs_debug_or_errors() {
             secret.get(..3).unwrap_or_default()
         );
         for shown in &seen.shown {
+            assert!(
+                !shown.contains(secret.as_str()),
+                "a secret is shown in {:?}",
+                shown.replace(secret.as_str(), "<SECRET>")
+            );
+        }
+    }
+}
+
+/// The provider the transport talks to, keeping every credential it hands out (the
+/// `Authorization` values and DPoP proofs that went on the wire).
+struct RecordingProvider {
+    inner: Arc<OAuthProvider>,
+    sent: Mutex<Vec<Credentials>>,
+}
+
+#[async_trait]
+impl AuthProvider for RecordingProvider {
+    async fn authorization(
+        &self,
+        target: &AuthTarget<'_>,
+    ) -> Result<Option<Credentials>, mcp_core::Error> {
+        let credentials = self.inner.authorization(target).await?;
+        if let (Some(c), Ok(mut sent)) = (&credentials, self.sent.lock()) {
+            sent.push(c.clone());
+        }
+        Ok(credentials)
+    }
+
+    async fn on_challenge(
+        &self,
+        challenge: &AuthChallenge,
+    ) -> Result<ChallengeOutcome, mcp_core::Error> {
+        self.inner.on_challenge(challenge).await
+    }
+
+    fn accept_nonce(&self, nonce: &str) {
+        self.inner.accept_nonce(nonce);
+    }
+}
+
+#[tokio::test]
+async fn no_dpop_token_key_or_proof_in_logs_or_debug() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(captured.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let fixture = serve_http(
+        ServerOptions {
+            oauth: Some(OAuthOptions {
+                dpop: true,
+                dpop_nonce: true,
+                ..OAuthOptions::default()
+            }),
+            http_no_get: true,
+            ..ServerOptions::default()
+        },
+        "127.0.0.1:0".parse().expect("addr"),
+    )
+    .await
+    .expect("serve_http");
+    let key = StoreKey::new(fixture.url(), "dpop-logs");
+    let config = OAuthConfig::new(Url::parse(&fixture.url()).expect("url"), key.clone());
+    let memory = Arc::new(MemoryStore::new());
+    let store: Arc<dyn TokenStore> = memory.clone();
+    let client = Arc::new(OAuthClient::new(config.clone(), store).expect("client"));
+    let provider = Arc::new(OAuthProvider::new(
+        client.clone(),
+        Some(Arc::new(
+            AutoApprove::new(REDIRECT_URI).expect("authorizer"),
+        )),
+    ));
+    let recording = Arc::new(RecordingProvider {
+        inner: provider.clone(),
+        sent: Mutex::new(Vec::new()),
+    });
+
+    // Login (both nonce challenges), requests, a refresh, a rotated nonce, more requests.
+    let transport =
+        StreamableHttpTransport::new(HttpServerConfig::new(fixture.url()).auth(recording.clone()))
+            .expect("transport");
+    let options = SessionOptions::default()
+        .with_request_timeout(DEADLINE)
+        .with_initialize_timeout(DEADLINE);
+    let session = within("connect", ClientSession::connect(transport, (), options))
+        .await
+        .expect("connect");
+    within("tools/list", session.list_all_tools(RequestOptions::new()))
+        .await
+        .expect("tools/list");
+    let first = client.tokens().await.expect("tokens").expect("held");
+    let refreshed = within("refresh", client.refresh_access_token())
+        .await
+        .expect("refresh");
+    let rotate = within(
+        "rotate-dpop-nonce",
+        reqwest::Client::new()
+            .post(format!(
+                "{}/control/oauth/rotate-dpop-nonce",
+                fixture.base_url()
+            ))
+            .send(),
+    )
+    .await
+    .expect("rotate-dpop-nonce");
+    assert_eq!(rotate.status().as_u16(), 204);
+    within("tools/list", session.list_all_tools(RequestOptions::new()))
+        .await
+        .expect("tools/list after the rotation");
+    session.close().await;
+    let stored = memory.load(&key).await.expect("load").expect("stored");
+    let stored_key = stored.dpop_key.clone().expect("a stored DPoP key");
+    let dpop_key = DpopKey::from_secret(&stored_key).expect("key");
+    let stats = fixture.oauth_stats().expect("OAuth mode");
+    fixture.shutdown().await;
+
+    // The flow really was a DPoP flow, with proofs accepted and nonces asked for.
+    assert_eq!(first.token_type, TokenType::Dpop);
+    assert_eq!(refreshed.token_type, TokenType::Dpop);
+    assert!(stats.dpop_proofs_accepted >= 5, "{stats:?}");
+    assert!(stats.dpop_nonce_challenges >= 3, "{stats:?}");
+    assert_eq!(stats.dpop_proofs_rejected, 0, "{stats:?}");
+
+    let sent = recording.sent.lock().map(|s| s.clone()).unwrap_or_default();
+    let proofs: Vec<String> = sent
+        .iter()
+        .filter_map(|c| c.dpop.as_ref().map(|p| p.expose().to_owned()))
+        .collect();
+    assert!(proofs.len() >= 4, "{} proofs", proofs.len());
+    let mut secrets: Vec<String> = vec![
+        first.access_token.expose().to_owned(),
+        refreshed.access_token.expose().to_owned(),
+        stored_key.expose().to_owned(),
+    ];
+    secrets.extend(first.refresh_token.iter().map(|t| t.expose().to_owned()));
+    secrets.extend(
+        refreshed
+            .refresh_token
+            .iter()
+            .map(|t| t.expose().to_owned()),
+    );
+    for proof in &proofs {
+        secrets.push(proof.clone());
+        // The signature alone is unique to the proof (its header part is the same for every
+        // proof by the key, and holds only the public key).
+        secrets.push(proof.rsplit('.').next().unwrap_or_default().to_owned());
+        // So are its claims (with the jti and the token's hash).
+        secrets.push(proof.split('.').nth(1).unwrap_or_default().to_owned());
+    }
+    secrets.extend(sent.iter().map(|c| c.authorization.expose().to_owned()));
+    assert!(secrets.iter().all(|s| s.len() >= 16), "{secrets:?}");
+
+    let mut shown: Vec<String> = vec![
+        format!("{client:?}"),
+        format!("{provider:?}"),
+        format!("{config:?}"),
+        format!("{first:?}"),
+        format!("{refreshed:?}"),
+        format!("{stored:?}"),
+        format!("{memory:?}"),
+        format!("{dpop_key:?}"),
+    ];
+    for credentials in &sent {
+        shown.push(format!("{credentials:?}"));
+        shown.extend(credentials.dpop.iter().map(|p| format!("{p}")));
+        shown.push(format!("{}", credentials.authorization));
+    }
+    let logs = captured.text();
+    assert!(
+        logs.contains("DPoP key generated"),
+        "the logs lack the key's creation"
+    );
+    for secret in &secrets {
+        assert!(
+            !logs.contains(secret.as_str()),
+            "a secret ({} characters, starting {:?}) is in the logs",
+            secret.len(),
+            secret.get(..3).unwrap_or_default()
+        );
+        for shown in &shown {
             assert!(
                 !shown.contains(secret.as_str()),
                 "a secret is shown in {:?}",

@@ -6,8 +6,8 @@
 //!                [--transport stdio|http]
 //! ```
 //! The client starts the server itself (`--server` with its args; prefix with `taskset` to pin
-//! it), runs the warm-up calls, measures `--calls` calls, and prints one [`Measurement`]
-//! (crate::Measurement) as a JSON line on stdout.
+//! it), runs the warm-up calls, measures `--calls` calls, and prints one
+//! [`Measurement`](crate::Measurement) as a JSON line on stdout.
 //!
 //! With `--transport http` the server command gets `--http 127.0.0.1:0` appended, the client
 //! reads the URL from its first stdout line and talks Streamable HTTP to `<url>/mcp` (see

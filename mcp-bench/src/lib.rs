@@ -2,7 +2,7 @@
 //! the same `tools/call`s against the same server, each client in its own process.
 //!
 //! - [`args`]: the command line every client binary takes ([`ClientArgs`]).
-//! - [`measure`]: the timing loops (sequential latency, N calls in flight) over any async call,
+//! - [`measure`](mod@measure): the timing loops (sequential latency, N calls in flight) over any async call,
 //!   and [`Measurement`], the JSON line a client prints.
 //! - [`http_server`]: starting the server command as a Streamable HTTP server (`--transport
 //!   http`) and killing it at the end.

@@ -3,7 +3,7 @@
 //! A remote server uses OAuth unless its config sends its own `Authorization` header or says
 //! `oauth: false`: requests carry the stored token for it (refreshed ahead of expiry by
 //! `mcp-auth`), and a server that asks for authorization while no token is stored becomes
-//! `needs-auth` with the [`OAuthPolicy::login_hint`] — it never blocks the other servers. A
+//! `needs-auth` with the login hint (`OAuthPolicy::login_hint`) — it never blocks the other servers. A
 //! stdio server with `oauth: { resource, token_env }` gets the token of that protected
 //! resource in the environment variable `token_env`.
 //!

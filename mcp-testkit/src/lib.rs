@@ -26,10 +26,12 @@
 //!   [`serve_http`] returns an [`HttpFixture`].
 //! - [`oauth`]: the OAuth mode of the HTTP fixture (`--oauth`): a protected `/mcp` and its own
 //!   mock authorization server ([`OAuthOptions`], [`OAuthStats`]).
+//! - [`dpop`]: DPoP proofs (RFC 9449) as the OAuth mode verifies them (`--oauth-dpop`).
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
 
+pub mod dpop;
 pub mod event_log;
 pub mod http;
 pub mod jsonrpc;

@@ -47,10 +47,31 @@
 //! - `POST /revoke` (RFC 7009, when [`OAuthOptions::revocation`]): the client authenticates as
 //!   at `/token`; the token (access or refresh) is revoked; 200 whatever the token was.
 //!
+//! # DPoP (RFC 9449, when [`OAuthOptions::dpop`])
+//! - Both metadata documents list `dpop_signing_alg_values_supported: ["ES256"]`; the
+//!   protected resource metadata adds `dpop_bound_access_tokens_required: true`.
+//! - `/token` (every grant): a request with a valid `DPoP` proof (checked as
+//!   [`crate::dpop`] says) gets `token_type: "DPoP"`, and its access token and refresh token
+//!   are bound to the proof key's thumbprint; a request without a proof gets a bearer token
+//!   (which `/mcp` then refuses). A bad proof gets 400 `invalid_dpop_proof`. A bound refresh
+//!   token needs a proof by the same key (400 `invalid_grant` otherwise).
+//! - `/mcp`, `/sse`, `/message`: the challenge is `DPoP algs="ES256", resource_metadata="…"`
+//!   (after `error="…", error_description="…"` where there is one). A bound token must come as
+//!   `Authorization: DPoP <token>` with a valid proof (its `ath` the token's hash) by the key
+//!   the token is bound to; a bound token sent as `Bearer`, and a bearer token, get
+//!   `error="invalid_token"`; a missing or bad proof `error="invalid_dpop_proof"`.
+//! - With [`OAuthOptions::dpop_nonce`] every proof must also carry the current nonce of its
+//!   server (the authorization server and the resource have one each): otherwise 400
+//!   `{"error":"use_dpop_nonce"}` at `/token`, 401 `DPoP error="use_dpop_nonce"` at `/mcp`,
+//!   both with `DPoP-Nonce: <nonce>`. Every `/token` answer, and every answer to a request the
+//!   gate let through, carries `DPoP-Nonce` too.
+//!
 //! # Control (always served in OAuth mode)
 //! - `POST /control/oauth/expire-tokens`: every access token issued so far expires now.
 //! - `POST /control/oauth/revoke-all`: every access and refresh token (and pending code) is
 //!   revoked.
+//! - `POST /control/oauth/rotate-dpop-nonce`: new DPoP nonces for the authorization server and
+//!   the resource (with [`OAuthOptions::dpop_nonce`]; otherwise nothing changes).
 //! - `GET /control/oauth/stats`: [`OAuthStats`] as JSON (in process:
 //!   [`HttpFixture::oauth_stats`](crate::HttpFixture::oauth_stats)).
 //!
@@ -73,7 +94,11 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
+use crate::dpop::{proof_header, Audience, DpopVerifier, ProofError, ProofRequest, DPOP_ALG};
 use crate::http::{empty_response, json_response, lock, random_hex, read_body, HttpResponse};
+
+/// The protected resource's gate (`/mcp`, `/sse`, `/message`).
+mod gate;
 
 /// Protected resource metadata of `/mcp` (RFC 9728, path-aware).
 pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
@@ -93,6 +118,8 @@ pub const EXPIRE_TOKENS_PATH: &str = "/control/oauth/expire-tokens";
 pub const REVOKE_ALL_PATH: &str = "/control/oauth/revoke-all";
 /// Control: the counters as JSON.
 pub const STATS_PATH: &str = "/control/oauth/stats";
+/// Control: new DPoP nonces (with [`OAuthOptions::dpop_nonce`]).
+pub const ROTATE_DPOP_NONCE_PATH: &str = "/control/oauth/rotate-dpop-nonce";
 /// The device authorization endpoint (RFC 8628 §3.1), with `device_authorization`.
 pub const DEVICE_AUTHORIZATION_PATH: &str = "/device_authorization";
 /// The verification page a user visits (`GET /device?user_code=…` approves at once).
@@ -152,6 +179,16 @@ pub struct OAuthOptions {
     /// `/device_authorization`, a verification page that approves at once, and the
     /// device code grant at `/token` (`authorization_pending` until approved).
     pub device_authorization: bool,
+    /// DPoP (RFC 9449; default false; `--oauth-dpop`): tokens requested with a proof are bound
+    /// to its key, and `/mcp` takes only bound tokens, each request with a fresh proof. See
+    /// the module documentation.
+    pub dpop: bool,
+    /// DPoP with server nonces (default false; `--oauth-dpop-nonce`; implies [`dpop`]): every
+    /// proof must carry the server's current nonce, which `/control/oauth/rotate-dpop-nonce`
+    /// changes.
+    ///
+    /// [`dpop`]: OAuthOptions::dpop
+    pub dpop_nonce: bool,
 }
 
 impl Default for OAuthOptions {
@@ -173,6 +210,8 @@ impl Default for OAuthOptions {
             state_override: None,
             preregistered: Vec::new(),
             device_authorization: false,
+            dpop: false,
+            dpop_nonce: false,
         }
     }
 }
@@ -211,6 +250,8 @@ impl fmt::Debug for OAuthOptions {
             .field("state_override", &self.state_override)
             .field("preregistered", &preregistered)
             .field("device_authorization", &self.device_authorization)
+            .field("dpop", &self.dpop)
+            .field("dpop_nonce", &self.dpop_nonce)
             .finish()
     }
 }
@@ -248,6 +289,19 @@ pub struct OAuthStats {
     /// The `resource` parameter of each `/authorize` and `/token` request, in order (`""` when
     /// the request carried none).
     pub resources_seen: Vec<String>,
+    /// DPoP proofs accepted, at `/token` and at the gate.
+    pub dpop_proofs_accepted: u64,
+    /// DPoP proofs refused as invalid (malformed, badly signed, made for another request or
+    /// token, out of time, replayed). Not counted: proofs that lacked only the current nonce
+    /// ([`dpop_nonce_challenges`](Self::dpop_nonce_challenges)), missing proofs and proofs by
+    /// another key than a token's (refused requests all the same).
+    pub dpop_proofs_rejected: u64,
+    /// `use_dpop_nonce` answers, at `/token` and at the gate.
+    pub dpop_nonce_challenges: u64,
+    /// Access tokens issued bound to a DPoP key (`token_type: "DPoP"`).
+    pub dpop_bound_tokens_issued: u64,
+    /// Of the rejected proofs, those whose `jti` had been seen before.
+    pub replayed_dpop_proofs: u64,
 }
 
 impl OAuthStats {
@@ -270,6 +324,7 @@ pub fn is_oauth_path(path: &str) -> bool {
             | EXPIRE_TOKENS_PATH
             | REVOKE_ALL_PATH
             | STATS_PATH
+            | ROTATE_DPOP_NONCE_PATH
             | DEVICE_AUTHORIZATION_PATH
             | DEVICE_VERIFY_PATH
     )
@@ -348,12 +403,16 @@ struct Device {
 struct AccessToken {
     scopes: Vec<String>,
     expires: Instant,
+    /// The thumbprint of the DPoP key the token is bound to.
+    jkt: Option<String>,
 }
 
 struct RefreshGrant {
     client_id: String,
     scopes: Vec<String>,
     resource: Option<String>,
+    /// The thumbprint of the DPoP key the refresh token is bound to.
+    jkt: Option<String>,
 }
 
 #[derive(Default)]
@@ -364,17 +423,9 @@ struct State {
     refresh: HashMap<String, RefreshGrant>,
     /// By device code.
     devices: HashMap<String, Device>,
+    /// Seen proofs and nonces.
+    dpop: DpopVerifier,
     stats: OAuthStats,
-}
-
-/// What the `/mcp` gate decided.
-#[derive(Debug, PartialEq, Eq)]
-enum Verdict {
-    Accept,
-    /// 401; `true` when a token was presented (and is invalid).
-    Unauthorized(bool),
-    /// 403 `insufficient_scope`.
-    Forbidden,
 }
 
 /// What the refresh token of a token answer is.
@@ -405,11 +456,18 @@ impl AuthServer {
                 },
             );
         }
+        state.dpop = DpopVerifier::new(options.dpop_nonce);
         AuthServer {
             options,
             origin: format!("http://{addr}"),
             state: Mutex::new(state),
         }
+    }
+
+    /// Whether DPoP is on ([`OAuthOptions::dpop`], or implied by
+    /// [`OAuthOptions::dpop_nonce`]).
+    fn dpop(&self) -> bool {
+        self.options.dpop || self.options.dpop_nonce
     }
 
     /// A snapshot of the counters.
@@ -496,6 +554,10 @@ impl AuthServer {
                 self.revoke_all();
                 empty_response(StatusCode::NO_CONTENT)
             }
+            ROTATE_DPOP_NONCE_PATH => {
+                lock(&self.state).dpop.rotate_nonces();
+                empty_response(StatusCode::NO_CONTENT)
+            }
             _ => {
                 let headers = request.headers().clone();
                 let body = match read_body(request.into_body()).await {
@@ -509,7 +571,7 @@ impl AuthServer {
                             tokio::time::sleep(Duration::from_millis(self.options.token_delay_ms))
                                 .await;
                         }
-                        match self.token(&headers, &parse_form(&text)) {
+                        let mut response = match self.token(&headers, &parse_form(&text)) {
                             Ok(answer) => {
                                 let mut response = json_ok(answer);
                                 response.headers_mut().insert(
@@ -519,7 +581,12 @@ impl AuthServer {
                                 response
                             }
                             Err(e) => e.response(),
-                        }
+                        };
+                        // Every answer, `use_dpop_nonce` or not, names the current nonce.
+                        response
+                            .headers_mut()
+                            .extend(self.nonce_header(Audience::AuthorizationServer));
+                        response
                     }
                     DEVICE_AUTHORIZATION_PATH => {
                         match self.device_authorization(&headers, &parse_form(&text)) {
@@ -540,85 +607,56 @@ impl AuthServer {
         }
     }
 
-    /// The `/mcp` (and legacy endpoints') gate: the 401/403 answer when the request carries no
-    /// valid token with the required scopes, `None` to let it through.
-    pub(crate) fn refusal(&self, headers: &HeaderMap) -> Option<HttpResponse> {
-        let verdict = self.verdict(headers);
-        let scope = self.options.required_scopes.join(" ");
-        let mut challenge = String::from("Bearer ");
-        let status = match verdict {
-            Verdict::Accept => return None,
-            Verdict::Unauthorized(presented) => {
-                if presented {
-                    challenge.push_str("error=\"invalid_token\", ");
-                }
-                StatusCode::UNAUTHORIZED
+    /// Checks a proof, and counts the outcome.
+    fn check_proof(
+        &self,
+        state: &mut State,
+        proof: &str,
+        request: &ProofRequest<'_>,
+    ) -> Result<String, ProofError> {
+        let outcome = state.dpop.verify(proof, request, unix_now());
+        let stats = &mut state.stats;
+        match &outcome {
+            Ok(_) => stats.dpop_proofs_accepted += 1,
+            Err(ProofError::NonceNeeded) => stats.dpop_nonce_challenges += 1,
+            Err(ProofError::Replayed) => {
+                stats.dpop_proofs_rejected += 1;
+                stats.replayed_dpop_proofs += 1;
             }
-            Verdict::Forbidden => {
-                challenge.push_str("error=\"insufficient_scope\", ");
-                StatusCode::FORBIDDEN
-            }
-        };
-        challenge.push_str(&format!(
-            "resource_metadata=\"{}\"",
-            self.resource_metadata_url()
-        ));
-        if !scope.is_empty() {
-            challenge.push_str(&format!(", scope=\"{scope}\""));
+            Err(ProofError::Invalid(_)) => stats.dpop_proofs_rejected += 1,
         }
-        let message = if status == StatusCode::FORBIDDEN {
-            "insufficient_scope"
-        } else {
-            "invalid_token"
-        };
-        let mut response = json_response(status, json!({ "error": message }).to_string());
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, value);
-        }
-        Some(response)
+        outcome
     }
 
-    fn verdict(&self, headers: &HeaderMap) -> Verdict {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split_once(' ')
-                    .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                    .map(|(_, token)| token.trim().to_owned())
-            });
-        let now = Instant::now();
-        let mut guard = lock(&self.state);
-        let state = &mut *guard;
-        let verdict = match presented {
-            None => Verdict::Unauthorized(false),
-            Some(None) => Verdict::Unauthorized(true),
-            Some(Some(token)) => match state.access.get(&token) {
-                None => Verdict::Unauthorized(true),
-                Some(access) if now >= access.expires => {
-                    state.stats.expired_tokens_presented += 1;
-                    Verdict::Unauthorized(true)
-                }
-                Some(access)
-                    if !self
-                        .options
-                        .required_scopes
-                        .iter()
-                        .all(|s| access.scopes.contains(s)) =>
-                {
-                    Verdict::Forbidden
-                }
-                Some(_) => Verdict::Accept,
-            },
-        };
-        if verdict == Verdict::Accept {
-            state.stats.mcp_requests_accepted += 1;
-        } else {
-            state.stats.mcp_requests_rejected += 1;
+    /// DPoP mode at `/token`: the thumbprint of the key the request's proof was made with, or
+    /// `None` without a proof (a bearer token follows); a bad proof is refused.
+    fn token_proof(
+        &self,
+        state: &mut State,
+        headers: &HeaderMap,
+    ) -> Result<Option<String>, OAuthError> {
+        if !self.dpop() {
+            return Ok(None);
         }
-        verdict
+        let refusal = |e: ProofError| OAuthError::bad(e.error_code(), e.to_string());
+        let proof = match proof_header(headers) {
+            Ok(Some(proof)) => proof,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                state.stats.dpop_proofs_rejected += 1;
+                return Err(refusal(e));
+            }
+        };
+        let url = format!("{}{TOKEN_PATH}", self.origin);
+        let request = ProofRequest {
+            audience: Audience::AuthorizationServer,
+            method: Method::POST.as_str(),
+            url: &url,
+            access_token: None,
+        };
+        self.check_proof(state, proof, &request)
+            .map(Some)
+            .map_err(refusal)
     }
 
     fn resource_metadata(&self) -> Value {
@@ -629,6 +667,10 @@ impl AuthServer {
         });
         if let Some(scopes) = &self.options.scopes_supported {
             prm["scopes_supported"] = json!(scopes);
+        }
+        if self.dpop() {
+            prm["dpop_signing_alg_values_supported"] = json!([DPOP_ALG]);
+            prm["dpop_bound_access_tokens_required"] = json!(true);
         }
         prm
     }
@@ -657,6 +699,9 @@ impl AuthServer {
         }
         if self.options.iss_parameter {
             meta["authorization_response_iss_parameter_supported"] = json!(true);
+        }
+        if self.dpop() {
+            meta["dpop_signing_alg_values_supported"] = json!([DPOP_ALG]);
         }
         if self.options.device_authorization {
             meta["device_authorization_endpoint"] =
@@ -924,6 +969,9 @@ impl AuthServer {
         param(form, "grant_type")?
             .ok_or_else(|| OAuthError::bad("invalid_request", "grant_type is missing"))?;
         let client_id = authenticate(state, headers, form)?;
+        // Before the grant is looked at: a code is gone once used, and a request refused for
+        // its proof (or the proof's nonce) must be able to come again.
+        let jkt = self.token_proof(state, headers)?;
         match grant {
             "authorization_code" => {
                 let code = param(form, "code")?
@@ -974,14 +1022,17 @@ impl AuthServer {
                     issued.scopes,
                     resource,
                     RefreshMode::Issue,
+                    jkt,
                 ))
             }
             "refresh_token" => {
                 let token = param(form, "refresh_token")?.ok_or_else(|| {
                     OAuthError::bad("invalid_request", "refresh_token is missing")
                 })?;
-                let (scopes, old_resource) = match state.refresh.get(token) {
-                    Some(g) if g.client_id == client_id => (g.scopes.clone(), g.resource.clone()),
+                let (scopes, old_resource, bound_to) = match state.refresh.get(token) {
+                    Some(g) if g.client_id == client_id => {
+                        (g.scopes.clone(), g.resource.clone(), g.jkt.clone())
+                    }
                     Some(_) => {
                         return Err(OAuthError::bad(
                             "invalid_grant",
@@ -995,6 +1046,17 @@ impl AuthServer {
                         ))
                     }
                 };
+                // RFC 9449 §5: a bound refresh token goes only with a proof by its key.
+                if bound_to.is_some() && jkt != bound_to {
+                    return Err(OAuthError::bad(
+                        "invalid_grant",
+                        if jkt.is_none() {
+                            "the refresh token is DPoP-bound: the request needs a DPoP proof by its key"
+                        } else {
+                            "the refresh token is bound to another DPoP key than the proof's"
+                        },
+                    ));
+                }
                 let scopes = match param(form, "scope")? {
                     None => scopes,
                     Some(asked) => {
@@ -1016,7 +1078,7 @@ impl AuthServer {
                     RefreshMode::Omit
                 };
                 let resource = resource.or(old_resource);
-                Ok(self.issue(state, &client_id, scopes, resource, mode))
+                Ok(self.issue(state, &client_id, scopes, resource, mode, jkt))
             }
             "client_credentials" => {
                 let confidential = state
@@ -1030,7 +1092,7 @@ impl AuthServer {
                     ));
                 }
                 let scopes = self.grant_scopes(param(form, "scope")?.unwrap_or(""));
-                Ok(self.issue(state, &client_id, scopes, resource, RefreshMode::Omit))
+                Ok(self.issue(state, &client_id, scopes, resource, RefreshMode::Omit, jkt))
             }
             DEVICE_CODE_GRANT if self.options.device_authorization => {
                 let code = param(form, "device_code")?
@@ -1072,6 +1134,7 @@ impl AuthServer {
                     device.scopes,
                     resource,
                     RefreshMode::Issue,
+                    jkt,
                 ))
             }
             other => Err(OAuthError::bad(
@@ -1081,7 +1144,8 @@ impl AuthServer {
         }
     }
 
-    /// New tokens for `client_id` (the refresh token per `mode` and the options).
+    /// New tokens for `client_id` (the refresh token per `mode` and the options), bound to
+    /// the DPoP key `jkt` names, if any.
     fn issue(
         &self,
         state: &mut State,
@@ -1089,19 +1153,24 @@ impl AuthServer {
         scopes: Vec<String>,
         resource: Option<String>,
         mode: RefreshMode,
+        jkt: Option<String>,
     ) -> Value {
         let ttl = self.options.token_ttl_secs;
         let access = format!("at-{}", random_hex());
+        if jkt.is_some() {
+            state.stats.dpop_bound_tokens_issued += 1;
+        }
         state.access.insert(
             access.clone(),
             AccessToken {
                 scopes: scopes.clone(),
                 expires: Instant::now() + Duration::from_secs(ttl),
+                jkt: jkt.clone(),
             },
         );
         let mut answer = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": ttl,
             "scope": scopes.join(" "),
         });
@@ -1113,6 +1182,7 @@ impl AuthServer {
                     client_id: client_id.to_owned(),
                     scopes,
                     resource,
+                    jkt,
                 },
             );
             answer["refresh_token"] = json!(refresh);
@@ -1332,7 +1402,8 @@ fn json_ok(value: Value) -> HttpResponse {
     json_response(StatusCode::OK, value.to_string())
 }
 
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch, on the wall clock (DPoP's `iat` is wall-clock time).
+pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -1340,9 +1411,11 @@ fn unix_now() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::gate::Verdict;
     use super::*;
 
     const REDIRECT: &str = "http://127.0.0.1:9/callback";
+    const MCP: &str = "/mcp";
     const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 
     fn server(options: OAuthOptions) -> AuthServer {
@@ -1730,8 +1803,13 @@ mod tests {
         let tokens = exchange(&server, &client, &code, VERIFIER).expect("tokens");
         assert_eq!(tokens["scope"], "read", "admin is not grantable");
         let access = text(&tokens, "access_token");
-        assert_eq!(server.verdict(&bearer(&access)), Verdict::Forbidden);
-        let response = server.refusal(&bearer(&access)).expect("403");
+        assert_eq!(
+            server.verdict(&Method::POST, MCP, &bearer(&access)),
+            Verdict::Forbidden
+        );
+        let response = server
+            .refusal(&Method::POST, MCP, &bearer(&access))
+            .expect("403");
         assert_eq!(response.status(), StatusCode::FORBIDDEN);
         let challenge = response.headers()[header::WWW_AUTHENTICATE]
             .to_str()
@@ -1740,7 +1818,9 @@ mod tests {
             challenge,
             "Bearer error=\"insufficient_scope\", resource_metadata=\"http://127.0.0.1:4000/.well-known/oauth-protected-resource/mcp\", scope=\"admin\""
         );
-        let response = server.refusal(&HeaderMap::new()).expect("401");
+        let response = server
+            .refusal(&Method::POST, MCP, &HeaderMap::new())
+            .expect("401");
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert!(!response.headers()[header::WWW_AUTHENTICATE]
             .to_str()
@@ -1752,19 +1832,31 @@ mod tests {
         let code = authorize(&open, &client, "");
         let tokens = exchange(&open, &client, &code, VERIFIER).expect("tokens");
         let access = text(&tokens, "access_token");
-        assert_eq!(open.verdict(&bearer(&access)), Verdict::Accept);
         assert_eq!(
-            open.verdict(&bearer("at-forged")),
+            open.verdict(&Method::POST, MCP, &bearer(&access)),
+            Verdict::Accept
+        );
+        assert_eq!(
+            open.verdict(&Method::POST, MCP, &bearer("at-forged")),
             Verdict::Unauthorized(true)
         );
         open.expire_tokens();
-        assert_eq!(open.verdict(&bearer(&access)), Verdict::Unauthorized(true));
+        assert_eq!(
+            open.verdict(&Method::POST, MCP, &bearer(&access)),
+            Verdict::Unauthorized(true)
+        );
         let rt = text(&tokens, "refresh_token");
         let fresh = refresh(&open, &client, &rt).expect("refresh after expiry");
         let access = text(&fresh, "access_token");
-        assert_eq!(open.verdict(&bearer(&access)), Verdict::Accept);
+        assert_eq!(
+            open.verdict(&Method::POST, MCP, &bearer(&access)),
+            Verdict::Accept
+        );
         open.revoke_all();
-        assert_eq!(open.verdict(&bearer(&access)), Verdict::Unauthorized(true));
+        assert_eq!(
+            open.verdict(&Method::POST, MCP, &bearer(&access)),
+            Verdict::Unauthorized(true)
+        );
         assert_eq!(
             refresh(&open, &client, &text(&fresh, "refresh_token"))
                 .expect_err("revoked")
@@ -1795,7 +1887,10 @@ mod tests {
             refresh(&server, &client, &rt).expect_err("gone").error,
             "invalid_grant"
         );
-        assert_eq!(server.verdict(&bearer(&access)), Verdict::Accept);
+        assert_eq!(
+            server.verdict(&Method::POST, MCP, &bearer(&access)),
+            Verdict::Accept
+        );
         server
             .revoke(
                 &HeaderMap::new(),
@@ -1803,7 +1898,7 @@ mod tests {
             )
             .expect("revoked");
         assert_eq!(
-            server.verdict(&bearer(&access)),
+            server.verdict(&Method::POST, MCP, &bearer(&access)),
             Verdict::Unauthorized(true)
         );
         // Unknown tokens are fine (RFC 7009 §2.2); unknown clients are not.
@@ -1848,5 +1943,418 @@ mod tests {
             shown.contains("machine") && !shown.contains("s3cret"),
             "{shown}"
         );
+        // Every field is listed.
+        for field in ["device_authorization", "dpop: false", "dpop_nonce: false"] {
+            assert!(shown.contains(field), "{shown}");
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // DPoP
+
+    use crate::dpop::test_key::TestKey;
+    use crate::dpop::{DPOP_NONCE_HEADER, INVALID_DPOP_PROOF};
+
+    const TOKEN_URL: &str = "http://127.0.0.1:4000/token";
+    const MCP_URL: &str = "http://127.0.0.1:4000/mcp";
+
+    fn dpop_server(nonce: bool) -> AuthServer {
+        server(OAuthOptions {
+            dpop: !nonce,
+            dpop_nonce: nonce,
+            ..OAuthOptions::default()
+        })
+    }
+
+    /// A `DPoP` header with `proof`.
+    fn proof_headers(proof: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            crate::dpop::DPOP_HEADER,
+            HeaderValue::from_str(proof).expect("header"),
+        );
+        headers
+    }
+
+    /// `Authorization: DPoP <token>`, with `proof` if given.
+    fn dpop_auth(token: &str, proof: Option<&str>) -> HeaderMap {
+        let mut headers = proof.map(proof_headers).unwrap_or_default();
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("DPoP {token}")).expect("header"),
+        );
+        headers
+    }
+
+    /// A login whose code exchange carries `headers` (a proof, or none).
+    fn dpop_login(server: &AuthServer, headers: &HeaderMap) -> (String, Result<Value, OAuthError>) {
+        let client = register_public(server);
+        let code = authorize(server, &client, "");
+        let answer = server.token(
+            headers,
+            &form(&[
+                ("grant_type", "authorization_code"),
+                ("client_id", &client),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+            ]),
+        );
+        (client, answer)
+    }
+
+    fn refresh_with(
+        server: &AuthServer,
+        client: &str,
+        token: &str,
+        headers: &HeaderMap,
+    ) -> Result<Value, OAuthError> {
+        server.token(
+            headers,
+            &form(&[
+                ("grant_type", "refresh_token"),
+                ("client_id", client),
+                ("refresh_token", token),
+            ]),
+        )
+    }
+
+    fn gate(server: &AuthServer, headers: &HeaderMap) -> Verdict {
+        server.verdict(&Method::POST, MCP, headers)
+    }
+
+    fn refused(error: &str) -> impl Fn(&Verdict) -> bool + '_ {
+        move |v| matches!(v, Verdict::DpopRefused(e, _) if *e == error)
+    }
+
+    #[test]
+    fn dpop_metadata_and_challenges_name_es256() {
+        let server = dpop_server(false);
+        let prm = server.resource_metadata();
+        assert_eq!(prm["dpop_signing_alg_values_supported"], json!(["ES256"]));
+        assert_eq!(prm["dpop_bound_access_tokens_required"], true);
+        assert_eq!(
+            server.server_metadata()["dpop_signing_alg_values_supported"],
+            json!(["ES256"])
+        );
+        let response = server
+            .refusal(&Method::POST, MCP, &HeaderMap::new())
+            .expect("401");
+        assert_eq!(
+            response.headers()[header::WWW_AUTHENTICATE],
+            "DPoP algs=\"ES256\", resource_metadata=\"http://127.0.0.1:4000/.well-known/oauth-protected-resource/mcp\""
+        );
+        let response = server
+            .refusal(&Method::POST, MCP, &dpop_auth("at-forged", None))
+            .expect("401");
+        assert!(response.headers()[header::WWW_AUTHENTICATE]
+            .to_str()
+            .expect("ascii")
+            .starts_with("DPoP error=\"invalid_token\", algs=\"ES256\", resource_metadata="));
+        // Without DPoP, neither document mentions it.
+        let plain = self::server(OAuthOptions::default());
+        assert!(plain
+            .resource_metadata()
+            .get("dpop_bound_access_tokens_required")
+            .is_none());
+        assert!(plain
+            .server_metadata()
+            .get("dpop_signing_alg_values_supported")
+            .is_none());
+    }
+
+    #[test]
+    fn a_proof_at_the_token_endpoint_binds_the_tokens_to_its_key() {
+        let server = dpop_server(false);
+        let key = TestKey::new(1);
+        let other = TestKey::new(2);
+        let (_, answer) = dpop_login(
+            &server,
+            &proof_headers(&key.proof("POST", TOKEN_URL, None, None)),
+        );
+        let tokens = answer.expect("tokens");
+        assert_eq!(tokens["token_type"], "DPoP");
+        let access = text(&tokens, "access_token");
+        assert_eq!(lock(&server.state).access[&access].jkt, Some(key.jkt()));
+        let rt = text(&tokens, "refresh_token");
+        assert_eq!(lock(&server.state).refresh[&rt].jkt, Some(key.jkt()));
+
+        // At the gate: only as DPoP, only with a fresh proof by that key for this request.
+        let good = key.proof("POST", MCP_URL, Some(&access), None);
+        assert_eq!(
+            gate(&server, &dpop_auth(&access, Some(&good))),
+            Verdict::Accept
+        );
+        let cases = [
+            (bearer(&access), "invalid_token"),
+            (dpop_auth(&access, None), INVALID_DPOP_PROOF),
+            (dpop_auth(&access, Some(&good)), INVALID_DPOP_PROOF), // replayed
+            (
+                dpop_auth(
+                    &access,
+                    Some(&other.proof("POST", MCP_URL, Some(&access), None)),
+                ),
+                INVALID_DPOP_PROOF,
+            ),
+            (
+                dpop_auth(
+                    &access,
+                    Some(&key.proof("POST", MCP_URL, Some("at-other"), None)),
+                ),
+                INVALID_DPOP_PROOF,
+            ),
+            (
+                dpop_auth(
+                    &access,
+                    Some(&key.proof("GET", MCP_URL, Some(&access), None)),
+                ),
+                INVALID_DPOP_PROOF,
+            ),
+            (
+                dpop_auth(
+                    &access,
+                    Some(&key.proof("POST", TOKEN_URL, Some(&access), None)),
+                ),
+                INVALID_DPOP_PROOF,
+            ),
+        ];
+        for (headers, error) in &cases {
+            let verdict = gate(&server, headers);
+            assert!(refused(error)(&verdict), "{headers:?}: {verdict:?}");
+        }
+        let response = server
+            .refusal(&Method::POST, MCP, &bearer(&access))
+            .expect("401");
+        assert!(response.headers()[header::WWW_AUTHENTICATE]
+            .to_str()
+            .expect("ascii")
+            .starts_with(
+                "DPoP error=\"invalid_token\", error_description=\"the token is DPoP-bound"
+            ));
+
+        // Without a proof: a bearer token, which the resource does not take.
+        let (_, answer) = dpop_login(&server, &HeaderMap::new());
+        let plain = answer.expect("tokens");
+        assert_eq!(plain["token_type"], "Bearer");
+        let verdict = gate(&server, &bearer(&text(&plain, "access_token")));
+        assert!(refused("invalid_token")(&verdict), "{verdict:?}");
+        match verdict {
+            Verdict::DpopRefused(_, why) => assert!(why.contains("only DPoP-bound"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+
+        let stats = server.stats();
+        assert_eq!(stats.dpop_bound_tokens_issued, 1);
+        assert_eq!(
+            stats.dpop_proofs_accepted, 3,
+            "token, gate, and the other key's proof"
+        );
+        assert_eq!(stats.dpop_proofs_rejected, 4, "replay, ath, htm, htu");
+        assert_eq!(stats.replayed_dpop_proofs, 1);
+        assert_eq!(stats.mcp_requests_accepted, 1);
+    }
+
+    #[test]
+    fn a_bound_refresh_token_needs_a_proof_by_its_key() {
+        let server = dpop_server(false);
+        let key = TestKey::new(1);
+        let other = TestKey::new(2);
+        let (client, answer) = dpop_login(
+            &server,
+            &proof_headers(&key.proof("POST", TOKEN_URL, None, None)),
+        );
+        let rt = text(&answer.expect("tokens"), "refresh_token");
+        for headers in [
+            HeaderMap::new(),
+            proof_headers(&other.proof("POST", TOKEN_URL, None, None)),
+        ] {
+            let e = refresh_with(&server, &client, &rt, &headers).expect_err("refused");
+            assert_eq!(
+                (e.status, e.error),
+                (StatusCode::BAD_REQUEST, "invalid_grant")
+            );
+        }
+        let fresh = refresh_with(
+            &server,
+            &client,
+            &rt,
+            &proof_headers(&key.proof("POST", TOKEN_URL, None, None)),
+        )
+        .expect("refreshed");
+        assert_eq!(fresh["token_type"], "DPoP");
+        let rotated = text(&fresh, "refresh_token");
+        assert_eq!(lock(&server.state).refresh[&rotated].jkt, Some(key.jkt()));
+        assert_eq!(server.stats().dpop_bound_tokens_issued, 2);
+    }
+
+    #[test]
+    fn a_bad_proof_at_the_token_endpoint_leaves_the_code_usable() {
+        let server = dpop_server(false);
+        let key = TestKey::new(1);
+        let client = register_public(&server);
+        let code = authorize(&server, &client, "");
+        let exchange = |headers: &HeaderMap| {
+            server.token(
+                headers,
+                &form(&[
+                    ("grant_type", "authorization_code"),
+                    ("client_id", &client),
+                    ("code", &code),
+                    ("redirect_uri", REDIRECT),
+                    ("code_verifier", VERIFIER),
+                ]),
+            )
+        };
+        for bad in [
+            "not-a-proof".to_owned(),
+            key.proof("POST", "http://127.0.0.1:4000/other", None, None),
+            key.proof("GET", TOKEN_URL, None, None),
+        ] {
+            let e = exchange(&proof_headers(&bad)).expect_err("bad proof");
+            assert_eq!(
+                (e.status, e.error),
+                (StatusCode::BAD_REQUEST, INVALID_DPOP_PROOF)
+            );
+        }
+        let mut twice = proof_headers(&key.proof("POST", TOKEN_URL, None, None));
+        twice.append(
+            crate::dpop::DPOP_HEADER,
+            HeaderValue::from_str(&key.proof("POST", TOKEN_URL, None, None)).expect("header"),
+        );
+        assert_eq!(
+            exchange(&twice).expect_err("two proofs").error,
+            INVALID_DPOP_PROOF
+        );
+        let tokens = exchange(&proof_headers(&key.proof("POST", TOKEN_URL, None, None)))
+            .expect("the code was not used up");
+        assert_eq!(tokens["token_type"], "DPoP");
+        let stats = server.stats();
+        assert_eq!(
+            (stats.dpop_proofs_rejected, stats.dpop_proofs_accepted),
+            (4, 1)
+        );
+        assert_eq!(stats.token_errors, 4);
+    }
+
+    #[test]
+    fn every_grant_binds_with_a_proof() {
+        let server = server(OAuthOptions {
+            dpop: true,
+            device_authorization: true,
+            preregistered: vec![("machine".into(), Some("s3cret".into()))],
+            ..OAuthOptions::default()
+        });
+        let key = TestKey::new(1);
+        let proof = || proof_headers(&key.proof("POST", TOKEN_URL, None, None));
+        let cc = server
+            .token(
+                &proof(),
+                &form(&[
+                    ("grant_type", "client_credentials"),
+                    ("client_id", "machine"),
+                    ("client_secret", "s3cret"),
+                ]),
+            )
+            .expect("client_credentials");
+        assert_eq!(cc["token_type"], "DPoP");
+        let device = server
+            .device_authorization(
+                &HeaderMap::new(),
+                &form(&[("client_id", "machine"), ("client_secret", "s3cret")]),
+            )
+            .expect("device authorization");
+        server
+            .approve_device(&format!("user_code={}", text(&device, "user_code")))
+            .expect("approved");
+        let dc = server
+            .token(
+                &proof(),
+                &form(&[
+                    ("grant_type", DEVICE_CODE_GRANT),
+                    ("device_code", &text(&device, "device_code")),
+                    ("client_id", "machine"),
+                    ("client_secret", "s3cret"),
+                ]),
+            )
+            .expect("device_code");
+        assert_eq!(dc["token_type"], "DPoP");
+        assert_eq!(
+            lock(&server.state).refresh[&text(&dc, "refresh_token")].jkt,
+            Some(key.jkt())
+        );
+        assert_eq!(server.stats().dpop_bound_tokens_issued, 2);
+    }
+
+    #[test]
+    fn nonces_are_asked_for_given_and_rotated() {
+        let server = dpop_server(true);
+        let key = TestKey::new(1);
+        let e = dpop_login(
+            &server,
+            &proof_headers(&key.proof("POST", TOKEN_URL, None, None)),
+        )
+        .1
+        .expect_err("no nonce");
+        assert_eq!(
+            (e.status, e.error),
+            (StatusCode::BAD_REQUEST, "use_dpop_nonce")
+        );
+        let as_nonce = lock(&server.state)
+            .dpop
+            .nonce(Audience::AuthorizationServer)
+            .expect("on")
+            .to_owned();
+        assert_eq!(
+            server.nonce_header(Audience::AuthorizationServer)[DPOP_NONCE_HEADER],
+            as_nonce.as_str()
+        );
+        let (_, answer) = dpop_login(
+            &server,
+            &proof_headers(&key.proof("POST", TOKEN_URL, None, Some(&as_nonce))),
+        );
+        let access = text(&answer.expect("tokens"), "access_token");
+
+        // At the gate: a proof without the resource's nonce gets a use_dpop_nonce challenge
+        // carrying it.
+        let response = server
+            .refusal(
+                &Method::POST,
+                MCP,
+                &dpop_auth(
+                    &access,
+                    Some(&key.proof("POST", MCP_URL, Some(&access), None)),
+                ),
+            )
+            .expect("no nonce");
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert!(response.headers()[header::WWW_AUTHENTICATE]
+            .to_str()
+            .expect("ascii")
+            .starts_with("DPoP error=\"use_dpop_nonce\", error_description="));
+        let rs_nonce = response.headers()[DPOP_NONCE_HEADER]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        assert_ne!(rs_nonce, as_nonce);
+        let proof = key.proof("POST", MCP_URL, Some(&access), Some(&rs_nonce));
+        assert!(server
+            .refusal(&Method::POST, MCP, &dpop_auth(&access, Some(&proof)))
+            .is_none());
+        let added = server.admitted_headers();
+        assert_eq!(added[DPOP_NONCE_HEADER], rs_nonce.as_str());
+
+        lock(&server.state).dpop.rotate_nonces();
+        let verdict = gate(
+            &server,
+            &dpop_auth(
+                &access,
+                Some(&key.proof("POST", MCP_URL, Some(&access), Some(&rs_nonce))),
+            ),
+        );
+        assert!(refused("use_dpop_nonce")(&verdict), "{verdict:?}");
+        let stats = server.stats();
+        assert_eq!(stats.dpop_nonce_challenges, 3);
+        assert_eq!(stats.dpop_proofs_accepted, 2);
+        assert_eq!(stats.dpop_proofs_rejected, 0);
     }
 }

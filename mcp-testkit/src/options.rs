@@ -74,7 +74,8 @@ pub struct ServerOptions {
     pub http_bearer: Option<String>,
     /// HTTP: OAuth mode — `/mcp` (and the legacy endpoints) need an access token issued by the
     /// fixture's own mock authorization server, served on the same origin (`--oauth`,
-    /// `--oauth-token-ttl SECS`, `--oauth-required-scope S`); see [`crate::oauth`].
+    /// `--oauth-token-ttl SECS`, `--oauth-required-scope S`, `--oauth-dpop`,
+    /// `--oauth-dpop-nonce`); see [`crate::oauth`].
     pub oauth: Option<crate::oauth::OAuthOptions>,
     /// Append one JSON line per request, executed `tools/call`, `notifications/cancelled` and
     /// HTTP fault to this file (`--event-log PATH`); see [`crate::event_log`].
@@ -183,13 +184,20 @@ HTTP (instead of stdio):
     --oauth                 OAuth mode: /mcp, /sse and /message need an access token from the
                             fixture's own mock authorization server on the same origin
                             (metadata, /register, /authorize, /token, /revoke; control at
-                            /control/oauth/{expire-tokens,revoke-all,stats}).
+                            /control/oauth/{expire-tokens,revoke-all,rotate-dpop-nonce,stats}).
     --oauth-device          OAuth mode with the device authorization grant (RFC 8628): a
                             verification page at /device that approves at once.
     --oauth-token-ttl SECS  Access token lifetime in OAuth mode (default 3600; implies --oauth).
     --oauth-required-scope S
                             /mcp needs a token with scope S (403 insufficient_scope otherwise);
                             repeatable; implies --oauth.
+    --oauth-dpop            OAuth mode with DPoP (RFC 9449, ES256): /token binds tokens to the
+                            key of a valid DPoP proof (token_type DPoP), and /mcp takes only
+                            bound tokens, each request with a fresh proof (WWW-Authenticate:
+                            DPoP challenges); implies --oauth.
+    --oauth-dpop-nonce      --oauth-dpop where every proof must also carry the server's nonce
+                            (use_dpop_nonce and DPoP-Nonce; POST /control/oauth/rotate-dpop-nonce
+                            changes it); implies --oauth-dpop.
     --http-stall-first N    The first N tools/call POSTs never get response headers (not handled).
     --http-trickle-first N  The first N tools/call POSTs get 200 and headers, then a body that
                             trickles one byte every 100 ms and never ends (not handled).
@@ -312,6 +320,16 @@ where
                     .get_or_insert_with(Default::default)
                     .device_authorization = true;
             }
+            "--oauth-dpop" => {
+                no_value(&flag)?;
+                options.oauth.get_or_insert_with(Default::default).dpop = true;
+            }
+            "--oauth-dpop-nonce" => {
+                no_value(&flag)?;
+                let oauth = options.oauth.get_or_insert_with(Default::default);
+                oauth.dpop = true;
+                oauth.dpop_nonce = true;
+            }
             "--oauth-token-ttl" => {
                 let ttl = number(&flag, &value(&flag)?)?;
                 options
@@ -433,6 +451,11 @@ mod tests {
         assert!(run(&["--oauth-device"])
             .oauth
             .is_some_and(|o| o.device_authorization));
+        let dpop = run(&["--oauth-dpop"]).oauth.expect("implied");
+        assert!(dpop.dpop && !dpop.dpop_nonce);
+        let nonce = run(&["--oauth-dpop-nonce"]).oauth.expect("implied");
+        assert!(nonce.dpop && nonce.dpop_nonce);
+        assert!(parse_args(["--oauth-dpop=1"]).is_err());
         assert!(parse_args(["--oauth=1"]).is_err());
         assert!(parse_args(["--oauth-token-ttl", "soon"]).is_err());
     }
@@ -476,6 +499,8 @@ mod tests {
             "--http-control",
             "--oauth",
             "--oauth-device",
+            "--oauth-dpop",
+            "--oauth-dpop-nonce",
             "--oauth-token-ttl",
             "--oauth-required-scope",
         ] {

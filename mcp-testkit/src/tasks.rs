@@ -10,7 +10,7 @@
 //! JSON-RPC error. `tasks/cancel` stops the work at once. A client that did not declare the
 //! extension gets the job run inline (no `confirm`: that needs a task, `-32021`).
 //!
-//! Every job is a tokio task owned by the [`TaskStore`]; dropping the store (with the server)
+//! Every job is a tokio task owned by the `TaskStore`; dropping the store (with the server)
 //! aborts them. Tasks are kept for the server's life (`ttlMs` is advertised, not enforced).
 
 use std::collections::HashMap;

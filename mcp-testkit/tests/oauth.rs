@@ -394,6 +394,11 @@ async fn mcp_needs_a_valid_token() {
         mcp_requests_rejected: 5,
         expired_tokens_presented: 1,
         resources_seen: vec![fixture.url(), fixture.url(), String::new(), String::new()],
+        dpop_proofs_accepted: 0,
+        dpop_proofs_rejected: 0,
+        dpop_nonce_challenges: 0,
+        dpop_bound_tokens_issued: 0,
+        replayed_dpop_proofs: 0,
     };
     assert_eq!(stats(&fixture), expected);
     // The same counters over HTTP.
@@ -635,5 +640,126 @@ async fn binary_flags_enable_the_oauth_mode() {
     .await
     .expect("token");
     assert_eq!(json_of(response).await["expires_in"], 120);
+    child.kill().await.expect("kill");
+}
+
+#[tokio::test]
+async fn binary_dpop_flags_enable_dpop_with_nonces() {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-fixture-server"))
+        .args(["--http", "127.0.0.1:0", "--oauth-dpop-nonce"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn fixture");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = within("listening line", lines.next_line())
+        .await
+        .expect("read")
+        .expect("a line");
+    let base = line
+        .strip_prefix("listening on ")
+        .expect("prefix")
+        .to_owned();
+    let client = client();
+    let prm = json_of(
+        get(
+            &client,
+            &format!("{base}/.well-known/oauth-protected-resource/mcp"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(prm["dpop_signing_alg_values_supported"], json!(["ES256"]));
+    assert_eq!(prm["dpop_bound_access_tokens_required"], true);
+    let meta = json_of(
+        get(
+            &client,
+            &format!("{base}/.well-known/oauth-authorization-server"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(meta["dpop_signing_alg_values_supported"], json!(["ES256"]));
+    let response = within(
+        "POST /mcp",
+        client
+            .post(format!("{base}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body("{}")
+            .send(),
+    )
+    .await
+    .expect("POST");
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge(&response),
+        format!("DPoP algs=\"ES256\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"")
+    );
+
+    // A token request with a proof that is no proof: refused, with the nonce to use.
+    let registered = json_of(
+        within(
+            "register",
+            client
+                .post(format!("{base}/register"))
+                .header("content-type", "application/json")
+                .body(
+                    json!({ "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none" })
+                        .to_string(),
+                )
+                .send(),
+        )
+        .await
+        .expect("register"),
+    )
+    .await;
+    let id = registered["client_id"].as_str().expect("client_id");
+    let response = within(
+        "token",
+        client
+            .post(format!("{base}/token"))
+            .header("dpop", "not.a.proof")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form(&[
+                ("grant_type", "authorization_code"),
+                ("client_id", id),
+                ("code", "code-unknown"),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+            ]))
+            .send(),
+    )
+    .await
+    .expect("token");
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let nonce = response
+        .headers()
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .expect("a DPoP-Nonce on the token answer")
+        .to_owned();
+    assert_eq!(json_of(response).await["error"], "invalid_dpop_proof");
+
+    let rotate = post_form(
+        &client,
+        &format!("{base}/control/oauth/rotate-dpop-nonce"),
+        &[],
+    )
+    .await;
+    assert_eq!(rotate.status(), StatusCode::NO_CONTENT);
+    let response = post_form(&client, &format!("{base}/token"), &[]).await;
+    let rotated = response
+        .headers()
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .expect("a DPoP-Nonce on the token answer");
+    assert_ne!(rotated, nonce, "rotated");
+    let stats = json_of(get(&client, &format!("{base}/control/oauth/stats")).await).await;
+    assert_eq!(stats["dpop_proofs_rejected"], 1);
+    assert_eq!(stats["dpop_proofs_accepted"], 0);
     child.kill().await.expect("kill");
 }

@@ -8,7 +8,7 @@
 //! `=?base64?…?=`.
 //!
 //! The annotations are learned from the `tools/list` answers this transport carries, into a
-//! [`ToolHeaders`] table shared by every connection made from one [`HttpServerConfig`]
+//! [`ToolHeaders`] table shared by every connection made from one [`HttpServerConfig`](crate::HttpServerConfig)
 //! (`crate::HttpServerConfig`) — a pooled connection that never listed tools still sends the
 //! headers. As the binding requires, a tool whose annotations break the rules (empty, not a
 //! header token, on a non-primitive or `number` parameter, reachable only through arrays,

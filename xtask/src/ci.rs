@@ -126,6 +126,12 @@ pub const STEPS: &[Step] = &[
         fatal: false,
     },
     Step {
+        name: "doc",
+        action: Action::Custom(docs),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
         name: "bench-build",
         action: Action::Cargo(&["bench", "--workspace", "--no-run"]),
         interop_env: false,
@@ -312,6 +318,14 @@ fn interop_setup(ctx: &Ctx) -> Outcome {
             }
         }
     }
+}
+
+/// The API documentation builds without a warning (broken or private links included).
+fn docs(ctx: &Ctx) -> Outcome {
+    let mut cmd = ctx.cargo(&["doc", "--workspace", "--no-deps", "--all-features"]);
+    cmd.env("RUSTDOCFLAGS", "-D warnings");
+    eprintln!("$ RUSTDOCFLAGS=\"-D warnings\" {}", shell::display(&cmd));
+    Outcome::from_ok(cmd.status().is_ok_and(|s| s.success()))
 }
 
 /// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.

@@ -65,13 +65,15 @@
 //! `--http-endless-error-first N` (500 with an endless body).
 //!
 //! # OAuth mode
-//! `--oauth` ([`ServerOptions::oauth`], with `--oauth-token-ttl SECS` and
-//! `--oauth-required-scope S`): `/mcp`, `/sse` and `/message` answer 401/403 with a
-//! `WWW-Authenticate: Bearer` challenge (RFC 6750, RFC 9728 `resource_metadata`) unless the
-//! request carries a valid access token from the fixture's own mock authorization server, which
-//! serves the protected resource metadata, RFC 8414 metadata, `/register`, `/authorize`,
-//! `/token`, `/revoke` and `/control/oauth/{expire-tokens,revoke-all,stats}` on the same
-//! origin; [`HttpFixture::oauth_stats`] reads its counters. See [`crate::oauth`].
+//! `--oauth` ([`ServerOptions::oauth`], with `--oauth-token-ttl SECS`,
+//! `--oauth-required-scope S`, `--oauth-dpop` and `--oauth-dpop-nonce`): `/mcp`, `/sse` and
+//! `/message` answer 401/403 with a `WWW-Authenticate: Bearer` challenge (RFC 6750, RFC 9728
+//! `resource_metadata`; a `DPoP` challenge under `--oauth-dpop`, RFC 9449) unless the
+//! request carries a valid access token from the fixture's own mock authorization server (and,
+//! for a DPoP-bound token, a valid proof), which serves the protected resource metadata, RFC
+//! 8414 metadata, `/register`, `/authorize`, `/token`, `/revoke` and
+//! `/control/oauth/{expire-tokens,revoke-all,rotate-dpop-nonce,stats}` on the same origin;
+//! [`HttpFixture::oauth_stats`] reads its counters. See [`crate::oauth`].
 
 mod faults;
 mod legacy;
@@ -339,11 +341,20 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
             return oauth.handle(request).await;
         }
         if matches!(path, MCP_PATH | SSE_PATH | MESSAGE_PATH) {
-            if let Some(refused) = oauth.refusal(request.headers()) {
+            if let Some(refused) = oauth.refusal(request.method(), path, request.headers()) {
                 return refused;
             }
+            // What the gate adds (a DPoP nonce) goes on whatever the request is answered.
+            let mut response = handle_admitted(&shared, request).await;
+            response.headers_mut().extend(oauth.admitted_headers());
+            return response;
         }
     }
+    handle_admitted(&shared, request).await
+}
+
+/// Everything after the OAuth mode's gate.
+async fn handle_admitted(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
     if let Some(token) = &shared.options.http_bearer {
         let expected = format!("Bearer {token}");
         let presented = request
@@ -374,9 +385,9 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
         return response;
     }
     match request.uri().path() {
-        MCP_PATH => streamable::handle(&shared, request).await,
-        SSE_PATH => legacy::handle_sse(&shared, &request),
-        MESSAGE_PATH => legacy::handle_message(&shared, request).await,
+        MCP_PATH => streamable::handle(shared, request).await,
+        SSE_PATH => legacy::handle_sse(shared, &request),
+        MESSAGE_PATH => legacy::handle_message(shared, request).await,
         _ => error_response(StatusCode::NOT_FOUND, "not found"),
     }
 }
