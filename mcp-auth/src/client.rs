@@ -28,17 +28,18 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 use url::Url;
 
-use crate::config::{CrossAppAccess, DpopMode, Grant, OAuthConfig};
+use crate::config::{CrossAppAccess, Grant, OAuthConfig};
 use crate::credentials::{
     unix_now, ClientAuth, ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet, TokenType,
 };
 use crate::discovery::{discover, AuthMetadata, ResourceChallenge};
-use crate::dpop::{DpopKey, DpopNonces, NonceFrom, TokenHttp};
+use crate::dpop::{binds_tokens, check_binding, DpopKey, DpopNonces, NonceFrom};
 use crate::error::AuthError;
-use crate::http::{parse_url, post_form, AuthHttp};
+use crate::http::{parse_url, AuthHttp};
 use crate::jwt::CLIENT_ASSERTION_TYPE;
 use crate::secret::Secret;
 use crate::store::TokenStore;
+use crate::token_http::TokenHttp;
 
 /// The `offline_access` scope (asks for a refresh token), requested only where advertised.
 const OFFLINE_ACCESS: &str = "offline_access";
@@ -290,6 +291,15 @@ impl OAuthClient {
                 .and_then(|c| c.resource_metadata.as_deref())
                 .is_some_and(|url| cached.resource_metadata_url.as_deref() != Some(url));
             if !moved {
+                // A later challenge may be the first to say the server takes DPoP.
+                if let Some(c) = challenge.filter(|c| c.dpop && !cached.challenge_offers_dpop) {
+                    let mut learned = (*cached).clone();
+                    learned.challenge_offers_dpop = true;
+                    learned.challenge_dpop_algs = c.dpop_algs.clone();
+                    let learned = Arc::new(learned);
+                    lock(&self.state).metadata = Some(learned.clone());
+                    return Ok(learned);
+                }
                 return Ok(cached);
             }
         }
@@ -370,11 +380,13 @@ impl OAuthClient {
             // Not a challenge: discovery goes by the well-known URLs alone.
             return self.discover_auth_metadata(None).await.map(Some);
         }
-        let challenge = answer
+        let challenges: Vec<&str> = answer
             .headers
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(ResourceChallenge::parse);
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let challenge = ResourceChallenge::parse(&challenges.join(", "));
         self.discover_auth_metadata(challenge.as_ref())
             .await
             .map(Some)
@@ -389,7 +401,9 @@ impl OAuthClient {
     ) -> Result<AuthorizationRequest, AuthError> {
         let metadata = self.discover_auth_metadata(None).await?;
         metadata.require_s256()?;
-        self.check_dpop(&metadata)?;
+        // Before a client registers or a user authorizes: a server that takes only tokens
+        // this client cannot get is refused now.
+        let dpop_key = self.dpop_key_for(&metadata)?;
         let authorize = metadata.endpoint(
             metadata
                 .authorization_server
@@ -412,6 +426,10 @@ impl OAuthClient {
             .authorize_url(CsrfToken::new_random)
             .set_pkce_challenge(challenge)
             .add_extra_param("resource", metadata.resource_indicator());
+        if let Some(key) = &dpop_key {
+            // RFC 9449 §10: the code is bound to the key, so a stolen code is of no use.
+            request = request.add_extra_param("dpop_jkt", key.thumbprint().to_owned());
+        }
         if !scopes.is_empty() {
             request = request.add_scope(Scope::new(scopes.join(" ")));
         }
@@ -495,7 +513,7 @@ impl OAuthClient {
             .await
             .map_err(|e| token_error(e, &request.metadata, "authorization_code"))?;
         let tokens = token_set(&response, &request.scopes, None);
-        let tokens = bound(tokens, key.as_ref(), &request.metadata)?;
+        let tokens = check_binding(tokens, key.as_ref(), &request.metadata)?;
         self.keep(tokens.clone(), Some(request.client.clone()))
             .await?;
         Ok(tokens)
@@ -534,7 +552,7 @@ impl OAuthClient {
             request = request.add_scope(Scope::new(scopes.join(" ")));
         }
         let details: oauth2::StandardDeviceAuthorizationResponse = request
-            .request_async(&self.http)
+            .request_async(&self.token_http(None))
             .await
             .map_err(|e| token_error(e, &metadata, "device_authorization"))?;
         Ok(DeviceAuthorization {
@@ -571,7 +589,7 @@ impl OAuthClient {
             .await
             .map_err(|e| token_error(e, &device.metadata, "device_code"))?;
         let tokens = token_set(&response, &device.scopes, None);
-        let tokens = bound(tokens, key.as_ref(), &device.metadata)?;
+        let tokens = check_binding(tokens, key.as_ref(), &device.metadata)?;
         let _guard = self.refresh_lock.lock().await;
         self.keep(tokens.clone(), Some(device.client.clone()))
             .await?;
@@ -705,8 +723,8 @@ impl OAuthClient {
             return Err(self.needs_login());
         };
         let metadata = self.discover_auth_metadata(None).await?;
-        let client = self.client_identity(&metadata, Purpose::Token).await?;
         let key = self.dpop_key_for(&metadata)?;
+        let client = self.client_identity(&metadata, Purpose::Token).await?;
         let oauth = self.token_client(&metadata, &client)?;
         let refresh_token = RefreshToken::new(refresh.expose().to_owned());
         let result = oauth
@@ -726,7 +744,7 @@ impl OAuthClient {
             }
         };
         let tokens = token_set(&response, &held.tokens.scopes, Some(refresh));
-        let tokens = bound(tokens, key.as_ref(), &metadata)?;
+        let tokens = check_binding(tokens, key.as_ref(), &metadata)?;
         debug!(server = %redact_url(self.config.server_url.as_str()), "access token refreshed");
         self.keep(tokens.clone(), None).await?;
         Ok(tokens)
@@ -739,32 +757,45 @@ impl OAuthClient {
             return Err(AuthError::Config("not a client_credentials client".into()));
         };
         let metadata = self.discover_auth_metadata(None).await?;
+        let dpop_key = self.dpop_key_for(&metadata)?;
         let client = self.client_identity(&metadata, Purpose::Token).await?;
         let scopes = self.scopes_to_request(&metadata);
-        let dpop_key = self.dpop_key_for(&metadata)?;
         let oauth = self.token_client(&metadata, &client)?;
-        let mut request = oauth
-            .exchange_client_credentials()
-            .add_extra_param("resource", metadata.resource_indicator());
-        if !scopes.is_empty() {
-            request = request.add_scope(Scope::new(scopes.join(" ")));
-        }
-        if let Some(key) = key {
-            let assertion = key.client_assertion(
-                &client.client_id,
-                &metadata.authorization_server.issuer,
-                unix_now(SystemTime::now()),
-            )?;
-            request = request
-                .add_extra_param("client_assertion_type", CLIENT_ASSERTION_TYPE)
-                .add_extra_param("client_assertion", assertion.expose().to_owned());
-        }
-        let response = request
-            .request_async(&self.token_http(dpop_key.as_ref()))
-            .await
-            .map_err(|e| token_error(e, &metadata, "client_credentials"))?;
+        // A client assertion may be single-use (its `jti`): when the server asks for its DPoP
+        // nonce, the request is built again with a new assertion rather than sent again.
+        let mut http = self.token_http(dpop_key.as_ref());
+        http.retry_on_nonce = key.is_none();
+        let mut attempts = 0;
+        let response = loop {
+            attempts += 1;
+            let mut request = oauth
+                .exchange_client_credentials()
+                .add_extra_param("resource", metadata.resource_indicator());
+            if !scopes.is_empty() {
+                request = request.add_scope(Scope::new(scopes.join(" ")));
+            }
+            if let Some(key) = key {
+                let assertion = key.client_assertion(
+                    &client.client_id,
+                    &metadata.authorization_server.issuer,
+                    unix_now(SystemTime::now()),
+                )?;
+                request = request
+                    .add_extra_param("client_assertion_type", CLIENT_ASSERTION_TYPE)
+                    .add_extra_param("client_assertion", assertion.expose().to_owned());
+            }
+            match request.request_async(&http).await {
+                Ok(response) => break response,
+                Err(e) => {
+                    let e = token_error(e, &metadata, "client_credentials");
+                    if !(e.is_use_dpop_nonce() && !http.retry_on_nonce && attempts < 2) {
+                        return Err(e);
+                    }
+                }
+            }
+        };
         let tokens = token_set(&response, &scopes, None);
-        let tokens = bound(tokens, dpop_key.as_ref(), &metadata)?;
+        let tokens = check_binding(tokens, dpop_key.as_ref(), &metadata)?;
         self.keep(tokens.clone(), None).await?;
         Ok(tokens)
     }
@@ -774,6 +805,7 @@ impl OAuthClient {
     /// bearer grant). The refresh lock must be held.
     async fn cross_app_access_locked(&self, xaa: &CrossAppAccess) -> Result<TokenSet, AuthError> {
         let metadata = self.discover_auth_metadata(None).await?;
+        self.check_dpop(&metadata)?;
         let scopes = self.scopes_to_request(&metadata);
         let resource = metadata.resource_indicator();
         let issuer = metadata.authorization_server.issuer.clone();
@@ -828,6 +860,7 @@ impl OAuthClient {
     /// refresh lock must be held.
     async fn jwt_bearer_locked(&self, assertion: &Secret) -> Result<TokenSet, AuthError> {
         let metadata = self.discover_auth_metadata(None).await?;
+        self.check_dpop(&metadata)?;
         let scopes = self.scopes_to_request(&metadata);
         self.jwt_bearer_grant(&metadata, None, assertion.expose(), &scopes)
             .await
@@ -867,7 +900,7 @@ impl OAuthClient {
                 redact_url(token_endpoint.as_str())
             ))
         })?;
-        let tokens = bound(tokens, key.as_ref(), metadata)?;
+        let tokens = check_binding(tokens, key.as_ref(), metadata)?;
         self.keep(tokens.clone(), None).await?;
         Ok(tokens)
     }
@@ -903,7 +936,10 @@ impl OAuthClient {
             }
             Some((client, ClientAuth::Public)) => form.push(("client_id", &client.client_id)),
         }
-        let fetched = post_form(&self.token_http(key), endpoint, &form, headers).await?;
+        let fetched = self
+            .token_http(key)
+            .post_form(endpoint, &form, headers)
+            .await?;
         let body: Value = serde_json::from_slice(&fetched.body).unwrap_or(Value::Null);
         if !fetched.is_success() {
             return Err(AuthError::TokenRefused {
@@ -1319,7 +1355,7 @@ impl OAuthClient {
             return Ok(None);
         }
         if state.dpop_key.is_none() {
-            let key = DpopKey::generate()?;
+            let key = DpopKey::generate();
             debug!(jkt = key.thumbprint(), "DPoP key generated");
             state.dpop_key = Some(key);
         }
@@ -1333,49 +1369,28 @@ impl OAuthClient {
         self.wants_dpop(&lock(&self.state), metadata).map(drop)
     }
 
-    /// Whether tokens are to be bound to a DPoP key (see [`DpopMode`]; always when the held
-    /// ones are), or the error when the MCP server takes only bound tokens and they cannot be
-    /// had.
+    /// Whether tokens are to be bound to a DPoP key ([`binds_tokens`], given the held ones).
     fn wants_dpop(&self, state: &State, metadata: &AuthMetadata) -> Result<bool, AuthError> {
         let held_bound = state
             .held
             .as_ref()
             .is_some_and(|h| h.tokens.token_type == TokenType::Dpop);
-        let wanted = held_bound
-            || match self.config.dpop {
-                DpopMode::Never => false,
-                DpopMode::Always => metadata.server_offers_dpop(),
-                DpopMode::Auto => metadata.server_offers_dpop() && metadata.resource_offers_dpop(),
-            };
-        if !wanted && metadata.resource_requires_dpop() {
-            let server = redact_url(self.config.server_url.as_str());
-            let why = if self.config.dpop == DpopMode::Never {
-                "DPoP is turned off for it (oauth.dpop: never)".to_owned()
-            } else {
-                format!(
-                    "its authorization server {} cannot bind tokens with ES256 proofs \
-                     (dpop_signing_alg_values_supported: {})",
-                    metadata.authorization_server.issuer,
-                    metadata
-                        .authorization_server
-                        .dpop_signing_alg_values_supported
-                        .as_ref()
-                        .map_or("absent".to_owned(), |algs| format!("{algs:?}"))
-                )
-            };
-            return Err(AuthError::Unsupported(format!(
-                "{server} takes only DPoP-bound tokens, but {why}"
-            )));
-        }
-        Ok(wanted)
+        binds_tokens(
+            self.config.dpop,
+            metadata,
+            held_bound,
+            &redact_url(self.config.server_url.as_str()),
+        )
     }
 
-    /// The HTTP client of a token request: with `key`, every request carries a DPoP proof.
+    /// The HTTP client of a token request: with `key`, every request carries a DPoP proof
+    /// (and one refused for want of the server's nonce is sent again with it).
     fn token_http<'a>(&'a self, key: Option<&'a DpopKey>) -> TokenHttp<'a> {
         TokenHttp {
             http: &self.http,
             key,
             nonces: &self.nonces,
+            retry_on_nonce: true,
         }
     }
 
@@ -1499,25 +1514,6 @@ fn token_set_from_json(answer: &Value, requested: &[String]) -> Option<TokenSet>
         requested,
         None,
     ))
-}
-
-/// The tokens of an answer to a request made with `key` (or without): a DPoP-bound token
-/// needs the key its request was proven with.
-fn bound(
-    tokens: TokenSet,
-    key: Option<&DpopKey>,
-    metadata: &AuthMetadata,
-) -> Result<TokenSet, AuthError> {
-    if tokens.token_type == TokenType::Dpop && key.is_none() {
-        return Err(AuthError::Http(format!(
-            "the token endpoint of {} issued a DPoP-bound token to a request without a proof",
-            metadata.authorization_server.issuer
-        )));
-    }
-    if key.is_some() && tokens.token_type == TokenType::Bearer {
-        debug!(issuer = %metadata.authorization_server.issuer, "asked for a DPoP-bound token, got a bearer token");
-    }
-    Ok(tokens)
 }
 
 /// An `oauth2` failure as an [`AuthError`] — never with the response body, which may hold a

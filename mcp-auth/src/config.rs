@@ -73,23 +73,13 @@ pub enum DpopMode {
     /// authorization server can bind them. Otherwise bearer tokens.
     #[default]
     Auto,
-    /// Whenever the authorization server can bind tokens.
+    /// Whenever the authorization server can bind tokens (and the MCP server, if it names
+    /// DPoP algorithms, takes ours).
     Always,
-    /// Never: bearer tokens only. A server that takes only DPoP-bound tokens is refused with
-    /// an error that says so.
+    /// Never bind new tokens: bearer tokens only. A server that takes only DPoP-bound tokens
+    /// is refused with an error that says so. Tokens bound earlier (stored with their key)
+    /// keep being used, with proofs, until they are replaced.
     Never,
-}
-
-impl DpopMode {
-    /// Parses `auto`, `always` or `never`.
-    pub fn parse(text: &str) -> Option<DpopMode> {
-        match text {
-            "auto" => Some(DpopMode::Auto),
-            "always" => Some(DpopMode::Always),
-            "never" => Some(DpopMode::Never),
-            _ => None,
-        }
-    }
 }
 
 /// How tokens are obtained.

@@ -234,8 +234,10 @@ pub struct AuthMetadata {
     pub challenge_scope: Option<Vec<String>>,
     /// The `resource_metadata` URL of the challenge discovery started from.
     pub resource_metadata_url: Option<String>,
-    /// Whether that challenge offered the `DPoP` scheme.
+    /// Whether that challenge (or a later one) offered the `DPoP` scheme.
     pub challenge_offers_dpop: bool,
+    /// The `algs` of that `DPoP` challenge.
+    pub challenge_dpop_algs: Option<Vec<String>>,
 }
 
 impl AuthMetadata {
@@ -271,16 +273,33 @@ impl AuthMetadata {
         parse_url(value, what)
     }
 
-    /// Whether the MCP server takes DPoP-bound tokens: its challenge offered the `DPoP` scheme,
-    /// or its resource metadata lists DPoP algorithms or requires bound tokens.
+    /// Whether the MCP server takes DPoP-bound tokens proven with
+    /// [`DPOP_ALG`](crate::dpop::DPOP_ALG): its challenge offered the `DPoP` scheme, or its
+    /// resource metadata lists DPoP algorithms or requires bound tokens — and the algorithms
+    /// it names, if it names any, include ours.
     pub fn resource_offers_dpop(&self) -> bool {
-        self.challenge_offers_dpop
+        let signals = self.challenge_offers_dpop
             || self.resource_requires_dpop()
-            || self.resource.as_ref().is_some_and(|r| {
-                r.dpop_signing_alg_values_supported
-                    .as_ref()
-                    .is_some_and(|algs| !algs.is_empty())
-            })
+            || self
+                .resource_dpop_algs()
+                .is_some_and(|algs| !algs.is_empty());
+        signals && self.resource_accepts_our_proofs()
+    }
+
+    /// Whether the MCP server's DPoP algorithms (its challenge's `algs`, else its metadata's
+    /// `dpop_signing_alg_values_supported`) include ours; true when it names none.
+    pub fn resource_accepts_our_proofs(&self) -> bool {
+        self.resource_dpop_algs()
+            .is_none_or(|algs| algs.iter().any(|a| a == crate::dpop::DPOP_ALG))
+    }
+
+    /// The DPoP algorithms the MCP server names, if it names any.
+    pub fn resource_dpop_algs(&self) -> Option<&[String]> {
+        self.challenge_dpop_algs.as_deref().or_else(|| {
+            self.resource
+                .as_ref()
+                .and_then(|r| r.dpop_signing_alg_values_supported.as_deref())
+        })
     }
 
     /// Whether the MCP server takes DPoP-bound tokens only
@@ -401,6 +420,7 @@ pub async fn discover(
         challenge_scope: challenge.and_then(|c| c.scope.clone()),
         resource_metadata_url: challenge.and_then(|c| c.resource_metadata.clone()),
         challenge_offers_dpop: challenge.is_some_and(|c| c.dpop),
+        challenge_dpop_algs: challenge.and_then(|c| c.dpop_algs.clone()),
     })
 }
 

@@ -2,7 +2,8 @@
 //! holds, so a leaked token is useless without it. A [`DpopKey`] signs one proof per HTTP
 //! request — at the token endpoint (which binds the token to the key's thumbprint) and with
 //! every request the token goes with (`ath`, the token's hash, ties the proof to it).
-//! [`DpopNonces`] keeps the nonces servers ask for (RFC 9449 §8, §9).
+//! [`DpopNonces`] keeps the nonces servers ask for (RFC 9449 §8, §9). Which tokens are bound is
+//! decided here too; token requests carry their proofs through the crate's token client.
 //!
 //! The key is ES256 (P-256), the algorithm every DPoP server supports; it is generated once
 //! per server and stored with the tokens (a refresh token of a public client is bound to it).
@@ -20,11 +21,12 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use url::Url;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tracing::debug;
 
-use crate::credentials::unix_now;
+use crate::config::DpopMode;
+use crate::credentials::{unix_now, TokenSet, TokenType};
+use crate::discovery::AuthMetadata;
 use crate::error::AuthError;
-use crate::http::{oauth2_request, AuthHttp, Fetched, SendRequest};
 use crate::jwt::random_id;
 use crate::secret::Secret;
 
@@ -32,10 +34,8 @@ use crate::secret::Secret;
 pub const DPOP_ALG: &str = "ES256";
 /// The `WWW-Authenticate` / token endpoint error that asks for a proof with a nonce.
 pub const USE_DPOP_NONCE: &str = "use_dpop_nonce";
-/// The proof header.
-const DPOP: HeaderName = HeaderName::from_static("dpop");
-/// The header a server's nonce comes in.
-const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
+/// The `WWW-Authenticate` error of a proof the MCP server refused.
+pub const INVALID_DPOP_PROOF: &str = "invalid_dpop_proof";
 
 /// A P-256 key for DPoP proofs. `Debug` shows only the thumbprint.
 #[derive(Clone)]
@@ -56,21 +56,9 @@ impl std::fmt::Debug for DpopKey {
 }
 
 impl DpopKey {
-    /// A new random key.
-    pub fn generate() -> Result<DpopKey, AuthError> {
-        // A random 32-byte string is a valid scalar but for a chance of about 2^-32; try again
-        // on that chance.
-        for _ in 0..8 {
-            let mut bytes = [0u8; 32];
-            getrandom::getrandom(&mut bytes)
-                .map_err(|e| AuthError::Config(format!("no randomness available: {e}")))?;
-            if let Ok(key) = SigningKey::from_slice(&bytes) {
-                return Ok(DpopKey::from_signing_key(key));
-            }
-        }
-        Err(AuthError::Config(
-            "could not generate a DPoP key (no valid scalar from the random source)".into(),
-        ))
+    /// A new random key (from the operating system's random source).
+    pub fn generate() -> DpopKey {
+        DpopKey::from_signing_key(SigningKey::random(&mut rand_core::OsRng))
     }
 
     /// The key as stored: its private scalar, base64url. Keep it as secret as the tokens.
@@ -161,7 +149,9 @@ pub fn jwk_thumbprint(x: &str, y: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
 }
 
-/// The nonces one server (authorization server or resource) asked for: the newest wins.
+/// The nonce each server (the authorization server, the MCP server) sent last: the next proof
+/// to it carries that one. Answers that arrive out of order may put back an older nonce; the
+/// server then asks again (one more round trip), which is cheaper than ordering them.
 #[derive(Debug, Default)]
 pub struct DpopNonces {
     authorization_server: Mutex<Option<String>>,
@@ -196,76 +186,70 @@ impl DpopNonces {
     }
 }
 
-/// The HTTP client of token requests: [`AuthHttp`], and with a key, a proof on every request
-/// and — when the authorization server answers `use_dpop_nonce` — one retry with its nonce
-/// (RFC 9449 §8). Nonces on any answer are remembered for the next request.
-pub(crate) struct TokenHttp<'a> {
-    pub(crate) http: &'a AuthHttp,
-    pub(crate) key: Option<&'a DpopKey>,
-    pub(crate) nonces: &'a DpopNonces,
-}
-
-#[async_trait::async_trait]
-impl SendRequest for TokenHttp<'_> {
-    async fn execute(
-        &self,
-        method: reqwest::Method,
-        url: &Url,
-        headers: HeaderMap,
-        body: Option<Vec<u8>>,
-    ) -> Result<Fetched, AuthError> {
-        let Some(key) = self.key else {
-            return self.http.execute(method, url, headers, body).await;
-        };
-        let mut retried = false;
-        loop {
-            let nonce = self.nonces.get(NonceFrom::AuthorizationServer);
-            let proof = key.proof(method.as_str(), url.as_str(), None, nonce.as_deref())?;
-            let mut value = HeaderValue::from_str(proof.expose())
-                .map_err(|_| AuthError::Config("a DPoP proof is not a header value".into()))?;
-            value.set_sensitive(true);
-            let mut with_proof = headers.clone();
-            with_proof.insert(DPOP, value);
-            let fetched = self
-                .http
-                .execute(method.clone(), url, with_proof, body.clone())
-                .await?;
-            let new_nonce = fetched
-                .headers
-                .get(DPOP_NONCE)
-                .and_then(|v| v.to_str().ok());
-            if let Some(new_nonce) = new_nonce {
-                self.nonces.set(NonceFrom::AuthorizationServer, new_nonce);
-            }
-            if !retried && new_nonce.is_some() && fetched.status == 400 && asks_for_nonce(&fetched)
-            {
-                retried = true;
-                continue;
-            }
-            return Ok(fetched);
-        }
+/// Whether a token request binds its tokens to the DPoP key, per [`DpopMode`]: always when the
+/// held tokens are bound (their refresh token may be bound too); otherwise only where the
+/// authorization server can bind them and — in `Auto` — the MCP server takes them. Fails when
+/// the MCP server takes only bound tokens and they cannot be had (`server` names it).
+pub(crate) fn binds_tokens(
+    mode: DpopMode,
+    metadata: &AuthMetadata,
+    held_bound: bool,
+    server: &str,
+) -> Result<bool, AuthError> {
+    if held_bound {
+        return Ok(true);
     }
-}
-
-/// Whether a token endpoint's error answer is `use_dpop_nonce`.
-fn asks_for_nonce(fetched: &Fetched) -> bool {
-    serde_json::from_slice::<Value>(&fetched.body)
-        .ok()
-        .and_then(|body| body.get("error").and_then(Value::as_str).map(str::to_owned))
-        .as_deref()
-        == Some(USE_DPOP_NONCE)
-}
-
-/// `oauth2`'s token requests go through [`TokenHttp`].
-impl<'c> oauth2::AsyncHttpClient<'c> for TokenHttp<'_> {
-    type Error = AuthError;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, AuthError>> + Send + 'c>,
-    >;
-
-    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(oauth2_request(self, request))
+    let can_bind = metadata.server_offers_dpop() && metadata.resource_accepts_our_proofs();
+    let wanted = match mode {
+        DpopMode::Never => false,
+        DpopMode::Always => can_bind,
+        DpopMode::Auto => can_bind && metadata.resource_offers_dpop(),
+    };
+    if wanted || !metadata.resource_requires_dpop() {
+        return Ok(wanted);
     }
+    let why = if mode == DpopMode::Never {
+        "DPoP is turned off for it (oauth.dpop: never)".to_owned()
+    } else if !metadata.resource_accepts_our_proofs() {
+        format!(
+            "it takes proofs made with {:?} only, and this client makes {DPOP_ALG} proofs",
+            metadata.resource_dpop_algs().unwrap_or_default()
+        )
+    } else {
+        format!(
+            "its authorization server {} cannot bind tokens with {DPOP_ALG} proofs \
+             (dpop_signing_alg_values_supported: {})",
+            metadata.authorization_server.issuer,
+            metadata
+                .authorization_server
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .map_or("absent".to_owned(), |algs| format!("{algs:?}"))
+        )
+    };
+    Err(AuthError::Unsupported(format!(
+        "{server} takes only DPoP-bound tokens, but {why}"
+    )))
+}
+
+/// The tokens of an answer to a request made with `key` (or without): a DPoP-bound token
+/// needs the key its request was proven with; a bearer token where one was asked for is
+/// used as a bearer token (RFC 9449 §5 lets a server decline to bind).
+pub(crate) fn check_binding(
+    tokens: TokenSet,
+    key: Option<&DpopKey>,
+    metadata: &AuthMetadata,
+) -> Result<TokenSet, AuthError> {
+    if tokens.token_type == TokenType::Dpop && key.is_none() {
+        return Err(AuthError::Http(format!(
+            "the token endpoint of {} issued a DPoP-bound token to a request without a proof",
+            metadata.authorization_server.issuer
+        )));
+    }
+    if key.is_some() && tokens.token_type == TokenType::Bearer {
+        debug!(issuer = %metadata.authorization_server.issuer, "asked for a DPoP-bound token, got a bearer token");
+    }
+    Ok(tokens)
 }
 
 #[cfg(test)]
@@ -297,7 +281,7 @@ mod tests {
 
     #[test]
     fn proofs_are_well_formed_fresh_and_verify_with_the_key_in_their_header() {
-        let key = DpopKey::generate().unwrap();
+        let key = DpopKey::generate();
         let token = Secret::new("at-1");
         let url = "https://mcp.example.com/mcp?session=1#frag";
         let first = key.proof("POST", url, Some(&token), Some("n-1")).unwrap();
@@ -346,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_stored_key_comes_back_the_same_and_never_shows() {
-        let key = DpopKey::generate().unwrap();
+        let key = DpopKey::generate();
         let stored = key.to_secret();
         let again = DpopKey::from_secret(&stored).unwrap();
         assert_eq!(again.thumbprint(), key.thumbprint());
@@ -356,6 +340,103 @@ mod tests {
             let e = DpopKey::from_secret(&Secret::new(bad)).unwrap_err();
             assert!(e.to_string().contains("DPoP key"), "{e}");
         }
+    }
+
+    fn metadata(
+        server_algs: Option<&[&str]>,
+        challenge: Option<&[&str]>,
+        prm_algs: Option<&[&str]>,
+        required: bool,
+    ) -> AuthMetadata {
+        let list = |algs: &[&str]| algs.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        AuthMetadata {
+            server_url: Url::parse("https://mcp.example.com/mcp").unwrap(),
+            resource: Some(crate::discovery::ProtectedResourceMetadata {
+                resource: "https://mcp.example.com/mcp".into(),
+                authorization_servers: vec!["https://as.example.com".into()],
+                scopes_supported: None,
+                dpop_signing_alg_values_supported: prm_algs.map(list),
+                dpop_bound_access_tokens_required: required.then_some(true),
+            }),
+            authorization_server: crate::discovery::AuthorizationServerMetadata {
+                issuer: "https://as.example.com".into(),
+                dpop_signing_alg_values_supported: server_algs.map(list),
+                ..Default::default()
+            },
+            default_endpoints: false,
+            challenge_scope: None,
+            resource_metadata_url: None,
+            challenge_offers_dpop: challenge.is_some(),
+            challenge_dpop_algs: challenge.filter(|a| !a.is_empty()).map(list),
+        }
+    }
+
+    #[test]
+    fn tokens_are_bound_where_both_servers_take_es256_proofs() {
+        use DpopMode::{Always, Auto, Never};
+        let es256: &[&str] = &["ES256"];
+        let ps256: &[&str] = &["PS256"];
+        let bare: &[&str] = &[];
+        let cases = [
+            // (as algs, challenge algs, prm algs, required) → (auto, always, never)
+            (Some(es256), None, None, false, [false, true, false]),
+            (Some(es256), Some(bare), None, false, [true, true, false]),
+            (Some(es256), Some(es256), None, false, [true, true, false]),
+            (Some(es256), None, Some(es256), false, [true, true, false]),
+            (Some(es256), Some(ps256), None, false, [false, false, false]),
+            (Some(es256), None, Some(ps256), false, [false, false, false]),
+            (Some(ps256), Some(bare), None, false, [false, false, false]),
+            (None, Some(bare), None, false, [false, false, false]),
+        ];
+        for (i, (server, challenge, prm, required, want)) in cases.into_iter().enumerate() {
+            let meta = metadata(server, challenge, prm, required);
+            for (mode, want) in [Auto, Always, Never].into_iter().zip(want) {
+                let got = binds_tokens(mode, &meta, false, "s");
+                match got {
+                    Ok(got) => assert_eq!(got, want, "case {i} {mode:?}"),
+                    Err(e) => panic!("case {i} {mode:?}: {e}"),
+                }
+                // Held bound tokens keep their key whatever the mode.
+                assert!(binds_tokens(mode, &meta, true, "s").unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn a_server_that_takes_only_bound_tokens_gets_them_or_a_reason() {
+        let required = metadata(Some(&["ES256"]), None, None, true);
+        assert!(binds_tokens(DpopMode::Auto, &required, false, "s").unwrap());
+        assert!(binds_tokens(DpopMode::Always, &required, false, "s").unwrap());
+        let e = binds_tokens(
+            DpopMode::Never,
+            &metadata(Some(&["ES256"]), None, None, true),
+            false,
+            "https://s/mcp",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("takes only DPoP-bound tokens") && e.contains("oauth.dpop: never"),
+            "{e}"
+        );
+        let e = binds_tokens(
+            DpopMode::Auto,
+            &metadata(Some(&["RS256"]), None, None, true),
+            false,
+            "s",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cannot bind tokens with ES256"), "{e}");
+        let e = binds_tokens(
+            DpopMode::Always,
+            &metadata(Some(&["ES256"]), Some(&["PS256"]), None, true),
+            false,
+            "s",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("\"PS256\"") && e.contains("ES256 proofs"), "{e}");
     }
 
     #[test]

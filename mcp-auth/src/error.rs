@@ -75,6 +75,11 @@ pub enum AuthError {
 }
 
 impl AuthError {
+    /// Whether the token endpoint asked for a DPoP proof with its nonce (`use_dpop_nonce`).
+    pub fn is_use_dpop_nonce(&self) -> bool {
+        matches!(self, AuthError::TokenRefused { error, .. } if error == crate::dpop::USE_DPOP_NONCE)
+    }
+
     /// Whether a refused refresh token means "log in again" (`invalid_grant`).
     pub fn is_invalid_grant(&self) -> bool {
         matches!(self, AuthError::TokenRefused { error, .. } if error == "invalid_grant")

@@ -130,16 +130,6 @@ impl AuthHttp {
             .await
     }
 
-    /// POST a form (`application/x-www-form-urlencoded`) with extra headers.
-    pub async fn post_form(
-        &self,
-        url: &Url,
-        form: &[(&str, &str)],
-        headers: HeaderMap,
-    ) -> Result<Fetched, AuthError> {
-        post_form(self, url, form, headers).await
-    }
-
     /// Sends one request (after [`check_url`]) and reads the whole answer under [`BODY_LIMIT`].
     pub async fn execute(
         &self,
@@ -175,89 +165,6 @@ impl AuthHttp {
             headers,
             body,
         })
-    }
-}
-
-/// Something that sends one whole OAuth request: [`AuthHttp`], or a wrapper that adds to each
-/// request (the DPoP proofs of token requests).
-#[async_trait::async_trait]
-pub trait SendRequest: Sync {
-    /// Sends one request and reads the whole answer.
-    async fn execute(
-        &self,
-        method: reqwest::Method,
-        url: &Url,
-        headers: HeaderMap,
-        body: Option<Vec<u8>>,
-    ) -> Result<Fetched, AuthError>;
-}
-
-#[async_trait::async_trait]
-impl SendRequest for AuthHttp {
-    async fn execute(
-        &self,
-        method: reqwest::Method,
-        url: &Url,
-        headers: HeaderMap,
-        body: Option<Vec<u8>>,
-    ) -> Result<Fetched, AuthError> {
-        AuthHttp::execute(self, method, url, headers, body).await
-    }
-}
-
-/// POST a form (`application/x-www-form-urlencoded`) with extra headers through `sender`.
-pub async fn post_form(
-    sender: &(impl SendRequest + ?Sized),
-    url: &Url,
-    form: &[(&str, &str)],
-    mut headers: HeaderMap,
-) -> Result<Fetched, AuthError> {
-    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    let body = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(form)
-        .finish()
-        .into_bytes();
-    sender
-        .execute(reqwest::Method::POST, url, headers, Some(body))
-        .await
-}
-
-/// One request of the `oauth2` crate through `sender`: the same URL policy, timeout and body
-/// cap as every other OAuth request.
-pub async fn oauth2_request(
-    sender: &(impl SendRequest + ?Sized),
-    request: oauth2::HttpRequest,
-) -> Result<oauth2::HttpResponse, AuthError> {
-    let (parts, body) = request.into_parts();
-    let url = Url::parse(&parts.uri.to_string())
-        .map_err(|e| AuthError::Http(format!("invalid OAuth endpoint URL: {e}")))?;
-    let fetched = sender
-        .execute(parts.method, &url, parts.headers, Some(body))
-        .await?;
-    let mut response = http::Response::new(fetched.body);
-    *response.status_mut() = http::StatusCode::from_u16(fetched.status).map_err(|e| {
-        AuthError::Http(format!(
-            "invalid status from {}: {e}",
-            redact_url(url.as_str())
-        ))
-    })?;
-    *response.headers_mut() = fetched.headers;
-    Ok(response)
-}
-
-/// `oauth2`'s requests go through [`oauth2_request`].
-impl<'c> oauth2::AsyncHttpClient<'c> for AuthHttp {
-    type Error = AuthError;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, AuthError>> + Send + 'c>,
-    >;
-
-    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(oauth2_request(self, request))
     }
 }
 

@@ -33,6 +33,7 @@ pub mod login;
 pub mod provider;
 pub mod secret;
 pub mod store;
+mod token_http;
 
 pub use client::{AuthorizationRequest, Callback, OAuthClient};
 pub use config::{CrossAppAccess, DpopMode, Grant, OAuthConfig};

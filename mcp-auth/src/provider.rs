@@ -17,7 +17,7 @@ use tracing::{debug, warn};
 use crate::client::OAuthClient;
 use crate::credentials::TokenSet;
 use crate::discovery::ResourceChallenge;
-use crate::dpop::NonceFrom;
+use crate::dpop::{NonceFrom, INVALID_DPOP_PROOF};
 use crate::error::AuthError;
 
 /// After a failed background refresh, the next attempt waits this long (requests in the
@@ -85,7 +85,7 @@ impl OAuthProvider {
         &self,
         challenge: &AuthChallenge,
     ) -> Result<ChallengeOutcome, AuthError> {
-        let bearer = challenge
+        let parsed = challenge
             .www_authenticate
             .as_deref()
             .and_then(ResourceChallenge::parse)
@@ -94,7 +94,7 @@ impl OAuthProvider {
         if let Some(nonce) = &challenge.dpop_nonce {
             self.client.nonces.set(NonceFrom::Resource, nonce);
         }
-        if bearer.is_dpop_nonce() {
+        if parsed.is_dpop_nonce() {
             // The token stands; the proof lacked the server's (new) nonce. Without a nonce to
             // send, another try would fail the same way.
             return Ok(if challenge.dpop_nonce.is_some() {
@@ -104,12 +104,28 @@ impl OAuthProvider {
                 ChallengeOutcome::GiveUp
             });
         }
+        if parsed.error.as_deref() == Some(INVALID_DPOP_PROOF) {
+            // New tokens would not help: the proof itself was refused.
+            return Err(AuthError::Unsupported(format!(
+                "{server} refused this client's DPoP proof{}; check the system clock (proofs \
+                 carry the time) and whether a proxy changes the URL the server sees",
+                parsed
+                    .error_description
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            )));
+        }
+        if !challenge.credentials_retry_left {
+            // New credentials would not be used: no refresh, no login.
+            return Ok(ChallengeOutcome::GiveUp);
+        }
         if challenge.status == 403 {
-            if !bearer.is_insufficient_scope() {
+            if !parsed.is_insufficient_scope() {
                 return Ok(ChallengeOutcome::GiveUp);
             }
-            self.client.step_up(&bearer)?;
-            debug!(%server, scope = ?bearer.scope, "step-up authorization");
+            self.client.step_up(&parsed)?;
+            debug!(%server, scope = ?parsed.scope, "step-up authorization");
             return self.obtain_new().await.map(|_| ChallengeOutcome::Retry);
         }
         // 401: the token is missing, expired or revoked — or the server moved to another
@@ -117,11 +133,11 @@ impl OAuthProvider {
         if self.client.tokens().await?.is_some() {
             // Rare (tokens are refreshed ahead of expiry): a few metadata fetches. If they
             // fail, the metadata known so far still serves the refresh.
-            if let Err(e) = self.client.rediscover(Some(&bearer)).await {
+            if let Err(e) = self.client.rediscover(Some(&parsed)).await {
                 debug!(%server, "discovering again after a refused token failed: {e}");
             }
         } else {
-            self.client.discover_auth_metadata(Some(&bearer)).await?;
+            self.client.discover_auth_metadata(Some(&parsed)).await?;
         }
         if self.client.tokens().await?.is_some() {
             match self.client.refresh_access_token().await {

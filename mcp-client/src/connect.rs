@@ -134,9 +134,9 @@ async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
         return Ok(None);
     };
     let client = provider.client();
-    let token = client.get_valid_token().await.map_err(Error::from)?;
-    // A DPoP-bound token (logged in through a remote server entry for the same resource) is
-    // useless without the key, which never leaves this process.
+    // A DPoP-bound token (from a login through a remote server entry with the same URL) is
+    // useless without the key, which never leaves this process: refused before it is
+    // refreshed, so its refresh token is not rotated for nothing.
     let bound = client
         .tokens()
         .await
@@ -146,12 +146,14 @@ async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
         return Err(Error::new(
             ErrorKind::Auth,
             format!(
-                "the stored token for {} is DPoP-bound and cannot be handed to a child process; \
-                 log in again with `oauth.dpop: \"never\"` for that server",
+                "the stored token for {} is DPoP-bound (it came from a login through a remote \
+                 server entry with that URL) and cannot be handed to a child process; set \
+                 `\"oauth\": {{ \"dpop\": \"never\" }}` on that entry and log in again",
                 mcp_core::auth::redact_url(client.config().server_url.as_str())
             ),
         ));
     }
+    let token = client.get_valid_token().await.map_err(Error::from)?;
     Ok(Some(token.expose().to_owned()))
 }
 

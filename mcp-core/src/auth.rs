@@ -69,14 +69,29 @@ pub fn redact_url(url: &str) -> String {
     format!("{scheme}{hidden}{}", &rest[..end])
 }
 
+/// The header a DPoP proof travels in (RFC 9449 §4.1).
+pub const DPOP_HEADER: &str = "dpop";
+/// The header a server's DPoP nonce comes in (RFC 9449 §8, §9).
+pub const DPOP_NONCE_HEADER: &str = "dpop-nonce";
+
 /// The HTTP request credentials are asked for. Proof-of-possession schemes (DPoP, RFC 9449)
-/// bind a proof to its method and URL; bearer tokens ignore it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// bind a proof to its method and URL; bearer tokens ignore it. `Debug` shows the URL
+/// redacted ([`redact_url`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AuthTarget<'a> {
     /// The HTTP method (`POST`, `GET`).
     pub method: &'a str,
     /// The request URL (a proof leaves out its query and fragment).
     pub url: &'a str,
+}
+
+impl fmt::Debug for AuthTarget<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthTarget")
+            .field("method", &self.method)
+            .field("url", &redact_url(self.url))
+            .finish()
+    }
 }
 
 /// A DPoP proof (RFC 9449 §4): the `DPoP` header of one request, a signed JWT that is valid
@@ -132,11 +147,17 @@ impl From<AuthorizationValue> for Credentials {
 pub struct AuthChallenge {
     /// 401 (missing or invalid credentials) or 403 (e.g. `insufficient_scope`).
     pub status: u16,
-    /// The `WWW-Authenticate` header, if any (carries `resource_metadata`, `scope`, `error`).
+    /// The `WWW-Authenticate` headers, if any, joined with `, ` (carry `resource_metadata`,
+    /// `scope`, `error`; a server may send its `Bearer` and `DPoP` challenges separately).
     pub www_authenticate: Option<String>,
     /// The `DPoP-Nonce` header, if any: the nonce the server wants in the next proof
     /// (RFC 9449 §9).
     pub dpop_nonce: Option<String>,
+    /// Whether the request may still be retried with new credentials. `false` once it had
+    /// that retry: new credentials would not be used, so a provider should not obtain any
+    /// (no refresh, no login); it may still answer
+    /// [`RetryWithNonce`](ChallengeOutcome::RetryWithNonce).
+    pub credentials_retry_left: bool,
 }
 
 /// What a provider made of a refusal.
@@ -239,7 +260,15 @@ mod tests {
             assert!(shown.contains("Bearer"), "{shown}");
         }
         let proof = DpopProof::new("eyJ0eXAiOiJkcG9wK2p3dCJ9.s3cr3t.sig");
-        for shown in [format!("{proof:?}"), format!("{proof}")] {
+        let target = AuthTarget {
+            method: "POST",
+            url: "https://h/mcp?key=s3cr3t",
+        };
+        for shown in [
+            format!("{proof:?}"),
+            format!("{proof}"),
+            format!("{target:?}"),
+        ] {
             assert!(
                 !shown.contains("s3cr3t") && !shown.contains("eyJ"),
                 "{shown}"
@@ -261,6 +290,7 @@ mod tests {
             status: 401,
             www_authenticate: Some("Bearer".into()),
             dpop_nonce: None,
+            credentials_retry_left: true,
         };
         assert_eq!(
             auth.on_challenge(&challenge).await.unwrap(),

@@ -46,7 +46,7 @@ pub mod version;
 
 pub use auth::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    DpopProof, StaticBearer,
+    DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
 };
 pub use connector::{connector_fn, Connector, ConnectorFn};
 pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};

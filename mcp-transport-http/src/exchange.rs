@@ -22,10 +22,8 @@ use crate::config::HttpServerConfig;
 const ERROR_BODY_LIMIT: usize = 4096;
 /// How many characters of an error body go into the message.
 const ERROR_DETAIL_CHARS: usize = 200;
-/// The DPoP proof header (RFC 9449 §4.1).
-const DPOP: HeaderName = HeaderName::from_static("dpop");
-/// A nonce the server wants in the next DPoP proof (RFC 9449 §8, §9).
-const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
+const DPOP: HeaderName = HeaderName::from_static(mcp_core::DPOP_HEADER);
+const DPOP_NONCE: HeaderName = HeaderName::from_static(mcp_core::DPOP_NONCE_HEADER);
 
 /// The HTTP client of one transport: one connection pool per server.
 pub(crate) struct Exchange {
@@ -54,7 +52,9 @@ impl Exchange {
     /// Sends one request. On 401/403 the provider hears the challenge, and the request is sent
     /// once more when it has new credentials — and once more again when the server only wants
     /// a proof with its nonce; a refusal that stays is an `Unauthorized` error (which says the
-    /// message was not handled). A nonce on any other answer goes to the provider too.
+    /// message was not handled). The provider is not asked about a refusal that could not be
+    /// retried anyway (its answer would only cost a refresh or a login). A nonce on any other
+    /// answer goes to the provider too.
     pub(crate) async fn send(
         &self,
         method: Method,
@@ -62,7 +62,7 @@ impl Exchange {
         headers: HeaderMap,
         body: Option<&[u8]>,
     ) -> Result<reqwest::Response, TransportError> {
-        let mut retried = false;
+        let mut retried_with_new_credentials = false;
         let mut retried_with_nonce = false;
         loop {
             let mut request = self
@@ -91,17 +91,23 @@ impl Exchange {
                 }
                 return Ok(response);
             }
+            let challenges: Vec<&str> = response
+                .headers()
+                .get_all(WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
             let challenge = AuthChallenge {
                 status: status.as_u16(),
-                www_authenticate: response
-                    .headers()
-                    .get(WWW_AUTHENTICATE)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned),
+                www_authenticate: (!challenges.is_empty()).then(|| challenges.join(", ")),
                 dpop_nonce: nonce,
+                credentials_retry_left: !retried_with_new_credentials,
             };
+            // Once new credentials were tried, only a retry with a (new) nonce can be left.
+            let retry_left = !retried_with_new_credentials
+                || (!retried_with_nonce && challenge.dpop_nonce.is_some());
             let outcome = match &self.auth {
-                Some(auth) => auth.on_challenge(&challenge).await.map_err(|e| {
+                Some(auth) if retry_left => auth.on_challenge(&challenge).await.map_err(|e| {
                     // The provider says why it has no credentials (e.g. "log in first"); an
                     // authorization server it could not reach is a network failure, not a
                     // refusal (which is never retried).
@@ -115,10 +121,12 @@ impl Exchange {
                         ),
                     )
                 })?,
-                None => ChallengeOutcome::GiveUp,
+                _ => ChallengeOutcome::GiveUp,
             };
             match outcome {
-                ChallengeOutcome::Retry if !retried => retried = true,
+                ChallengeOutcome::Retry if !retried_with_new_credentials => {
+                    retried_with_new_credentials = true
+                }
                 ChallengeOutcome::RetryWithNonce if !retried_with_nonce => {
                     retried_with_nonce = true
                 }
