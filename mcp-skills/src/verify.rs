@@ -4,7 +4,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::SkillFile;
+use crate::types::{SkillFile, MAX_SKILL_SIZE};
 
 /// Why a skill (or one of its files) was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,14 +16,15 @@ pub enum VerifyError {
         /// The file asked for.
         uri: String,
     },
-    /// The entry announces a file larger than this client reads.
+    /// The entry lists files that add up to more than [`MAX_SKILL_SIZE`]; none is read.
     TooLarge {
-        /// The file.
-        uri: String,
-        /// Its announced size.
-        size: u64,
+        /// The skill's `SKILL.md` URI.
+        skill: String,
+        /// The sum of its files' listed sizes.
+        total: u64,
     },
-    /// The bytes read are not as many as the entry says.
+    /// The bytes read are not as many as the entry says (a longer text is measured where it
+    /// lies in the message, never copied out of it).
     SizeMismatch {
         /// The file.
         uri: String,
@@ -58,11 +59,11 @@ pub enum VerifyError {
 }
 
 impl VerifyError {
-    /// The file the error is about.
+    /// The file the error is about (the skill's `SKILL.md` for [`TooLarge`](Self::TooLarge)).
     pub fn uri(&self) -> &str {
         match self {
+            VerifyError::TooLarge { skill, .. } => skill,
             VerifyError::NotListed { uri, .. }
-            | VerifyError::TooLarge { uri, .. }
             | VerifyError::SizeMismatch { uri, .. }
             | VerifyError::DigestMismatch { uri, .. }
             | VerifyError::Frontmatter { uri, .. }
@@ -78,10 +79,10 @@ impl fmt::Display for VerifyError {
                 f,
                 "{uri} is not a file the skill {skill} lists, so it cannot be verified; not read"
             ),
-            VerifyError::TooLarge { uri, size } => write!(
+            VerifyError::TooLarge { skill, total } => write!(
                 f,
-                "{uri}: the skill file is announced as {size} bytes, over the {} byte limit; not read",
-                crate::MAX_SKILL_FILE
+                "{skill}: the listing says its files add up to {total} bytes, over the \
+                 {MAX_SKILL_SIZE}-byte limit of a skill; not read"
             ),
             VerifyError::SizeMismatch { uri, expected, got } => write!(
                 f,
