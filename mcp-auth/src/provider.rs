@@ -76,6 +76,19 @@ impl OAuthProvider {
         }
     }
 
+    /// A provider without the background refresher: tokens are refreshed only when asked for
+    /// (a stdio server's token, read once when the child starts, needs no more).
+    pub fn on_demand(
+        client: Arc<OAuthClient>,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> OAuthProvider {
+        OAuthProvider {
+            client,
+            authorizer,
+            refresher: None,
+        }
+    }
+
     /// The OAuth client.
     pub fn client(&self) -> &Arc<OAuthClient> {
         &self.client

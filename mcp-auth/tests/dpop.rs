@@ -4,39 +4,26 @@
 //! and nonce and counts what it accepted and refused. Every test asserts the fixture's
 //! counters and what the client holds. Every wait has a deadline.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
+use mcp_auth::jwt::Es256Key;
 use mcp_auth::{
-    AutoApprove, DpopKey, DpopMode, MemoryStore, OAuthClient, OAuthConfig, OAuthProvider, StoreKey,
-    StoredCredentials, TokenStore, TokenType,
+    AutoApprove, DpopKey, DpopMode, Grant, MemoryStore, OAuthClient, OAuthConfig, OAuthProvider,
+    Secret, StoreKey, StoredCredentials, TokenStore, TokenType,
 };
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
-use mcp_testkit::{serve_http, HttpFixture, OAuthOptions, OAuthStats, ServerOptions};
-use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
+use mcp_core::{ClientSession, McpServiceExt, RequestOptions};
+use mcp_testkit::{HttpFixture, OAuthOptions, OAuthStats};
 use serde_json::json;
-use url::Url;
 
-/// Nothing listens here: [`AutoApprove`] reads the redirect's `Location` instead.
-const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
-const DEADLINE: Duration = Duration::from_secs(10);
+mod common;
+
+use common::{client_with, connect, control, start, stats, within, REDIRECT_URI};
+
+/// The tokens of this file's clients are kept under this account.
+const ACCOUNT: &str = "dpop";
 
 // ---------------------------------------------------------------------------------------------
 // Harness
-
-/// The fixture in OAuth mode, without the standalone GET stream (405), so that the only
-/// requests are the ones a test makes.
-async fn start(oauth: OAuthOptions) -> HttpFixture {
-    let options = ServerOptions {
-        oauth: Some(oauth),
-        http_no_get: true,
-        ..ServerOptions::default()
-    };
-    serve_http(options, "127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("serve_http")
-}
 
 /// DPoP on (which makes the resource take only bound tokens), with nonces or not.
 fn dpop(nonce: bool) -> OAuthOptions {
@@ -47,25 +34,14 @@ fn dpop(nonce: bool) -> OAuthOptions {
     }
 }
 
-fn stats(fixture: &HttpFixture) -> OAuthStats {
-    fixture.oauth_stats().expect("the fixture is in OAuth mode")
-}
-
 fn store_key(fixture: &HttpFixture) -> StoreKey {
-    StoreKey::new(fixture.url(), "dpop")
+    common::store_key(fixture, ACCOUNT)
 }
 
 fn config(fixture: &HttpFixture, mode: DpopMode) -> OAuthConfig {
-    let url = Url::parse(&fixture.url()).expect("fixture URL");
-    let mut config = OAuthConfig::new(url, store_key(fixture));
-    config.client_name = "mcp-auth dpop test".into();
+    let mut config = common::config(fixture, ACCOUNT);
     config.dpop = mode;
     config
-}
-
-fn client_with(config: OAuthConfig, store: &Arc<MemoryStore>) -> Arc<OAuthClient> {
-    let store: Arc<dyn TokenStore> = store.clone();
-    Arc::new(OAuthClient::new(config, store).expect("client"))
 }
 
 /// A provider whose logins are approved at once; `None`: one that cannot log in.
@@ -78,25 +54,6 @@ fn provider(client: &Arc<OAuthClient>, can_log_in: bool) -> Arc<OAuthProvider> {
         None
     };
     Arc::new(OAuthProvider::new(client.clone(), authorizer))
-}
-
-async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(DEADLINE, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-async fn connect(
-    fixture: &HttpFixture,
-    provider: &Arc<OAuthProvider>,
-) -> Result<ClientSession, mcp_core::Error> {
-    let config = HttpServerConfig::new(fixture.url()).auth(provider.clone());
-    let transport = StreamableHttpTransport::new(config).expect("transport");
-    let options = SessionOptions::default()
-        .with_client_info("mcp-auth-dpop", "0")
-        .with_request_timeout(DEADLINE)
-        .with_initialize_timeout(DEADLINE);
-    within("connect", ClientSession::connect(transport, (), options)).await
 }
 
 /// tools/list and a tools/call of `echo`, both expected to succeed.
@@ -119,18 +76,6 @@ async fn list_and_call(session: &ClientSession) {
     .await
     .expect("tools/call");
     assert_ne!(result.is_error, Some(true), "{result:?}");
-}
-
-async fn control(fixture: &HttpFixture, what: &str) {
-    let response = within(
-        "control",
-        reqwest::Client::new()
-            .post(format!("{}/control/oauth/{what}", fixture.base_url()))
-            .send(),
-    )
-    .await
-    .expect("control");
-    assert_eq!(response.status().as_u16(), 204, "control {what}");
 }
 
 async fn stored(store: &MemoryStore, fixture: &HttpFixture) -> StoredCredentials {
@@ -340,4 +285,254 @@ async fn a_bearer_server_gets_bearer_tokens_and_no_key_in_auto_mode() {
         (0, 0),
         "{s:?}"
     );
+}
+
+/// A resource where DPoP is optional (`dpop_optional`: the authorization server binds tokens,
+/// the resource neither lists nor requires DPoP and challenges with `Bearer`): `Auto` takes a
+/// bearer token and makes no key, `Always` binds its token; both make their calls.
+#[tokio::test]
+async fn auto_takes_bearer_and_always_binds_where_dpop_is_optional() {
+    let fixture = start(OAuthOptions {
+        dpop_optional: true,
+        ..OAuthOptions::default()
+    })
+    .await;
+
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config(&fixture, DpopMode::Auto), &store);
+    let session = connect(&fixture, &provider(&client, true))
+        .await
+        .expect("connect in auto mode");
+    list_and_call(&session).await;
+    session.close().await;
+    let tokens = client.tokens().await.expect("tokens").expect("held");
+    assert_eq!(tokens.token_type, TokenType::Bearer);
+    assert_eq!(stored(&store, &fixture).await.dpop_key, None, "no key");
+    let s = stats(&fixture);
+    assert_eq!(
+        (s.dpop_bound_tokens_issued, s.dpop_proofs_accepted),
+        (0, 0),
+        "{s:?}"
+    );
+    let bearer_calls = s.mcp_requests_accepted;
+
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config(&fixture, DpopMode::Always), &store);
+    let session = connect(&fixture, &provider(&client, true))
+        .await
+        .expect("connect in always mode");
+    list_and_call(&session).await;
+    session.close().await;
+    let tokens = client.tokens().await.expect("tokens").expect("held");
+    assert_eq!(tokens.token_type, TokenType::Dpop);
+    stored_jkt(&store, &fixture).await;
+    let s = stats(&fixture);
+    assert_eq!(s.authorizations, 2, "{s:?}");
+    assert_eq!(s.dpop_bound_tokens_issued, 1, "{s:?}");
+    // Every request of the second session (and its code exchange) was proven.
+    assert_eq!(
+        s.dpop_proofs_accepted,
+        s.mcp_requests_accepted - bearer_calls + 1,
+        "{s:?}"
+    );
+    assert_eq!(s.dpop_proofs_rejected, 0, "{s:?}");
+}
+
+/// The fixture sends its `Bearer` and `DPoP` challenges as two `WWW-Authenticate` headers,
+/// the `DPoP` one (with `use_dpop_nonce`) second: the client reads both, so it binds its
+/// token in `Auto` mode and each nonce costs exactly one challenge, as with one header.
+#[tokio::test]
+async fn split_challenges_are_read_whole_and_each_nonce_costs_one_challenge() {
+    let fixture = start(OAuthOptions {
+        dpop_nonce: true,
+        dpop_split_challenges: true,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config(&fixture, DpopMode::Auto), &store);
+    let provider = provider(&client, true);
+    let session = connect(&fixture, &provider).await.expect("connect");
+    list_and_call(&session).await;
+    let tokens = client.tokens().await.expect("tokens").expect("held");
+    assert_eq!(tokens.token_type, TokenType::Dpop);
+    // One use_dpop_nonce at the token endpoint, one at the resource (in the second header).
+    let s = stats(&fixture);
+    assert_eq!(s.dpop_nonce_challenges, 2, "{s:?}");
+    assert_eq!(s.mcp_requests_rejected, 2, "the bare initialize, one nonce");
+    assert_every_request_was_proven(&s, 1);
+
+    control(&fixture, "rotate-dpop-nonce").await;
+    list_and_call(&session).await;
+    control(&fixture, "expire-tokens").await;
+    list_and_call(&session).await;
+    session.close().await;
+    let s = stats(&fixture);
+    // + one at the resource after the rotation, + one at the token endpoint for the refresh.
+    assert_eq!(s.dpop_nonce_challenges, 4, "{s:?}");
+    assert_eq!((s.refresh_token, s.token_errors), (2, 2), "{s:?}");
+    assert_eq!(s.authorizations, 1, "no new login: {s:?}");
+    assert_every_request_was_proven(&s, 2);
+}
+
+/// A machine client with `private_key_jwt` against a token endpoint that asks for its DPoP
+/// nonce and spends an assertion's `jti` before it looks at the proof: the nonce retry carries
+/// a new assertion, so no assertion is ever refused as reused — for the first grant and for
+/// the renewal after the tokens expired and the nonces rotated.
+#[tokio::test]
+async fn private_key_jwt_sends_a_fresh_assertion_on_the_nonce_retry() {
+    use p256::ecdsa::SigningKey;
+    use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+    let signing = SigningKey::from_slice(&[11; 32]).expect("a valid scalar");
+    let private_pem = signing.to_pkcs8_pem(LineEnding::LF).expect("PKCS#8 PEM");
+    let public_pem = signing
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("SPKI PEM");
+    let fixture = start(OAuthOptions {
+        preregistered_jwt: vec![("jwt-machine".into(), public_pem)],
+        ..dpop(true)
+    })
+    .await;
+    let mut config = config(&fixture, DpopMode::Auto);
+    config.client_id = Some("jwt-machine".into());
+    let key = Es256Key::from_pem(&Secret::new(private_pem.as_str()), None).expect("key");
+    config.grant = Grant::ClientCredentials { key: Some(key) };
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config, &store);
+    let session = connect(&fixture, &provider(&client, false))
+        .await
+        .expect("connect as a machine client");
+    list_and_call(&session).await;
+    let first = client.tokens().await.expect("tokens").expect("held");
+    assert_eq!(first.token_type, TokenType::Dpop);
+
+    control(&fixture, "rotate-dpop-nonce").await;
+    control(&fixture, "expire-tokens").await;
+    list_and_call(&session).await;
+    session.close().await;
+    let second = client.tokens().await.expect("tokens").expect("held");
+    assert_ne!(second.access_token, first.access_token);
+
+    let s = stats(&fixture);
+    assert_eq!(s.reused_client_assertions, 0, "{s:?}");
+    // Two grants, each asked once for the (new) nonce: four requests, four assertions.
+    assert_eq!((s.client_credentials, s.token_errors), (4, 2), "{s:?}");
+    assert_eq!(s.client_assertions_accepted, 4, "{s:?}");
+    assert_eq!(s.dpop_bound_tokens_issued, 2, "{s:?}");
+    assert_eq!((s.authorizations, s.registrations), (0, 0), "{s:?}");
+    assert_every_request_was_proven(&s, 2);
+}
+
+/// 32 tool calls at a time through one provider and one transport while the fixture rotates
+/// its nonces and expires every token, three times over: every call succeeds, the callers that
+/// meet an expired token share their refreshes, and no proof is ever refused or replayed.
+#[tokio::test]
+async fn concurrent_calls_survive_rotating_nonces_and_expiring_tokens() {
+    const ROUNDS: u64 = 3;
+    const CALLS: usize = 32;
+    let fixture = start(dpop(true)).await;
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config(&fixture, DpopMode::Auto), &store);
+    let provider = provider(&client, true);
+    let session = connect(&fixture, &provider).await.expect("connect");
+    list_and_call(&session).await;
+    let before = stats(&fixture);
+
+    for round in 0..ROUNDS {
+        let mut calls = tokio::task::JoinSet::new();
+        let spawn = |calls: &mut tokio::task::JoinSet<_>, i: usize| {
+            let session = session.clone();
+            // Some calls take a while, so that they are in flight when the fixture changes.
+            let (tool, args) = if i.is_multiple_of(4) {
+                ("slow", json!({ "duration_ms": 50, "steps": 0 }))
+            } else {
+                ("echo", json!({ "text": format!("call {round}.{i}") }))
+            };
+            calls.spawn(async move {
+                session
+                    .call_tool(tool, Some(args), RequestOptions::new())
+                    .await
+            });
+        };
+        for i in 0..CALLS / 2 {
+            spawn(&mut calls, i);
+        }
+        control(&fixture, "rotate-dpop-nonce").await;
+        control(&fixture, "expire-tokens").await;
+        for i in CALLS / 2..CALLS {
+            spawn(&mut calls, i);
+        }
+        let mut done = 0;
+        within("32 calls", async {
+            while let Some(joined) = calls.join_next().await {
+                let result = joined.expect("the call's task").expect("the call");
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+                done += 1;
+            }
+        })
+        .await;
+        assert_eq!(done, CALLS);
+    }
+    session.close().await;
+
+    let s = stats(&fixture);
+    assert_eq!(s.authorizations, 1, "no new login: {s:?}");
+    assert_eq!(s.dpop_proofs_rejected, 0, "{s:?}");
+    assert_eq!(s.replayed_dpop_proofs, 0, "{s:?}");
+    // Each expiry needs a refresh (the calls after it all carry the expired token); the
+    // callers that meet the expired token share it — at most two per expiry, for a caller
+    // whose refusal arrives after the shared refresh ended. Each refresh may meet the rotated
+    // nonce once (one more request).
+    let refreshes = s.dpop_bound_tokens_issued - before.dpop_bound_tokens_issued;
+    assert!(
+        (ROUNDS..=2 * ROUNDS).contains(&refreshes),
+        "{refreshes} refreshes for {ROUNDS} expiries: {s:?}"
+    );
+    assert!(
+        s.refresh_token <= 2 * refreshes,
+        "{} refresh requests for {refreshes} refreshes: {s:?}",
+        s.refresh_token
+    );
+}
+
+/// A resource that refuses every proof (`invalid_dpop_proof`, as with a skewed clock or a
+/// proxy that changes the URL): the call fails with an error about the proof, and the client
+/// neither refreshes nor authorizes again — new tokens would not change the proof.
+#[tokio::test]
+async fn a_refused_proof_fails_the_call_without_a_refresh_or_a_new_login() {
+    use mcp_auth::Authorizer;
+    let fixture = start(OAuthOptions {
+        dpop_refuse_proofs: true,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let store = Arc::new(MemoryStore::new());
+    let client = client_with(config(&fixture, DpopMode::Auto), &store);
+    // Logged in beforehand (the token endpoint takes proofs).
+    let approve = AutoApprove::new(REDIRECT_URI).expect("authorizer");
+    let tokens = within("login", approve.authorize(&client))
+        .await
+        .expect("login");
+    assert_eq!(tokens.token_type, TokenType::Dpop);
+
+    let e = connect(&fixture, &provider(&client, true))
+        .await
+        .expect_err("every proof is refused");
+    let message = e.to_string();
+    assert!(
+        message.contains("DPoP proof") && message.contains("clock"),
+        "{message}"
+    );
+    let s = stats(&fixture);
+    assert_eq!(s.dpop_proofs_rejected, 1, "one request, not retried: {s:?}");
+    assert_eq!(s.mcp_requests_rejected, 1, "{s:?}");
+    assert_eq!(s.refresh_token, 0, "no refresh: {s:?}");
+    assert_eq!(
+        (s.authorizations, s.authorization_code),
+        (1, 1),
+        "no new login: {s:?}"
+    );
+    let held = client.tokens().await.expect("tokens").expect("still held");
+    assert_eq!(held.access_token, tokens.access_token);
 }

@@ -5,7 +5,6 @@
 //! counters. Every wait has a deadline; simulated-time tests obtain their tokens with time
 //! running, then pause, advance just past the point of interest and resume before any I/O.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,74 +16,30 @@ use mcp_auth::{
     OAuthConfig, OAuthProvider, ResourceChallenge, Secret, StoreKey, TokenEndpointAuth, TokenSet,
     TokenStore,
 };
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
-use mcp_testkit::{serve_http, HttpFixture, OAuthOptions, OAuthStats, ServerOptions};
-use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
+use mcp_core::{ClientSession, McpServiceExt, RequestOptions};
+use mcp_testkit::{HttpFixture, OAuthOptions};
 use serde_json::Value;
 use url::Url;
 
-/// Nothing listens here: the stand-in browser reads the redirect's `Location` instead.
-const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
-const DEADLINE: Duration = Duration::from_secs(10);
+mod common;
+
+use common::{client_with, connect, control, eventually, start, stats, within, REDIRECT_URI};
+
+/// The tokens of this file's clients are kept under this account.
+const ACCOUNT: &str = "flow";
 const MARGIN: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 
-/// The fixture in OAuth mode, without the standalone GET stream (405), so that the only
-/// requests are the ones a test makes.
-async fn start(oauth: OAuthOptions) -> HttpFixture {
-    let options = ServerOptions {
-        oauth: Some(oauth),
-        http_no_get: true,
-        ..ServerOptions::default()
-    };
-    serve_http(options, "127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("serve_http")
-}
-
-fn stats(fixture: &HttpFixture) -> OAuthStats {
-    fixture.oauth_stats().expect("the fixture is in OAuth mode")
-}
-
 fn store_key(fixture: &HttpFixture) -> StoreKey {
-    StoreKey::new(fixture.url(), "flow")
+    common::store_key(fixture, ACCOUNT)
 }
 
 fn config(fixture: &HttpFixture) -> OAuthConfig {
-    let url = Url::parse(&fixture.url()).expect("fixture URL");
-    let mut config = OAuthConfig::new(url, store_key(fixture));
-    config.client_name = "mcp-auth flow test".into();
+    let mut config = common::config(fixture, ACCOUNT);
     config.refresh_margin = MARGIN;
     config
-}
-
-fn client_with(config: OAuthConfig, store: &Arc<MemoryStore>) -> Arc<OAuthClient> {
-    let store: Arc<dyn TokenStore> = store.clone();
-    Arc::new(OAuthClient::new(config, store).expect("client"))
-}
-
-async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(DEADLINE, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-/// Polls `check` until it holds, for at most [`DEADLINE`] of real time.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = std::time::Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// A browser whose user approves at once: GETs the authorization URL without following the
@@ -120,19 +75,6 @@ async fn login(client: &OAuthClient) -> TokenSet {
     within("login", BrowserStandIn::new().authorize(client))
         .await
         .expect("login")
-}
-
-async fn connect(
-    fixture: &HttpFixture,
-    provider: &Arc<OAuthProvider>,
-) -> Result<ClientSession, mcp_core::Error> {
-    let config = HttpServerConfig::new(fixture.url()).auth(provider.clone());
-    let transport = StreamableHttpTransport::new(config).expect("transport");
-    let options = SessionOptions::default()
-        .with_client_info("mcp-auth-flow", "0")
-        .with_request_timeout(DEADLINE)
-        .with_initialize_timeout(DEADLINE);
-    within("connect", ClientSession::connect(transport, (), options)).await
 }
 
 async fn tool_names(session: &ClientSession) -> Vec<String> {
@@ -181,18 +123,6 @@ async fn raw_refresh(fixture: &HttpFixture, client_id: &str, token: &str) -> (u1
         .await
         .expect("JSON");
     (status, body)
-}
-
-async fn control(fixture: &HttpFixture, what: &str) {
-    let response = within(
-        "control",
-        reqwest::Client::new()
-            .post(format!("{}/control/oauth/{what}", fixture.base_url()))
-            .send(),
-    )
-    .await
-    .expect("control");
-    assert_eq!(response.status().as_u16(), 204, "control {what}");
 }
 
 /// The client id the client registered (kept in the store with the tokens).
@@ -634,6 +564,68 @@ async fn step_up_is_bounded_when_the_server_never_grants_the_scope() {
         .expect_err("still refused");
     assert!(e.to_string().contains("giving up"), "{e}");
     assert_eq!(stats(&fixture).authorizations, s.authorizations);
+}
+
+/// A login the server will never accept (it requires a scope it never grants) costs one
+/// authorization per connection attempt — never one more after the transport's retry is spent.
+///
+/// Each `connect` sends one `initialize`, which the transport may send once more with new
+/// credentials. The first attempt: the bare request gets 401, the provider authorizes (1), the
+/// retry gets 403 `insufficient_scope` — and the transport, with no retry left, does not ask
+/// the provider (a step-up there would be an authorization whose token is never sent). The
+/// next attempts each get 403 for the held token, step up once (1 each) and are refused
+/// again, until the step-up rules give up (a second step-up in a row asking for nothing new,
+/// or `MAX_STEP_UPS`): from then on an attempt costs nothing.
+#[tokio::test]
+async fn a_refused_login_costs_exactly_one_authorization_per_attempt() {
+    let fixture = start(OAuthOptions {
+        scopes_supported: Some(vec!["read".into(), "admin".into()]),
+        required_scopes: vec!["admin".into()],
+        grantable_scopes: Some(vec!["read".into()]),
+        ..OAuthOptions::default()
+    })
+    .await;
+    let mut config = config(&fixture);
+    config.scopes = vec!["read".into()];
+    let client = client_with(config, &Arc::new(MemoryStore::new()));
+    let provider = Arc::new(OAuthProvider::new(
+        client.clone(),
+        Some(BrowserStandIn::new()),
+    ));
+    let e = connect(&fixture, &provider)
+        .await
+        .expect_err("the server never grants admin");
+    assert!(e.to_string().contains("insufficient_scope"), "{e}");
+    let s = stats(&fixture);
+    assert_eq!(s.authorizations, 1, "one attempt, one authorization: {s:?}");
+    assert_eq!(s.authorization_scopes, ["read"], "{s:?}");
+    assert_eq!(
+        s.mcp_requests_rejected, 2,
+        "the bare initialize and its one retry: {s:?}"
+    );
+
+    let mut costs = Vec::new();
+    let mut gave_up = false;
+    for _attempt in 0..=mcp_auth::client::MAX_STEP_UPS {
+        let before = stats(&fixture).authorizations;
+        let e = connect(&fixture, &provider)
+            .await
+            .expect_err("still refused");
+        costs.push(stats(&fixture).authorizations - before);
+        if e.to_string().contains("giving up") {
+            gave_up = true;
+            break;
+        }
+    }
+    assert!(gave_up, "the provider never gave up: {costs:?}");
+    let (last, stepped_up) = costs.split_last().expect("at least one attempt");
+    assert_eq!(*last, 0, "giving up costs no authorization: {costs:?}");
+    assert!(
+        stepped_up.iter().all(|c| *c == 1),
+        "every other attempt costs exactly one: {costs:?}"
+    );
+    let s = stats(&fixture);
+    assert_eq!(s.authorizations, 1 + stepped_up.len() as u64, "{s:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -141,7 +141,14 @@ impl OAuthPolicy {
     /// The provider the server's transport uses, when it uses OAuth. A server OAuth cannot
     /// serve (a plain-http remote URL) gets none: it may need no authorization at all.
     pub(crate) fn provider_for(&self, server: &ServerConfig) -> Option<Arc<OAuthProvider>> {
+        let stdio = matches!(server.transport, TransportConfig::Stdio { .. });
         match self.client_for(server) {
+            // A stdio server's token is read when its child starts: refreshing it in the
+            // background would only rotate refresh tokens (or a bound token it refuses).
+            Ok(Some(client)) if stdio => Some(Arc::new(OAuthProvider::on_demand(
+                Arc::new(client),
+                self.authorizer.clone(),
+            ))),
             Ok(Some(client)) => Some(Arc::new(OAuthProvider::new(
                 Arc::new(client),
                 self.authorizer.clone(),

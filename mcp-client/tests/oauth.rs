@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_auth::{Authorizer, AutoApprove, DpopMode, MemoryStore, TokenSet};
+use mcp_auth::{Authorizer, AutoApprove, DpopMode, MemoryStore, TokenSet, TokenType};
 use mcp_client::config::{ClientConfig, DpopSetting, ServerConfig, TransportConfig};
 use mcp_client::{ClientOptions, McpClient, OAuthPolicy, ServerStatus};
 use mcp_testkit::options::{parse_args, CliCommand};
@@ -19,10 +19,14 @@ use mcp_testkit::{HttpFixture, OAuthOptions};
 const DEADLINE: Duration = Duration::from_secs(20);
 
 async fn protected_fixture() -> HttpFixture {
+    fixture_with(OAuthOptions::default()).await
+}
+
+async fn fixture_with(oauth: OAuthOptions) -> HttpFixture {
     let Ok(CliCommand::Run(mut options)) = parse_args(Vec::<String>::new()) else {
         panic!("default fixture options")
     };
-    options.oauth = Some(OAuthOptions::default());
+    options.oauth = Some(oauth);
     mcp_testkit::http::serve_http(options, "127.0.0.1:0".parse().unwrap())
         .await
         .expect("the HTTP fixture listens")
@@ -191,6 +195,61 @@ async fn a_stdio_server_gets_the_stored_token_in_its_environment() {
     assert!(status_of(&client, "local").is_ready());
     let got = std::fs::read_to_string(&seen).expect("the child wrote its token");
     assert_eq!(got, tokens.access_token.expose());
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    fixture.shutdown().await;
+}
+
+/// A stdio server whose resource's stored token is DPoP-bound (a login through a remote entry
+/// with the same URL, against a server that takes only bound tokens): it is not started, with
+/// an error that says why — and the token was not refreshed first. The fixture's tokens live
+/// 30 s, inside the 60 s refresh margin, so any refresh before the refusal would happen at once.
+#[tokio::test]
+async fn a_stdio_server_is_refused_a_dpop_bound_token_without_a_refresh() {
+    let fixture = fixture_with(OAuthOptions {
+        dpop: true,
+        token_ttl_secs: 30,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let policy = OAuthPolicy::default().with_store(Arc::new(MemoryStore::new()));
+    let tokens = login(&policy, &remote("resource", fixture.url())).await;
+    assert_eq!(tokens.token_type, TokenType::Dpop);
+
+    let dir = std::env::temp_dir().join(format!("mcp-client-oauth-dpop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let started = dir.join("started");
+    let script = format!(
+        "touch '{}' && exec '{}'",
+        started.display(),
+        mcp_testkit::fixture_server_bin().display()
+    );
+    let mut local = stdio("local", "sh", vec!["-c".into(), script]);
+    local.oauth.resource = Some(fixture.url());
+    local.oauth.token_env = Some("API_TOKEN".into());
+    let client = start(vec![local], &policy).await;
+    let reason = match status_of(&client, "local") {
+        ServerStatus::NeedsCredentials { reason } | ServerStatus::Unavailable { reason } => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert!(reason.contains("DPoP-bound"), "{reason}");
+    assert!(!started.exists(), "the server was started");
+    // Nothing may refresh the token while the client runs either (its refresh token would
+    // be rotated for nothing). The token is due at once, so a refresh — by the server's
+    // background refresher, say — would come within milliseconds: none may come within a
+    // second.
+    let refreshed = tokio::time::timeout(Duration::from_secs(1), async {
+        while fixture.oauth_stats().expect("OAuth mode").refresh_token == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let stats = fixture.oauth_stats().expect("OAuth mode");
+    assert!(
+        refreshed.is_err(),
+        "the DPoP-bound token of a refused stdio server was refreshed: {stats:?}"
+    );
+    assert_eq!(stats.token_requests(), 1, "only the login's code exchange");
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     fixture.shutdown().await;

@@ -16,8 +16,9 @@
 //! An accepted proof yields its key's RFC 7638 thumbprint (`jkt`), what a bound token is bound
 //! to. Any input, however malformed, gets a [`ProofError`], never a panic.
 //!
-//! Written by hand around `p256`'s signature check rather than with a JOSE crate: the fixture
-//! is a second, independent reading of the specification, and these are a dozen checks.
+//! Written by hand around `p256`'s signature check (`jws.rs`) rather than with a JOSE
+//! crate: the fixture is a second, independent reading of the specification, and these are a
+//! dozen checks.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,12 +26,11 @@ use std::fmt;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hyper::header::HeaderMap;
-use p256::ecdsa::signature::Verifier;
-use p256::ecdsa::{Signature, VerifyingKey};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::http::random_hex;
+use crate::jws::{p256_jwk, CompactJws};
 
 /// The request header a proof comes in.
 pub const DPOP_HEADER: &str = "dpop";
@@ -226,51 +226,39 @@ fn verify_proof(proof: &str, request: &ProofRequest<'_>, now: u64) -> Result<Ver
     if proof.len() > MAX_PROOF_BYTES {
         return Err(invalid("longer than 8 KiB"));
     }
-    let mut parts = proof.split('.');
-    let (Some(header_b64), Some(claims_b64), Some(signature_b64), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(invalid(
-            "not a compact JWS (three base64url parts separated by dots)",
-        ));
-    };
-    let header = json_object(header_b64, "header")?;
-    let claims = json_object(claims_b64, "claims")?;
-
-    if header.get("typ").and_then(Value::as_str) != Some(DPOP_TYP) {
+    let jws = CompactJws::parse(proof).map_err(ProofError::Invalid)?;
+    if jws.header.get("typ").and_then(Value::as_str) != Some(DPOP_TYP) {
         return Err(invalid("the header's typ is not dpop+jwt"));
     }
-    if header.get("alg").and_then(Value::as_str) != Some(DPOP_ALG) {
+    if jws.header.get("alg").and_then(Value::as_str) != Some(DPOP_ALG) {
         return Err(invalid("the header's alg is not ES256"));
     }
-    let (key, jkt) = public_key(header.get("jwk"))?;
-    let signature = URL_SAFE_NO_PAD
-        .decode(signature_b64)
-        .ok()
-        .and_then(|bytes| Signature::from_slice(&bytes).ok())
-        .ok_or_else(|| invalid("the signature is not 64 base64url bytes (ES256 r || s)"))?;
-    let signing_input = &proof[..header_b64.len() + 1 + claims_b64.len()];
-    key.verify(signing_input.as_bytes(), &signature)
-        .map_err(|_| invalid("the signature does not verify with the header's jwk"))?;
+    let (key, x, y) = p256_jwk(jws.header.get("jwk")).map_err(ProofError::Invalid)?;
+    let jkt = jwk_thumbprint(x, y);
+    jws.verify(&key, "the header's jwk")
+        .map_err(ProofError::Invalid)?;
 
-    let text = |name: &str| claims.get(name).and_then(Value::as_str);
-    let jti = text("jti")
+    let jti = jws
+        .text("jti")
         .filter(|j| !j.is_empty())
         .ok_or_else(|| invalid("the jti claim is missing"))?;
-    if text("htm") != Some(request.method) {
+    if jws.text("htm") != Some(request.method) {
         return Err(ProofError::Invalid(format!(
             "the htm claim does not name this request's method {}",
             request.method
         )));
     }
-    let htu = text("htu").ok_or_else(|| invalid("the htu claim is missing"))?;
+    let htu = jws
+        .text("htu")
+        .ok_or_else(|| invalid("the htu claim is missing"))?;
     if without_query_and_fragment(htu) != request.url {
         return Err(ProofError::Invalid(format!(
             "the htu claim does not name this request's URL {}",
             request.url
         )));
     }
-    let iat = claims
+    let iat = jws
+        .claims
         .get("iat")
         .and_then(Value::as_f64)
         .ok_or_else(|| invalid("the iat claim is missing or not a number"))?;
@@ -281,13 +269,13 @@ fn verify_proof(proof: &str, request: &ProofRequest<'_>, now: u64) -> Result<Ver
         )));
     }
     if let Some(token) = request.access_token {
-        if text("ath") != Some(access_token_hash(token).as_str()) {
+        if jws.text("ath") != Some(access_token_hash(token).as_str()) {
             return Err(invalid(
                 "the ath claim is not the hash of the access token it comes with",
             ));
         }
     }
-    let nonce = match claims.get("nonce") {
+    let nonce = match jws.claims.get("nonce") {
         None => None,
         Some(Value::String(n)) => Some(n.clone()),
         Some(_) => return Err(invalid("the nonce claim is not a string")),
@@ -297,53 +285,6 @@ fn verify_proof(proof: &str, request: &ProofRequest<'_>, now: u64) -> Result<Ver
         jti: jti.to_owned(),
         nonce,
     })
-}
-
-/// A base64url part of the JWS that must be a JSON object.
-fn json_object(part: &str, what: &str) -> Result<Map<String, Value>, ProofError> {
-    let bytes = URL_SAFE_NO_PAD
-        .decode(part)
-        .map_err(|_| ProofError::Invalid(format!("the {what} is not base64url")))?;
-    match serde_json::from_slice(&bytes) {
-        Ok(Value::Object(object)) => Ok(object),
-        _ => Err(ProofError::Invalid(format!(
-            "the {what} is not a JSON object"
-        ))),
-    }
-}
-
-/// The header's `jwk` as a verifying key, and its thumbprint.
-fn public_key(jwk: Option<&Value>) -> Result<(VerifyingKey, String), ProofError> {
-    let invalid = |why: &str| ProofError::Invalid(why.to_owned());
-    let jwk = jwk
-        .and_then(Value::as_object)
-        .ok_or_else(|| invalid("the header has no jwk object"))?;
-    if jwk.contains_key("d") {
-        return Err(invalid("the jwk holds a private key (d)"));
-    }
-    let member = |name: &str| jwk.get(name).and_then(Value::as_str);
-    if member("kty") != Some("EC") || member("crv") != Some("P-256") {
-        return Err(invalid("the jwk is not an EC P-256 key"));
-    }
-    let coordinate = |name: &str| {
-        let text = member(name)
-            .ok_or_else(|| ProofError::Invalid(format!("the jwk has no {name} coordinate")))?;
-        match URL_SAFE_NO_PAD.decode(text) {
-            Ok(bytes) if bytes.len() == 32 => Ok((text, bytes)),
-            _ => Err(ProofError::Invalid(format!(
-                "the jwk's {name} is not 32 base64url bytes"
-            ))),
-        }
-    };
-    let (x, x_bytes) = coordinate("x")?;
-    let (y, y_bytes) = coordinate("y")?;
-    let mut sec1 = Vec::with_capacity(65);
-    sec1.push(0x04);
-    sec1.extend_from_slice(&x_bytes);
-    sec1.extend_from_slice(&y_bytes);
-    let key = VerifyingKey::from_sec1_bytes(&sec1)
-        .map_err(|_| invalid("the jwk is not a point on P-256"))?;
-    Ok((key, jwk_thumbprint(x, y)))
 }
 
 /// `url` without its query and fragment.
@@ -357,7 +298,7 @@ fn without_query_and_fragment(url: &str) -> &str {
 pub(crate) mod test_key {
     use super::*;
     use p256::ecdsa::signature::Signer;
-    use p256::ecdsa::SigningKey;
+    use p256::ecdsa::{Signature, SigningKey};
     use serde_json::json;
     use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -27,6 +27,8 @@
 //! - [`oauth`]: the OAuth mode of the HTTP fixture (`--oauth`): a protected `/mcp` and its own
 //!   mock authorization server ([`OAuthOptions`], [`OAuthStats`]).
 //! - [`dpop`]: DPoP proofs (RFC 9449) as the OAuth mode verifies them (`--oauth-dpop`).
+//! - `jws`: compact ES256 JWS (split, JSON parts, P-256 keys, signature), for DPoP proofs and
+//!   `private_key_jwt` client assertions.
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
@@ -35,6 +37,7 @@ pub mod dpop;
 pub mod event_log;
 pub mod http;
 pub mod jsonrpc;
+mod jws;
 pub mod locate;
 pub mod modern;
 pub mod oauth;

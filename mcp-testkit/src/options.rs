@@ -75,7 +75,8 @@ pub struct ServerOptions {
     /// HTTP: OAuth mode — `/mcp` (and the legacy endpoints) need an access token issued by the
     /// fixture's own mock authorization server, served on the same origin (`--oauth`,
     /// `--oauth-token-ttl SECS`, `--oauth-required-scope S`, `--oauth-dpop`,
-    /// `--oauth-dpop-nonce`); see [`crate::oauth`].
+    /// `--oauth-dpop-nonce`, `--oauth-dpop-optional`, `--oauth-dpop-split-challenges`,
+    /// `--oauth-dpop-refuse-proofs`); see [`crate::oauth`].
     pub oauth: Option<crate::oauth::OAuthOptions>,
     /// Append one JSON line per request, executed `tools/call`, `notifications/cancelled` and
     /// HTTP fault to this file (`--event-log PATH`); see [`crate::event_log`].
@@ -198,6 +199,15 @@ HTTP (instead of stdio):
     --oauth-dpop-nonce      --oauth-dpop where every proof must also carry the server's nonce
                             (use_dpop_nonce and DPoP-Nonce; POST /control/oauth/rotate-dpop-nonce
                             changes it); implies --oauth-dpop.
+    --oauth-dpop-optional   --oauth-dpop at the authorization server only: /mcp neither lists
+                            nor requires DPoP, challenges with Bearer, and takes bearer tokens
+                            as well as bound ones (with a valid proof); implies --oauth-dpop.
+    --oauth-dpop-split-challenges
+                            Fault: a DPoP refusal at /mcp sends a Bearer challenge and then the
+                            DPoP challenge as two WWW-Authenticate headers; implies --oauth-dpop.
+    --oauth-dpop-refuse-proofs
+                            Fault: /mcp refuses every DPoP proof (invalid_dpop_proof);
+                            implies --oauth-dpop.
     --http-stall-first N    The first N tools/call POSTs never get response headers (not handled).
     --http-trickle-first N  The first N tools/call POSTs get 200 and headers, then a body that
                             trickles one byte every 100 ms and never ends (not handled).
@@ -330,6 +340,24 @@ where
                 oauth.dpop = true;
                 oauth.dpop_nonce = true;
             }
+            "--oauth-dpop-optional" => {
+                no_value(&flag)?;
+                let oauth = options.oauth.get_or_insert_with(Default::default);
+                oauth.dpop = true;
+                oauth.dpop_optional = true;
+            }
+            "--oauth-dpop-split-challenges" => {
+                no_value(&flag)?;
+                let oauth = options.oauth.get_or_insert_with(Default::default);
+                oauth.dpop = true;
+                oauth.dpop_split_challenges = true;
+            }
+            "--oauth-dpop-refuse-proofs" => {
+                no_value(&flag)?;
+                let oauth = options.oauth.get_or_insert_with(Default::default);
+                oauth.dpop = true;
+                oauth.dpop_refuse_proofs = true;
+            }
             "--oauth-token-ttl" => {
                 let ttl = number(&flag, &value(&flag)?)?;
                 options
@@ -455,6 +483,18 @@ mod tests {
         assert!(dpop.dpop && !dpop.dpop_nonce);
         let nonce = run(&["--oauth-dpop-nonce"]).oauth.expect("implied");
         assert!(nonce.dpop && nonce.dpop_nonce);
+        let optional = run(&["--oauth-dpop-optional"]).oauth.expect("implied");
+        assert!(optional.dpop && optional.dpop_optional && !optional.resource_requires_dpop());
+        let faults = run(&[
+            "--oauth-dpop-split-challenges",
+            "--oauth-dpop-refuse-proofs",
+            "--oauth-dpop-nonce",
+        ])
+        .oauth
+        .expect("implied");
+        assert!(faults.dpop_split_challenges && faults.dpop_refuse_proofs && faults.dpop_nonce);
+        assert!(faults.resource_requires_dpop());
+        assert!(parse_args(["--oauth-dpop-optional=yes"]).is_err());
         assert!(parse_args(["--oauth-dpop=1"]).is_err());
         assert!(parse_args(["--oauth=1"]).is_err());
         assert!(parse_args(["--oauth-token-ttl", "soon"]).is_err());
@@ -501,6 +541,9 @@ mod tests {
             "--oauth-device",
             "--oauth-dpop",
             "--oauth-dpop-nonce",
+            "--oauth-dpop-optional",
+            "--oauth-dpop-split-challenges",
+            "--oauth-dpop-refuse-proofs",
             "--oauth-token-ttl",
             "--oauth-required-scope",
         ] {

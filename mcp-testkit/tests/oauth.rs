@@ -399,6 +399,8 @@ async fn mcp_needs_a_valid_token() {
         dpop_nonce_challenges: 0,
         dpop_bound_tokens_issued: 0,
         replayed_dpop_proofs: 0,
+        client_assertions_accepted: 0,
+        reused_client_assertions: 0,
     };
     assert_eq!(stats(&fixture), expected);
     // The same counters over HTTP.
@@ -762,4 +764,79 @@ async fn binary_dpop_flags_enable_dpop_with_nonces() {
     assert_eq!(stats["dpop_proofs_rejected"], 1);
     assert_eq!(stats["dpop_proofs_accepted"], 0);
     child.kill().await.expect("kill");
+}
+
+/// Over the wire: split challenges are two `WWW-Authenticate` headers (`Bearer`, then `DPoP`);
+/// with optional DPoP the resource challenges with `Bearer` alone and only the authorization
+/// server lists DPoP.
+#[tokio::test]
+async fn split_and_optional_dpop_challenges_over_http() {
+    let client = client();
+    let split = start(OAuthOptions {
+        dpop_split_challenges: true,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let response = initialize(&client, &split, Some("at-forged")).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let metadata = format!(
+        "resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        split.base_url()
+    );
+    let all: Vec<&str> = response
+        .headers()
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().expect("ascii"))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            format!("Bearer error=\"invalid_token\", {metadata}"),
+            format!("DPoP error=\"invalid_token\", algs=\"ES256\", {metadata}"),
+        ]
+    );
+
+    let optional = start(OAuthOptions {
+        dpop_optional: true,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let prm = json_of(
+        get(
+            &client,
+            &format!(
+                "{}/.well-known/oauth-protected-resource/mcp",
+                optional.base_url()
+            ),
+        )
+        .await,
+    )
+    .await;
+    assert!(
+        prm.get("dpop_signing_alg_values_supported").is_none(),
+        "{prm}"
+    );
+    let meta = json_of(
+        get(
+            &client,
+            &format!(
+                "{}/.well-known/oauth-authorization-server",
+                optional.base_url()
+            ),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(meta["dpop_signing_alg_values_supported"], json!(["ES256"]));
+    let response = initialize(&client, &optional, None).await;
+    assert_eq!(
+        response
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .count(),
+        1
+    );
+    assert!(challenge(&response).starts_with("Bearer resource_metadata="));
 }

@@ -66,7 +66,8 @@
 //!
 //! # OAuth mode
 //! `--oauth` ([`ServerOptions::oauth`], with `--oauth-token-ttl SECS`,
-//! `--oauth-required-scope S`, `--oauth-dpop` and `--oauth-dpop-nonce`): `/mcp`, `/sse` and
+//! `--oauth-required-scope S`, `--oauth-dpop`, `--oauth-dpop-nonce` and the other
+//! `--oauth-dpop-*` flags): `/mcp`, `/sse` and
 //! `/message` answer 401/403 with a `WWW-Authenticate: Bearer` challenge (RFC 6750, RFC 9728
 //! `resource_metadata`; a `DPoP` challenge under `--oauth-dpop`, RFC 9449) unless the
 //! request carries a valid access token from the fixture's own mock authorization server (and,

@@ -45,47 +45,70 @@ impl AuthServer {
         headers: &HeaderMap,
     ) -> Option<HttpResponse> {
         let verdict = self.verdict(method, path, headers);
-        let scope = self.options.required_scopes.join(" ");
-        let mut challenge = String::from(if self.dpop() { "DPoP " } else { "Bearer " });
-        let mut nonce = false;
-        let (status, error) = match &verdict {
+        // The error of the challenge, with its description where there is one.
+        let (status, error, description) = match &verdict {
             Verdict::Accept => return None,
-            Verdict::Unauthorized(presented) => {
-                if *presented {
-                    challenge.push_str("error=\"invalid_token\", ");
-                }
-                (StatusCode::UNAUTHORIZED, "invalid_token")
+            Verdict::Unauthorized(presented) => (
+                StatusCode::UNAUTHORIZED,
+                presented.then_some("invalid_token"),
+                None,
+            ),
+            Verdict::DpopRefused(error, description) => (
+                StatusCode::UNAUTHORIZED,
+                Some(*error),
+                Some(description.as_str()),
+            ),
+            Verdict::Forbidden => (StatusCode::FORBIDDEN, Some("insufficient_scope"), None),
+        };
+        let mut tail = format!("resource_metadata=\"{}\"", self.resource_metadata_url());
+        let scope = self.options.required_scopes.join(" ");
+        if !scope.is_empty() {
+            tail.push_str(&format!(", scope=\"{scope}\""));
+        }
+        let error_params = |with_description: bool| {
+            let mut params = String::new();
+            if let Some(error) = error {
+                params.push_str(&format!("error=\"{error}\", "));
             }
-            Verdict::DpopRefused(error, description) => {
-                challenge.push_str(&format!(
-                    "error=\"{error}\", error_description=\"{}\", ",
+            if let Some(description) = description.filter(|_| with_description) {
+                params.push_str(&format!(
+                    "error_description=\"{}\", ",
                     quotable(description)
                 ));
-                nonce = *error == USE_DPOP_NONCE;
-                (StatusCode::UNAUTHORIZED, *error)
             }
-            Verdict::Forbidden => {
-                challenge.push_str("error=\"insufficient_scope\", ");
-                (StatusCode::FORBIDDEN, "insufficient_scope")
+            params
+        };
+        // A resource that takes only DPoP-bound tokens challenges with `DPoP`; one where DPoP
+        // is optional with `Bearer`, but for requests made with the `DPoP` scheme.
+        let dpop_challenge =
+            self.options.resource_requires_dpop() || matches!(verdict, Verdict::DpopRefused(..));
+        let challenges = if !dpop_challenge {
+            vec![format!("Bearer {}{tail}", error_params(true))]
+        } else {
+            let dpop = format!("DPoP {}algs=\"{DPOP_ALG}\", {tail}", error_params(true));
+            if self.options.dpop_split_challenges {
+                // The `Bearer` challenge carries only the errors both schemes share.
+                let shared = matches!(error, Some("invalid_token" | "insufficient_scope"));
+                let bearer = if shared {
+                    format!("Bearer {}{tail}", error_params(false))
+                } else {
+                    format!("Bearer {tail}")
+                };
+                vec![bearer, dpop]
+            } else {
+                vec![dpop]
             }
         };
-        if self.dpop() {
-            challenge.push_str(&format!("algs=\"{DPOP_ALG}\", "));
-        }
-        challenge.push_str(&format!(
-            "resource_metadata=\"{}\"",
-            self.resource_metadata_url()
-        ));
-        if !scope.is_empty() {
-            challenge.push_str(&format!(", scope=\"{scope}\""));
-        }
+        let error = error.unwrap_or("invalid_token");
         let mut response = json_response(status, json!({ "error": error }).to_string());
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, value);
+        for challenge in challenges {
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .append(header::WWW_AUTHENTICATE, value);
+            }
         }
-        if nonce {
+        if error == USE_DPOP_NONCE {
             response
                 .headers_mut()
                 .extend(self.nonce_header(Audience::Resource));
@@ -114,7 +137,7 @@ impl AuthServer {
     }
 
     pub(super) fn verdict(&self, method: &Method, path: &str, headers: &HeaderMap) -> Verdict {
-        let dpop = self.dpop();
+        let dpop = self.options.dpop_enabled();
         // `(scheme is DPoP, token)`; `Some(None)`: a scheme the gate does not take.
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -173,7 +196,7 @@ impl AuthServer {
 
     /// DPoP mode: why a request with this valid `token` (presented with the `DPoP` scheme or
     /// not, bound to `jkt` or not) is refused, or `None` when it carries a valid proof by the
-    /// key the token is bound to.
+    /// key the token is bound to (or, where DPoP is optional, is a bearer token sent as one).
     fn check_binding(
         &self,
         state: &mut State,
@@ -185,10 +208,19 @@ impl AuthServer {
         let refused =
             |error: &'static str, why: &str| Some(Verdict::DpopRefused(error, why.into()));
         let Some(jkt) = jkt else {
-            return refused(
-                "invalid_token",
-                "this resource takes only DPoP-bound tokens (dpop_bound_access_tokens_required)",
-            );
+            return if self.options.resource_requires_dpop() {
+                refused(
+                    "invalid_token",
+                    "this resource takes only DPoP-bound tokens (dpop_bound_access_tokens_required)",
+                )
+            } else if as_dpop {
+                refused(
+                    "invalid_token",
+                    "the token is not DPoP-bound: send it as Authorization: Bearer",
+                )
+            } else {
+                None
+            };
         };
         if !as_dpop {
             return refused(
@@ -210,6 +242,13 @@ impl AuthServer {
                 return Some(Verdict::DpopRefused(e.error_code(), e.to_string()));
             }
         };
+        if self.options.dpop_refuse_proofs {
+            state.stats.dpop_proofs_rejected += 1;
+            return refused(
+                INVALID_DPOP_PROOF,
+                "the DPoP proof is refused (the fixture refuses every proof: dpop_refuse_proofs)",
+            );
+        }
         let url = format!("{}{}", self.origin, request.path);
         let expected = ProofRequest {
             audience: Audience::Resource,
