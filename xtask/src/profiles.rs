@@ -97,25 +97,32 @@ pub fn check(root: &Path) -> (bool, String) {
         }
         Err(e) => failures.push(format!("cargo tree: {e}")),
     }
+    // nextest runs each test in its own process, as the main test step does: tests that
+    // install a tracing subscriber do not race other tests' subscribers for the global
+    // level filter, as they may when `cargo test` runs them as threads of one process.
+    let nextest = cargo(root, &["nextest", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     for profile in PROFILES {
         // The workspace test step already runs everything with all features (= enterprise):
         // here the smaller profiles run their tests, and every profile must build on its own.
-        let verb = if *profile == "enterprise" {
-            "build"
-        } else {
-            "test"
+        let verb: &[&str] = match (*profile == "enterprise", nextest) {
+            (true, _) => &["build"],
+            (false, true) => &["nextest", "run"],
+            (false, false) => &["test"],
         };
-        let mut cmd = cargo(
-            root,
-            &[
-                verb,
-                "-p",
-                "mcp-client",
-                "--no-default-features",
-                "--features",
-                profile,
-            ],
-        );
+        let mut args = verb.to_vec();
+        args.extend([
+            "-p",
+            "mcp-client",
+            "--no-default-features",
+            "--features",
+            profile,
+        ]);
+        let verb = verb.join(" ");
+        let mut cmd = cargo(root, &args);
         match shell::run(&mut cmd) {
             Ok(status) if status.success() => {}
             _ => failures.push(format!("{profile} {verb} failed")),
