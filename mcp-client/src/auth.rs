@@ -172,13 +172,18 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
             Some(resource) => resource,
             None => return Ok(None),
         },
+        TransportConfig::InProcess => return Ok(None),
         TransportConfig::Http { url, headers }
         | TransportConfig::Sse { url, headers }
-        | TransportConfig::Url { url, headers } => {
+        | TransportConfig::Url { url, headers }
+        | TransportConfig::Remote { url, headers, .. } => {
             let own_header = headers
                 .keys()
                 .any(|k| k.eq_ignore_ascii_case("authorization"));
-            if settings.disabled || own_header {
+            // OAuth discovery is defined for http(s) resources (a gRPC server's URL is one; a
+            // WebSocket's `ws://` is not).
+            let http = url.starts_with("https://") || url.starts_with("http://");
+            if settings.disabled || own_header || !http {
                 return Ok(None);
             }
             url

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_core::types::Implementation;
-use mcp_core::{ClientHandler, SessionOptions};
+use mcp_core::{ClientHandler, SessionOptions, TransportConnector, TransportFactory};
 
 use crate::client::{ClientOptions, McpClient};
-use crate::config::{ClientConfig, ServerConfig};
+use crate::config::{ClientConfig, ServerConfig, TransportConfig};
+use crate::connect::TransportRegistry;
 use crate::stack::StackPolicy;
 use crate::supervisor::SupervisionPolicy;
 
@@ -26,6 +27,7 @@ pub struct McpClientBuilder {
     pub(crate) session_options: Option<SessionOptionsHook>,
     pub(crate) stack: StackPolicy,
     pub(crate) supervision: SupervisionPolicy,
+    pub(crate) transports: TransportRegistry,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: crate::auth::OAuthPolicy,
 }
@@ -39,6 +41,7 @@ impl McpClientBuilder {
             session_options: None,
             stack: StackPolicy::default(),
             supervision: SupervisionPolicy::default(),
+            transports: TransportRegistry::with_profile(),
             #[cfg(feature = "oauth")]
             oauth: crate::auth::OAuthPolicy::default(),
         }
@@ -98,6 +101,24 @@ impl McpClientBuilder {
     /// Which layers every server's call stack gets (default: the compiled profile's).
     pub fn stack_policy(mut self, policy: StackPolicy) -> Self {
         self.stack = policy;
+        self
+    }
+
+    /// Adds a transport: servers whose `type` (or bare URL's scheme) it serves are reached
+    /// through it — a downstream crate's transport, or one of ours in place of the built-in.
+    pub fn transport(mut self, factory: Arc<dyn TransportFactory>) -> Self {
+        self.transports.register(factory);
+        self
+    }
+
+    /// Adds a server reached in process through `connector` (e.g. an `mcp-transport-local`
+    /// server's), with the default harness settings; it takes part in the catalog, the call
+    /// stack and supervision like any configured server.
+    pub fn local_server(mut self, name: &str, connector: Arc<dyn TransportConnector>) -> Self {
+        self.transports.register_in_process(name, connector);
+        self.config
+            .servers
+            .push(ServerConfig::new(name, TransportConfig::InProcess));
         self
     }
 

@@ -99,6 +99,7 @@ struct Inner {
     session_options: Option<SessionOptionsHook>,
     stack: StackPolicy,
     supervision: SupervisionPolicy,
+    transports: crate::connect::TransportRegistry,
     #[cfg(feature = "oauth")]
     oauth: crate::auth::OAuthPolicy,
 }
@@ -156,6 +157,7 @@ impl McpClient {
             session_options: builder.session_options,
             stack: builder.stack,
             supervision: builder.supervision,
+            transports: builder.transports,
             #[cfg(feature = "oauth")]
             oauth: builder.oauth,
         });
@@ -694,6 +696,7 @@ impl Inner {
                 session_options: options,
                 stack: &self.stack,
                 supervision: &self.supervision,
+                transports: &self.transports,
                 notifications: self.notifications.clone(),
                 #[cfg(feature = "oauth")]
                 oauth: &self.oauth,

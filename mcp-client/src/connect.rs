@@ -1,30 +1,24 @@
-//! Opening sessions to one server over whichever transport its configuration names, as far as
-//! the enabled profile has it: [`ServerConnector`] is the server's [`Connector`], used by its
-//! supervisor (first connection, reconnects, probes) and by its pool (more connections).
+//! Opening sessions to one server over whichever transport its configuration names.
+//!
+//! [`TransportRegistry`] maps each configuration `type` (and each URL scheme of an entry with a
+//! bare `url`) to the [`TransportFactory`] of the transport crate that serves it — the profile's
+//! built-ins, plus any a harness registers — and holds the in-process servers registered in code.
+//! [`ServerConnector`] is one server's [`Connector`], used by its supervisor (first connection,
+//! reconnects, probes) and by its pool (more connections): the transport's connector, then the
+//! session, then the state every new session is brought to.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_core::types::LoggingLevel;
 use mcp_core::{
-    ClientHandler, ClientSession, Connector, Error, ErrorKind, McpServiceExt, RequestOptions,
-    SessionOptions,
+    AuthProvider, ClientHandler, ClientSession, Connector, Endpoint, Error, ErrorKind,
+    McpServiceExt, RequestOptions, SessionConnector, SessionOptions, TransportConnector,
+    TransportFactory, TransportSpec,
 };
 
 use crate::config::{ServerConfig, TransportConfig};
-
-/// What the connections to one HTTP server share: the flavor its `url` turned out to speak
-/// (Streamable HTTP or legacy SSE) and its tools' `x-mcp-header` annotations (so a reconnected
-/// or pooled connection that did not list tools still sends the headers).
-#[cfg(feature = "http")]
-#[derive(Debug, Default, Clone)]
-pub(crate) struct HttpMemo {
-    flavor: mcp_transport_http::HttpFlavorMemo,
-    tool_headers: Arc<mcp_transport_http::headers::ToolHeaders>,
-}
-/// Nothing to remember without the HTTP transports.
-#[cfg(not(feature = "http"))]
-pub(crate) type HttpMemo = ();
 
 /// The OAuth provider of a server that uses OAuth.
 #[cfg(feature = "oauth")]
@@ -33,6 +27,201 @@ pub(crate) type ServerAuth = Option<Arc<mcp_auth::OAuthProvider>>;
 #[cfg(not(feature = "oauth"))]
 pub(crate) type ServerAuth = ();
 
+/// The transports a client can reach servers over: factories by configuration `type` and URL
+/// scheme, and in-process servers by name. Later registrations win.
+#[derive(Clone, Default)]
+pub struct TransportRegistry {
+    factories: Vec<Arc<dyn TransportFactory>>,
+    in_process: BTreeMap<String, Arc<dyn TransportConnector>>,
+}
+
+impl std::fmt::Debug for TransportRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransportRegistry")
+            .field("kinds", &self.kinds())
+            .field("in_process", &self.in_process.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl TransportRegistry {
+    /// No transports at all.
+    pub fn empty() -> TransportRegistry {
+        TransportRegistry::default()
+    }
+
+    /// The transports compiled into this profile: stdio (`stdio` feature); Streamable HTTP,
+    /// legacy SSE and detection (`http`); WebSocket (`ws`); gRPC (`grpc`).
+    pub fn with_profile() -> TransportRegistry {
+        #[allow(unused_mut)]
+        let mut registry = TransportRegistry::empty();
+        #[cfg(feature = "stdio")]
+        registry.register(Arc::new(mcp_transport_stdio::StdioFactory));
+        #[cfg(feature = "http")]
+        registry.register(Arc::new(mcp_transport_http::HttpFactory));
+        registry
+    }
+
+    /// Adds a transport (a downstream crate's, or one of ours in place of the built-in).
+    pub fn register(&mut self, factory: Arc<dyn TransportFactory>) {
+        self.factories.push(factory);
+    }
+
+    /// Serves the server called `name` (configured as [`TransportConfig::InProcess`]) through
+    /// `connector`.
+    pub fn register_in_process(&mut self, name: &str, connector: Arc<dyn TransportConnector>) {
+        self.in_process.insert(name.to_owned(), connector);
+    }
+
+    /// The configuration `type`s served, in registration order, without repeats.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        let mut kinds: Vec<&'static str> = Vec::new();
+        for kind in self
+            .factories
+            .iter()
+            .flat_map(|f| f.kinds().iter().copied())
+        {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds
+    }
+
+    fn by_kind(&self, kind: &str) -> Option<&Arc<dyn TransportFactory>> {
+        self.factories
+            .iter()
+            .rev()
+            .find(|f| f.kinds().contains(&kind))
+    }
+
+    fn by_scheme(&self, scheme: &str) -> Option<&Arc<dyn TransportFactory>> {
+        self.factories.iter().rev().find(|f| {
+            f.url_schemes()
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(scheme))
+        })
+    }
+
+    /// The factory and the transport-neutral description of `server`, or why no transport of
+    /// this client reaches it.
+    fn resolve(
+        &self,
+        server: &ServerConfig,
+    ) -> Result<(Arc<dyn TransportFactory>, TransportSpec), String> {
+        let (kind, endpoint) = match &server.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => (
+                "stdio".to_owned(),
+                Endpoint::Command {
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: env.clone(),
+                    cwd: cwd.clone(),
+                },
+            ),
+            TransportConfig::InProcess => {
+                return Err(format!(
+                    "server \"{}\": no in-process server is registered under this name",
+                    server.name
+                ))
+            }
+            other => {
+                let url = other.url().unwrap_or_default();
+                let endpoint = Endpoint::Url {
+                    url: url.to_owned(),
+                    headers: other.headers().cloned().unwrap_or_default(),
+                };
+                let kind = match other {
+                    // A bare URL: http(s) is detected by the HTTP transport; another scheme
+                    // picks the transport that serves it.
+                    TransportConfig::Url { .. } => {
+                        let scheme = url.split("://").next().unwrap_or_default();
+                        let http = scheme.eq_ignore_ascii_case("http")
+                            || scheme.eq_ignore_ascii_case("https");
+                        match self.by_scheme(scheme) {
+                            Some(factory) if !http => factory.kinds()[0].to_owned(),
+                            _ => "url".to_owned(),
+                        }
+                    }
+                    other => other.kind().to_owned(),
+                };
+                (kind, endpoint)
+            }
+        };
+        let factory = self
+            .by_kind(&kind)
+            .ok_or_else(|| unreachable_reason(self, server, &kind))?;
+        let spec = TransportSpec {
+            server: server.name.clone(),
+            kind,
+            endpoint,
+            auth: None,
+        };
+        Ok((factory.clone(), spec))
+    }
+
+    /// The connector of `server`'s connections (with `auth` for transports that send
+    /// credentials).
+    pub(crate) fn transport_connector(
+        &self,
+        server: &ServerConfig,
+        auth: Option<Arc<dyn AuthProvider>>,
+    ) -> Result<Arc<dyn TransportConnector>, Error> {
+        if let TransportConfig::InProcess = server.transport {
+            if let Some(connector) = self.in_process.get(&server.name) {
+                return Ok(connector.clone());
+            }
+        }
+        let (factory, mut spec) = self
+            .resolve(server)
+            .map_err(|reason| Error::new(ErrorKind::ServerUnavailable, reason))?;
+        spec.auth = auth;
+        factory.connector(&spec)
+    }
+
+    /// The factory and description of a stdio server whose child gets a token in its
+    /// environment (a new connector per connection, with the token of the moment).
+    #[cfg(feature = "oauth")]
+    fn stdio_with_token(
+        &self,
+        server: &ServerConfig,
+    ) -> Option<(Arc<dyn TransportFactory>, TransportSpec)> {
+        matches!(server.transport, TransportConfig::Stdio { .. })
+            .then(|| self.resolve(server).ok())
+            .flatten()
+    }
+}
+
+/// The reason no transport reaches `server` as configured with `kind`.
+fn unreachable_reason(registry: &TransportRegistry, server: &ServerConfig, kind: &str) -> String {
+    let built_in = match kind {
+        "stdio" => Some(("stdio", cfg!(feature = "stdio"))),
+        "http" | "streamable-http" | "streamableHttp" | "sse" | "url" => {
+            Some(("http", cfg!(feature = "http")))
+        }
+        _ => None,
+    };
+    match built_in {
+        Some((_, false)) => format!(
+            "server \"{}\": the `{}` transport is not built into this profile of mcp-client \
+             (features: {}); it arrives with the `professional` profile",
+            server.name,
+            server.transport.kind(),
+            crate::PROFILE
+        ),
+        _ => format!(
+            "server \"{}\": no transport for `type: \"{kind}\"` in this client (it knows: {})",
+            server.name,
+            registry.kinds().join(", ")
+        ),
+    }
+}
+
 /// State every new session of a server is brought to before anyone uses it.
 #[derive(Debug, Default)]
 pub(crate) struct SessionSetup {
@@ -40,19 +229,36 @@ pub(crate) struct SessionSetup {
     pub(crate) logging_level: Option<LoggingLevel>,
 }
 
+/// How one server's connections are opened.
+enum Opening {
+    /// Through one transport connector.
+    Connector(SessionConnector),
+    /// A stdio server that gets a token in its environment: a connector per connection.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    WithToken {
+        factory: Arc<dyn TransportFactory>,
+        spec: TransportSpec,
+        handler: Arc<dyn ClientHandler>,
+        options: SessionOptions,
+    },
+    /// Not at all: why.
+    Unreachable(String),
+}
+
 /// Opens sessions to one configured server.
 pub(crate) struct ServerConnector {
     config: ServerConfig,
-    handler: Arc<dyn ClientHandler>,
-    options: SessionOptions,
-    memo: HttpMemo,
+    opening: Opening,
     setup: Arc<Mutex<SessionSetup>>,
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     auth: ServerAuth,
+    transport_name: &'static str,
 }
 
 impl ServerConnector {
     pub(crate) fn new(
         config: ServerConfig,
+        registry: &TransportRegistry,
         handler: Arc<dyn ClientHandler>,
         options: SessionOptions,
         setup: Arc<Mutex<SessionSetup>>,
@@ -64,14 +270,59 @@ impl ServerConnector {
         if let Some(era) = config.era {
             options = options.with_era(era);
         }
+        let opening = match Self::token_opening(&config, registry, &auth) {
+            Some((factory, spec)) => Opening::WithToken {
+                factory,
+                spec,
+                handler,
+                options,
+            },
+            None => match registry.transport_connector(&config, provider(&auth)) {
+                Ok(transport) => {
+                    Opening::Connector(SessionConnector::new(transport, handler, options))
+                }
+                Err(e) => Opening::Unreachable(e.message().to_owned()),
+            },
+        };
+        let transport_name = match &opening {
+            Opening::Connector(c) => c.transport().transport_name(),
+            Opening::WithToken { .. } => "pipe",
+            Opening::Unreachable(_) => network_transport(&config.transport),
+        };
         ServerConnector {
             config,
-            handler,
-            options,
-            memo: HttpMemo::default(),
+            opening,
             setup,
             auth,
+            transport_name,
         }
+    }
+
+    /// A stdio server with `oauth.token_env`: its factory and description.
+    #[allow(unused_variables)]
+    fn token_opening(
+        config: &ServerConfig,
+        registry: &TransportRegistry,
+        auth: &ServerAuth,
+    ) -> Option<(Arc<dyn TransportFactory>, TransportSpec)> {
+        #[cfg(feature = "oauth")]
+        if config.oauth.token_env.is_some() && auth.is_some() {
+            return registry.stdio_with_token(config);
+        }
+        None
+    }
+
+    /// Why this server cannot be reached at all, if so.
+    pub(crate) fn unreachable(&self) -> Option<&str> {
+        match &self.opening {
+            Opening::Unreachable(reason) => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// The transport's name as in OpenTelemetry's `network.transport`.
+    pub(crate) fn transport_name(&self) -> &'static str {
+        self.transport_name
     }
 
     async fn bring_up(&self, session: &ClientSession) {
@@ -89,41 +340,50 @@ impl ServerConnector {
     }
 }
 
-#[async_trait]
-impl Connector for ServerConnector {
-    async fn connect(&self) -> Result<ClientSession, Error> {
-        let session = open(
-            &self.config,
-            self.handler.clone(),
-            self.options.clone(),
-            &self.memo,
-            &self.auth,
-        )
-        .await?;
-        self.bring_up(&session).await;
-        Ok(session)
+/// The provider as the transports' seam sees it.
+fn provider(auth: &ServerAuth) -> Option<Arc<dyn AuthProvider>> {
+    #[cfg(feature = "oauth")]
+    return auth.clone().map(|p| p as Arc<dyn AuthProvider>);
+    #[cfg(not(feature = "oauth"))]
+    {
+        let () = auth;
+        None
     }
 }
 
-#[cfg(feature = "http")]
-fn http_config(
-    url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
-    auth: &ServerAuth,
-    memo: &HttpMemo,
-) -> mcp_transport_http::HttpServerConfig {
-    let mut config = mcp_transport_http::HttpServerConfig::new(url);
-    config.tool_headers = memo.tool_headers.clone();
-    for (name, value) in headers {
-        config = config.header(name, value);
+#[async_trait]
+impl Connector for ServerConnector {
+    async fn connect(&self) -> Result<ClientSession, Error> {
+        let session = match &self.opening {
+            Opening::Connector(connector) => connector.connect().await?,
+            Opening::WithToken {
+                factory,
+                spec,
+                handler,
+                options,
+            } => {
+                #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+                let mut spec = spec.clone();
+                #[cfg(feature = "oauth")]
+                if let (Some(variable), Some(token), Endpoint::Command { env, .. }) = (
+                    &self.config.oauth.token_env,
+                    stdio_token(&self.auth).await?,
+                    &mut spec.endpoint,
+                ) {
+                    env.insert(variable.clone(), token);
+                }
+                let transport = factory.connector(&spec)?;
+                SessionConnector::new(transport, handler.clone(), options.clone())
+                    .connect()
+                    .await?
+            }
+            Opening::Unreachable(reason) => {
+                return Err(Error::new(ErrorKind::ServerUnavailable, reason.clone()))
+            }
+        };
+        self.bring_up(&session).await;
+        Ok(session)
     }
-    #[cfg(feature = "oauth")]
-    if let Some(provider) = auth {
-        config = config.auth(provider.clone());
-    }
-    #[cfg(not(feature = "oauth"))]
-    let () = auth;
-    config
 }
 
 /// The token a stdio server with `oauth: { resource, token_env }` gets in its environment: a
@@ -157,104 +417,15 @@ async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
     Ok(Some(token.expose().to_owned()))
 }
 
-/// Connects to one server and performs the handshake (bounded by `options.initialize_timeout`).
-async fn open(
-    server: &ServerConfig,
-    handler: Arc<dyn ClientHandler>,
-    options: SessionOptions,
-    memo: &HttpMemo,
-    auth: &ServerAuth,
-) -> Result<ClientSession, Error> {
-    #[cfg(not(feature = "http"))]
-    let _ = memo;
-    #[cfg(not(any(feature = "http", feature = "oauth")))]
-    let () = auth;
-    match &server.transport {
-        #[cfg(feature = "stdio")]
-        TransportConfig::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
-            let mut config = StdioServerConfig::new(command)
-                .args(args)
-                .name(&server.name);
-            for (key, value) in env {
-                config = config.env(key, value);
-            }
-            if let Some(cwd) = cwd {
-                config = config.cwd(cwd);
-            }
-            #[cfg(feature = "oauth")]
-            if let (Some(variable), Some(token)) =
-                (&server.oauth.token_env, stdio_token(auth).await?)
-            {
-                config = config.env(variable, token);
-            }
-            let transport = StdioTransport::spawn(config)?;
-            ClientSession::connect_shared(transport, handler, options).await
-        }
-        #[cfg(feature = "http")]
-        TransportConfig::Http { url, headers } => {
-            let transport = mcp_transport_http::StreamableHttpTransport::new(http_config(
-                url, headers, auth, memo,
-            ))?;
-            ClientSession::connect_shared(transport, handler, options).await
-        }
-        #[cfg(feature = "http")]
-        TransportConfig::Sse { url, headers } => {
-            let transport = mcp_transport_http::LegacySseTransport::connect(http_config(
-                url, headers, auth, memo,
-            ))
-            .await?;
-            ClientSession::connect_shared(transport, handler, options).await
-        }
-        #[cfg(feature = "http")]
-        TransportConfig::Url { url, headers } => {
-            let config = http_config(url, headers, auth, memo);
-            let transport = mcp_transport_http::HttpTransport::new(config, memo.flavor.clone())?;
-            ClientSession::connect_shared(transport, handler, options).await
-        }
-        #[allow(unreachable_patterns)]
-        _ => {
-            let _ = (handler, options);
-            Err(Error::new(
-                ErrorKind::ServerUnavailable,
-                unsupported(server)
-                    .unwrap_or_else(|| format!("server \"{}\": no transport for it", server.name)),
-            ))
-        }
-    }
-}
-
-/// Why this profile cannot reach the server at all (its transport is not compiled in), if so.
-pub(crate) fn unsupported(server: &ServerConfig) -> Option<String> {
-    let supported = match &server.transport {
-        TransportConfig::Stdio { .. } => cfg!(feature = "stdio"),
-        TransportConfig::Http { .. }
-        | TransportConfig::Sse { .. }
-        | TransportConfig::Url { .. } => {
-            cfg!(feature = "http")
-        }
-    };
-    (!supported).then(|| {
-        format!(
-            "server \"{}\": the `{}` transport is not built into this profile of mcp-client (features: {}); it arrives with the `professional` profile",
-            server.name,
-            server.transport.kind(),
-            crate::PROFILE
-        )
-    })
-}
-
-/// The transport's name as in OpenTelemetry's `network.transport`, from the configuration.
+/// The transport's name as in OpenTelemetry's `network.transport`, from the configuration
+/// alone (a server no transport reaches).
 pub(crate) fn network_transport(config: &TransportConfig) -> &'static str {
     match config {
         TransportConfig::Stdio { .. } => "pipe",
+        TransportConfig::InProcess => "inproc",
         TransportConfig::Http { .. }
         | TransportConfig::Sse { .. }
-        | TransportConfig::Url { .. } => "tcp",
+        | TransportConfig::Url { .. }
+        | TransportConfig::Remote { .. } => "tcp",
     }
 }

@@ -42,6 +42,7 @@ pub use builder::{McpClientBuilder, SessionOptionsHook};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient};
 pub use config::{ClientConfig, ServerConfig, TransportConfig};
+pub use connect::TransportRegistry;
 pub use handler::ClientNotification;
 pub use stack::{RetryStyle, StackPolicy};
 pub use status::{BreakerStatus, PoolReport, ServerReport, ServerStatus};

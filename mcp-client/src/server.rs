@@ -9,7 +9,7 @@ use mcp_core::{ClientHandler, ClientSession, SessionOptions};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::config::ServerConfig;
-use crate::connect::{network_transport, ServerConnector, SessionSetup};
+use crate::connect::{ServerConnector, SessionSetup, TransportRegistry};
 use crate::handler::{ClientNotification, FacadeHandler};
 use crate::routing::{ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
@@ -21,6 +21,7 @@ pub(crate) struct ManagedServer {
     pub(crate) config: ServerConfig,
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) stack: ServerStack,
+    transport_name: &'static str,
     pub(crate) prompts: ListCache<Vec<Prompt>>,
     pub(crate) resources: ListCache<ResourceIndex>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
@@ -32,6 +33,7 @@ pub(crate) struct ServerContext<'a> {
     pub(crate) session_options: SessionOptions,
     pub(crate) stack: &'a StackPolicy,
     pub(crate) supervision: &'a SupervisionPolicy,
+    pub(crate) transports: &'a TransportRegistry,
     pub(crate) notifications: broadcast::Sender<ClientNotification>,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: &'a crate::auth::OAuthPolicy,
@@ -52,20 +54,25 @@ impl ManagedServer {
         let auth = context.oauth.provider_for(&config);
         #[cfg(not(feature = "oauth"))]
         let auth: crate::connect::ServerAuth = ();
-        let connector: Arc<dyn mcp_core::Connector> = Arc::new(ServerConnector::new(
+        let server_connector = ServerConnector::new(
             config.clone(),
+            context.transports,
             handler,
             context.session_options.clone(),
             setup.clone(),
             auth,
-        ));
+        );
         let initial = if !config.enabled {
             ServerStatus::Disabled
-        } else if let Some(reason) = crate::connect::unsupported(&config) {
-            ServerStatus::Unavailable { reason }
+        } else if let Some(reason) = server_connector.unreachable() {
+            ServerStatus::Unavailable {
+                reason: reason.to_owned(),
+            }
         } else {
             ServerStatus::Starting
         };
+        let transport_name = server_connector.transport_name();
+        let connector: Arc<dyn mcp_core::Connector> = Arc::new(server_connector);
         let supervisor = Supervisor::new(
             SupervisorParts {
                 name: config.name.clone(),
@@ -89,6 +96,7 @@ impl ManagedServer {
             config,
             supervisor,
             stack,
+            transport_name,
             prompts: ListCache::default(),
             resources: ListCache::default(),
             setup,
@@ -146,7 +154,7 @@ impl ManagedServer {
         ServerReport {
             name: self.config.name.clone(),
             status: snapshot.status.clone(),
-            transport: self.config.transport.kind(),
+            transport: self.config.transport.kind().to_owned(),
             tools,
             server_info: session.map(|s| s.server_info().server_info.clone()),
             protocol_version: session.map(ClientSession::protocol_version),
@@ -157,9 +165,9 @@ impl ManagedServer {
         }
     }
 
-    /// `pipe` or `tcp`.
+    /// The transport's name as in OpenTelemetry's `network.transport` (`pipe`, `tcp`, …).
     pub(crate) fn network_transport(&self) -> &'static str {
-        network_transport(&self.config.transport)
+        self.transport_name
     }
 }
 

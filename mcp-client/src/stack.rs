@@ -279,9 +279,11 @@ fn pool_for(
 ) -> Option<mcp_pool::SessionPool> {
     let settings = &config.settings;
     let wanted = match &config.transport {
-        TransportConfig::Http { .. } | TransportConfig::Url { .. } => true,
+        TransportConfig::Http { .. }
+        | TransportConfig::Url { .. }
+        | TransportConfig::Remote { .. } => true,
         TransportConfig::Stdio { .. } => settings.pool.configured && settings.pool.max > 1,
-        TransportConfig::Sse { .. } => false,
+        TransportConfig::Sse { .. } | TransportConfig::InProcess => false,
     };
     if !(policy.pools && wanted) {
         return None;

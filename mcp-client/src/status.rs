@@ -144,7 +144,7 @@ pub struct ServerReport {
     /// Its state.
     pub status: ServerStatus,
     /// `stdio`, `http`, `sse` or `url`.
-    pub transport: &'static str,
+    pub transport: String,
     /// Tools it contributes to the catalog (after allow/deny lists).
     pub tools: usize,
     /// What the server said about itself in `initialize`.

@@ -760,14 +760,29 @@ fn value_rules() {
             "expected a number of seconds greater than 0, found 0",
         ),
         (
-            r#"{"type": "ws", "url": "wss://h"}"#,
+            r#"{"type": "", "url": "wss://h"}"#,
             "type",
-            "expected \"stdio\", \"http\" or \"sse\", found \"ws\"",
+            "expected a transport type (\"stdio\", \"http\", \"sse\", \"ws\", \"grpc\", …), found an empty string",
         ),
         (
             r#"{"type": "sse"}"#,
             "url",
-            "a remote server needs `url` (an http:// or https:// address), found none",
+            "a remote server needs `url` (an http://, https://, ws:// or wss:// address), found none",
+        ),
+        (
+            r#"{"type": "ws"}"#,
+            "url",
+            "a remote server needs `url` (an http://, https://, ws:// or wss:// address), found none",
+        ),
+        (
+            r#"{"type": "sse", "url": "wss://h"}"#,
+            "url",
+            "expected an http:// or https:// URL with a host, found a URL with scheme `wss`",
+        ),
+        (
+            r#"{"type": "grpc", "url": "not a url"}"#,
+            "url",
+            "expected a URL with a host (http://, https://, ws://, wss://, …), found text without a scheme",
         ),
     ];
     for (entry, field, message) in cases {
@@ -781,6 +796,46 @@ fn value_rules() {
     let err = parse_err(r#"{"mcpServers": {"s": {"args": []}}}"#);
     assert_eq!(err.kind(), ConfigErrorKind::Missing);
     assert!(err.message().contains("found neither"), "{err}");
+}
+
+/// `type` names any registered transport: `ws` (or `websocket`), `grpc`, a downstream crate's;
+/// a bare URL keeps its scheme for the registry to pick a transport by.
+#[test]
+fn remote_transports_by_type_and_scheme() {
+    let config = parse_json(
+        r#"{"mcpServers": {
+            "a": {"type": "ws", "url": "wss://h/mcp", "headers": {"Authorization": "Bearer t"}},
+            "b": {"type": "websocket", "url": "ws://127.0.0.1:9/mcp"},
+            "c": {"type": "grpc", "url": "https://h:50051"},
+            "d": {"type": "carrier-pigeon", "url": "coop://loft"},
+            "e": {"url": "wss://h/mcp"}}}"#,
+        &[],
+    )
+    .unwrap();
+    let kinds: Vec<(&str, Option<&str>)> = config
+        .servers
+        .iter()
+        .map(|s| (s.transport.kind(), s.transport.url()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("ws", Some("wss://h/mcp")),
+            ("ws", Some("ws://127.0.0.1:9/mcp")),
+            ("grpc", Some("https://h:50051")),
+            ("carrier-pigeon", Some("coop://loft")),
+            ("url", Some("wss://h/mcp")),
+        ]
+    );
+    assert_eq!(
+        config.servers[0]
+            .transport
+            .headers()
+            .and_then(|h| h.get("Authorization"))
+            .map(String::as_str),
+        Some("Bearer t")
+    );
+    assert!(!format!("{config:?}").contains("Bearer t"));
 }
 
 #[test]

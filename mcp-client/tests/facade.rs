@@ -874,3 +874,143 @@ async fn a_modern_server_shares_its_session_and_a_legacy_one_is_pooled() {
     assert_eq!(new_pool.connections, 0, "{new_pool:?}");
     client.shutdown().await;
 }
+
+/// A downstream crate's transport: `type: "fixture-pipe"` (and `fixture://` URLs) reach the
+/// fixture over a pipe — registered in the builder, the facade untouched.
+#[cfg(feature = "stdio")]
+struct FixturePipe {
+    marker: String,
+}
+
+#[cfg(feature = "stdio")]
+impl mcp_core::TransportFactory for FixturePipe {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["fixture-pipe"]
+    }
+
+    fn url_schemes(&self) -> &'static [&'static str] {
+        &["fixture"]
+    }
+
+    fn connector(
+        &self,
+        spec: &mcp_core::TransportSpec,
+    ) -> Result<Arc<dyn mcp_core::TransportConnector>, mcp_core::Error> {
+        let (url, _) = spec.url()?;
+        assert!(url.starts_with("fixture://"), "{url}");
+        let config = mcp_transport_stdio::StdioServerConfig::new(mcp_testkit::fixture_server_bin())
+            .env("MCP_FACADE_TEST_MARKER", &self.marker)
+            .name(&spec.server);
+        Ok(Arc::new(mcp_transport_stdio::StdioConnector::new(config)))
+    }
+}
+
+#[cfg(feature = "stdio")]
+#[tokio::test]
+async fn a_registered_transport_serves_its_type_and_scheme() {
+    let marker = unique_marker("registered");
+    let remote = |name: &str, transport| ServerConfig::new(name, transport);
+    let config = ClientConfig {
+        servers: vec![
+            remote(
+                "by-type",
+                TransportConfig::Remote {
+                    kind: "fixture-pipe".into(),
+                    url: "fixture://one".into(),
+                    headers: BTreeMap::new(),
+                },
+            ),
+            remote(
+                "by-scheme",
+                TransportConfig::Url {
+                    url: "fixture://two".into(),
+                    headers: BTreeMap::new(),
+                },
+            ),
+            remote(
+                "unknown",
+                TransportConfig::Remote {
+                    kind: "carrier-pigeon".into(),
+                    url: "coop://loft".into(),
+                    headers: BTreeMap::new(),
+                },
+            ),
+        ],
+        source: None,
+    };
+    let client = tokio::time::timeout(
+        DEADLINE,
+        McpClient::builder(config)
+            .transport(Arc::new(FixturePipe {
+                marker: marker.clone(),
+            }))
+            .start(),
+    )
+    .await
+    .expect("starts in time");
+    let servers = client.servers();
+    for name in ["by-type", "by-scheme"] {
+        let report = servers.iter().find(|s| s.name == name).unwrap();
+        assert!(report.status.is_ready(), "{report:?}");
+        assert_eq!(
+            report.transport,
+            if name == "by-type" {
+                "fixture-pipe"
+            } else {
+                "url"
+            }
+        );
+    }
+    let result = client
+        .call_tool(
+            "by-scheme__echo",
+            Some(json!({"text": "through the registry"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "through the registry");
+    let unknown = servers.iter().find(|s| s.name == "unknown").unwrap();
+    match &unknown.status {
+        ServerStatus::Unavailable { reason } => {
+            assert!(
+                reason.contains(r#"no transport for `type: "carrier-pigeon"`"#)
+                    && reason.contains("fixture-pipe")
+                    && reason.contains("stdio"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected unavailable, got {other:?}"),
+    }
+    client.shutdown().await;
+    assert!(processes_with(&marker).is_empty());
+}
+
+/// A server registered in code joins the catalog, the stack and supervision like any other.
+#[cfg(feature = "stdio")]
+#[tokio::test]
+async fn a_server_registered_in_code_is_served_like_a_configured_one() {
+    let marker = unique_marker("in-code");
+    let connector = mcp_transport_stdio::StdioConnector::new(
+        mcp_transport_stdio::StdioServerConfig::new(mcp_testkit::fixture_server_bin())
+            .env("MCP_FACADE_TEST_MARKER", &marker),
+    );
+    let client = tokio::time::timeout(
+        DEADLINE,
+        McpClient::builder(ClientConfig::default())
+            .local_server("builtin", Arc::new(connector))
+            .start(),
+    )
+    .await
+    .expect("starts in time");
+    let report = &client.servers()[0];
+    assert_eq!(report.name, "builtin");
+    assert!(report.status.is_ready(), "{report:?}");
+    assert_eq!(report.transport, "in-process");
+    let result = client
+        .call_tool("builtin__echo", Some(json!({"text": "in code"})))
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "in code");
+    client.shutdown().await;
+    assert!(processes_with(&marker).is_empty());
+}

@@ -10,8 +10,9 @@
 //! - [`session`]: the client session engine, [`ClientSession`] (the innermost service).
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
 //! - [`time`]: deadlines that saturate instead of overflowing; [`sync`]: the poison-tolerant lock.
-//! - [`connector`]: how to open one more session to a server ([`Connector`]), for pools and
-//!   supervisors.
+//! - [`connector`]: how to open one more connection ([`TransportConnector`]) or session
+//!   ([`Connector`]) to a server, for pools and supervisors, and the factories a registry of
+//!   transports holds ([`TransportFactory`]).
 //! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
 //! - [`extensions`]: protocol extensions — the Tasks extension ([`extensions::tasks`]).
 //!
@@ -48,7 +49,10 @@ pub use auth::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
     DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
 };
-pub use connector::{connector_fn, Connector, ConnectorFn};
+pub use connector::{
+    connector_fn, Connector, ConnectorFn, Endpoint, SessionConnector, TransportConnector,
+    TransportFactory, TransportSpec,
+};
 pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
 pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
 pub use service::{
@@ -60,7 +64,7 @@ pub use session::{
     ProgressCallback, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
 };
 pub use transport::{
-    ChannelTransport, ServerEnd, Transport, TransportError, TransportErrorKind, TransportReceiver,
-    TransportSender,
+    BoxTransport, ChannelTransport, ServerEnd, Transport, TransportError, TransportErrorKind,
+    TransportReceiver, TransportSender,
 };
 pub use version::{Era, ProtocolVersion};

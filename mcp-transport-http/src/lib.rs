@@ -9,6 +9,8 @@
 //! - [`HttpTransport`]: Streamable HTTP with automatic fallback to legacy SSE (400/404/405 on
 //!   the first POST), remembering per server what worked ([`HttpFlavorMemo`]).
 //! - [`HttpServerConfig`]: the URL, headers, credentials and limits.
+//! - [`HttpConnector`], [`HttpFactory`]: connections for pools, supervisors and registries of
+//!   transports (`type: "http"`, `"sse"`, or a URL to detect), sharing what they learn.
 //! - [`sse`]: the Server-Sent Events parser both HTTP transports read with.
 
 #![warn(missing_docs)]
@@ -16,6 +18,7 @@
 mod auto;
 mod config;
 mod exchange;
+mod factory;
 pub mod headers;
 mod legacy;
 pub mod sse;
@@ -23,5 +26,6 @@ mod streamable;
 
 pub use auto::{AutoSender, HttpFlavor, HttpFlavorMemo, HttpTransport};
 pub use config::HttpServerConfig;
+pub use factory::{HttpConnector, HttpFactory, HttpKind};
 pub use legacy::{LegacySender, LegacySseTransport};
 pub use streamable::{HttpReceiver, HttpSender, StreamableHttpTransport};

@@ -6,6 +6,8 @@
 //!
 //! - [`StdioServerConfig`]: command, arguments, environment, working directory, limits.
 //! - [`StdioTransport`]: the [`mcp_core::Transport`] over a child process.
+//! - [`StdioConnector`], [`StdioFactory`]: a new child per connection, for pools, supervisors
+//!   and registries of transports (`type: "stdio"`).
 //! - framing: newline-delimited JSON with a message-size cap; non-JSON lines are skipped.
 //! - process: the child's process group and its shutdown (stdin EOF → SIGTERM → SIGKILL).
 //! - stderr: the ring buffer of the child's stderr.
@@ -28,10 +30,12 @@
 #![warn(missing_docs)]
 
 mod config;
+mod factory;
 mod framing;
 mod process;
 mod stderr;
 mod transport;
 
 pub use config::StdioServerConfig;
+pub use factory::{StdioConnector, StdioFactory};
 pub use transport::{StdioReceiver, StdioSender, StdioTransport};

@@ -77,11 +77,24 @@ fn typed_transport(
             let (url, headers) = remote(obj, ctx, "headers")?;
             Ok(TransportConfig::Sse { url, headers })
         }
-        Some(other) => Err(ctx.error(
-            ConfigErrorKind::Unsupported,
-            "type",
-            format!("expected \"stdio\", \"http\" or \"sse\", found \"{other}\""),
-        )),
+        // Any other transport is a registered factory's (`ws`, `grpc`, a downstream crate's);
+        // a `type` nothing serves is reported when the client starts, with the known types.
+        Some(other) => {
+            if other.trim().is_empty() {
+                return Err(ctx.error(
+                    ConfigErrorKind::Invalid,
+                    "type",
+                    "expected a transport type (\"stdio\", \"http\", \"sse\", \"ws\", \"grpc\", …), found an empty string",
+                ));
+            }
+            let kind = if other == "websocket" { "ws" } else { other };
+            let (url, headers) = remote(obj, ctx, "headers")?;
+            Ok(TransportConfig::Remote {
+                kind: kind.to_owned(),
+                url,
+                headers,
+            })
+        }
         None => match (obj.has("command"), obj.has("url")) {
             (true, false) => stdio(obj, ctx),
             (false, true) => {
@@ -201,7 +214,7 @@ fn remote(
         ctx.error(
             ConfigErrorKind::Missing,
             "url",
-            "a remote server needs `url` (an http:// or https:// address), found none",
+            "a remote server needs `url` (an http://, https://, ws:// or wss:// address), found none",
         )
     })?;
     let headers = obj.string_map(ctx, headers_key, true)?.unwrap_or_default();
@@ -456,11 +469,13 @@ fn validate(server: &ServerConfig, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
                 ));
             }
         }
-        TransportConfig::Http { url, .. }
-        | TransportConfig::Sse { url, .. }
-        | TransportConfig::Url { url, .. } => {
+        TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. } => {
             check_url(url).map_err(|m| ctx.error(ConfigErrorKind::Invalid, "url", m))?;
         }
+        TransportConfig::Url { url, .. } | TransportConfig::Remote { url, .. } => {
+            check_any_url(url).map_err(|m| ctx.error(ConfigErrorKind::Invalid, "url", m))?;
+        }
+        TransportConfig::InProcess => {}
     }
     let oauth = &server.oauth;
     let is_stdio = matches!(server.transport, TransportConfig::Stdio { .. });
@@ -506,25 +521,45 @@ fn validate(server: &ServerConfig, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
 /// Accepts `http://host…` and `https://host…`. The message describes the problem without
 /// repeating the URL (it may carry a token in its query).
 pub(crate) fn check_url(url: &str) -> Result<(), String> {
-    const EXPECTED: &str = "expected an http:// or https:// URL with a host";
+    check_url_with(
+        url,
+        &["http", "https"],
+        "expected an http:// or https:// URL with a host",
+    )
+}
+
+/// [`check_url`] for a transport chosen by its URL or `type`: any scheme of letters, digits,
+/// `+`, `-` and `.` (`ws`, `wss`, `http`, …).
+pub(crate) fn check_any_url(url: &str) -> Result<(), String> {
+    check_url_with(
+        url,
+        &[],
+        "expected a URL with a host (http://, https://, ws://, wss://, …)",
+    )
+}
+
+/// A URL with one of `schemes` (any well-formed scheme when empty) and a host.
+fn check_url_with(url: &str, schemes: &[&str], expected: &str) -> Result<(), String> {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(format!("{EXPECTED}, found text without a scheme"));
+        return Err(format!("{expected}, found text without a scheme"));
     };
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        let shown = if !scheme.is_empty()
-            && scheme.len() <= 16
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        {
+    let well_formed = !scheme.is_empty()
+        && scheme.len() <= 16
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let allowed = well_formed
+        && (schemes.is_empty() || schemes.iter().any(|s| scheme.eq_ignore_ascii_case(s)));
+    if !allowed {
+        let shown = if well_formed {
             format!("a URL with scheme `{scheme}`")
         } else {
             "text without a valid scheme".to_owned()
         };
-        return Err(format!("{EXPECTED}, found {shown}"));
+        return Err(format!("{expected}, found {shown}"));
     }
     if url.chars().any(char::is_whitespace) {
-        return Err(format!("{EXPECTED}, found a URL containing whitespace"));
+        return Err(format!("{expected}, found a URL containing whitespace"));
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
@@ -534,7 +569,7 @@ pub(crate) fn check_url(url: &str) -> Result<(), String> {
         host_port.split(':').next().unwrap_or("")
     };
     if host.is_empty() {
-        return Err(format!("{EXPECTED}, found a URL without a host"));
+        return Err(format!("{expected}, found a URL without a host"));
     }
     Ok(())
 }

@@ -180,33 +180,61 @@ pub enum TransportConfig {
         /// Extra request headers (values are secret: never logged).
         headers: BTreeMap<String, String>,
     },
-    /// A `url` without a `type`: Streamable HTTP or HTTP+SSE, detected when connecting.
+    /// A `url` without a `type`: an http(s) URL is Streamable HTTP or HTTP+SSE, detected when
+    /// connecting; another scheme (`ws://`, `wss://`) picks the transport that serves it.
     Url {
-        /// The endpoint, `http://` or `https://`.
+        /// The endpoint.
         url: String,
         /// Extra request headers (values are secret: never logged).
         headers: BTreeMap<String, String>,
     },
+    /// A transport served by a registered factory, named by `type`: `"ws"` (also
+    /// `"websocket"`), `"grpc"`, or a downstream crate's.
+    Remote {
+        /// The `type` (`"websocket"` is read as `"ws"`).
+        kind: String,
+        /// The endpoint.
+        url: String,
+        /// Extra request headers or metadata (values are secret: never logged).
+        headers: BTreeMap<String, String>,
+    },
+    /// A server registered in code (`McpClientBuilder::local_server`): nothing to configure.
+    InProcess,
 }
 
 impl TransportConfig {
-    /// `"stdio"`, `"http"`, `"sse"` or `"url"`.
-    pub fn kind(&self) -> &'static str {
+    /// `"stdio"`, `"http"`, `"sse"`, `"url"`, `"in-process"`, or a remote transport's `type`
+    /// (`"ws"`, `"grpc"`, …).
+    pub fn kind(&self) -> &str {
         match self {
             TransportConfig::Stdio { .. } => "stdio",
             TransportConfig::Http { .. } => "http",
             TransportConfig::Sse { .. } => "sse",
             TransportConfig::Url { .. } => "url",
+            TransportConfig::Remote { kind, .. } => kind,
+            TransportConfig::InProcess => "in-process",
         }
     }
 
-    /// The URL of a remote transport (`None` for stdio).
+    /// The URL of a remote transport (`None` for stdio and in-process servers).
     pub fn url(&self) -> Option<&str> {
         match self {
-            TransportConfig::Stdio { .. } => None,
+            TransportConfig::Stdio { .. } | TransportConfig::InProcess => None,
             TransportConfig::Http { url, .. }
             | TransportConfig::Sse { url, .. }
-            | TransportConfig::Url { url, .. } => Some(url),
+            | TransportConfig::Url { url, .. }
+            | TransportConfig::Remote { url, .. } => Some(url),
+        }
+    }
+
+    /// The extra headers of a remote transport (`None` for stdio and in-process servers).
+    pub fn headers(&self) -> Option<&BTreeMap<String, String>> {
+        match self {
+            TransportConfig::Stdio { .. } | TransportConfig::InProcess => None,
+            TransportConfig::Http { headers, .. }
+            | TransportConfig::Sse { headers, .. }
+            | TransportConfig::Url { headers, .. }
+            | TransportConfig::Remote { headers, .. } => Some(headers),
         }
     }
 }
@@ -252,6 +280,13 @@ impl fmt::Debug for TransportConfig {
                 .field("url", &mcp_core::auth::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
+            TransportConfig::Remote { kind, url, headers } => f
+                .debug_struct("Remote")
+                .field("kind", kind)
+                .field("url", &mcp_core::auth::redact_url(url))
+                .field("headers", &Redacted(headers))
+                .finish(),
+            TransportConfig::InProcess => f.write_str("InProcess"),
         }
     }
 }

@@ -174,8 +174,8 @@ impl ClientSession {
         handler: Arc<dyn ClientHandler>,
         options: SessionOptions,
     ) -> Result<ClientSession, Error> {
-        let (sender, receiver) = transport.split();
-        let session = ClientSession::start(Box::new(sender), Box::new(receiver), handler, options);
+        let (sender, receiver) = transport.into_boxed();
+        let session = ClientSession::start(sender, receiver, handler, options);
         let deadline = session.shared.options.initialize_timeout;
         let failure = match tokio::time::timeout(deadline, session.open()).await {
             Ok(Ok(())) => {

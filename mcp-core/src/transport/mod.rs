@@ -65,6 +65,95 @@ pub trait Transport: Send + 'static {
 
     /// Splits the transport. The halves share ownership of the connection's resources.
     fn split(self) -> (Self::Sender, Self::Receiver);
+
+    /// Splits the transport into halves behind trait objects (what the session keeps).
+    fn into_boxed(self) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>)
+    where
+        Self: Sized,
+    {
+        let (sender, receiver) = self.split();
+        (Box::new(sender), Box::new(receiver))
+    }
+}
+
+/// Any transport behind trait objects, so that code choosing a transport at run time (a
+/// [`TransportConnector`](crate::connector::TransportConnector), a registry of them) hands out
+/// one type.
+pub struct BoxTransport {
+    sender: Box<dyn TransportSender>,
+    receiver: Box<dyn TransportReceiver>,
+}
+
+impl BoxTransport {
+    /// Boxes `transport`.
+    pub fn new(transport: impl Transport) -> BoxTransport {
+        let (sender, receiver) = transport.into_boxed();
+        BoxTransport { sender, receiver }
+    }
+
+    /// The transport's name (see [`TransportSender::transport_name`]).
+    pub fn transport_name(&self) -> &'static str {
+        self.sender.transport_name()
+    }
+}
+
+impl fmt::Debug for BoxTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoxTransport")
+            .field("transport", &self.sender.transport_name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Transport for BoxTransport {
+    type Sender = Box<dyn TransportSender>;
+    type Receiver = Box<dyn TransportReceiver>;
+
+    fn split(self) -> (Self::Sender, Self::Receiver) {
+        (self.sender, self.receiver)
+    }
+
+    fn into_boxed(self) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>) {
+        (self.sender, self.receiver)
+    }
+}
+
+#[async_trait]
+impl TransportSender for Box<dyn TransportSender> {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        (**self).send(message).await
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        (**self).close().await
+    }
+
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        (**self).set_protocol_version(version)
+    }
+
+    fn speaks_modern_era(&self) -> bool {
+        (**self).speaks_modern_era()
+    }
+
+    fn sessions_can_expire(&self) -> bool {
+        (**self).sessions_can_expire()
+    }
+
+    fn prefers_values(&self) -> bool {
+        (**self).prefers_values()
+    }
+
+    fn transport_name(&self) -> &'static str {
+        (**self).transport_name()
+    }
+}
+
+#[async_trait]
+impl TransportReceiver for Box<dyn TransportReceiver> {
+    async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
+        (**self).receive().await
+    }
 }
 
 /// The sending half of a transport; shared by all callers of a session.
