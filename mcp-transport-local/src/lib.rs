@@ -1,0 +1,1 @@
+//! `mcp-transport-local`: MCP servers in the same process.

@@ -1,0 +1,1 @@
+//! `mcp-transport-ws`: reach an MCP server over WebSocket.
