@@ -132,6 +132,12 @@ pub const STEPS: &[Step] = &[
         fatal: false,
     },
     Step {
+        name: "package",
+        action: Action::Custom(package),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
         name: "bench-build",
         action: Action::Cargo(&["bench", "--workspace", "--no-run"]),
         interop_env: false,
@@ -326,6 +332,43 @@ fn docs(ctx: &Ctx) -> Outcome {
     cmd.env("RUSTDOCFLAGS", "-D warnings");
     eprintln!("$ RUSTDOCFLAGS=\"-D warnings\" {}", shell::display(&cmd));
     Outcome::from_ok(cmd.status().is_ok_and(|s| s.success()))
+}
+
+/// The crates meant for users: each must package for crates.io (`cargo install mcp-cli` works
+/// from them). The others (`mcp-bench`, `mcp-conformance`, `mcp-transport-contract`, `xtask`)
+/// are `publish = false`.
+pub const PUBLISHED: &[&str] = &[
+    "mcp-core",
+    "mcp-transport-stdio",
+    "mcp-transport-http",
+    "mcp-transport-ws",
+    "mcp-transport-grpc",
+    "mcp-transport-local",
+    "mcp-resilience",
+    "mcp-pool",
+    "mcp-auth",
+    "mcp-skills",
+    "mcp-client",
+    "mcp-testkit",
+    "mcp-cli",
+];
+
+/// `cargo package` of every published crate, offline and without the verifying build (the
+/// workspace build and tests are that build): manifests complete, every dependency with a
+/// version, every file the build needs inside its crate.
+fn package(ctx: &Ctx) -> Outcome {
+    let mut args = vec!["package", "--offline", "--no-verify", "--allow-dirty"];
+    for name in PUBLISHED {
+        args.extend(["-p", name]);
+    }
+    let mut cmd = ctx.cargo(&args);
+    eprintln!("$ {}", shell::display(&cmd));
+    let ok = cmd.status().is_ok_and(|s| s.success());
+    Outcome {
+        ok,
+        counts: None,
+        note: format!("{} crates", PUBLISHED.len()),
+    }
 }
 
 /// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
