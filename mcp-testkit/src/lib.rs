@@ -9,8 +9,9 @@
 //! JSON-RPC message at a time ([`FixtureServer::handle_line`]) and emits every
 //! outgoing message (responses, notifications, server→client requests) as an
 //! [`Outgoing`] on a channel. [`stdio::serve`] wraps it into a newline-delimited
-//! JSON loop; the `mcp-fixture-server` binary runs that loop on stdin/stdout, or serves HTTP
-//! with `--http 127.0.0.1:0` ([`http::serve_http`]).
+//! JSON loop; the `mcp-fixture-server` binary runs that loop on stdin/stdout, serves HTTP
+//! with `--http 127.0.0.1:0` ([`http::serve_http`]), or WebSocket with `--ws 127.0.0.1:0`
+//! ([`ws::serve_ws`]).
 //!
 //! Modules:
 //! - [`event_log`]: `--event-log`, the executions and cancellations a test counts.
@@ -24,6 +25,8 @@
 //! - [`stdio`]: the newline-delimited JSON serving loop.
 //! - [`http`]: Streamable HTTP (`/mcp`) and legacy HTTP+SSE (`/sse`) on loopback, with faults:
 //!   [`serve_http`] returns an [`HttpFixture`].
+//! - [`ws`]: the fixture over WebSocket (`/mcp`, subprotocol `mcp`, one session per
+//!   connection; `crash` drops the connection): [`serve_ws`] returns a [`WsFixture`].
 //! - [`oauth`]: the OAuth mode of the HTTP fixture (`--oauth`): a protected `/mcp` and its own
 //!   mock authorization server ([`OAuthOptions`], [`OAuthStats`]).
 //! - [`dpop`]: DPoP proofs (RFC 9449) as the OAuth mode verifies them (`--oauth-dpop`).
@@ -52,6 +55,7 @@ pub mod startup;
 pub mod stdio;
 pub mod tasks;
 pub mod tools;
+pub mod ws;
 
 pub use http::{serve_http, HttpFixture};
 pub use jsonrpc::RpcError;
@@ -60,6 +64,7 @@ pub use oauth::{OAuthOptions, OAuthStats};
 pub use options::{parse_args, CliCommand, ServerOptions};
 pub use server::{FixtureServer, LogLevel, Outgoing, OutgoingKind, OutgoingReceiver};
 pub use stdio::{serve, serve_stdio, serve_stdio_blocking, MAX_LINE_BYTES};
+pub use ws::{serve_ws, WsFixture};
 
 /// `serverInfo.name` announced in the `initialize` result.
 pub const SERVER_NAME: &str = "mcp-fixture-server";

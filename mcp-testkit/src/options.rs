@@ -39,6 +39,9 @@ pub struct ServerOptions {
     /// Serve HTTP (Streamable HTTP at `/mcp`, legacy HTTP+SSE at `/sse`) on this loopback
     /// address instead of stdio (`--http ADDR`).
     pub http: Option<std::net::SocketAddr>,
+    /// Serve WebSocket (`/mcp`, subprotocol `mcp`, one session per connection) on this
+    /// loopback address instead of stdio (`--ws ADDR`); see [`crate::ws`].
+    pub ws: Option<std::net::SocketAddr>,
     /// HTTP: answer requests with a single `application/json` response instead of an SSE
     /// stream (`--http-json`).
     pub http_json: bool,
@@ -70,7 +73,8 @@ pub struct ServerOptions {
     /// for tests that inject faults at chosen moments (`--http-control`).
     pub http_control: bool,
     /// HTTP: every request must carry `Authorization: Bearer <token>`; anything else gets 401
-    /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`).
+    /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`). Under `--ws`
+    /// the WebSocket upgrade request must carry it.
     pub http_bearer: Option<String>,
     /// HTTP: OAuth mode — `/mcp` (and the legacy endpoints) need an access token issued by the
     /// fixture's own mock authorization server, served on the same origin (`--oauth`,
@@ -101,6 +105,7 @@ impl Default for ServerOptions {
             era: crate::modern::EraMode::Legacy,
             client_timeout_ms: 30_000,
             http: None,
+            ws: None,
             http_json: false,
             http_no_get: false,
             http_stateless: false,
@@ -134,7 +139,7 @@ pub enum CliCommand {
 /// The `--help` text.
 pub const HELP: &str = "\
 mcp-fixture-server: a fixture MCP server speaking newline-delimited JSON-RPC on stdin/stdout,
-or Streamable HTTP and legacy HTTP+SSE with --http.
+Streamable HTTP and legacy HTTP+SSE with --http, or WebSocket with --ws.
 
 USAGE:
     mcp-fixture-server [FLAGS]
@@ -181,7 +186,8 @@ HTTP (instead of stdio):
     --http-delay-ms N       Delay every HTTP response by N milliseconds.
     --http-control          Serve POST /control/fail-next/N (the next N POSTs get 503) and
                             POST /control/expire-sessions (every session id becomes unknown).
-    --http-bearer TOKEN     Require `Authorization: Bearer TOKEN` on every HTTP request (401 otherwise).
+    --http-bearer TOKEN     Require `Authorization: Bearer TOKEN` on every HTTP request, and on the
+                            WebSocket upgrade under --ws (401 otherwise).
     --oauth                 OAuth mode: /mcp, /sse and /message need an access token from the
                             fixture's own mock authorization server on the same origin
                             (metadata, /register, /authorize, /token, /revoke; control at
@@ -214,6 +220,13 @@ HTTP (instead of stdio):
     --http-endless-error-first N
                             The first N tools/call POSTs get HTTP 500 with an endless body
                             (not handled).
+
+WebSocket (instead of stdio):
+    --ws ADDR               Serve WebSocket on ADDR (loopback only, e.g. 127.0.0.1:0) instead of
+                            stdio: ws://IP:PORT/mcp, subprotocol `mcp` required, one JSON-RPC
+                            message per text frame, one session per connection; the crash tool
+                            drops the connection without a close frame instead of exiting.
+                            Prints \"listening on ws://IP:PORT/mcp\" as the first line of stdout.
     -h, --help              Print this help and exit.
     -V, --version           Print the version and exit.
 
@@ -290,6 +303,7 @@ where
             }
             "--client-timeout-ms" => options.client_timeout_ms = number(&flag, &value(&flag)?)?,
             "--http" => options.http = Some(number(&flag, &value(&flag)?)?),
+            "--ws" => options.ws = Some(number(&flag, &value(&flag)?)?),
             "--http-json" => {
                 no_value(&flag)?;
                 options.http_json = true;
@@ -440,6 +454,7 @@ mod tests {
             "--http-fail-first",
             "2",
             "--http-delay-ms=9",
+            "--ws=127.0.0.1:0",
         ]);
         assert_eq!(options.delay_ms, 5);
         assert!(options.garbage_lines);
@@ -459,6 +474,7 @@ mod tests {
         assert_eq!(options.http_expire_session_after, Some(3));
         assert_eq!(options.http_fail_first, 2);
         assert_eq!(options.http_delay_ms, 9);
+        assert_eq!(options.ws, Some("127.0.0.1:0".parse().expect("addr")));
     }
 
     #[test]
@@ -507,6 +523,7 @@ mod tests {
         assert!(parse_args(["--delay-ms", "abc"]).is_err());
         assert!(parse_args(["--garbage-lines=1"]).is_err());
         assert!(parse_args(["--http", "localhost"]).is_err());
+        assert!(parse_args(["--ws", "localhost"]).is_err());
         assert_eq!(parse_args(["--help"]), Ok(CliCommand::Help));
         assert_eq!(parse_args(["-V"]), Ok(CliCommand::Version));
         for flag in [
@@ -523,6 +540,7 @@ mod tests {
             "--protocol-version",
             "--client-timeout-ms",
             "--http",
+            "--ws",
             "--http-json",
             "--http-no-get",
             "--http-stateless",

@@ -16,6 +16,8 @@
 //!   tsv2/                       npm prefix: the TypeScript SDK v2 server package + zod
 //!   fastmcp/                    python venv with `fastmcp` (kept apart from `py/` so
 //!     bin/python                its `mcp` requirement never constrains the SDK pin)
+//!   py-ws/                      python venv with the Python SDK 1.x (`mcp==1.30.0`; 2.0
+//!     bin/python                removed its WebSocket server) + `websockets` and `uvicorn`
 //! ```
 //!
 //! Each component is skipped when its stamp matches the pin below and its
@@ -46,7 +48,8 @@ pub struct Pin {
     pub version: &'static str,
     /// Entry point relative to the component folder; must exist after install.
     pub entry: &'static str,
-    /// Other packages installed beside it (`name@version`, npm only).
+    /// Other packages installed beside it, pinned too: `name@version` for npm,
+    /// `name==version` for a Python venv.
     pub with: &'static [&'static str],
 }
 
@@ -66,6 +69,14 @@ pub struct Pin {
 ///   `.interop/fastmcp/bin/python`. Its own venv: fastmcp requires its own
 ///   `mcp` range (4.2.3 happens to resolve to mcp 2.3.0 as well), and the
 ///   SDK pin above must stay exactly what it is.
+/// * `mcp` 1.x — the Python SDK's WebSocket server transport (removed in 2.0);
+///   `interop/py_ws_server.py` runs on it under uvicorn via `.interop/py-ws/bin/python`.
+///   Its own venv, so the 2.x pin in `py/` stays as it is; `websockets` is the SDK's
+///   `ws` extra, and uvicorn is pinned with it because its WebSocket implementations
+///   follow the websockets API.
+/// * `mcp-grpc-transport` — the published JSON-RPC-over-gRPC package (`mcp.transport.v1`,
+///   on the TypeScript SDK); mcp-transport-grpc's wire-compatibility test runs its
+///   `Session` server with `node`.
 pub const PINS: &[Pin] = &[
     Pin {
         dir: "node",
@@ -106,6 +117,22 @@ pub const PINS: &[Pin] = &[
         version: "4.2.3",
         entry: "bin/python",
         with: &[],
+    },
+    Pin {
+        dir: "py-ws",
+        kind: Kind::PythonVenv,
+        package: "mcp",
+        version: "1.30.0",
+        entry: "bin/python",
+        with: &["websockets==17.4", "uvicorn==0.55.0"],
+    },
+    Pin {
+        dir: "grpc",
+        kind: Kind::Npm,
+        package: "mcp-grpc-transport",
+        version: "0.2.0",
+        entry: "node_modules/mcp-grpc-transport/package.json",
+        with: &["@modelcontextprotocol/sdk@1.32.2", "zod@3.25.76"],
     },
 ];
 
@@ -280,13 +307,19 @@ fn install_venv(dir: &Path, pin: &Pin) -> Result<(), String> {
             "--quiet",
             "--disable-pip-version-check",
             &spec,
-        ],
+        ]
+        .into_iter()
+        .chain(pin.with.iter().copied())
+        .collect::<Vec<_>>(),
         dir,
     );
     let status = shell::run(&mut cmd)
         .map_err(|e| format!("could not start {}: {e}", venv_python.display()))?;
     if !status.success() {
-        return Err(format!("`pip install {spec}` failed ({status})"));
+        return Err(format!(
+            "`pip install {spec} {}` failed ({status})",
+            pin.with.join(" ")
+        ));
     }
     Ok(())
 }

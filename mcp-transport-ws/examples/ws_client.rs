@@ -1,0 +1,75 @@
+//! A complete MCP client over WebSocket on `mcp-core` + `mcp-transport-ws` alone: connect to a
+//! `ws://` or `wss://` URL (subprotocol `mcp`), list the tools, call one, close.
+//!
+//! ```text
+//! cargo run -p mcp-transport-ws --example ws_client -- URL [TOOL [JSON-ARGUMENTS]]
+//! ```
+//! Set `MCP_BEARER_TOKEN` to send `Authorization: Bearer …` on the upgrade. Try it against the
+//! fixture: `mcp-fixture-server --ws 127.0.0.1:0` prints its URL.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions, StaticBearer};
+use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(url) = args.next() else {
+        eprintln!("usage: ws_client URL [TOOL [JSON-ARGUMENTS]]");
+        return ExitCode::from(2);
+    };
+    let tool = args.next();
+    let arguments = match args.next().map(|a| serde_json::from_str(&a)) {
+        Some(Ok(value)) => Some(value),
+        Some(Err(e)) => {
+            eprintln!("the arguments are not JSON: {e}");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    let mut config = WebSocketServerConfig::new(url);
+    if let Ok(token) = std::env::var("MCP_BEARER_TOKEN") {
+        config = config.auth(Arc::new(StaticBearer::new(&token)));
+    }
+    match run(config, tool, arguments).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(
+    config: WebSocketServerConfig,
+    tool: Option<String>,
+    arguments: Option<serde_json::Value>,
+) -> Result<(), mcp_core::Error> {
+    let transport = WebSocketTransport::connect(config).await?;
+    let session = ClientSession::connect(transport, (), SessionOptions::default()).await?;
+    // Output errors (a closed pipe) are ignored: this is a demo, not a tool to pipe from.
+    let mut out = std::io::stdout().lock();
+    let info = &session.server_info().server_info;
+    let _ = writeln!(
+        out,
+        "connected to {} {} over WebSocket (protocol {})",
+        info.name,
+        info.version,
+        session.protocol_version()
+    );
+    for t in session.list_all_tools(RequestOptions::new()).await? {
+        let _ = writeln!(out, "  {}", t.name);
+    }
+    if let Some(tool) = tool {
+        let result = session
+            .call_tool(&tool, arguments, RequestOptions::new())
+            .await?;
+        let _ = writeln!(out, "{tool} → {}", result.text());
+    }
+    drop(out);
+    session.close().await;
+    Ok(())
+}

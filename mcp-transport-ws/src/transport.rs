@@ -1,0 +1,299 @@
+//! [`WebSocketTransport`]: the two halves over one WebSocket, and the connection they own (a
+//! reader task and a writer task, ended on `close` or when both halves are dropped).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use mcp_core::sync::lock;
+use mcp_core::{
+    Message, Transport, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_rustls::rustls::ClientConfig;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+
+use crate::config::{Target, WebSocketServerConfig};
+use crate::connect::{open_socket, Socket};
+use crate::reader::{Inbound, Reader};
+use crate::state::ConnectionState;
+use crate::stream::client_config;
+use crate::writer::Writer;
+
+/// Messages read ahead of the session.
+const INBOUND_QUEUE: usize = 32;
+/// Requests from the reader to the writer (pings, one close frame).
+const CONTROL_QUEUE: usize = 4;
+
+/// An MCP server reached over one WebSocket (subprotocol `mcp`; one JSON-RPC message per text
+/// frame).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), mcp_core::Error> {
+/// use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+/// use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
+///
+/// let config = WebSocketServerConfig::new("ws://127.0.0.1:8000/mcp");
+/// let transport = WebSocketTransport::connect(config).await?;
+/// let session = ClientSession::connect(transport, (), SessionOptions::default()).await?;
+/// println!("{:?}", session.list_all_tools(RequestOptions::new()).await?);
+/// session.close().await;
+/// # Ok(()) }
+/// ```
+pub struct WebSocketTransport {
+    sender: WebSocketSender,
+    receiver: WebSocketReceiver,
+}
+
+impl WebSocketTransport {
+    /// Connects and upgrades (bounded by the configuration's connect timeout per attempt).
+    /// Fails with [`TransportErrorKind::Connect`] when the server cannot be reached or does
+    /// not switch to the `mcp` subprotocol, and with [`TransportErrorKind::Unauthorized`] when
+    /// it refuses the credentials (HTTP 401/403 after the provider had its one retry).
+    pub async fn connect(
+        config: WebSocketServerConfig,
+    ) -> Result<WebSocketTransport, TransportError> {
+        let target = config.target()?;
+        let tls = target
+            .tls
+            .then(|| client_config(&config.root_certificates))
+            .transpose()?;
+        WebSocketTransport::connect_to(&config, &target, tls.as_ref()).await
+    }
+
+    /// [`connect`](Self::connect) with the URL already checked and the TLS configuration
+    /// already built (a connector builds it once).
+    pub(crate) async fn connect_to(
+        config: &WebSocketServerConfig,
+        target: &Target,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<WebSocketTransport, TransportError> {
+        let socket = open_socket(config, target, tls).await?;
+        Ok(WebSocketTransport::start(
+            socket,
+            config,
+            target.display.clone(),
+        ))
+    }
+
+    /// Starts the reader and writer tasks on an upgraded socket.
+    fn start(
+        socket: Socket,
+        config: &WebSocketServerConfig,
+        display: String,
+    ) -> WebSocketTransport {
+        let state = Arc::new(ConnectionState::new(display));
+        let (sink, stream) = socket.split();
+        let (queue, outgoing) = mpsc::channel(config.outgoing_queue.max(1));
+        let (inbound_tx, inbound) = mpsc::channel(INBOUND_QUEUE);
+        let (control_tx, control) = mpsc::channel(CONTROL_QUEUE);
+        let writer = tokio::spawn(
+            Writer {
+                sink,
+                queue: outgoing,
+                control,
+                state: state.clone(),
+                close_grace: config.close_grace,
+            }
+            .run(),
+        );
+        let reader = tokio::spawn(
+            Reader {
+                stream,
+                inbound: inbound_tx,
+                control: control_tx,
+                state: state.clone(),
+                ping_interval: config.ping_interval,
+                dead_peer_timeout: config.dead_peer_timeout,
+                close_grace: config.close_grace,
+            }
+            .run(),
+        );
+        let connection = Arc::new(Connection {
+            state,
+            reader: Mutex::new(Some(reader)),
+            writer: Mutex::new(Some(writer)),
+            close_grace: config.close_grace,
+        });
+        WebSocketTransport {
+            sender: WebSocketSender {
+                queue: Mutex::new(Some(queue)),
+                connection: connection.clone(),
+                close_lock: tokio::sync::Mutex::new(()),
+            },
+            receiver: WebSocketReceiver {
+                inbound,
+                connection,
+                ended: false,
+            },
+        }
+    }
+}
+
+impl Transport for WebSocketTransport {
+    type Sender = WebSocketSender;
+    type Receiver = WebSocketReceiver;
+
+    fn split(self) -> (WebSocketSender, WebSocketReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+impl std::fmt::Debug for WebSocketTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSocketTransport")
+            .field("url", &self.sender.connection.state.display)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What both halves own: the reader and writer tasks, aborted when the last half is dropped.
+struct Connection {
+    state: Arc<ConnectionState>,
+    reader: Mutex<Option<JoinHandle<()>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    close_grace: Duration,
+}
+
+impl Connection {
+    /// Waits up to the close grace for the task in `slot` to end, then aborts it (also when
+    /// this wait is itself cancelled).
+    async fn finish(&self, slot: &Mutex<Option<JoinHandle<()>>>) {
+        let Some(task) = lock(slot).take() else {
+            return;
+        };
+        let mut task = AbortOnDrop(task);
+        let _ = tokio::time::timeout(self.close_grace, &mut task.0).await;
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        for slot in [&self.reader, &self.writer] {
+            if let Some(task) = lock(slot).take() {
+                task.abort();
+            }
+        }
+    }
+}
+
+/// A task that is aborted when its handle is dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The sending half: serializes on the caller's task and queues the text frame for the writer
+/// task; `send` returns once it is queued.
+pub struct WebSocketSender {
+    queue: Mutex<Option<mpsc::Sender<Utf8Bytes>>>,
+    connection: Arc<Connection>,
+    /// Concurrent `close` calls wait for the first one.
+    close_lock: tokio::sync::Mutex<()>,
+}
+
+impl WebSocketSender {
+    fn not_accepting(&self) -> TransportError {
+        let state = &self.connection.state;
+        let message = match state.failure() {
+            Some(failure) => failure.message().to_owned(),
+            None if state.is_closing() => {
+                format!("the WebSocket connection to {} is closed", state.display)
+            }
+            None => format!("the WebSocket connection to {} has ended", state.display),
+        };
+        TransportError::fatal(TransportErrorKind::Closed, message)
+    }
+}
+
+#[async_trait]
+impl TransportSender for WebSocketSender {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        let mut json = Vec::with_capacity(128);
+        message.write_json(&mut json).map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!("could not encode the message: {e}"),
+            )
+        })?;
+        let text = Utf8Bytes::try_from(json).map_err(|e| {
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!("could not encode the message as text: {e}"),
+            )
+        })?;
+        let queue = lock(&self.queue).clone();
+        match queue {
+            Some(queue) => queue.send(text).await.map_err(|_| self.not_accepting()),
+            None => Err(self.not_accepting()),
+        }
+    }
+
+    /// Stops accepting sends, lets the writer send what is queued and a close frame 1000
+    /// (up to the close grace), waits for the server's close frame (up to the close grace
+    /// again), then ends both tasks. Idempotent; concurrent calls wait for the first.
+    async fn close(&self) -> Result<(), TransportError> {
+        let _one_at_a_time = self.close_lock.lock().await;
+        let connection = &self.connection;
+        connection.state.mark_closing();
+        lock(&self.queue).take();
+        connection.finish(&connection.writer).await;
+        connection.finish(&connection.reader).await;
+        Ok(())
+    }
+
+    fn transport_name(&self) -> &'static str {
+        "tcp"
+    }
+}
+
+impl Drop for WebSocketSender {
+    fn drop(&mut self) {
+        // Nothing more will be sent: the writer closes the connection with 1000, and the
+        // server's answer is a clean end for a receiver still listening.
+        self.connection.state.mark_closing();
+    }
+}
+
+/// The receiving half: the messages the reader task read, in order, then the reason the
+/// connection ended (or nothing, when the client closed it).
+pub struct WebSocketReceiver {
+    inbound: mpsc::Receiver<Inbound>,
+    connection: Arc<Connection>,
+    ended: bool,
+}
+
+#[async_trait]
+impl TransportReceiver for WebSocketReceiver {
+    async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
+        if self.ended {
+            return None;
+        }
+        match self.inbound.recv().await {
+            Some(Ok(message)) => Some(Ok(message)),
+            Some(Err(e)) => {
+                self.ended = e.is_fatal();
+                Some(Err(e))
+            }
+            None => {
+                self.ended = true;
+                let state = &self.connection.state;
+                if state.is_closing() {
+                    return None;
+                }
+                // The reader ended without a word (it cannot, short of a panic).
+                Some(Err(state.failure().unwrap_or_else(|| {
+                    TransportError::fatal(
+                        TransportErrorKind::PeerGone,
+                        format!("the WebSocket connection to {} ended", state.display),
+                    )
+                })))
+            }
+        }
+    }
+}
