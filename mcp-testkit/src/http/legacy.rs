@@ -108,8 +108,13 @@ pub(crate) async fn handle_message(
         Ok(body) => body,
         Err(reject) => return reject.response(),
     };
-    if serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return error_response(StatusCode::BAD_REQUEST, "invalid JSON");
+    };
+    if message.get("method").and_then(|m| m.as_str()) == Some("tools/call")
+        && super::calls_tool(message.get("params"), "crash")
+    {
+        return shared.crash().await;
     }
     session.server.handle_line(&body);
     empty_response(StatusCode::ACCEPTED)

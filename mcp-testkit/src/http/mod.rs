@@ -226,6 +226,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
         posts: AtomicU64::new(0),
         call_faults: faults::CallFaults::default(),
         fail_next: AtomicU64::new(0),
+        crash: tokio::sync::Notify::new(),
     });
     let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
     Ok(HttpFixture {
@@ -249,9 +250,20 @@ pub(crate) struct Shared {
     pub(crate) call_faults: faults::CallFaults,
     /// `/control/fail-next/N`: POSTs still to answer with 503.
     fail_next: AtomicU64,
+    /// Set by the `crash` tool: the server dies — the listener and every connection are
+    /// dropped at once, without an answer (the process goes on: tests serve in process).
+    crash: tokio::sync::Notify,
 }
 
 impl Shared {
+    /// The `crash` tool: the server dies now. Never returns — the request's connection is
+    /// dropped with every other one.
+    pub(crate) async fn crash(&self) -> HttpResponse {
+        tracing::debug!("crash tool: dropping the HTTP server and every connection");
+        self.crash.notify_one();
+        std::future::pending().await
+    }
+
     /// Counts a POST; true if `--http-fail-first` (or `/control/fail-next`) says to fail it.
     fn fail_post(&self) -> bool {
         let n = self.posts.fetch_add(1, Ordering::Relaxed);
@@ -304,6 +316,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
+            // The `crash` tool: returning drops the listener and (with the JoinSet) every
+            // connection task, so clients see their connections reset without an answer.
+            _ = shared.crash.notified() => {
+                shared.close_all();
+                return;
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
                     let _ = stream.set_nodelay(true);
@@ -606,4 +624,9 @@ mod tests {
             .expect_err("refused");
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
+}
+
+/// Whether `tools/call` params call the tool `name`.
+pub(crate) fn calls_tool(params: Option<&serde_json::Value>, name: &str) -> bool {
+    params.and_then(|p| p.get("name")).and_then(|n| n.as_str()) == Some(name)
 }

@@ -225,6 +225,9 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
     match kind {
         Kind::Request { id, method } => {
             session.count_request();
+            if method == "tools/call" && super::calls_tool(params.as_ref(), "crash") {
+                return shared.crash().await;
+            }
             if method == "tools/call" {
                 if let Some(fault) = shared.call_faults.next(&shared.options) {
                     tracing::debug!(?fault, "injecting a fault into a tools/call POST");
