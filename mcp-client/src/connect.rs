@@ -51,7 +51,8 @@ impl TransportRegistry {
     }
 
     /// The transports compiled into this profile: stdio (`stdio` feature); Streamable HTTP,
-    /// legacy SSE and detection (`http`); WebSocket (`ws`); gRPC (`grpc`).
+    /// legacy SSE and detection (`http`); WebSocket (`ws`); gRPC (`grpc`). In-process servers
+    /// are registered by name ([`register_in_process`](Self::register_in_process)).
     pub fn with_profile() -> TransportRegistry {
         #[allow(unused_mut)]
         let mut registry = TransportRegistry::empty();
@@ -59,6 +60,10 @@ impl TransportRegistry {
         registry.register(Arc::new(mcp_transport_stdio::StdioFactory));
         #[cfg(feature = "http")]
         registry.register(Arc::new(mcp_transport_http::HttpFactory));
+        #[cfg(feature = "ws")]
+        registry.register(Arc::new(mcp_transport_ws::WebSocketFactory));
+        #[cfg(feature = "grpc")]
+        registry.register(Arc::new(mcp_transport_grpc::GrpcFactory));
         registry
     }
 
@@ -143,9 +148,15 @@ impl TransportRegistry {
                         let scheme = url.split("://").next().unwrap_or_default();
                         let http = scheme.eq_ignore_ascii_case("http")
                             || scheme.eq_ignore_ascii_case("https");
-                        match self.by_scheme(scheme) {
-                            Some(factory) if !http => factory.kinds()[0].to_owned(),
-                            _ => "url".to_owned(),
+                        match (http, self.by_scheme(scheme)) {
+                            (true, _) => "url".to_owned(),
+                            (false, Some(factory)) => factory.kinds()[0].to_owned(),
+                            // Not served here: named as the transport that would serve it.
+                            (false, None) => match scheme.to_ascii_lowercase().as_str() {
+                                "ws" | "wss" => "ws".to_owned(),
+                                "grpc" | "grpcs" => "grpc".to_owned(),
+                                other => other.to_owned(),
+                            },
                         }
                     }
                     other => other.kind().to_owned(),
@@ -199,17 +210,20 @@ impl TransportRegistry {
 
 /// The reason no transport reaches `server` as configured with `kind`.
 fn unreachable_reason(registry: &TransportRegistry, server: &ServerConfig, kind: &str) -> String {
+    // The built-in transports: compiled in, and the smallest profile that has them.
     let built_in = match kind {
-        "stdio" => Some(("stdio", cfg!(feature = "stdio"))),
+        "stdio" => Some((cfg!(feature = "stdio"), "minimal")),
         "http" | "streamable-http" | "streamableHttp" | "sse" | "url" => {
-            Some(("http", cfg!(feature = "http")))
+            Some((cfg!(feature = "http"), "professional"))
         }
+        "ws" | "websocket" => Some((cfg!(feature = "ws"), "enterprise")),
+        "grpc" => Some((cfg!(feature = "grpc"), "enterprise")),
         _ => None,
     };
     match built_in {
-        Some((_, false)) => format!(
+        Some((false, profile)) => format!(
             "server \"{}\": the `{}` transport is not built into this profile of mcp-client \
-             (features: {}); it arrives with the `professional` profile",
+             (features: {}); it arrives with the `{profile}` profile",
             server.name,
             server.transport.kind(),
             crate::PROFILE
