@@ -126,6 +126,28 @@ Examples: mcph call fixture__add --arg a=2 --arg b=40\n\
     /// List the prompts of every ready server (qualified `server__prompt` names)
     Prompts,
 
+    /// Serve a configured server to others over another transport, until Ctrl-C
+    #[command(
+        after_long_help = "Example: `mcph bridge --grpc 127.0.0.1:50051 files` serves the \
+configured stdio server `files` over gRPC (the mcp.transport.v1.Mcp/Session JSON-RPC tunnel);\n\
+every gRPC call gets its own connection to the server (a child process for a stdio server).\n\
+The address it listens on is printed on stdout (port 0 picks one). Listening beyond loopback\n\
+without --token-env lets anyone who can reach the port use the server."
+    )]
+    Bridge {
+        /// Listen for gRPC on this address (e.g. 127.0.0.1:50051)
+        #[arg(long, value_name = "ADDR")]
+        grpc: std::net::SocketAddr,
+        /// The server to serve (as named in the configuration)
+        server: String,
+        /// Require `authorization: Bearer <the value of this environment variable>`
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
+        /// The largest message, in bytes, either way (default 16 MiB)
+        #[arg(long, value_name = "BYTES")]
+        max_message_size: Option<usize>,
+    },
+
     /// OAuth logins: log in to a server, show what is stored, log out
     Auth {
         /// What to do.

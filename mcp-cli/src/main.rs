@@ -129,6 +129,23 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         "configuration resolved"
     );
 
+    if let Command::Bridge {
+        grpc,
+        server,
+        token_env,
+        max_message_size,
+    } = &cli.command
+    {
+        // The bridge serves one server until Ctrl-C; no client is started.
+        let options = commands::bridge::Options {
+            address: *grpc,
+            server: server.clone(),
+            token_env: token_env.clone(),
+            max_message_size: *max_message_size,
+        };
+        return commands::bridge::grpc(&config, options, cli.json, &mut ctrl_c).await;
+    }
+
     if let Command::Auth { command } = &cli.command {
         // Logins work on the configuration and the store; no server is started.
         return tokio::select! {
@@ -213,6 +230,6 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
         Command::Prompts => commands::prompts::list(client, json).await,
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
         // Handled before any server starts (see `execute`).
-        Command::Auth { .. } => Ok(()),
+        Command::Auth { .. } | Command::Bridge { .. } => Ok(()),
     }
 }

@@ -140,7 +140,7 @@ impl OAuthPolicy {
 
     /// The provider the server's transport uses, when it uses OAuth. A server OAuth cannot
     /// serve (a plain-http remote URL) gets none: it may need no authorization at all.
-    pub(crate) fn provider_for(&self, server: &ServerConfig) -> Option<Arc<OAuthProvider>> {
+    pub fn provider_for(&self, server: &ServerConfig) -> Option<Arc<OAuthProvider>> {
         let stdio = matches!(server.transport, TransportConfig::Stdio { .. });
         match self.client_for(server) {
             // A stdio server's token is read when its child starts: refreshing it in the

@@ -177,8 +177,10 @@ impl TransportRegistry {
     }
 
     /// The connector of `server`'s connections (with `auth` for transports that send
-    /// credentials).
-    pub(crate) fn transport_connector(
+    /// credentials): what a bridge or a harness of its own needs to open connections to a
+    /// configured server. Fails (naming the server) when no transport of this registry
+    /// reaches it.
+    pub fn transport_connector(
         &self,
         server: &ServerConfig,
         auth: Option<Arc<dyn AuthProvider>>,

@@ -1,6 +1,7 @@
 //! One module per command group; helpers shared by them.
 
 pub mod auth;
+pub mod bridge;
 pub mod call;
 pub mod prompts;
 pub mod resources;

@@ -1,0 +1,209 @@
+//! `mcph bridge --grpc`: the built-in fixture (a stdio server) served over gRPC, reached by the
+//! gRPC transport, and mcph itself reaching servers by `type: "ws"` / `"grpc"` and by `ws://`
+//! URL.
+
+mod common;
+
+use std::io::BufRead;
+use std::process::Child;
+use std::time::Duration;
+
+use common::{Env, DEADLINE};
+use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
+use serde_json::json;
+
+/// Starts `mcph bridge --grpc 127.0.0.1:0 fixture` (the built-in configuration) and reads the
+/// URL it prints.
+fn start_bridge(env: &Env, extra: &[&str]) -> (Child, String) {
+    let mut args = vec!["bridge", "--grpc", "127.0.0.1:0", "fixture"];
+    args.extend_from_slice(extra);
+    let mut child = env.command(&args).spawn().expect("spawn mcph bridge");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let url = rx
+        .recv_timeout(DEADLINE)
+        .expect("the bridge prints its URL")
+        .trim()
+        .to_owned();
+    assert!(url.starts_with("grpc://127.0.0.1:"), "{url:?}");
+    (child, url)
+}
+
+/// SIGINT, then the exit code and stderr within the deadline (stdout was taken for the URL).
+fn interrupt(mut child: Child) -> common::Run {
+    use std::io::Read;
+    // SAFETY: kill(2) on the pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = common::wait_until(&mut child, DEADLINE);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    common::Run {
+        code: status.and_then(|s| s.code()),
+        stdout: String::new(),
+        stderr,
+    }
+}
+
+#[tokio::test]
+async fn a_stdio_server_is_served_over_grpc_until_ctrl_c() {
+    let env = Env::new();
+    let (child, url) = start_bridge(&env, &[]);
+    let transport = GrpcTransport::connect(GrpcServerConfig::new(&url))
+        .await
+        .expect("the gRPC client connects");
+    let session = tokio::time::timeout(
+        DEADLINE,
+        ClientSession::connect(transport, (), SessionOptions::default()),
+    )
+    .await
+    .expect("in time")
+    .expect("the bridged server answers");
+    let result = session
+        .call_tool(
+            "echo",
+            Some(json!({"text": "over grpc"})),
+            RequestOptions::new(),
+        )
+        .await
+        .expect("echo through the bridge");
+    assert_eq!(result.text(), "over grpc");
+    session.close().await;
+    let run = interrupt(child);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert!(
+        run.stderr.contains("serving \"fixture\" over gRPC"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_bridge_with_a_token_refuses_callers_without_it() {
+    let env = Env::new();
+    let mut command = env.command(&[
+        "bridge",
+        "--grpc",
+        "127.0.0.1:0",
+        "fixture",
+        "--token-env",
+        "BRIDGE_TOKEN",
+    ]);
+    command.env("BRIDGE_TOKEN", "s3cret-bridge");
+    let mut child = command.spawn().expect("spawn");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the URL line");
+    let url = line.trim().to_owned();
+    let refused = ClientSession::connect(
+        GrpcTransport::connect(GrpcServerConfig::new(&url))
+            .await
+            .expect("connects"),
+        (),
+        SessionOptions::default(),
+    )
+    .await
+    .expect_err("no token");
+    assert_eq!(refused.kind(), mcp_core::ErrorKind::Auth, "{refused}");
+    let config = GrpcServerConfig::new(&url).header("authorization", "Bearer s3cret-bridge");
+    let session = ClientSession::connect(
+        GrpcTransport::connect(config).await.expect("connects"),
+        (),
+        SessionOptions::default(),
+    )
+    .await
+    .expect("the token is accepted");
+    session.close().await;
+    let run = interrupt(child);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert!(!run.stderr.contains("s3cret-bridge"), "{}", run.stderr);
+}
+
+#[test]
+fn a_missing_token_variable_or_server_is_a_clear_error() {
+    let env = Env::new();
+    let run = env.run(&[
+        "bridge",
+        "--grpc",
+        "127.0.0.1:0",
+        "fixture",
+        "--token-env",
+        "MCPH_UNSET_TOKEN_VAR",
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("MCPH_UNSET_TOKEN_VAR is not set"),
+        "{}",
+        run.stderr
+    );
+    let run = env.run(&["bridge", "--grpc", "127.0.0.1:0", "nonexistent"]);
+    assert_eq!(run.code, Some(5), "{}", run.stderr);
+}
+
+/// mcph reaches servers through the bridge (`type: "grpc"`) and the WebSocket fixture
+/// (`type: "ws"`, and a bare `ws://` URL).
+#[test]
+fn mcph_reaches_grpc_and_websocket_servers() {
+    let env = Env::new();
+    let (bridge, grpc_url) = start_bridge(&env, &[]);
+    let mut ws = std::process::Command::new(common::MCPH)
+        .args(["__fixture-server", "--ws", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the WebSocket fixture");
+    let mut line = String::new();
+    std::io::BufReader::new(ws.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the fixture prints its URL");
+    let ws_url = line.trim().trim_start_matches("listening on ").to_owned();
+    assert!(ws_url.starts_with("ws://127.0.0.1:"), "{ws_url:?}");
+    let config = env.cwd.write(
+        "mcp.json",
+        &json!({ "mcpServers": {
+            "g": { "type": "grpc", "url": grpc_url },
+            "w": { "type": "ws", "url": ws_url },
+            "u": { "url": ws_url }
+        }})
+        .to_string(),
+    );
+    let run = env.run(&["--config", config.to_str().unwrap(), "--json", "servers"]);
+    run.assert_code(0);
+    let servers = run.json();
+    for (name, transport) in [("g", "grpc"), ("w", "ws"), ("u", "url")] {
+        let server = servers
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["name"] == name))
+            .unwrap_or_else(|| panic!("{name} in {servers}"));
+        assert_eq!(server["status"], "ready", "{server}");
+        assert_eq!(server["transport"], transport, "{server}");
+    }
+    let run = env.run(&[
+        "--config",
+        config.to_str().unwrap(),
+        "call",
+        "w__echo",
+        "--arg",
+        "text=by ws",
+    ]);
+    run.assert_code(0);
+    assert_eq!(run.stdout.trim(), "by ws");
+    let _ = ws.kill();
+    let _ = ws.wait();
+    let run = interrupt(bridge);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
