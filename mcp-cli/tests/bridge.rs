@@ -6,7 +6,6 @@ mod common;
 
 use std::io::BufRead;
 use std::process::Child;
-use std::time::Duration;
 
 use common::{Env, DEADLINE};
 use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
