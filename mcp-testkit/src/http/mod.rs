@@ -588,6 +588,11 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Whether `tools/call` params call the tool `name`.
+pub(crate) fn calls_tool(params: Option<&serde_json::Value>, name: &str) -> bool {
+    params.and_then(|p| p.get("name")).and_then(|n| n.as_str()) == Some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,9 +629,4 @@ mod tests {
             .expect_err("refused");
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
-}
-
-/// Whether `tools/call` params call the tool `name`.
-pub(crate) fn calls_tool(params: Option<&serde_json::Value>, name: &str) -> bool {
-    params.and_then(|p| p.get("name")).and_then(|n| n.as_str()) == Some(name)
 }
