@@ -57,7 +57,8 @@ pub struct ClientArgs {
     pub mode: Mode,
     /// Calls outstanding at once (throughput mode).
     pub inflight: usize,
-    /// Unmeasured calls first.
+    /// Unmeasured calls first, in the measured shape (throughput mode: `inflight` at once, and
+    /// at least `inflight` of them).
     pub warmup: usize,
     /// Measured calls.
     pub calls: usize,

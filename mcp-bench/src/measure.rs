@@ -41,6 +41,46 @@ impl Measurement {
     }
 }
 
+/// Makes `calls` calls with `inflight` of them in flight (local tasks on the caller's
+/// current-thread runtime); the latency of each.
+async fn in_flight<F, Fut>(inflight: usize, calls: usize, call: F) -> Result<Vec<Duration>, String>
+where
+    F: Fn() -> Fut + Clone + 'static,
+    Fut: Future<Output = Result<(), String>> + 'static,
+{
+    let remaining = Rc::new(Cell::new(calls));
+    let local = tokio::task::LocalSet::new();
+    let mut workers = Vec::new();
+    for _ in 0..inflight {
+        let call = call.clone();
+        let remaining = remaining.clone();
+        workers.push(local.spawn_local(async move {
+            let mut mine = Vec::new();
+            while remaining.get() > 0 {
+                remaining.set(remaining.get() - 1);
+                let t = Instant::now();
+                call().await?;
+                mine.push(t.elapsed());
+            }
+            Ok::<_, String>(mine)
+        }));
+    }
+    let results = local
+        .run_until(async move {
+            let mut all = Vec::new();
+            for w in workers {
+                all.push(w.await.map_err(|e| e.to_string())?);
+            }
+            Ok::<_, String>(all)
+        })
+        .await?;
+    let mut latencies = Vec::with_capacity(calls);
+    for r in results {
+        latencies.extend(r?);
+    }
+    Ok(latencies)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -52,6 +92,11 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 /// Runs the warm-up and the measured phase of `args` with `call` (one tool call, which must
 /// check its result and return `Err` on anything unexpected), on the current-thread runtime
 /// the caller is in (throughput mode spawns `inflight` local tasks).
+///
+/// The warm-up has the measured phase's shape: in throughput mode it keeps `inflight` calls in
+/// flight too (and makes at least `inflight` calls, unless there is no warm-up), so that a
+/// client which opens a connection per call in flight (HTTP/1.1) has opened them before the
+/// clock starts, and the figure is the steady state, not start-up.
 pub async fn measure<F, Fut>(
     client: &str,
     args: &ClientArgs,
@@ -61,8 +106,18 @@ where
     F: Fn() -> Fut + Clone + 'static,
     Fut: Future<Output = Result<(), String>> + 'static,
 {
-    for _ in 0..args.warmup {
-        call().await?;
+    match args.mode {
+        Mode::Latency => {
+            for _ in 0..args.warmup {
+                call().await?;
+            }
+        }
+        Mode::Throughput if args.warmup > 0 => {
+            // At least one call per worker, so that every connection is open.
+            let calls = args.warmup.max(args.inflight);
+            in_flight(args.inflight, calls, call.clone()).await?;
+        }
+        Mode::Throughput => {}
     }
     let (cpu_before, _) = process_usage();
     let started = Instant::now();
@@ -77,35 +132,7 @@ where
             }
         }
         Mode::Throughput => {
-            let remaining = Rc::new(Cell::new(args.calls));
-            let local = tokio::task::LocalSet::new();
-            let mut workers = Vec::new();
-            for _ in 0..args.inflight {
-                let call = call.clone();
-                let remaining = remaining.clone();
-                workers.push(local.spawn_local(async move {
-                    let mut mine = Vec::new();
-                    while remaining.get() > 0 {
-                        remaining.set(remaining.get() - 1);
-                        let t = Instant::now();
-                        call().await?;
-                        mine.push(t.elapsed());
-                    }
-                    Ok::<_, String>(mine)
-                }));
-            }
-            let results = local
-                .run_until(async move {
-                    let mut all = Vec::new();
-                    for w in workers {
-                        all.push(w.await.map_err(|e| e.to_string())?);
-                    }
-                    Ok::<_, String>(all)
-                })
-                .await?;
-            for r in results {
-                latencies.extend(r?);
-            }
+            latencies = in_flight(args.inflight, args.calls, call).await?;
         }
     }
     let elapsed = started.elapsed();

@@ -64,7 +64,7 @@ pub use session::{
     ProgressCallback, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
 };
 pub use transport::{
-    BoxTransport, ChannelTransport, ServerEnd, Transport, TransportError, TransportErrorKind,
-    TransportReceiver, TransportSender,
+    BoxTransport, ChannelTransport, InPlaceAnswer, OversizedMessage, RequestMeta, ServerEnd,
+    Transport, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
 };
 pub use version::{Era, ProtocolVersion};

@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use http::StatusCode;
 use mcp_core::{Message, ProtocolVersion, Transport, TransportError, TransportSender};
-use reqwest::StatusCode;
 use tokio::sync::mpsc;
 
 use crate::config::HttpServerConfig;

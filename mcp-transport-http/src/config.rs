@@ -5,15 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use mcp_core::{AuthProvider, TransportError, TransportErrorKind};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-/// A connection idle this long gets TCP keepalive probes…
-const TCP_KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
-/// …this far apart…
-const TCP_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
-/// …and is given up after this many unanswered ones.
-const TCP_KEEPALIVE_RETRIES: u32 = 3;
+use crate::client::Target;
 
 /// How to reach an MCP server over HTTP. Header values and credentials never appear in `Debug`.
 #[derive(Clone)]
@@ -64,42 +59,22 @@ impl HttpServerConfig {
         self
     }
 
-    /// One connection pool per server: the client is built per transport.
-    pub(crate) fn build_client(&self) -> Result<reqwest::Client, TransportError> {
+    /// The endpoint, checked: an `http://` or `https://` URL with a host.
+    pub(crate) fn target(&self) -> Result<Target, TransportError> {
         let shown = mcp_core::auth::redact_url(&self.url);
-        let url = reqwest::Url::parse(&self.url).map_err(|e| {
+        let invalid = |why: String| {
             TransportError::fatal(
                 TransportErrorKind::Connect,
-                format!("invalid server URL {shown:?}: {e}"),
+                format!("invalid server URL {shown:?}: {why}"),
             )
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(TransportError::fatal(
-                TransportErrorKind::Connect,
-                format!("invalid server URL {shown:?}: the scheme must be http or https"),
-            ));
-        }
-        // Long-lived streams (the standalone GET stream, `subscriptions/listen`, a slow SSE
-        // answer) may stay silent for hours: TCP keepalive probes notice a peer that vanished
-        // without closing (a half-open connection) within about a minute, and the stream fails
-        // instead of waiting forever.
-        reqwest::Client::builder()
-            .connect_timeout(self.connect_timeout)
-            .tcp_keepalive(TCP_KEEPALIVE_IDLE)
-            .tcp_keepalive_interval(TCP_KEEPALIVE_INTERVAL)
-            .tcp_keepalive_retries(TCP_KEEPALIVE_RETRIES)
-            .build()
-            .map_err(|e| {
-                TransportError::fatal(
-                    TransportErrorKind::Connect,
-                    format!("cannot create the HTTP client: {e}"),
-                )
-            })
+        };
+        let url = url::Url::parse(&self.url).map_err(|e| invalid(e.to_string()))?;
+        Target::new(url).map_err(invalid)
     }
 
     /// The URL as shown in errors and logs: no user info, no query (either may carry a key).
     pub(crate) fn display_url(&self) -> String {
-        match reqwest::Url::parse(&self.url) {
+        match url::Url::parse(&self.url) {
             Ok(mut url) => {
                 let _ = url.set_username("");
                 let _ = url.set_password(None);

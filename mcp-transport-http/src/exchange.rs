@@ -5,17 +5,21 @@
 //! credentials (and one more when the server wants a proof with its nonce), and failures that
 //! say whether the message reached the server.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
+use http::{Method, StatusCode};
 use mcp_core::{
     AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, TransportError, TransportErrorKind,
 };
-use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
-};
-use reqwest::{Method, StatusCode, Url};
 
+use crate::client::{HttpClient, HttpError, HttpResponse, Target};
 use crate::config::HttpServerConfig;
+use crate::redirect::{self, Redirect};
 
 /// How much of an error body is read for the error message: a server answering 500 with an
 /// endless body must not hold the request (or fill memory).
@@ -25,9 +29,12 @@ const ERROR_DETAIL_CHARS: usize = 200;
 const DPOP: HeaderName = HeaderName::from_static(mcp_core::DPOP_HEADER);
 const DPOP_NONCE: HeaderName = HeaderName::from_static(mcp_core::DPOP_NONCE_HEADER);
 
+/// The headers a transport puts on one request (added after the configured ones, so they win).
+pub(crate) type AddHeaders<'a> = &'a (dyn Fn(&mut HeaderMap) + Sync);
+
 /// The HTTP client of one transport: one connection pool per server.
 pub(crate) struct Exchange {
-    client: reqwest::Client,
+    client: HttpClient,
     headers: HeaderMap,
     auth: Option<Arc<dyn AuthProvider>>,
     /// The URL as shown in errors and logs (no query, no user info).
@@ -37,54 +44,101 @@ pub(crate) struct Exchange {
 impl Exchange {
     pub(crate) fn new(config: &HttpServerConfig) -> Result<Exchange, TransportError> {
         Ok(Exchange {
-            client: config.build_client()?,
+            client: HttpClient::new(config.connect_timeout),
             headers: config.header_map()?,
             auth: config.auth.clone(),
             display_url: config.display_url(),
         })
     }
 
-    /// The configured headers (values marked sensitive).
-    pub(crate) fn headers(&self) -> HeaderMap {
-        self.headers.clone()
-    }
-
-    /// Sends one request. On 401/403 the provider hears the challenge, and the request is sent
-    /// once more when it has new credentials — and once more again when the server only wants
-    /// a proof with its nonce; a refusal that stays is an `Unauthorized` error (which says the
-    /// message was not handled). The provider is not asked about a refusal that could not be
-    /// retried anyway (its answer would only cost a refresh or a login). A nonce on any other
-    /// answer goes to the provider too.
+    /// Sends one request, following redirects (see [`crate::redirect`]; credentials are asked
+    /// for per hop, bound to its URL, and not sent once a hop left the origin). On 401/403 the
+    /// provider hears the challenge, and the request is sent once more when it has new
+    /// credentials — and once more again when the server only wants a proof with its nonce; a
+    /// refusal that stays is an `Unauthorized` error (which says the message was not handled).
+    /// The provider is not asked about a refusal that could not be retried anyway (its answer
+    /// would only cost a refresh or a login). A nonce on any other answer goes to the provider
+    /// too.
     pub(crate) async fn send(
         &self,
         method: Method,
-        url: &Url,
-        headers: HeaderMap,
-        body: Option<&[u8]>,
-    ) -> Result<reqwest::Response, TransportError> {
+        target: &Target,
+        add_headers: AddHeaders<'_>,
+        body: Option<Bytes>,
+    ) -> Result<HttpResponse, TransportError> {
         let mut retried_with_new_credentials = false;
         let mut retried_with_nonce = false;
+        let mut hop = Cow::Borrowed(target);
+        let mut hop_method = method.clone();
+        let mut hop_body = body.clone();
+        let mut hops = 0;
+        let mut left_origin = false;
         loop {
-            let mut request = self
-                .client
-                .request(method.clone(), url.clone())
-                .headers(headers.clone());
-            if let Some(body) = body {
-                request = request
-                    .header(CONTENT_TYPE, "application/json")
-                    .body(body.to_vec());
+            let mut headers = HeaderMap::with_capacity(8 + self.headers.len());
+            for (name, value) in &self.headers {
+                headers.append(name, value.clone());
             }
-            request = request.headers(self.credentials(&method, url).await?);
-            let response = request
-                .send()
+            if let Some(basic) = hop.basic_auth() {
+                // A configured `Authorization` wins over the URL's user info.
+                if !headers.contains_key(AUTHORIZATION) {
+                    headers.insert(AUTHORIZATION, basic.clone());
+                }
+            }
+            add_headers(&mut headers);
+            if hop_body.is_some() {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            }
+            if left_origin {
+                redirect::strip_credentials(&mut headers);
+            } else {
+                self.add_credentials(&hop_method, hop.url(), &mut headers)
+                    .await?;
+            }
+            let response = self
+                .client
+                .send(
+                    hop_method.clone(),
+                    &hop,
+                    headers,
+                    hop_body.clone().unwrap_or_default(),
+                )
                 .await
                 .map_err(|e| request_error(&self.display_url, e))?;
             let status = response.status();
-            let nonce = response
-                .headers()
-                .get(DPOP_NONCE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            if status.is_redirection() {
+                match redirect::next_hop(status, response.headers(), &hop, &hop_method, hops) {
+                    Redirect::Answer => {}
+                    Redirect::Follow {
+                        target: next,
+                        method: next_method,
+                        keep_body,
+                    } => {
+                        hops += 1;
+                        left_origin |= !next.same_origin(&hop);
+                        tracing::debug!(status = status.as_u16(), hops, "following a redirect");
+                        hop = Cow::Owned(*next);
+                        hop_method = next_method;
+                        if !keep_body {
+                            hop_body = None;
+                        }
+                        continue;
+                    }
+                    Redirect::Refuse(why) => {
+                        return Err(TransportError::recoverable(
+                            TransportErrorKind::Io,
+                            format!("{}: {why}", self.display_url),
+                        ))
+                    }
+                }
+            }
+            // Nonces only matter to a provider (which makes the proofs).
+            let nonce = self.auth.as_ref().and_then(|_| {
+                response
+                    .headers()
+                    .get(DPOP_NONCE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            });
             if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
                 if let (Some(auth), Some(nonce)) = (&self.auth, &nonce) {
                     auth.accept_nonce(nonce);
@@ -145,15 +199,25 @@ impl Exchange {
                     ))
                 }
             }
+            // The retry starts over from the URL the caller gave.
+            hop = Cow::Borrowed(target);
+            hop_method = method.clone();
+            hop_body = body.clone();
+            hops = 0;
+            left_origin = false;
         }
     }
 
     /// The credential headers for the next request (`Authorization`, and `DPoP` for a
-    /// DPoP-bound token), marked sensitive.
-    async fn credentials(&self, method: &Method, url: &Url) -> Result<HeaderMap, TransportError> {
-        let mut headers = HeaderMap::new();
+    /// DPoP-bound token), marked sensitive; they replace configured ones.
+    async fn add_credentials(
+        &self,
+        method: &Method,
+        url: &url::Url,
+        headers: &mut HeaderMap,
+    ) -> Result<(), TransportError> {
         let Some(auth) = &self.auth else {
-            return Ok(headers);
+            return Ok(());
         };
         let target = AuthTarget {
             method: method.as_str(),
@@ -166,7 +230,7 @@ impl Exchange {
             )
         })?;
         let Some(credentials) = credentials else {
-            return Ok(headers);
+            return Ok(());
         };
         let sensitive = |value: &str| {
             let mut header = HeaderValue::from_str(value).map_err(|_| {
@@ -188,7 +252,7 @@ impl Exchange {
         if let Some(proof) = &credentials.dpop {
             headers.insert(DPOP, sensitive(proof.expose())?);
         }
-        Ok(headers)
+        Ok(())
     }
 }
 
@@ -201,16 +265,14 @@ fn credentials_error_kind(e: &mcp_core::Error) -> TransportErrorKind {
     }
 }
 
-/// A transport error for a request reqwest could not complete: a refused connection never
-/// reached the server; anything later may have.
-pub(crate) fn request_error(url: &str, e: reqwest::Error) -> TransportError {
+/// A transport error for a request that could not be completed: a connection that could not
+/// be made never reached the server; anything later may have.
+pub(crate) fn request_error(url: &str, e: HttpError) -> TransportError {
     let kind = if e.is_connect() {
         TransportErrorKind::Connect
     } else {
         TransportErrorKind::Io
     };
-    // Without the URL: a query string may carry a key; the caller names the server.
-    let e = e.without_url();
     TransportError::recoverable(kind, format!("HTTP request to {url} failed: {e}"))
 }
 
@@ -219,7 +281,7 @@ pub(crate) fn request_error(url: &str, e: reqwest::Error) -> TransportError {
 /// `Retry-After`, say the server did not handle the message, so even a side-effecting request
 /// may be sent again; any other status may follow the request having run.
 pub(crate) async fn status_error(
-    response: reqwest::Response,
+    response: HttpResponse,
     display_url: &str,
     kind: TransportErrorKind,
 ) -> TransportError {
@@ -228,7 +290,7 @@ pub(crate) async fn status_error(
 
 /// [`status_error`], and the JSON-RPC error response the body holds, if it is one.
 pub(crate) async fn status_answer(
-    response: reqwest::Response,
+    response: HttpResponse,
     display_url: &str,
     kind: TransportErrorKind,
 ) -> (TransportError, Option<mcp_core::Response>) {
@@ -237,9 +299,7 @@ pub(crate) async fn status_answer(
     // may come from a proxy after the server received it.
     let refused = status == StatusCode::TOO_MANY_REQUESTS
         || (status == StatusCode::SERVICE_UNAVAILABLE
-            && response
-                .headers()
-                .contains_key(reqwest::header::RETRY_AFTER));
+            && response.headers().contains_key(http::header::RETRY_AFTER));
     let body = read_prefix(response, ERROR_BODY_LIMIT).await;
     let answer = match mcp_core::Message::from_slice(&body) {
         Ok(mcp_core::Message::Response(r)) if r.outcome.is_err() => Some(r),
@@ -263,8 +323,20 @@ pub(crate) async fn status_answer(
     (error, answer)
 }
 
+/// A message as the body of a POST (compact JSON).
+pub(crate) fn message_body(message: &mcp_core::Message) -> Result<Bytes, TransportError> {
+    let mut body = Vec::with_capacity(256);
+    message.write_json(&mut body).map_err(|e| {
+        TransportError::recoverable(
+            TransportErrorKind::InvalidMessage,
+            format!("could not encode the message: {e}"),
+        )
+    })?;
+    Ok(Bytes::from(body))
+}
+
 /// Reads at most `limit` bytes of a body, then drops the rest (closing the connection).
-async fn read_prefix(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+async fn read_prefix(mut response: HttpResponse, limit: usize) -> Vec<u8> {
     let mut body = Vec::new();
     while body.len() < limit {
         match response.chunk().await {
@@ -278,25 +350,36 @@ async fn read_prefix(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
     body
 }
 
-/// Reads a whole body of at most `limit` bytes.
+/// Reads a whole body of at most `limit` bytes; a body that came in one piece is not copied.
 pub(crate) async fn read_limited(
-    mut response: reqwest::Response,
+    mut response: HttpResponse,
     limit: usize,
-) -> Result<Vec<u8>, TransportError> {
-    let mut body = Vec::new();
+) -> Result<Bytes, TransportError> {
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
+    let mut length = 0;
     while let Some(chunk) = response.chunk().await.map_err(|e| {
         TransportError::recoverable(
             TransportErrorKind::Io,
-            format!("reading the response failed: {}", e.without_url()),
+            format!("reading the response failed: {e}"),
         )
     })? {
-        if body.len() + chunk.len() > limit {
+        length += chunk.len();
+        if length > limit {
             return Err(TransportError::recoverable(
                 TransportErrorKind::MessageTooLarge,
                 format!("the server sent a response of more than {limit} bytes (max_message_size)"),
             ));
         }
-        body.extend_from_slice(&chunk);
+        match first.take() {
+            None if joined.is_empty() => first = Some(chunk),
+            None => joined.extend_from_slice(&chunk),
+            Some(earlier) => {
+                joined.reserve(earlier.len() + chunk.len());
+                joined.extend_from_slice(&earlier);
+                joined.extend_from_slice(&chunk);
+            }
+        }
     }
-    Ok(body)
+    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
 }

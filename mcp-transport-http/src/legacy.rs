@@ -7,16 +7,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use http::header::{HeaderMap, HeaderValue, ACCEPT};
+use http::{Method, StatusCode};
 use mcp_core::{Message, Transport, TransportError, TransportErrorKind, TransportSender};
-use reqwest::header::{HeaderValue, ACCEPT};
-use reqwest::{Method, StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use crate::client::{HttpResponse, Target};
 use crate::config::HttpServerConfig;
-use crate::exchange::{status_error, Exchange};
+use crate::exchange::{message_body, status_error, Exchange};
 use crate::sse::SseParser;
-use crate::streamable::{HttpReceiver, Incoming, PostError, INCOMING_QUEUE};
+use crate::streamable::{event_message, HttpReceiver, Incoming, PostError, INCOMING_QUEUE};
 
 /// An MCP server reached over the 2024-11-05 HTTP+SSE transport.
 pub struct LegacySseTransport {
@@ -51,7 +52,7 @@ use mcp_core::sync::lock;
 pub(crate) struct LegacyShared {
     exchange: Exchange,
     display_url: String,
-    endpoint: Url,
+    endpoint: Target,
     stream: Mutex<Option<AbortHandle>>,
     closed: AtomicBool,
 }
@@ -76,14 +77,16 @@ impl LegacyShared {
         config: HttpServerConfig,
         incoming: Incoming,
     ) -> Result<Arc<LegacyShared>, TransportError> {
+        let stream_target = config.target()?;
         let exchange = Exchange::new(&config)?;
         let display_url = exchange.display_url.clone();
-        let sse_url = Url::parse(&config.url).map_err(|e| connect_error(&display_url, e))?;
-        let mut headers = exchange.headers();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let sse_url = stream_target.url().clone();
+        let accept_events = |headers: &mut HeaderMap| {
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        };
         let open = async {
             let mut response = exchange
-                .send(Method::GET, &sse_url, headers, None)
+                .send(Method::GET, &stream_target, &accept_events, None)
                 .await
                 .map_err(|e| match e.kind() {
                     TransportErrorKind::Unauthorized => TransportError::fatal(
@@ -99,7 +102,8 @@ impl LegacyShared {
                     format!("HTTP {}", status.as_u16()),
                 ));
             }
-            let mut parser = SseParser::new(config.max_message_size);
+            // One stream answers every request: a discarded answer must still fail its request.
+            let mut parser = SseParser::new(config.max_message_size).keeping_discarded();
             loop {
                 while let Some(event) = parser.next_event() {
                     if event.event_type() == "endpoint" {
@@ -112,6 +116,9 @@ impl LegacyShared {
                                 "the endpoint event names another origin; refusing to send messages there",
                             ));
                         }
+                        let endpoint = Target::new(endpoint).map_err(|why| {
+                            connect_error(&display_url, format!("invalid endpoint: {why}"))
+                        })?;
                         return Ok((response, parser, endpoint));
                     }
                 }
@@ -125,7 +132,7 @@ impl LegacyShared {
                             "the stream ended before the endpoint event",
                         ))
                     }
-                    Err(e) => return Err(connect_error(&display_url, e.without_url())),
+                    Err(e) => return Err(connect_error(&display_url, e)),
                 }
             }
         };
@@ -160,19 +167,14 @@ impl LegacyShared {
             )
             .into());
         }
-        let body = message.to_json_string().map_err(|e| {
-            TransportError::recoverable(
-                TransportErrorKind::InvalidMessage,
-                format!("could not encode the message: {e}"),
-            )
-        })?;
+        let body = message_body(&message)?;
         let response = self
             .exchange
             .send(
                 Method::POST,
                 &self.endpoint,
-                self.exchange.headers(),
-                Some(body.as_bytes()),
+                &|_: &mut HeaderMap| {},
+                Some(body),
             )
             .await?;
         let status = response.status();
@@ -202,7 +204,7 @@ impl LegacyShared {
 /// is over and the reader is told (a fatal error).
 async fn read_stream(
     display_url: String,
-    mut response: reqwest::Response,
+    mut response: HttpResponse,
     mut parser: SseParser,
     incoming: Incoming,
 ) {
@@ -211,7 +213,7 @@ async fn read_stream(
             if event.event_type() != "message" || event.data.is_empty() {
                 continue;
             }
-            let item = Message::from_json_str(&event.data).map_err(|e| {
+            let item = event_message(event.data).map_err(|e| {
                 TransportError::recoverable(
                     TransportErrorKind::InvalidMessage,
                     format!("the server sent {e}"),
@@ -223,18 +225,18 @@ async fn read_stream(
         }
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                if let Err(e) = parser.feed(&chunk) {
-                    let error = TransportError::recoverable(
-                        TransportErrorKind::MessageTooLarge,
-                        e.to_string(),
-                    );
+                // An oversized event is reported once its end is seen, for the request named
+                // at either end of it (the feed error itself names no request).
+                let _too_large = parser.feed(&chunk);
+                while let Some(discarded) = parser.next_discarded() {
+                    let error = discarded.error(parser.max_event_bytes());
                     if incoming.send(Err(error)).await.is_err() {
                         return;
                     }
                 }
             }
             Ok(None) => break "the server ended the SSE stream".to_owned(),
-            Err(e) => break format!("the SSE stream failed: {}", e.without_url()),
+            Err(e) => break format!("the SSE stream failed: {e}"),
         }
     };
     let _ = incoming

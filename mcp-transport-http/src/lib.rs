@@ -12,15 +12,23 @@
 //! - [`HttpConnector`], [`HttpFactory`]: connections for pools, supervisors and registries of
 //!   transports (`type: "http"`, `"sse"`, or a URL to detect), sharing what they learn.
 //! - [`sse`]: the Server-Sent Events parser both HTTP transports read with.
+//!
+//! Underneath (private): `exchange` (one credentialed request: credentials per hop,
+//! challenges, redirects by `redirect`'s rules), `client` (the HTTP client: the endpoint parsed
+//! once, pooled connections) and `connect` (TCP, proxies from the environment, TLS, the
+//! HTTP/1.1 or HTTP/2 handshake).
 
 #![warn(missing_docs)]
 
 mod auto;
+mod client;
 mod config;
+mod connect;
 mod exchange;
 mod factory;
 pub mod headers;
 mod legacy;
+mod redirect;
 pub mod sse;
 mod streamable;
 

@@ -18,7 +18,10 @@
 //! returns [`SseError::EventTooLarge`]. The parser has then already recovered: the offending
 //! event is discarded up to and including its terminating empty line, without updating
 //! [`SseParser::last_event_id`], and every other event of the chunk is queued as usual, so the
-//! caller may keep feeding (or give up on the stream).
+//! caller may keep feeding (or give up on the stream). A parser made with
+//! [`SseParser::keeping_discarded`] also keeps the size and both ends of each discarded event's
+//! data ([`SseParser::next_discarded`]), from which a stream that answers many requests (legacy
+//! SSE) learns which request's answer was lost.
 //!
 //! ```
 //! use mcp_transport_http::sse::SseParser;
@@ -33,10 +36,12 @@
 //! assert_eq!(parser.last_event_id(), Some("7"));
 //! ```
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
+use mcp_core::OversizedMessage;
 use memchr::{memchr, memchr2};
 
 /// Bytes a line may have beyond `max_event_bytes`: the field name, colon and space.
@@ -95,12 +100,21 @@ pub struct SseParser {
     max_event_bytes: usize,
     /// Bytes of the current, unterminated line carried over from earlier chunks.
     line: Vec<u8>,
+    /// The current line is a `data` line whose field name (and the space after the colon)
+    /// was left out of `line` as it arrived: a long value is not moved when the line ends.
+    line_is_data: bool,
     /// How many bytes of a leading BOM have been matched; `None` once past the stream's start.
     bom_matched: Option<usize>,
     /// The previous chunk ended with CR: a LF starting the next chunk belongs to it.
     pending_cr: bool,
     /// Discarding the rest of an oversized event, up to its empty line.
     discard_event: bool,
+    /// Keep the size and ends of discarded events ([`SseParser::keeping_discarded`]).
+    keep_discarded: bool,
+    /// While discarding (when kept): what was seen of the event's data so far.
+    discarding: Option<OversizedMessage>,
+    /// Discarded events whose end was seen, oldest first.
+    discarded: VecDeque<OversizedMessage>,
     /// While discarding: the current line has bytes (so it is not the terminating empty line).
     discard_line_nonempty: bool,
     /// The data buffer, without the spec's trailing `\n`.
@@ -123,9 +137,13 @@ impl SseParser {
         SseParser {
             max_event_bytes,
             line: Vec::new(),
+            line_is_data: false,
             bom_matched: Some(0),
             pending_cr: false,
             discard_event: false,
+            keep_discarded: false,
+            discarding: None,
+            discarded: VecDeque::new(),
             discard_line_nonempty: false,
             data: String::new(),
             data_started: false,
@@ -135,6 +153,20 @@ impl SseParser {
             retry: None,
             queue: VecDeque::new(),
         }
+    }
+
+    /// Also keeps what is needed to name the request a discarded event answered: its size and
+    /// the first and last KiB of its data, for [`next_discarded`](SseParser::next_discarded).
+    pub fn keeping_discarded(mut self) -> Self {
+        self.keep_discarded = true;
+        self
+    }
+
+    /// The next event discarded as too large whose end has been seen (its empty line, or the
+    /// end of the stream at [`finish`](SseParser::finish)), oldest first. Only on a parser made
+    /// [`keeping_discarded`](SseParser::keeping_discarded).
+    pub fn next_discarded(&mut self) -> Option<OversizedMessage> {
+        self.discarded.pop_front()
     }
 
     /// The `max_event_bytes` this parser was created with.
@@ -203,10 +235,12 @@ impl SseParser {
     /// reconnection), which may again start with a BOM.
     pub fn finish(&mut self) {
         self.line.clear();
+        self.line_is_data = false;
         self.drop_big_line_buffer();
         self.bom_matched = Some(0);
         self.pending_cr = false;
         self.discard_event = false;
+        self.end_discarded();
         self.discard_line_nonempty = false;
         self.reset_event();
     }
@@ -253,11 +287,24 @@ impl SseParser {
     fn partial_line(&mut self, bytes: &[u8], too_large: &mut bool) {
         if self.discard_event {
             self.discard_line_nonempty = true;
+            if let Some(discarding) = &mut self.discarding {
+                discarding.push(bytes);
+            }
         } else if self.line.len() + bytes.len() > self.line_limit() {
-            self.line.clear();
-            self.drop_big_line_buffer();
-            self.start_discard(too_large);
+            let line = std::mem::take(&mut self.line);
+            self.line_is_data = false;
+            self.start_discard(too_large, &[&line, bytes]);
+            self.recycle(Line::Owned(line));
             self.discard_line_nonempty = true;
+        } else if self.line.is_empty() && !self.line_is_data {
+            // The start of a line: a data line keeps only its value.
+            match data_value(bytes) {
+                Some(value) => {
+                    self.line_is_data = true;
+                    self.line.extend_from_slice(value);
+                }
+                None => self.line.extend_from_slice(bytes),
+            }
         } else {
             self.line.extend_from_slice(bytes);
         }
@@ -267,41 +314,48 @@ impl SseParser {
     fn end_line(&mut self, tail: &[u8], too_large: &mut bool) {
         if self.discard_event {
             let nonempty = std::mem::take(&mut self.discard_line_nonempty) || !tail.is_empty();
+            if let Some(discarding) = &mut self.discarding {
+                discarding.push(tail);
+            }
             if !nonempty {
                 // The empty line ending the discarded event.
                 self.discard_event = false;
+                self.end_discarded();
                 self.reset_event();
             }
             return;
         }
         if self.line.len() + tail.len() > self.line_limit() {
-            self.line.clear();
-            self.drop_big_line_buffer();
-            self.start_discard(too_large);
+            let line = std::mem::take(&mut self.line);
+            self.line_is_data = false;
+            self.start_discard(too_large, &[&line, tail]);
+            self.recycle(Line::Owned(line));
             return;
         }
-        let ok = if self.line.is_empty() {
-            self.process_line(Line::Borrowed(tail))
+        if std::mem::take(&mut self.line_is_data) {
+            let mut value = std::mem::take(&mut self.line);
+            value.extend_from_slice(tail);
+            self.push_data(Line::Owned(value), 0, too_large);
+        } else if self.line.is_empty() {
+            self.process_line(Line::Borrowed(tail), too_large);
         } else {
             let mut line = std::mem::take(&mut self.line);
             line.extend_from_slice(tail);
-            self.process_line(Line::Owned(line))
-        };
-        if !ok {
-            self.start_discard(too_large);
+            self.process_line(Line::Owned(line), too_large);
         }
     }
 
-    /// Interprets one complete line; `false` if the event's data grew too large.
-    fn process_line(&mut self, line: Line<'_>) -> bool {
+    /// Interprets one complete line (a `data` line that makes the event too large starts
+    /// discarding it).
+    fn process_line(&mut self, line: Line<'_>, too_large: &mut bool) {
         let bytes = line.bytes();
         if bytes.is_empty() {
             self.dispatch();
-            return true;
+            return;
         }
         if bytes[0] == b':' {
             self.recycle(line);
-            return true;
+            return;
         }
         let (name_end, value_start) = match memchr(b':', bytes) {
             Some(colon) if bytes.get(colon + 1) == Some(&b' ') => (colon, colon + 2),
@@ -310,13 +364,13 @@ impl SseParser {
         };
         let value = &bytes[value_start..];
         match &bytes[..name_end] {
-            b"data" => return self.push_data(line, value_start),
+            b"data" => return self.push_data(line, value_start, too_large),
             b"event" => {
                 self.event_type.clear();
-                self.event_type.push_str(&String::from_utf8_lossy(value));
+                self.event_type.push_str(&text(value));
             }
             b"id" if memchr(0, value).is_none() => {
-                self.event_id = Some(String::from_utf8_lossy(value).into_owned());
+                self.event_id = Some(text(value).into_owned());
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 // All digits, so parsing fails only on overflow.
@@ -329,40 +383,38 @@ impl SseParser {
             _ => {}
         }
         self.recycle(line);
-        true
     }
 
-    /// Appends a `data` line's value; `false` if the event's data would exceed the limit.
-    fn push_data(&mut self, line: Line<'_>, value_start: usize) -> bool {
+    /// Appends a `data` line's value, or starts discarding the event if its data would exceed
+    /// the limit.
+    fn push_data(&mut self, line: Line<'_>, value_start: usize, too_large: &mut bool) {
+        if line.bytes().len() - value_start > self.max_event_bytes
+            || (self.data_started
+                && self.data.len() + 1 + line.bytes().len() - value_start > self.max_event_bytes)
+        {
+            self.start_discard(too_large, &[&line.bytes()[value_start..]]);
+            self.recycle(line);
+            return;
+        }
         if !self.data_started {
             // First data line: take the line's own buffer when there is one, no copy.
-            let value = match line {
+            self.data = match line {
                 Line::Owned(mut buf) => {
                     buf.drain(..value_start);
                     String::from_utf8(buf)
                         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
                 }
-                Line::Borrowed(bytes) => {
-                    String::from_utf8_lossy(&bytes[value_start..]).into_owned()
-                }
+                Line::Borrowed(bytes) => text(&bytes[value_start..]).into_owned(),
             };
-            if value.len() > self.max_event_bytes {
-                return false;
-            }
-            self.data = value;
             self.data_started = true;
-            return true;
+            return;
         }
-        let value = String::from_utf8_lossy(&line.bytes()[value_start..]);
-        if self.data.len() + 1 + value.len() > self.max_event_bytes {
-            return false;
-        }
+        let value = text(&line.bytes()[value_start..]);
         self.data.reserve(1 + value.len());
         self.data.push('\n');
         self.data.push_str(&value);
         drop(value);
         self.recycle(line);
-        true
     }
 
     /// The empty line: commits the id and dispatches the event if it has data.
@@ -381,11 +433,31 @@ impl SseParser {
         self.queue.push_back(SseEvent { event, data, id });
     }
 
-    fn start_discard(&mut self, too_large: &mut bool) {
+    /// Starts discarding the current event; `line_so_far` is what was read of the line that
+    /// made it too large (kept, with the data so far, when discarded events are kept).
+    fn start_discard(&mut self, too_large: &mut bool, line_so_far: &[&[u8]]) {
         *too_large = true;
         self.discard_event = true;
         self.discard_line_nonempty = false;
+        if self.keep_discarded {
+            let mut discarding = OversizedMessage::new();
+            if self.data_started {
+                discarding.push(self.data.as_bytes());
+                discarding.push(b"\n");
+            }
+            for part in line_so_far {
+                discarding.push(part);
+            }
+            self.discarding = Some(discarding);
+        }
         self.reset_event();
+    }
+
+    /// The discarded event ended (its empty line, or the end of the stream).
+    fn end_discarded(&mut self) {
+        if let Some(discarded) = self.discarding.take() {
+            self.discarded.push_back(discarded);
+        }
     }
 
     fn reset_event(&mut self) {
@@ -412,6 +484,25 @@ impl SseParser {
     }
 }
 
+/// The value of a line that starts `data:` (without the one space after the colon), when the
+/// bytes show where it starts.
+fn data_value(line_start: &[u8]) -> Option<&[u8]> {
+    let rest = line_start.strip_prefix(b"data:")?;
+    match rest.first()? {
+        b' ' => Some(&rest[1..]),
+        _ => Some(rest),
+    }
+}
+
+/// Bytes as text: borrowed when they are valid UTF-8 (the usual case, checked at memory
+/// speed), otherwise decoded lossily (U+FFFD).
+fn text(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// A complete line, either inside the chunk or assembled across chunks.
 enum Line<'a> {
     Borrowed(&'a [u8]),
@@ -430,6 +521,7 @@ impl Line<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_core::RequestId;
 
     /// Events, last event ID, retry, and whether any `feed` failed.
     type Outcome = (Vec<SseEvent>, Option<String>, Option<Duration>, bool);
@@ -725,6 +817,48 @@ mod tests {
         assert!(parser.line.capacity() < 1000);
         parser.feed(b"\n\ndata: ok\n\n").unwrap();
         assert_eq!(parser.next_event(), Some(msg("ok")));
+    }
+
+    #[test]
+    fn discarded_events_keep_their_size_and_the_request_they_answered() {
+        let big = "x".repeat(300);
+        // Id first (most servers), id last (the TypeScript SDK), and cut off by the stream's end.
+        let head = format!("data: {{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\"{big}\"}}\n\n");
+        let tail =
+            format!("data: {{\"result\":\"{big}\",\"jsonrpc\":\"2.0\",\"id\":\"t\"}}\r\n\r\n");
+        let cut = format!("data: {{\"result\":\"{big}");
+        for chunk in [1, 7, 64, 4096] {
+            let mut parser = SseParser::new(100).keeping_discarded();
+            let stream = format!("{head}data: ok\n\n{tail}{cut}");
+            for piece in stream.as_bytes().chunks(chunk) {
+                let _ = parser.feed(piece);
+            }
+            let first = parser.next_discarded().expect("first");
+            assert_eq!(
+                first.request_id(),
+                Some(RequestId::Number(4)),
+                "chunk {chunk}"
+            );
+            // The data's size (with the field name when a chunk split the line before it).
+            let data = head.len() - "data: \n\n".len();
+            assert!((data..=data + 6).contains(&first.size()), "chunk {chunk}");
+            let second = parser.next_discarded().expect("second");
+            assert_eq!(
+                second.request_id(),
+                Some(RequestId::from("t")),
+                "chunk {chunk}"
+            );
+            assert!(parser.next_discarded().is_none(), "chunk {chunk}");
+            parser.finish();
+            let third = parser.next_discarded().expect("cut off");
+            assert_eq!(third.request_id(), None);
+            assert_eq!(parser.next_event(), Some(msg("ok")));
+            assert_eq!(parser.next_event(), None);
+        }
+        // Not kept unless asked for.
+        let mut parser = SseParser::new(100);
+        assert!(parser.feed(head.as_bytes()).is_err());
+        assert!(parser.next_discarded().is_none());
     }
 
     #[test]

@@ -16,24 +16,25 @@
 //! which proves a modern server; a cancelled request's stream is closed, which is the cancellation (no
 //! `notifications/cancelled` is POSTed).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::{Method, StatusCode};
 use mcp_core::types::{methods, CancelledNotificationParams};
 use mcp_core::{
     Message, ProtocolVersion, RequestId, Transport, TransportError, TransportErrorKind,
     TransportReceiver, TransportSender,
 };
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
-use reqwest::{Method, StatusCode, Url};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use crate::client::{HttpResponse, Target};
 use crate::config::HttpServerConfig;
-use crate::exchange::{read_limited, status_answer, status_error, Exchange};
+use crate::exchange::{message_body, read_limited, status_answer, status_error, Exchange};
 use crate::sse::SseParser;
 
 /// `Mcp-Session-Id`.
@@ -42,6 +43,12 @@ pub const SESSION_ID_HEADER: &str = "mcp-session-id";
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// `Last-Event-ID`.
 pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+
+const SESSION_ID: HeaderName = HeaderName::from_static(SESSION_ID_HEADER);
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static(LAST_EVENT_ID_HEADER);
+/// What a POST accepts back.
+const POST_ACCEPT: &str = "application/json, text/event-stream";
 
 /// Messages waiting for the session's reader before senders wait (backpressure).
 pub(crate) const INCOMING_QUEUE: usize = 1024;
@@ -107,11 +114,12 @@ use mcp_core::sync::lock;
 pub(crate) struct Shared {
     exchange: Exchange,
     /// The endpoint.
-    url: Url,
+    target: Target,
     /// The URL for messages (see `HttpServerConfig::display_url`).
     display_url: String,
     config: HttpServerConfig,
-    session_id: Mutex<Option<String>>,
+    /// The session id, as the server sent it (visible ASCII only).
+    session_id: Mutex<Option<HeaderValue>>,
     protocol_version: Mutex<Option<ProtocolVersion>>,
     /// Taken on close: once every stream task has ended too, the receiver sees the end.
     incoming: Mutex<Option<mpsc::Sender<Result<Message, TransportError>>>>,
@@ -119,17 +127,16 @@ pub(crate) struct Shared {
     /// The standalone GET stream's task (also in `tasks`), restarted with a new session.
     get_task: Mutex<Option<AbortHandle>>,
     get_stream_started: AtomicBool,
-    /// The task following each request's SSE answer, by request id: a cancelled request's
-    /// stream is closed once the server has been told.
-    post_streams: Mutex<HashMap<RequestId, AbortHandle>>,
+    /// The task following each request's SSE answer, with the request's id: a cancelled
+    /// request's stream is closed once the server has been told. (A list: it holds the
+    /// requests in flight, and is searched only on cancellation.)
+    post_streams: Mutex<Vec<(RequestId, AbortHandle)>>,
     closed: AtomicBool,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        for task in lock(&self.tasks).drain(..) {
-            task.abort();
-        }
+        self.abort_tasks();
     }
 }
 
@@ -145,6 +152,8 @@ enum StreamEnd {
     },
     /// The receiver is gone: stop.
     Closed,
+    /// Nothing more has arrived yet (only when not waiting for it).
+    Waiting,
 }
 
 impl Shared {
@@ -152,17 +161,12 @@ impl Shared {
         config: HttpServerConfig,
         incoming: Incoming,
     ) -> Result<Arc<Shared>, TransportError> {
+        let target = config.target()?;
         let exchange = Exchange::new(&config)?;
-        let url = Url::parse(&config.url).map_err(|e| {
-            TransportError::fatal(
-                TransportErrorKind::Connect,
-                format!("invalid server URL {}: {e}", exchange.display_url),
-            )
-        })?;
         Ok(Arc::new(Shared {
             display_url: exchange.display_url.clone(),
             exchange,
-            url,
+            target,
             config,
             session_id: Mutex::new(None),
             protocol_version: Mutex::new(None),
@@ -170,7 +174,7 @@ impl Shared {
             tasks: Mutex::new(Vec::new()),
             get_task: Mutex::new(None),
             get_stream_started: AtomicBool::new(false),
-            post_streams: Mutex::new(HashMap::new()),
+            post_streams: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         }))
     }
@@ -179,51 +183,63 @@ impl Shared {
         lock(&self.incoming).clone()
     }
 
+    /// Ends every stream task (the GET stream's, each request's).
+    fn abort_tasks(&self) {
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
+        for (_, task) in lock(&self.post_streams).drain(..) {
+            task.abort();
+        }
+    }
+
     /// Whether the session speaks (or probes for) the modern era.
     fn is_modern(&self) -> bool {
         lock(&self.protocol_version).is_some_and(|v| v.is_modern())
     }
 
-    /// Headers every request carries: configured ones, session id, protocol version.
-    fn request_headers(&self, accept: &'static str) -> HeaderMap {
-        let mut headers = self.exchange.headers();
-        headers.insert(ACCEPT, HeaderValue::from_static(accept));
-        if let Some(id) = lock(&self.session_id)
-            .as_deref()
-            .filter(|_| !self.is_modern())
-        {
-            if let Ok(value) = HeaderValue::from_str(id) {
-                headers.insert(HeaderName::from_static(SESSION_ID_HEADER), value);
-            }
+    /// The headers every request carries (besides the configured ones and credentials):
+    /// `Accept`, the session id, the protocol version.
+    fn request_headers(&self, accept: &'static str) -> RequestHeaders {
+        let version = *lock(&self.protocol_version);
+        let modern = version.is_some_and(|v| v.is_modern());
+        RequestHeaders {
+            accept,
+            session_id: if modern {
+                None
+            } else {
+                lock(&self.session_id).clone()
+            },
+            protocol_version: version
+                .filter(|v| v.has_protocol_version_header())
+                .map(|v| v.as_str()),
+            last_event_id: None,
+            metadata: None,
         }
-        if let Some(version) = *lock(&self.protocol_version) {
-            if version.has_protocol_version_header() {
-                headers.insert(
-                    HeaderName::from_static(PROTOCOL_VERSION_HEADER),
-                    HeaderValue::from_static(version.as_str()),
-                );
-            }
-        }
-        headers
     }
 
     /// Sends one HTTP request to the endpoint with credentials (see [`Exchange::send`]).
     async fn execute(
         &self,
         method: Method,
-        headers: HeaderMap,
-        body: Option<&[u8]>,
-    ) -> Result<reqwest::Response, TransportError> {
-        self.exchange.send(method, &self.url, headers, body).await
+        headers: &RequestHeaders,
+        body: Option<Bytes>,
+    ) -> Result<HttpResponse, TransportError> {
+        self.exchange
+            .send(method, &self.target, &|map| headers.apply(map), body)
+            .await
     }
 
     /// Reads an SSE response, forwarding every message; stops at the response to `awaiting`.
+    /// Without `wait`, reads only what has arrived already and returns
+    /// [`StreamEnd::Waiting`] when that is all.
     async fn pump_sse(
         &self,
-        mut response: reqwest::Response,
+        response: &mut HttpResponse,
         parser: &mut SseParser,
         awaiting: Option<&RequestId>,
         lists_tools: bool,
+        wait: bool,
     ) -> StreamEnd {
         let Some(incoming) = self.incoming() else {
             return StreamEnd::Closed;
@@ -234,7 +250,7 @@ impl Shared {
                 if event.event_type() != "message" || event.data.is_empty() {
                     continue;
                 }
-                let item = Message::from_json_str(&event.data).map_err(|e| {
+                let item = event_message(event.data).map_err(|e| {
                     TransportError::recoverable(
                         TransportErrorKind::InvalidMessage,
                         format!("the server sent {e}"),
@@ -261,7 +277,15 @@ impl Shared {
                 retry: parser.retry(),
                 why,
             };
-            match response.chunk().await {
+            let next = if wait {
+                response.chunk().await
+            } else {
+                match response.ready_chunk() {
+                    Some(next) => next,
+                    None => return StreamEnd::Waiting,
+                }
+            };
+            match next {
                 Ok(Some(chunk)) => {
                     if let Err(e) = parser.feed(&chunk) {
                         let error = TransportError::recoverable(
@@ -273,20 +297,16 @@ impl Shared {
                     }
                 }
                 Ok(None) => return dropped("the stream ended".into(), parser),
-                Err(e) => {
-                    return dropped(format!("the stream failed: {}", e.without_url()), parser)
-                }
+                Err(e) => return dropped(format!("the stream failed: {e}"), parser),
             }
         }
     }
 
     /// GET with `Last-Event-ID`: resumes a stream the server dropped.
-    async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, TransportError> {
+    async fn resume(&self, last_event_id: &str) -> Result<HttpResponse, TransportError> {
         let mut headers = self.request_headers("text/event-stream");
-        if let Ok(value) = HeaderValue::from_str(last_event_id) {
-            headers.insert(HeaderName::from_static(LAST_EVENT_ID_HEADER), value);
-        }
-        let response = self.execute(Method::GET, headers, None).await?;
+        headers.last_event_id = HeaderValue::from_str(last_event_id).ok();
+        let response = self.execute(Method::GET, &headers, None).await?;
         if response.status().is_success() {
             Ok(response)
         } else {
@@ -313,23 +333,25 @@ impl Shared {
         Ok(Message::Response(response))
     }
 
-    /// Follows a POST's SSE stream to the response, resuming it when it drops (legacy era; a
-    /// modern stream is never resumed).
+    /// Follows a POST's SSE stream to the response from where `end` left it, resuming it
+    /// when it drops (legacy era; a modern stream is never resumed).
     async fn follow_post_stream(
         self: Arc<Self>,
-        response: reqwest::Response,
+        mut response: HttpResponse,
+        mut parser: SseParser,
         id: RequestId,
         lists_tools: bool,
+        mut end: StreamEnd,
     ) {
-        let mut parser = SseParser::new(self.config.max_message_size);
-        let mut response = response;
         let mut attempts = 0;
         loop {
-            match self
-                .pump_sse(response, &mut parser, Some(&id), lists_tools)
-                .await
-            {
+            match end {
                 StreamEnd::Answered | StreamEnd::Closed => return,
+                StreamEnd::Waiting => {
+                    end = self
+                        .pump_sse(&mut response, &mut parser, Some(&id), lists_tools, true)
+                        .await;
+                }
                 StreamEnd::Dropped {
                     last_event_id,
                     retry,
@@ -346,32 +368,31 @@ impl Shared {
                         return self.fail_request(&id, format!("{why} before the response; resuming failed {MAX_RESUME_ATTEMPTS} times")).await;
                     }
                     tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
-                    match self.resume(&last_event_id).await {
-                        Ok(resumed) => {
-                            response = resumed;
-                            parser.finish();
-                        }
+                    // Boxed: the task of every streamed answer is this big, and resuming is rare.
+                    match Box::pin(self.resume(&last_event_id)).await {
+                        Ok(resumed) => response = resumed,
                         Err(e) => {
                             tracing::debug!(error = %e, "resuming a response stream failed");
-                            response = match self.resume_later(&last_event_id, &mut attempts).await
-                            {
-                                Some(r) => r,
-                                None => return self.fail_request(&id, format!("{why}; {e}")).await,
-                            };
-                            parser.finish();
+                            response =
+                                match Box::pin(self.resume_later(&last_event_id, &mut attempts))
+                                    .await
+                                {
+                                    Some(r) => r,
+                                    None => {
+                                        return self.fail_request(&id, format!("{why}; {e}")).await
+                                    }
+                                };
                         }
                     }
+                    parser.finish();
+                    end = StreamEnd::Waiting;
                 }
             }
         }
     }
 
     /// Retries resumption with the default delay until it works or attempts run out.
-    async fn resume_later(
-        &self,
-        last_event_id: &str,
-        attempts: &mut u32,
-    ) -> Option<reqwest::Response> {
+    async fn resume_later(&self, last_event_id: &str, attempts: &mut u32) -> Option<HttpResponse> {
         while *attempts < MAX_RESUME_ATTEMPTS && !self.closed.load(Ordering::Acquire) {
             *attempts += 1;
             tokio::time::sleep(DEFAULT_RETRY).await;
@@ -404,12 +425,10 @@ impl Shared {
                 return;
             }
             let mut headers = self.request_headers("text/event-stream");
-            if let Some(id) = parser.last_event_id() {
-                if let Ok(value) = HeaderValue::from_str(id) {
-                    headers.insert(HeaderName::from_static(LAST_EVENT_ID_HEADER), value);
-                }
-            }
-            let answer = self.execute(Method::GET, headers, None).await;
+            headers.last_event_id = parser
+                .last_event_id()
+                .and_then(|id| HeaderValue::from_str(id).ok());
+            let answer = self.execute(Method::GET, &headers, None).await;
             // The first answer (a stream, a 405, a failure) releases the `initialized` send.
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());
@@ -419,10 +438,13 @@ impl Shared {
                     tracing::debug!(url = %self.display_url, "the server offers no standalone stream (405)");
                     return;
                 }
-                Ok(response) if response.status().is_success() => {
+                Ok(mut response) if response.status().is_success() => {
                     failures = 0;
-                    match self.pump_sse(response, &mut parser, None, false).await {
-                        StreamEnd::Closed | StreamEnd::Answered => return,
+                    match self
+                        .pump_sse(&mut response, &mut parser, None, false, true)
+                        .await
+                    {
+                        StreamEnd::Closed | StreamEnd::Answered | StreamEnd::Waiting => return,
                         StreamEnd::Dropped { retry, why, .. } => {
                             tracing::debug!(why, "the standalone stream dropped; reconnecting");
                             parser.finish();
@@ -479,13 +501,11 @@ impl Shared {
         if shared.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        for task in lock(&shared.tasks).drain(..) {
-            task.abort();
-        }
+        shared.abort_tasks();
         let session = lock(&shared.session_id).clone();
         if session.is_some() {
-            let headers = shared.request_headers("application/json, text/event-stream");
-            let delete = shared.execute(Method::DELETE, headers, None);
+            let headers = shared.request_headers(POST_ACCEPT);
+            let delete = shared.execute(Method::DELETE, &headers, None);
             match tokio::time::timeout(Duration::from_secs(5), delete).await {
                 Ok(Ok(r)) => tracing::debug!(status = %r.status(), "session ended (DELETE)"),
                 Ok(Err(e)) => tracing::debug!(error = %e, "DELETE of the session failed"),
@@ -499,9 +519,7 @@ impl Shared {
     /// transport flavor took over).
     pub(crate) fn abandon(&self) {
         self.closed.store(true, Ordering::Release);
-        for task in lock(&self.tasks).drain(..) {
-            task.abort();
-        }
+        self.abort_tasks();
         lock(&self.incoming).take();
     }
 
@@ -532,12 +550,7 @@ impl Shared {
             _ => None,
         };
         let opens_session = matches!(&message, Message::Notification(n) if n.method == mcp_core::types::methods::NOTIFICATION_INITIALIZED);
-        let body = message.to_json_string().map_err(|e| {
-            TransportError::recoverable(
-                TransportErrorKind::InvalidMessage,
-                format!("could not encode the message: {e}"),
-            )
-        })?;
+        let body = message_body(&message)?;
         let cancels = match &message {
             Message::Notification(n) if n.method == methods::NOTIFICATION_CANCELLED => n
                 .params
@@ -550,32 +563,29 @@ impl Shared {
             // Nobody waits for anything more of that request: stop following its stream now,
             // whether or not the cancellation's own POST gets through (a stalled server may
             // take it and never answer).
-            if let Some(stream) = lock(&shared.post_streams).remove(&cancelled) {
-                stream.abort();
+            let mut streams = lock(&shared.post_streams);
+            if let Some(at) = streams.iter().position(|(id, _)| *id == cancelled) {
+                streams.swap_remove(at).1.abort();
             }
+            drop(streams);
             if modern {
                 // Closing the request's stream was the cancellation.
                 return Ok(());
             }
         }
         let had_session = lock(&shared.session_id).is_some();
-        let mut headers = shared.request_headers("application/json, text/event-stream");
-        if let Some(metadata) = metadata {
-            headers.extend(metadata);
-        }
-        let response = shared
-            .execute(Method::POST, headers, Some(body.as_bytes()))
-            .await?;
+        let mut headers = shared.request_headers(POST_ACCEPT);
+        headers.metadata = metadata;
+        let response = shared.execute(Method::POST, &headers, Some(body)).await?;
         let status = response.status();
         if let Some(id) = response
             .headers()
-            .get(SESSION_ID_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .filter(|_| !modern)
+            .get(SESSION_ID)
+            .filter(|v| !modern && v.to_str().is_ok())
         {
             let mut session = lock(&shared.session_id);
             if session.is_none() {
-                *session = Some(id.to_owned());
+                *session = Some(id.clone());
             }
         }
         if status == StatusCode::NOT_FOUND && had_session {
@@ -637,30 +647,44 @@ impl Shared {
             lock(&shared.tasks).push(task);
             let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, opened).await;
         }
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
         let Some(id) = request_id else {
             // Notifications and responses: 202 Accepted, nothing to read.
             return Ok(());
         };
-        if content_type.starts_with("text/event-stream") {
-            let task = tokio::spawn(shared.clone().follow_post_stream(
+        if is_event_stream(response.headers()) {
+            // The answer has usually arrived with the headers: read what is in here, and
+            // follow the stream in a task only when more is to come.
+            let mut response = response;
+            let mut parser = SseParser::new(shared.config.max_message_size);
+            let mut end = shared
+                .pump_sse(&mut response, &mut parser, Some(&id), lists_tools, false)
+                .await;
+            if matches!(end, StreamEnd::Waiting) {
+                // hyper hands the body over one piece at a time, and most servers send a
+                // priming event before the answer: let the connection's task run once more.
+                // (`yield_now` defers this task until the scheduler has run every ready
+                // task, a `LocalSet`'s included; waking itself would not, there.)
+                tokio::task::yield_now().await;
+                end = shared
+                    .pump_sse(&mut response, &mut parser, Some(&id), lists_tools, false)
+                    .await;
+            }
+            if matches!(end, StreamEnd::Answered | StreamEnd::Closed) {
+                return Ok(());
+            }
+            // Boxed: the follower's future is about 2 KiB, which spawning would copy around
+            // several times.
+            let task = tokio::spawn(Box::pin(shared.clone().follow_post_stream(
                 response,
+                parser,
                 id.clone(),
                 lists_tools,
-            ))
+                end,
+            )))
             .abort_handle();
             let mut streams = lock(&shared.post_streams);
-            streams.retain(|_, t| !t.is_finished());
-            streams.insert(id, task.clone());
-            drop(streams);
-            let mut tasks = lock(&shared.tasks);
-            tasks.retain(|t| !t.is_finished());
-            tasks.push(task);
+            streams.retain(|(_, t)| !t.is_finished());
+            streams.push((id, task));
             return Ok(());
         }
         if status == StatusCode::ACCEPTED {
@@ -707,9 +731,7 @@ pub struct HttpSender {
 impl Drop for HttpSender {
     /// The stream tasks hold the shared state; the sender owns them: dropping it ends them.
     fn drop(&mut self) {
-        for task in lock(&self.shared.tasks).drain(..) {
-            task.abort();
-        }
+        self.shared.abort_tasks();
         lock(&self.shared.incoming).take();
     }
 }
@@ -736,6 +758,53 @@ impl TransportSender for HttpSender {
     fn transport_name(&self) -> &'static str {
         "tcp"
     }
+}
+
+/// The message an SSE event's data holds. Its parameters or result share the data's buffer
+/// instead of being copied out of it (a large result is not copied once more).
+pub(crate) fn event_message(data: String) -> Result<Message, mcp_core::jsonrpc::MessageError> {
+    Message::from_shared_line(&Arc::new(data.into_bytes()))
+}
+
+/// The headers of one request to the endpoint, fixed when it is made (and applied again to
+/// a retry or a redirected request).
+struct RequestHeaders {
+    accept: &'static str,
+    session_id: Option<HeaderValue>,
+    protocol_version: Option<&'static str>,
+    last_event_id: Option<HeaderValue>,
+    /// The modern request metadata headers.
+    metadata: Option<HeaderMap>,
+}
+
+impl RequestHeaders {
+    fn apply(&self, headers: &mut HeaderMap) {
+        headers.insert(ACCEPT, HeaderValue::from_static(self.accept));
+        if let Some(id) = &self.session_id {
+            headers.insert(SESSION_ID, id.clone());
+        }
+        if let Some(version) = self.protocol_version {
+            headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version));
+        }
+        if let Some(id) = &self.last_event_id {
+            headers.insert(LAST_EVENT_ID, id.clone());
+        }
+        if let Some(metadata) = &self.metadata {
+            for (name, value) in metadata {
+                headers.append(name, value.clone());
+            }
+        }
+    }
+}
+
+/// Whether an answer is an SSE stream (`text/event-stream`, any case, any parameters).
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    const EVENT_STREAM: &[u8] = b"text/event-stream";
+    headers.get(CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes()
+            .get(..EVENT_STREAM.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(EVENT_STREAM))
+    })
 }
 
 /// One message, or a batch (2025-03-26 servers).

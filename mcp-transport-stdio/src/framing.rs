@@ -5,11 +5,8 @@
 
 use std::sync::Arc;
 
-use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
+use mcp_core::{Message, OversizedMessage, RequestId, TransportError, TransportErrorKind};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
-
-/// Bytes of an oversized line kept from its start and end to find its request id.
-const KEEP: usize = 1024;
 
 /// What one line turned into.
 #[derive(Debug)]
@@ -26,15 +23,10 @@ pub(crate) struct LineReader<R> {
     inner: R,
     line: Vec<u8>,
     max: usize,
-    oversized: Option<Oversized>,
+    /// Discarding a line over the cap (its size and ends kept to name its request).
+    oversized: Option<OversizedMessage>,
     /// The last line whose payloads share their bytes with it; reused when they are dropped.
     spare: Option<Arc<Vec<u8>>>,
-}
-
-struct Oversized {
-    size: usize,
-    head: Vec<u8>,
-    tail: Vec<u8>,
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
@@ -67,19 +59,15 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             match memchr(buf) {
                 Some(pos) => {
                     let frame = if let Some(over) = &mut self.oversized {
-                        over.size += pos;
-                        keep_tail(&mut over.tail, &buf[..pos]);
+                        over.push(&buf[..pos]);
                         self.inner.consume(pos + 1);
                         Some(self.finish_oversized())
                     } else if self.line.is_empty() {
                         // Fast path: the whole line is in the buffer; parse it in place.
                         let frame = if pos > self.max {
-                            Some(too_large(
-                                pos,
-                                &buf[..KEEP.min(pos)],
-                                &buf[pos.saturating_sub(KEEP)..pos],
-                                self.max,
-                            ))
+                            let mut over = OversizedMessage::new();
+                            over.push(&buf[..pos]);
+                            Some(Frame::Bad(over.error(self.max)))
                         } else {
                             blank_or_parse(&buf[..pos])
                         };
@@ -89,8 +77,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                         let total = self.line.len() + pos;
                         if total > self.max {
                             let mut over = start_oversized(&mut self.line);
-                            over.size += pos;
-                            keep_tail(&mut over.tail, &buf[..pos]);
+                            over.push(&buf[..pos]);
                             self.inner.consume(pos + 1);
                             self.oversized = Some(over);
                             Some(self.finish_oversized())
@@ -113,16 +100,10 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 None => {
                     let n = buf.len();
                     if let Some(over) = &mut self.oversized {
-                        over.size += n;
-                        keep_tail(&mut over.tail, buf);
+                        over.push(buf);
                     } else if self.line.len() + n > self.max {
                         let mut over = start_oversized(&mut self.line);
-                        over.size += n;
-                        if over.head.len() < KEEP {
-                            let take = (KEEP - over.head.len()).min(n);
-                            over.head.extend_from_slice(&buf[..take]);
-                        }
-                        keep_tail(&mut over.tail, buf);
+                        over.push(buf);
                         self.oversized = Some(over);
                     } else {
                         if self.line.capacity() == 0 {
@@ -137,12 +118,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 
     fn finish_oversized(&mut self) -> Frame {
-        let over = self.oversized.take().unwrap_or(Oversized {
-            size: 0,
-            head: Vec::new(),
-            tail: Vec::new(),
-        });
-        too_large(over.size, &over.head, &over.tail, self.max)
+        let over = self.oversized.take().unwrap_or_default();
+        Frame::Bad(over.error(self.max))
     }
 }
 
@@ -159,32 +136,18 @@ fn reclaim_spare(spare: &mut Option<Arc<Vec<u8>>>) -> Vec<u8> {
     }
 }
 
-/// Switches to discarding: keeps what the line had so far as head and tail, frees the rest.
-fn start_oversized(line: &mut Vec<u8>) -> Oversized {
-    let head = line[..KEEP.min(line.len())].to_vec();
-    let mut tail = Vec::new();
-    keep_tail(&mut tail, line);
-    let size = line.len();
+/// Switches to discarding: keeps the ends of what the line had so far, frees the rest.
+fn start_oversized(line: &mut Vec<u8>) -> OversizedMessage {
+    let mut over = OversizedMessage::new();
+    over.push(line);
     *line = Vec::new();
-    Oversized { size, head, tail }
+    over
 }
 
 /// The first newline (SIMD search: results can be megabytes, so a byte loop shows up in
 /// profiles).
 fn memchr(buf: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', buf)
-}
-
-fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {
-    if more.len() >= KEEP {
-        tail.clear();
-        tail.extend_from_slice(&more[more.len() - KEEP..]);
-    } else {
-        tail.extend_from_slice(more);
-        if tail.len() > KEEP {
-            tail.drain(..tail.len() - KEEP);
-        }
-    }
 }
 
 fn blank_or_parse(line: &[u8]) -> Option<Frame> {
@@ -240,64 +203,6 @@ fn preview(line: &[u8]) -> String {
     } else {
         text.into_owned()
     }
-}
-
-fn too_large(size: usize, head: &[u8], tail: &[u8], max: usize) -> Frame {
-    let id = id_in_head(head).or_else(|| id_in_tail(tail));
-    Frame::Bad(
-        TransportError::recoverable(
-            TransportErrorKind::MessageTooLarge,
-            format!(
-                "the server sent a message of {} bytes, over the {max}-byte limit (max_message_size); it was discarded",
-                size
-            ),
-        )
-        .for_request(id),
-    )
-}
-
-/// `{"jsonrpc":"2.0","id":5,"result":…`: the id before the result starts.
-fn id_in_head(head: &[u8]) -> Option<RequestId> {
-    let text = String::from_utf8_lossy(head);
-    let id_at = text.find("\"id\"")?;
-    let body_at = ["\"result\"", "\"error\"", "\"params\""]
-        .iter()
-        .filter_map(|k| text.find(k))
-        .min()
-        .unwrap_or(usize::MAX);
-    (id_at < body_at)
-        .then(|| parse_id_after(&text[id_at + 4..]))
-        .flatten()
-}
-
-/// `…},"jsonrpc":"2.0","id":5}`: the id as the object's last member.
-fn id_in_tail(tail: &[u8]) -> Option<RequestId> {
-    let text = String::from_utf8_lossy(tail);
-    let id_at = text.rfind("\"id\"")?;
-    let rest = &text[id_at + 4..];
-    let id = parse_id_after(rest)?;
-    // Only trust it when nothing but the closing brace follows.
-    let after_value = rest.trim_start().trim_start_matches(':').trim_start();
-    let end = match after_value.chars().next()? {
-        '"' => after_value[1..].find('"')? + 2,
-        _ => after_value
-            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-            .unwrap_or(after_value.len()),
-    };
-    (after_value[end..].trim() == "}").then_some(id)
-}
-
-fn parse_id_after(rest: &str) -> Option<RequestId> {
-    let value = rest.trim_start().strip_prefix(':')?.trim_start();
-    if let Some(s) = value.strip_prefix('"') {
-        let end = s.find('"')?;
-        return Some(RequestId::from(&s[..end]));
-    }
-    let digits: String = value
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    digits.parse::<i64>().ok().map(RequestId::Number)
 }
 
 #[cfg(test)]
@@ -416,19 +321,5 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn ids_are_found_only_at_the_top_level_positions() {
-        assert_eq!(
-            id_in_head(br#"{"jsonrpc":"2.0","id":12,"result":{"#),
-            Some(RequestId::Number(12))
-        );
-        assert_eq!(id_in_head(br#"{"jsonrpc":"2.0","result":{"id":4"#), None);
-        assert_eq!(
-            id_in_tail(br#"xx"}]},"jsonrpc":"2.0","id":5}"#),
-            Some(RequestId::Number(5))
-        );
-        assert_eq!(id_in_tail(br#"{"id":5,"more":1}]}}"#), None);
     }
 }

@@ -1,6 +1,9 @@
 //! The `_meta` every request carries: the progress token and, in the modern era, the protocol
 //! version, client capabilities, client info and log level — added in one place
-//! ([`with_request_meta`]), spliced as text into raw parameters.
+//! ([`with_request_meta`]), spliced as text into raw parameters (or, for a transport that
+//! answers in place, handed over as values: [`MetaAdditions::as_values`]).
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -13,7 +16,8 @@ use crate::version::ProtocolVersion;
 
 /// The `_meta` members every modern request carries, built once per session.
 pub(super) struct ModernMeta {
-    members: Map<String, Value>,
+    /// Shared (in-process transports get them as values: `MetaAdditions::as_values`).
+    members: Arc<Map<String, Value>>,
     /// The same members as JSON object members without braces, for splicing into raw text.
     text: String,
 }
@@ -29,7 +33,10 @@ impl ModernMeta {
         members.insert(meta::CLIENT_INFO.into(), client_info);
         let object = Value::Object(members.clone()).to_string();
         let text = object[1..object.len() - 1].to_owned();
-        ModernMeta { members, text }
+        ModernMeta {
+            members: Arc::new(members),
+            text,
+        }
     }
 }
 
@@ -44,6 +51,15 @@ pub(super) struct MetaAdditions<'a> {
 }
 
 impl MetaAdditions<'_> {
+    /// The same additions as values, for a transport that answers in place.
+    pub(super) fn as_values(&self) -> crate::transport::RequestMeta<'_> {
+        crate::transport::RequestMeta {
+            progress_token: self.progress_token,
+            modern: self.modern.map(|m| &m.members),
+            log_level: self.modern.and(self.log_level),
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.progress_token.is_none() && self.modern.is_none()
     }
@@ -78,7 +94,7 @@ impl MetaAdditions<'_> {
         if let Some(modern) = self.modern {
             // The session's protocol fields win: they must match the transport's headers and
             // what the session's handler can answer.
-            for (key, value) in &modern.members {
+            for (key, value) in modern.members.iter() {
                 target.insert(key.clone(), value.clone());
             }
             if let Some(level) = self.log_level {
@@ -139,11 +155,19 @@ pub(super) fn with_request_meta(
             }
             let body = body.trim_start();
             let members = additions.text();
-            let spliced = if body.starts_with('}') {
-                format!("{{\"_meta\":{{{members}}}}}")
+            // Built with `push_str`, not `format!`: this runs for every request, and
+            // `format!` cost more than the rest of this function (it grows the string
+            // several times).
+            let mut spliced = String::with_capacity(members.len() + body.len() + 12);
+            spliced.push_str("{\"_meta\":{");
+            spliced.push_str(&members);
+            spliced.push('}');
+            if body.starts_with('}') {
+                spliced.push('}');
             } else {
-                format!("{{\"_meta\":{{{members}}},{body}")
-            };
+                spliced.push(',');
+                spliced.push_str(body);
+            }
             // A member added at the front of a valid object is a valid object: no second parse.
             Ok(Some(Payload::Shared(
                 crate::jsonrpc::SharedJson::from_valid_json(spliced),

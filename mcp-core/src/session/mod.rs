@@ -17,7 +17,7 @@
 //! `era.rs` the two eras (the probe, the fallback, the memo); `meta.rs` the per-request
 //! `_meta`; `modern.rs` modern requests (removed methods, multi round-trip requests, version
 //! refusals); `tasks.rs` following a task of the Tasks extension; `listen.rs` the modern `subscriptions/listen` stream; `request.rs` the request
-//! path; `reader.rs` the reader and outbox tasks; `server_requests.rs` server→client requests;
+//! path; `in_place.rs` requests an in-process transport answers in the caller's task; `reader.rs` the reader and outbox tasks; `server_requests.rs` server→client requests;
 //! `pending.rs` the pending table.
 //!
 //! Tasks: the reader task (dispatches everything the server sends), an outbox task (sends the
@@ -28,6 +28,7 @@
 
 mod era;
 mod handler;
+mod in_place;
 mod listen;
 mod meta;
 mod modern;
@@ -550,6 +551,8 @@ impl SessionShared {
     }
 }
 
+#[cfg(test)]
+mod in_place_tests;
 #[cfg(test)]
 mod modern_tests;
 #[cfg(test)]

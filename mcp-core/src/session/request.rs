@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::in_place::Deadlines;
 use super::meta::with_request_meta;
 use super::pending::{PendingRequest, ProgressState};
 use super::reader::OutboxItem;
@@ -82,9 +83,30 @@ impl ClientSession {
 
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let additions = shared.meta_additions(shape.progress_token.then_some(id), shape.modern);
-        let params = with_request_meta(params, &additions)?;
         let progress = (reset || options.on_progress.is_some())
             .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
+        // An in-process transport may answer in the caller's task instead, given the `_meta`
+        // additions as values (in_place.rs); otherwise they are spliced in and the request sent.
+        let request = Request::new(id, method, params);
+        let params = match shared
+            .sender
+            .answer_in_place(request, additions.as_values())
+        {
+            Ok(answer) => {
+                let deadlines = Deadlines {
+                    started,
+                    timeout,
+                    reset_on_progress: reset,
+                    hard: hard_deadline,
+                    first: deadline,
+                };
+                return self
+                    .await_in_place(method, id, answer, progress, deadlines)
+                    .await;
+            }
+            Err(request) => request.params,
+        };
+        let params = with_request_meta(params, &additions)?;
         let (reply, response) = oneshot::channel();
         shared
             .pending

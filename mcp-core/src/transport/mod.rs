@@ -5,7 +5,7 @@
 //! A transport moves whole JSON-RPC [`Message`]s, never bytes: each implementation frames its own
 //! bytes (newline-delimited JSON on stdio, HTTP bodies and SSE events, WebSocket text frames, gRPC
 //! stream items) or none at all (the in-process transport passes messages by move, so a
-//! [`Payload::Value`](crate::Payload::Value) is never serialized).
+//! [`Payload::Value`] is never serialized).
 //!
 //! **Connecting** is each transport's own constructor (`StdioTransport::spawn(config)`, …): what
 //! connecting needs differs per transport, so it is not a trait method. A constructed transport is
@@ -44,17 +44,56 @@
 //!
 //! **Cancellation safety.** `receive` is only ever awaited to completion or dropped together with
 //! the whole receiver, so implementations need not be cancel-safe.
+//!
+//! **Answering in place** (optional). An in-process transport may answer a request without
+//! sending it: [`TransportSender::answer_in_place`] returns the answer as a future that the
+//! session awaits in the caller's task, so a call costs no channel, reader task or oneshot hop,
+//! and what the session adds to the request's `_meta` is handed over as values
+//! ([`RequestMeta`]) instead of being spliced into the parameters as text. Everything else the
+//! server sends (progress, logs, its own requests) still arrives through the receiver, and the
+//! transport has it dispatched before the answer resolves.
 
 mod channel;
+mod oversized;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde_json::{Map, Value};
 
 pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
+pub use oversized::OversizedMessage;
 
-use crate::jsonrpc::{Message, RequestId};
+use crate::jsonrpc::{ErrorObject, Message, Payload, Request, RequestId};
+use crate::types::LoggingLevel;
 use crate::version::ProtocolVersion;
+
+/// An in-process server's answer to one request, awaited in the caller's task (see
+/// [`TransportSender::answer_in_place`]): the server's result or JSON-RPC error, or a transport
+/// failure (the connection is closed, the server died).
+pub type InPlaceAnswer = Pin<
+    Box<dyn Future<Output = Result<Result<Payload, ErrorObject>, TransportError>> + Send + 'static>,
+>;
+
+/// What the session adds to a request's `params._meta`, as values: handed to
+/// [`TransportSender::answer_in_place`] instead of spliced into the parameters. A server reads
+/// the request's own `params._meta` (what the caller put there) together with it, as if
+/// spliced: the caller's `progressToken` and log level win, the session's protocol members
+/// win.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestMeta<'a> {
+    /// `progressToken`: the request's own id (every request but `initialize`).
+    pub progress_token: Option<i64>,
+    /// Modern era: the protocol members — `io.modelcontextprotocol/protocolVersion`,
+    /// `…/clientCapabilities`, `…/clientInfo` — the same for every request of the session
+    /// (clone the `Arc` to keep them).
+    pub modern: Option<&'a Arc<Map<String, Value>>>,
+    /// Modern era: `io.modelcontextprotocol/logLevel`, once `logging/setLevel` chose one.
+    pub log_level: Option<LoggingLevel>,
+}
 
 /// A connected transport, ready to be split into its two halves.
 pub trait Transport: Send + 'static {
@@ -144,6 +183,14 @@ impl TransportSender for Box<dyn TransportSender> {
         (**self).prefers_values()
     }
 
+    fn answer_in_place(
+        &self,
+        request: Request,
+        meta: RequestMeta<'_>,
+    ) -> Result<InPlaceAnswer, Request> {
+        (**self).answer_in_place(request, meta)
+    }
+
     fn transport_name(&self) -> &'static str {
         (**self).transport_name()
     }
@@ -187,11 +234,35 @@ pub trait TransportSender: Send + Sync + 'static {
         false
     }
 
-    /// True for in-process transports, where a [`Payload::Value`](crate::Payload::Value) moves
+    /// True for in-process transports, where a [`Payload::Value`] moves
     /// to the server for free; byte transports return false (the default) and the session then
     /// hands them parameters already serialized, so nothing is built twice.
     fn prefers_values(&self) -> bool {
         false
+    }
+
+    /// For in-process transports: the answer to `request` as a future the session awaits in the
+    /// caller's task, instead of a [`send`](TransportSender::send) whose response comes back
+    /// through the receiver, the reader task and a oneshot. `request` carries the caller's
+    /// parameters as they are; `meta` is what the session would have added to their `_meta`.
+    /// The transport may read the request at once; the server's work happens as the future is
+    /// polled, and dropping it before it resolves cancels the request (no
+    /// `notifications/cancelled` follows: the server sees the drop). Whatever
+    /// the server sends while answering (progress, logs, its own requests) still comes through
+    /// the receiver, and is dispatched before the future resolves, as it would be on a byte
+    /// transport. When the connection ends (closed, the server died), the future resolves at
+    /// once with the transport error.
+    ///
+    /// `Err(request)` hands the request back: the session adds `meta` to its parameters and
+    /// sends it the ordinary way. That is the default, and what an in-process transport returns
+    /// for requests it keeps on the ordinary path (a long-lived `subscriptions/listen`).
+    fn answer_in_place(
+        &self,
+        request: Request,
+        meta: RequestMeta<'_>,
+    ) -> Result<InPlaceAnswer, Request> {
+        let _ = meta;
+        Err(request)
     }
 
     /// The transport's name as in OpenTelemetry's `network.transport` / MCP conventions

@@ -1,0 +1,124 @@
+//! Requests an in-process transport answers in the caller's task
+//! ([`TransportSender::answer_in_place`](crate::TransportSender::answer_in_place)): no send, no
+//! reader task, no oneshot between the caller and the server's handler.
+//!
+//! What a request has on the ordinary path (`request.rs`) holds here too:
+//! - one deadline from the moment it was issued, restarted by progress when asked for;
+//! - progress callbacks: a request that wants progress is in the pending table while it runs,
+//!   so the reader task finds it when the server's progress notifications arrive;
+//! - cancellation on drop: dropping the answer future is the cancellation (the transport tells
+//!   its server), on a timeout as when the caller gives up;
+//! - a session that has ended refuses new requests, and the transport fails the ones in flight
+//!   when the connection ends.
+
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::pending::{PendingRequest, ProgressState};
+use super::request::human_duration;
+use super::{ClientSession, SessionShared};
+use crate::error::{Delivery, Error};
+use crate::jsonrpc::Payload;
+use crate::time::deadline_after;
+use crate::transport::InPlaceAnswer;
+
+/// The deadlines of one request, as `issue_shaped` computed them.
+pub(super) struct Deadlines {
+    /// When the request was issued.
+    pub(super) started: Instant,
+    /// How long it may take (between progress notifications, when they restart it).
+    pub(super) timeout: std::time::Duration,
+    /// Whether progress restarts the deadline.
+    pub(super) reset_on_progress: bool,
+    /// What nothing extends.
+    pub(super) hard: Instant,
+    /// The first deadline.
+    pub(super) first: Instant,
+}
+
+/// Keeps a request that wants progress in the pending table while its answer is awaited.
+struct ProgressRegistration<'a> {
+    shared: &'a SessionShared,
+    id: i64,
+}
+
+impl Drop for ProgressRegistration<'_> {
+    fn drop(&mut self) {
+        self.shared.pending.remove(self.id);
+    }
+}
+
+impl ClientSession {
+    /// Awaits an answer given in place, within the request's deadlines.
+    pub(super) async fn await_in_place(
+        &self,
+        method: &str,
+        id: i64,
+        answer: InPlaceAnswer,
+        progress: Option<Arc<ProgressState>>,
+        deadlines: Deadlines,
+    ) -> Result<Payload, Error> {
+        let shared = &self.shared;
+        // Only a request that wants progress needs the table: the reader looks its progress up
+        // there. The table also refuses requests once the session has ended; without an entry,
+        // ask it directly.
+        let _registration = match &progress {
+            Some(state) => {
+                // The reply side stays unused: the answer comes from the future, and a session
+                // that ends also ends the transport, which fails the future.
+                let (reply, _unused) = oneshot::channel();
+                let entry = PendingRequest {
+                    reply,
+                    progress: Some(state.clone()),
+                };
+                shared
+                    .pending
+                    .insert(id, entry)
+                    .map_err(|e| e.with_delivery(Delivery::NotSent))?;
+                Some(ProgressRegistration { shared, id })
+            }
+            None => {
+                if let Some(reason) = shared.pending.closed_reason() {
+                    return Err(reason.with_delivery(Delivery::NotSent));
+                }
+                None
+            }
+        };
+        let mut answer = answer;
+        let mut deadline = deadlines.first;
+        let outcome = loop {
+            match tokio::time::timeout_at(deadline, &mut answer).await {
+                Ok(outcome) => break outcome,
+                Err(_elapsed) => {
+                    if deadlines.reset_on_progress {
+                        let extended = progress
+                            .as_ref()
+                            .and_then(|p| p.last_update())
+                            .map(|last| deadline_after(last, deadlines.timeout));
+                        if let Some(next) = extended {
+                            let next = next.min(deadlines.hard);
+                            if next > deadline {
+                                deadline = next;
+                                continue;
+                            }
+                        }
+                    }
+                    // Returning drops the answer future: that is the cancellation.
+                    return Err(Error::timeout(format!(
+                        "{method} got no response within {}",
+                        human_duration(Instant::now() - deadlines.started)
+                    ))
+                    .with_delivery(Delivery::Sent));
+                }
+            }
+        };
+        match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(Error::from_error_object(error, &shared.options.error_codes)),
+            // The transport says whether the request reached the server.
+            Err(failed) => Err(Error::from(failed)),
+        }
+    }
+}

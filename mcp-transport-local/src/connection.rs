@@ -1,0 +1,591 @@
+//! One connection, server side: its task (reads what the client sends: requests on the
+//! ordinary path, notifications, answers to the server's own requests), the calls it runs,
+//! its queue to the client, the modern `subscriptions/listen` streams, and its end.
+//!
+//! Everything the connection starts is its own: request tasks and the timers of parked calls
+//! are aborted, parked calls dropped and the server's own requests failed when it ends —
+//! closed by the client, its halves dropped, the server shut down or crashed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use mcp_core::jsonrpc::{
+    ErrorObject, Message, Notification, Payload, Request, RequestId, Response,
+};
+use mcp_core::sync::lock;
+use mcp_core::types::{
+    meta, methods, CancelledNotificationParams, ListenRequestParams, LoggingLevel,
+    NotificationFilter,
+};
+use mcp_core::{Era, TransportError, TransportErrorKind};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::{drive, Parked, Run};
+use crate::context::CallState;
+use crate::dispatch::{self, Answer};
+use crate::era::ClientAbilities;
+use crate::error::ClientRequestError;
+use crate::server::ServerShared;
+
+/// What the connection queues for the client's receiver.
+pub(crate) enum Outbound {
+    /// A message.
+    Message(Message),
+    /// Everything queued before has been dispatched by the session: tell the waiter (a call
+    /// whose answer must not overtake what it sent).
+    Flush(oneshot::Sender<()>),
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The client closed it or dropped its halves.
+    Closed,
+    /// The server was shut down.
+    ShutDown,
+    /// The server crashed.
+    Crashed,
+}
+
+/// One connection's shared state.
+pub(crate) struct Connection {
+    pub(crate) server: Arc<ServerShared>,
+    pub(crate) id: u64,
+    outbound: mpsc::Sender<Outbound>,
+    end: CancellationToken,
+    ending: OnceLock<Ending>,
+    state: Mutex<ConnectionState>,
+    next_id: AtomicU64,
+    /// How many messages were queued for the client so far: a call whose answer comes in
+    /// place waits, when the count moved while it ran, until those were dispatched.
+    queued: AtomicU64,
+}
+
+#[derive(Default)]
+struct ConnectionState {
+    era: Option<Era>,
+    /// What the client declared in `initialize` (legacy).
+    abilities: ClientAbilities,
+    /// What `logging/setLevel` chose (legacy).
+    log_level: Option<LoggingLevel>,
+    /// Calls on the ordinary path, by request id, so `notifications/cancelled` can end them.
+    in_flight: HashMap<RequestId, InFlight>,
+    /// The server's requests waiting for the client's answers (legacy).
+    client_requests: HashMap<String, oneshot::Sender<Result<Value, ErrorObject>>>,
+    /// Open `subscriptions/listen` streams (modern).
+    listeners: Vec<Listener>,
+    /// Calls waiting for the client's input, by `requestState` (modern).
+    parked: HashMap<String, (Parked, AbortHandle)>,
+    ended: bool,
+}
+
+struct InFlight {
+    task: AbortHandle,
+    call: Arc<CallState>,
+    generation: u64,
+}
+
+struct Listener {
+    request_id: RequestId,
+    filter: NotificationFilter,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        server: Arc<ServerShared>,
+        id: u64,
+        outbound: mpsc::Sender<Outbound>,
+    ) -> Connection {
+        Connection {
+            server,
+            id,
+            outbound,
+            end: CancellationToken::new(),
+            ending: OnceLock::new(),
+            state: Mutex::new(ConnectionState::default()),
+            next_id: AtomicU64::new(1),
+            queued: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn is_ended(&self) -> bool {
+        self.end.is_cancelled()
+    }
+
+    /// Resolves when the connection has ended.
+    pub(crate) async fn ended(&self) {
+        self.end.cancelled().await
+    }
+
+    pub(crate) fn ending(&self) -> Option<Ending> {
+        self.ending.get().copied()
+    }
+
+    /// Ends the connection (the first ending counts): every call it runs is aborted, parked
+    /// calls are dropped, the server's own requests fail, the receiver ends.
+    pub(crate) fn end(&self, ending: Ending) {
+        if self.ending.set(ending).is_err() {
+            return;
+        }
+        self.end.cancel();
+        let (in_flight, client_requests, parked) = {
+            let mut state = lock(&self.state);
+            state.ended = true;
+            state.listeners.clear();
+            (
+                std::mem::take(&mut state.in_flight),
+                std::mem::take(&mut state.client_requests),
+                std::mem::take(&mut state.parked),
+            )
+        };
+        // Outside the lock: dropping a parked call runs the handler's own drop code.
+        for running in in_flight.into_values() {
+            running.call.cancel();
+            running.task.abort();
+        }
+        drop(client_requests);
+        for (parked, expiry) in parked.into_values() {
+            expiry.abort();
+            parked.run.discard();
+        }
+        self.server.forget(self.id);
+        tracing::debug!(connection = self.id, ?ending, "in-process connection ended");
+    }
+
+    /// The error of a request the ended connection fails: never delivered when it had not
+    /// started, else the peer is gone.
+    pub(crate) fn failure(&self, started: bool) -> TransportError {
+        let name = &self.server.info.name;
+        match (self.ending(), started) {
+            (Some(Ending::Crashed), _) => TransportError::fatal(
+                TransportErrorKind::PeerGone,
+                format!("the in-process server `{name}` crashed"),
+            ),
+            (_, false) => TransportError::fatal(
+                TransportErrorKind::Closed,
+                format!("the in-process connection to `{name}` is closed"),
+            )
+            .never_sent(),
+            (Some(Ending::ShutDown), true) => TransportError::fatal(
+                TransportErrorKind::PeerGone,
+                format!("the in-process server `{name}` was shut down before it answered"),
+            ),
+            (_, true) => TransportError::fatal(
+                TransportErrorKind::PeerGone,
+                format!(
+                    "the in-process connection to `{name}` was closed before the server answered"
+                ),
+            ),
+        }
+    }
+
+    /// Queues a message for the client, waiting for room (never past the connection's end).
+    pub(crate) async fn send(&self, message: Message) -> bool {
+        self.queue(Outbound::Message(message)).await
+    }
+
+    async fn queue(&self, item: Outbound) -> bool {
+        if self.is_ended() {
+            return false;
+        }
+        let queued = tokio::select! {
+            biased;
+            _ = self.end.cancelled() => false,
+            queued = self.outbound.send(item) => queued.is_ok(),
+        };
+        if queued {
+            self.queued.fetch_add(1, Ordering::Release);
+        }
+        queued
+    }
+
+    /// How many messages were queued for the client so far.
+    pub(crate) fn queued(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Queues a message without waiting (from code that cannot wait); false when the queue is
+    /// full or the connection ended.
+    pub(crate) fn try_send(&self, message: Message) -> bool {
+        match self.outbound.try_send(Outbound::Message(message)) {
+            Ok(()) => {
+                self.queued.fetch_add(1, Ordering::Release);
+                true
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::debug!(
+                    connection = self.id,
+                    "the client's queue is full; dropping a notification"
+                );
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// Waits until the session has dispatched everything queued so far (bounded by the
+    /// connection's end; a receiver that is gone releases the wait too).
+    pub(crate) async fn flush(&self) {
+        let (done, dispatched) = oneshot::channel();
+        if self.queue(Outbound::Flush(done)).await {
+            tokio::select! {
+                biased;
+                _ = dispatched => {}
+                _ = self.end.cancelled() => {}
+            }
+        }
+    }
+
+    pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
+        lock(&self.state).log_level
+    }
+
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        lock(&self.state).log_level = Some(level);
+    }
+
+    pub(crate) fn abilities(&self) -> ClientAbilities {
+        lock(&self.state).abilities
+    }
+
+    /// Records the era the client opened the connection in (and, legacy, what it can do).
+    pub(crate) fn opened(&self, era: Era, abilities: Option<ClientAbilities>) {
+        let mut state = lock(&self.state);
+        state.era = Some(era);
+        if let Some(abilities) = abilities {
+            state.abilities = abilities;
+        }
+    }
+
+    /// A fresh number for the server's own request ids and `requestState` tokens.
+    fn next(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The connection's task: serves what the client sends until the connection ends.
+    pub(crate) async fn serve(self: Arc<Self>, mut incoming: mpsc::Receiver<Message>) {
+        // However the task ends (the client's queue closed, aborted with the halves), the
+        // connection ends with it.
+        let _end_on_exit = EndOnExit(&self);
+        loop {
+            let message = tokio::select! {
+                biased;
+                _ = self.end.cancelled() => return,
+                message = incoming.recv() => message,
+            };
+            match message {
+                None => return,
+                Some(Message::Request(request)) => self.serve_request(request).await,
+                Some(Message::Notification(note)) => self.on_notification(note),
+                Some(Message::Response(response)) => self.on_client_answer(response),
+            }
+        }
+    }
+
+    /// A request on the ordinary path: answered now, on its own task, or (a listen stream)
+    /// kept open.
+    async fn serve_request(self: &Arc<Self>, request: Request) {
+        let id = request.id.clone();
+        match dispatch::answer(self, request, None) {
+            Answer::Now(outcome) => {
+                self.send(response(id, outcome)).await;
+            }
+            Answer::Later(run) => self.spawn_call(id, run),
+            Answer::Listen(filter) => self.listen(id, filter).await,
+        }
+    }
+
+    fn spawn_call(self: &Arc<Self>, id: RequestId, run: Run) {
+        let call = run.state.clone();
+        let generation = self.next();
+        let connection = self.clone();
+        let task_id = id.clone();
+        // Registered under the lock it would take to unregister itself, so a call that ends
+        // at once cannot leave a stale entry behind.
+        let mut state = lock(&self.state);
+        if state.ended {
+            drop(state);
+            run.discard();
+            return;
+        }
+        let task = tokio::spawn(async move {
+            let driven = tokio::select! {
+                biased;
+                _ = connection.end.cancelled() => return,
+                driven = drive(run) => driven,
+            };
+            connection.unregister(&task_id, generation);
+            connection.send(response(task_id, driven.answer)).await;
+        });
+        let entry = InFlight {
+            task: task.abort_handle(),
+            call,
+            generation,
+        };
+        if let Some(earlier) = state.in_flight.insert(id, entry) {
+            // A client reusing an id in flight: the earlier call can no longer be cancelled
+            // by id; it still answers (under the same id, as the client asked for).
+            tracing::debug!(
+                connection = self.id,
+                generation = earlier.generation,
+                "request id reused while in flight"
+            );
+        }
+    }
+
+    fn unregister(&self, id: &RequestId, generation: u64) {
+        let mut state = lock(&self.state);
+        if state.in_flight.get(id).map(|f| f.generation) == Some(generation) {
+            state.in_flight.remove(id);
+        }
+    }
+
+    /// Opens a `subscriptions/listen` stream: acknowledged with what the server agrees to
+    /// send (list changes; it offers no resource subscriptions), then kept open until the
+    /// client cancels it or the connection ends.
+    async fn listen(&self, id: RequestId, asked: NotificationFilter) {
+        let agreed = NotificationFilter {
+            resource_subscriptions: Vec::new(),
+            ..asked
+        };
+        {
+            let mut state = lock(&self.state);
+            state.era = Some(Era::Modern);
+            state.listeners.push(Listener {
+                request_id: id.clone(),
+                filter: agreed.clone(),
+            });
+        }
+        let mut params = serde_json::to_value(ListenRequestParams {
+            notifications: agreed,
+        })
+        .unwrap_or_else(|_| json!({}));
+        params["_meta"] = json!({ meta::SUBSCRIPTION_ID: id });
+        let ack = Notification::new(
+            methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
+            Some(Payload::Value(params)),
+        );
+        self.send(ack.into()).await;
+    }
+
+    fn on_notification(&self, note: Notification) {
+        match note.method.as_str() {
+            methods::NOTIFICATION_CANCELLED => {
+                let params: Option<CancelledNotificationParams> =
+                    note.params.as_ref().and_then(|p| p.deserialize().ok());
+                let Some(params) = params else {
+                    tracing::debug!(
+                        connection = self.id,
+                        "notifications/cancelled without a request id"
+                    );
+                    return;
+                };
+                let call = {
+                    let mut state = lock(&self.state);
+                    state
+                        .listeners
+                        .retain(|l| l.request_id != params.request_id);
+                    state.in_flight.remove(&params.request_id)
+                };
+                if let Some(running) = call {
+                    // The token first, so work the handler handed elsewhere stops too; the
+                    // abort drops the handler at its next await.
+                    running.call.cancel();
+                    running.task.abort();
+                }
+            }
+            methods::NOTIFICATION_INITIALIZED | methods::NOTIFICATION_ROOTS_LIST_CHANGED => {}
+            other => tracing::debug!(
+                connection = self.id,
+                method = other,
+                "ignoring a notification"
+            ),
+        }
+    }
+
+    fn on_client_answer(&self, response: Response) {
+        let Some(RequestId::String(id)) = &response.id else {
+            tracing::debug!(
+                connection = self.id,
+                "an answer to a request this server never sent"
+            );
+            return;
+        };
+        let Some(waiter) = lock(&self.state).client_requests.remove(&**id) else {
+            tracing::debug!(connection = self.id, id = %id, "an answer nobody waits for");
+            return;
+        };
+        let outcome = match response.outcome {
+            Ok(result) => result
+                .into_value()
+                .map_err(|e| ErrorObject::internal(format!("unreadable answer: {e}"))),
+            Err(error) => Err(error),
+        };
+        let _ = waiter.send(outcome);
+    }
+
+    /// Sends the client a request of the server's own (legacy era) and waits for the answer,
+    /// within the server's limit; dropped before the answer, it tells the client.
+    pub(crate) async fn request_client(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
+        let id = format!("local-{}", self.next());
+        let (waiter, answer) = oneshot::channel();
+        {
+            let mut state = lock(&self.state);
+            if state.ended {
+                return Err(ClientRequestError::ConnectionEnded);
+            }
+            state.client_requests.insert(id.clone(), waiter);
+        }
+        let mut asking = Asking {
+            connection: self,
+            id: id.clone(),
+            answered: false,
+        };
+        let request = Request::new(
+            RequestId::String(id.into()),
+            method,
+            Some(Payload::Value(params)),
+        );
+        if !self.send(request.into()).await {
+            return Err(ClientRequestError::ConnectionEnded);
+        }
+        let limit = self.server.settings.client_request_timeout;
+        let answer = tokio::select! {
+            biased;
+            answer = answer => answer,
+            _ = self.end.cancelled() => return Err(ClientRequestError::ConnectionEnded),
+            _ = tokio::time::sleep(limit) => {
+                return Err(ClientRequestError::TimedOut { method: method.to_owned(), after: limit })
+            }
+        };
+        asking.answered = true;
+        match answer {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(ClientRequestError::Refused(error)),
+            Err(_) => Err(ClientRequestError::ConnectionEnded),
+        }
+    }
+
+    /// Keeps a run that waits for the client's input; returns its `requestState`. The run
+    /// is dropped when no request resumes it within the server's input timeout.
+    pub(crate) fn park(
+        self: &Arc<Self>,
+        run: Run,
+        responders: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
+    ) -> String {
+        let token = format!("local-{}-{}", self.id, self.next());
+        let mut state = lock(&self.state);
+        if state.ended {
+            // Outside the lock: dropping the run runs the handler's own drop code.
+            drop(state);
+            run.discard();
+            return token;
+        }
+        let connection = self.clone();
+        let expiring = token.clone();
+        let limit = self.server.settings.input_timeout;
+        let expiry = tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            let expired = lock(&connection.state).parked.remove(&expiring);
+            if let Some((parked, _)) = expired {
+                tracing::debug!(
+                    connection = connection.id,
+                    "a call waiting for input expired"
+                );
+                parked.run.discard();
+            }
+        });
+        state.parked.insert(
+            token.clone(),
+            (Parked { run, responders }, expiry.abort_handle()),
+        );
+        token
+    }
+
+    /// Takes the run parked under `token`.
+    pub(crate) fn unpark(&self, token: &str) -> Option<Parked> {
+        let (parked, expiry) = lock(&self.state).parked.remove(token)?;
+        expiry.abort();
+        Some(parked)
+    }
+
+    /// Tells this connection's client that a list changed: a legacy client directly, a modern
+    /// one on each listen stream that asked for it.
+    pub(crate) fn list_changed(
+        &self,
+        method: &'static str,
+        wanted: fn(&NotificationFilter) -> bool,
+    ) {
+        let streams: Vec<Option<RequestId>> = {
+            let state = lock(&self.state);
+            match state.era {
+                Some(Era::Modern) => state
+                    .listeners
+                    .iter()
+                    .filter(|l| wanted(&l.filter))
+                    .map(|l| Some(l.request_id.clone()))
+                    .collect(),
+                _ => vec![None],
+            }
+        };
+        for stream in streams {
+            let params =
+                stream.map(|id| Payload::Value(json!({ "_meta": { meta::SUBSCRIPTION_ID: id } })));
+            self.try_send(Notification::new(method, params).into());
+        }
+    }
+}
+
+/// A server request waiting for the client's answer; dropped before it, it is withdrawn and
+/// the client told.
+struct Asking<'a> {
+    connection: &'a Connection,
+    id: String,
+    answered: bool,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let withdrawn = lock(&self.connection.state)
+            .client_requests
+            .remove(&self.id)
+            .is_some();
+        if withdrawn && !self.connection.is_ended() {
+            let params = json!({
+                "requestId": self.id,
+                "reason": "the server no longer waits for this request",
+            });
+            let note = Notification::new(
+                methods::NOTIFICATION_CANCELLED,
+                Some(Payload::Value(params)),
+            );
+            self.connection.try_send(note.into());
+        }
+    }
+}
+
+struct EndOnExit<'a>(&'a Connection);
+
+impl Drop for EndOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.end(Ending::Closed);
+    }
+}
+
+fn response(id: RequestId, outcome: Result<Value, ErrorObject>) -> Message {
+    match outcome {
+        Ok(result) => Response::success(id, Payload::Value(result)).into(),
+        Err(error) => Response::error(Some(id), error).into(),
+    }
+}
