@@ -203,9 +203,12 @@ impl Payload {
         }
     }
 
-    /// Converts into a [`Value`] (parses raw text).
+    /// Converts into a [`Value`] (parses raw text; a value is returned as it is).
     pub fn into_value(self) -> Result<Value, serde_json::Error> {
-        self.into_typed()
+        match self {
+            Payload::Value(value) => Ok(value),
+            other => other.into_typed(),
+        }
     }
 
     /// The payload as JSON text (borrowed when already raw).

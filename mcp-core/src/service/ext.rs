@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::pagination::{collect_pages, DEFAULT_MAX_PAGES};
 use super::{McpService, Operation};
 use crate::error::{Delivery, Error, ErrorKind};
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{Payload, SharedJson};
 use crate::session::RequestOptions;
 use crate::types::*;
 
@@ -32,20 +32,21 @@ impl Operation {
     /// A `tools/call` of `name` with JSON `arguments` (an object, or `None`). Not idempotent
     /// unless marked so with [`with_idempotent`](Operation::with_idempotent).
     pub fn call_tool(name: &str, arguments: Option<Value>) -> Operation {
-        // Serialized once, here, straight from the borrowed parts: the transport writes the
-        // text as it is, and a retry copies text rather than a value tree.
+        // Serialized once, here, straight from the borrowed parts, into shared text: the
+        // transport writes it as it is, and a retry or a further round of an
+        // `input_required` exchange copies a pointer rather than a value tree.
         #[derive(Serialize)]
         struct Params<'a> {
             name: &'a str,
             #[serde(skip_serializing_if = "Option::is_none")]
             arguments: Option<&'a Value>,
         }
-        let raw = serde_json::value::to_raw_value(&Params {
+        let text = serde_json::to_string(&Params {
             name,
             arguments: arguments.as_ref(),
         });
-        let params = match raw {
-            Ok(raw) => Payload::Raw(raw),
+        let params = match text {
+            Ok(text) => Payload::Shared(SharedJson::from_valid_json(text)),
             // Serializing a `Value` cannot fail; keep the value if it ever did.
             Err(_) => {
                 let mut params = Map::with_capacity(2);
@@ -70,9 +71,9 @@ impl Operation {
             name: &'a str,
             arguments: &'a serde_json::value::RawValue,
         }
-        let raw =
-            serde_json::value::to_raw_value(&Params { name, arguments }).map_err(encode_error)?;
-        Ok(Operation::new(methods::TOOLS_CALL, Some(Payload::Raw(raw))).with_subject(name))
+        let text = serde_json::to_string(&Params { name, arguments }).map_err(encode_error)?;
+        let params = Payload::Shared(SharedJson::from_valid_json(text));
+        Ok(Operation::new(methods::TOOLS_CALL, Some(params)).with_subject(name))
     }
 
     /// An operation whose parameters are `params` serialized.

@@ -92,9 +92,10 @@ impl ClientSession {
             return match result_type(&answer) {
                 t if wait && (t == ResultType::Complete || is_task(&t)) => {
                     let task = parse_task(answer, method)?;
-                    let ended = self
-                        .follow_task(method, task, &options, OnAbandon::Keep)
-                        .await?;
+                    // Boxed, as are the other rare branches: the common call's future stays
+                    // small (it is moved into a box per call).
+                    let ended =
+                        Box::pin(self.follow_task(method, task, &options, OnAbandon::Keep)).await?;
                     serde_json::to_value(ended)
                         .map(Payload::Value)
                         .map_err(|e| {
@@ -130,9 +131,9 @@ impl ClientSession {
                         return Ok(answer);
                     }
                     let task = parse_task(answer, method)?;
-                    let ended = self
-                        .follow_task(method, task, &options, OnAbandon::Cancel)
-                        .await?;
+                    let ended =
+                        Box::pin(self.follow_task(method, task, &options, OnAbandon::Cancel))
+                            .await?;
                     return ended
                         .into_outcome(&self.shared.options.error_codes)
                         .map(Payload::Value);
@@ -158,8 +159,7 @@ impl ClientSession {
             let deadline = options.deadline;
             let responses = match &asked.input_requests {
                 Some(requests) => {
-                    self.answer_input_requests(method, requests, deadline)
-                        .await?
+                    Box::pin(self.answer_input_requests(method, requests, deadline)).await?
                 }
                 None => Map::new(),
             };
@@ -190,23 +190,7 @@ impl ClientSession {
                     && method == methods::TOOLS_CALL =>
             {
                 tracing::debug!(error = %e, "tools/call refused for its headers; listing the tools again");
-                let mut cursor: Option<String> = None;
-                for _ in 0..crate::service::pagination::DEFAULT_MAX_PAGES {
-                    let page = Payload::Value(match &cursor {
-                        Some(c) => json!({ "cursor": c }),
-                        None => json!({}),
-                    });
-                    let listed = self
-                        .issue(methods::TOOLS_LIST, Some(page), options.clone())
-                        .await?;
-                    cursor = listed
-                        .deserialize::<crate::types::ListToolsResult>()
-                        .ok()
-                        .and_then(|l| l.next_cursor);
-                    if cursor.is_none() {
-                        break;
-                    }
-                }
+                Box::pin(self.list_tools_again(&options)).await?;
                 self.issue(method, retry, options).await
             }
             Err(e) if e.code() == Some(error_codes::UNSUPPORTED_PROTOCOL_VERSION) => {
@@ -221,6 +205,29 @@ impl ClientSession {
             }
             other => other,
         }
+    }
+
+    /// Lists every page of tools again (which teaches the transport the tools' header
+    /// annotations).
+    async fn list_tools_again(&self, options: &RequestOptions) -> Result<(), Error> {
+        let mut cursor: Option<String> = None;
+        for _ in 0..crate::service::pagination::DEFAULT_MAX_PAGES {
+            let page = Payload::Value(match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            });
+            let listed = self
+                .issue(methods::TOOLS_LIST, Some(page), options.clone())
+                .await?;
+            cursor = listed
+                .deserialize::<crate::types::ListToolsResult>()
+                .ok()
+                .and_then(|l| l.next_cursor);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Answers every input request through the handler, the way server→client requests are

@@ -206,7 +206,8 @@ impl ClientSession {
                         method,
                         "the server forgot the session; initializing a new one"
                     );
-                    self.reinitialize(generation)
+                    // Boxed: rare, and it would otherwise grow every request's future.
+                    Box::pin(self.reinitialize(generation))
                         .await
                         .map_err(|e| e.with_delivery(Delivery::NotSent))?;
                     generation = shared.session_generation.load(Ordering::Acquire);
