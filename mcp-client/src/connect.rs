@@ -150,7 +150,10 @@ impl TransportRegistry {
                             || scheme.eq_ignore_ascii_case("https");
                         match (http, self.by_scheme(scheme)) {
                             (true, _) => "url".to_owned(),
-                            (false, Some(factory)) => factory.kinds()[0].to_owned(),
+                            (false, Some(factory)) => factory
+                                .kinds()
+                                .first()
+                                .map_or_else(|| scheme.to_owned(), |kind| (*kind).to_owned()),
                             // Not served here: named as the transport that would serve it.
                             (false, None) => match scheme.to_ascii_lowercase().as_str() {
                                 "ws" | "wss" => "ws".to_owned(),

@@ -47,6 +47,9 @@ use memchr::{memchr, memchr2};
 /// Bytes a line may have beyond `max_event_bytes`: the field name, colon and space.
 const LINE_OVERHEAD: usize = 64;
 
+/// Discarded events kept for [`SseParser::next_discarded`] at most (about 2 KiB each).
+const MAX_KEPT_DISCARDED: usize = 64;
+
 /// A line buffer that grew beyond this is dropped instead of kept for reuse.
 const KEEP_LINE_CAPACITY: usize = 64 * 1024;
 
@@ -113,6 +116,8 @@ pub struct SseParser {
     keep_discarded: bool,
     /// While discarding (when kept): what was seen of the event's data so far.
     discarding: Option<OversizedMessage>,
+    /// While discarding (when kept): what the current line is.
+    discard_line: DiscardLine,
     /// Discarded events whose end was seen, oldest first.
     discarded: VecDeque<OversizedMessage>,
     /// While discarding: the current line has bytes (so it is not the terminating empty line).
@@ -143,6 +148,7 @@ impl SseParser {
             discard_event: false,
             keep_discarded: false,
             discarding: None,
+            discard_line: DiscardLine::Start(Vec::new()),
             discarded: VecDeque::new(),
             discard_line_nonempty: false,
             data: String::new(),
@@ -164,7 +170,8 @@ impl SseParser {
 
     /// The next event discarded as too large whose end has been seen (its empty line, or the
     /// end of the stream at [`finish`](SseParser::finish)), oldest first. Only on a parser made
-    /// [`keeping_discarded`](SseParser::keeping_discarded).
+    /// [`keeping_discarded`](SseParser::keeping_discarded); drain it after each
+    /// [`feed`](SseParser::feed) (only the last 64 are kept).
     pub fn next_discarded(&mut self) -> Option<OversizedMessage> {
         self.discarded.pop_front()
     }
@@ -287,13 +294,19 @@ impl SseParser {
     fn partial_line(&mut self, bytes: &[u8], too_large: &mut bool) {
         if self.discard_event {
             self.discard_line_nonempty = true;
-            if let Some(discarding) = &mut self.discarding {
-                discarding.push(bytes);
-            }
+            self.keep_discarded_bytes(bytes);
         } else if self.line.len() + bytes.len() > self.line_limit() {
             let line = std::mem::take(&mut self.line);
-            self.line_is_data = false;
-            self.start_discard(too_large, &[&line, bytes]);
+            let is_data = std::mem::take(&mut self.line_is_data);
+            let value = data_line_value(&line, is_data, bytes);
+            let was_data = value.is_some();
+            self.start_discard(too_large, &value.unwrap_or_default());
+            // The rest of this line is more of the same.
+            self.discard_line = if was_data {
+                DiscardLine::Data
+            } else {
+                DiscardLine::Other
+            };
             self.recycle(Line::Owned(line));
             self.discard_line_nonempty = true;
         } else if self.line.is_empty() && !self.line_is_data {
@@ -314,9 +327,8 @@ impl SseParser {
     fn end_line(&mut self, tail: &[u8], too_large: &mut bool) {
         if self.discard_event {
             let nonempty = std::mem::take(&mut self.discard_line_nonempty) || !tail.is_empty();
-            if let Some(discarding) = &mut self.discarding {
-                discarding.push(tail);
-            }
+            self.keep_discarded_bytes(tail);
+            self.end_discarded_line();
             if !nonempty {
                 // The empty line ending the discarded event.
                 self.discard_event = false;
@@ -327,8 +339,9 @@ impl SseParser {
         }
         if self.line.len() + tail.len() > self.line_limit() {
             let line = std::mem::take(&mut self.line);
-            self.line_is_data = false;
-            self.start_discard(too_large, &[&line, tail]);
+            let is_data = std::mem::take(&mut self.line_is_data);
+            let value = data_line_value(&line, is_data, tail);
+            self.start_discard(too_large, &value.unwrap_or_default());
             self.recycle(Line::Owned(line));
             return;
         }
@@ -433,12 +446,14 @@ impl SseParser {
         self.queue.push_back(SseEvent { event, data, id });
     }
 
-    /// Starts discarding the current event; `line_so_far` is what was read of the line that
-    /// made it too large (kept, with the data so far, when discarded events are kept).
+    /// Starts discarding the current event; `line_so_far` is what was read of the value of the
+    /// `data` line that made it too large (kept, with the data so far, when discarded events
+    /// are kept).
     fn start_discard(&mut self, too_large: &mut bool, line_so_far: &[&[u8]]) {
         *too_large = true;
         self.discard_event = true;
         self.discard_line_nonempty = false;
+        self.discard_line = DiscardLine::Start(Vec::new());
         if self.keep_discarded {
             let mut discarding = OversizedMessage::new();
             if self.data_started {
@@ -453,9 +468,48 @@ impl SseParser {
         self.reset_event();
     }
 
+    /// Bytes of a line of an event being discarded: what a `data` line holds is kept (its
+    /// value, joined to the previous one with `\n`), other fields are not, so the data's last
+    /// bytes are the message's last bytes.
+    fn keep_discarded_bytes(&mut self, mut bytes: &[u8]) {
+        let Some(discarding) = &mut self.discarding else {
+            return;
+        };
+        if let DiscardLine::Start(start) = &mut self.discard_line {
+            // Enough of the line to tell a `data` line: `data:` and the optional space.
+            let take = (DATA_PREFIX - start.len()).min(bytes.len());
+            start.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if start.len() < DATA_PREFIX {
+                return;
+            }
+            self.discard_line = decide_discarded_line(start, discarding);
+        }
+        if matches!(self.discard_line, DiscardLine::Data) {
+            discarding.push(bytes);
+        }
+    }
+
+    /// The end of a line of an event being discarded: a short line is decided now.
+    fn end_discarded_line(&mut self) {
+        if let (Some(discarding), DiscardLine::Start(start)) =
+            (&mut self.discarding, &mut self.discard_line)
+        {
+            if !start.is_empty() {
+                decide_discarded_line(start, discarding);
+            }
+        }
+        self.discard_line = DiscardLine::Start(Vec::new());
+    }
+
     /// The discarded event ended (its empty line, or the end of the stream).
     fn end_discarded(&mut self) {
+        self.discard_line = DiscardLine::Start(Vec::new());
         if let Some(discarded) = self.discarding.take() {
+            // Bounded for a caller that never drains it: the oldest go first.
+            if self.discarded.len() == MAX_KEPT_DISCARDED {
+                self.discarded.pop_front();
+            }
             self.discarded.push_back(discarded);
         }
     }
@@ -482,6 +536,44 @@ impl SseParser {
             self.line = Vec::new();
         }
     }
+}
+
+/// The value so far of a line over the limit (`line` as buffered — only its value when
+/// `is_data` — then `more`), if it is a `data` line.
+fn data_line_value<'a>(line: &'a [u8], is_data: bool, more: &'a [u8]) -> Option<[&'a [u8]; 2]> {
+    if is_data {
+        return Some([line, more]);
+    }
+    if line.is_empty() {
+        return data_value(more).map(|value| [&[][..], value]);
+    }
+    data_value(line).map(|value| [value, more])
+}
+
+/// `data: `: the most of a line needed to tell whether it is a `data` line.
+const DATA_PREFIX: usize = 6;
+
+/// A line of an event being discarded.
+#[derive(Debug)]
+enum DiscardLine {
+    /// Its first bytes (fewer than [`DATA_PREFIX`]), not yet telling what it is.
+    Start(Vec<u8>),
+    /// A `data` line: kept.
+    Data,
+    /// Another field or a comment: skipped.
+    Other,
+}
+
+/// Decides what a discarded line is from its `start`; a `data` line's value so far is kept
+/// (after the `\n` joining it to the data before it).
+fn decide_discarded_line(start: &[u8], discarding: &mut OversizedMessage) -> DiscardLine {
+    let value = match start.strip_prefix(b"data:") {
+        Some(rest) => rest.strip_prefix(b" ").unwrap_or(rest),
+        None => return DiscardLine::Other,
+    };
+    discarding.push(b"\n");
+    discarding.push(value);
+    DiscardLine::Data
 }
 
 /// The value of a line that starts `data:` (without the one space after the colon), when the
@@ -824,12 +916,17 @@ mod tests {
         let big = "x".repeat(300);
         // Id first (most servers), id last (the TypeScript SDK), and cut off by the stream's end.
         let head = format!("data: {{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\"{big}\"}}\n\n");
-        let tail =
-            format!("data: {{\"result\":\"{big}\",\"jsonrpc\":\"2.0\",\"id\":\"t\"}}\r\n\r\n");
+        // Other fields after the data, and data split over two lines.
+        let tail = format!(
+            "data: {{\"result\":\"{big}\",\"jsonrpc\":\"2.0\",\"id\":\"t\"}}\r\nid: 9\r\n: c\r\n\r\n"
+        );
+        let split = format!(
+            "event: message\ndata: {{\"result\":\"{big}\",\ndata: \"id\":8}}\nretry: 5\n\n"
+        );
         let cut = format!("data: {{\"result\":\"{big}");
-        for chunk in [1, 7, 64, 4096] {
+        for chunk in [1, 2, 3, 5, 7, 64, 4096] {
             let mut parser = SseParser::new(100).keeping_discarded();
-            let stream = format!("{head}data: ok\n\n{tail}{cut}");
+            let stream = format!("{head}data: ok\n\n{tail}{split}{cut}");
             for piece in stream.as_bytes().chunks(chunk) {
                 let _ = parser.feed(piece);
             }
@@ -839,19 +936,29 @@ mod tests {
                 Some(RequestId::Number(4)),
                 "chunk {chunk}"
             );
-            // The data's size (with the field name when a chunk split the line before it).
-            let data = head.len() - "data: \n\n".len();
-            assert!((data..=data + 6).contains(&first.size()), "chunk {chunk}");
+            assert_eq!(
+                first.size(),
+                head.len() - "data: \n\n".len(),
+                "chunk {chunk}"
+            );
             let second = parser.next_discarded().expect("second");
             assert_eq!(
                 second.request_id(),
                 Some(RequestId::from("t")),
                 "chunk {chunk}"
             );
+            let third = parser.next_discarded().expect("split");
+            assert_eq!(
+                third.request_id(),
+                Some(RequestId::Number(8)),
+                "chunk {chunk}"
+            );
+            // Both values joined with the newline, as the data would have been.
+            assert_eq!(third.size(), big.len() + 21, "chunk {chunk}");
             assert!(parser.next_discarded().is_none(), "chunk {chunk}");
             parser.finish();
-            let third = parser.next_discarded().expect("cut off");
-            assert_eq!(third.request_id(), None);
+            let cut_off = parser.next_discarded().expect("cut off");
+            assert_eq!(cut_off.request_id(), None);
             assert_eq!(parser.next_event(), Some(msg("ok")));
             assert_eq!(parser.next_event(), None);
         }

@@ -259,8 +259,12 @@ async fn progress_through_the_receiver_reaches_the_callback_and_extends_the_dead
         let session = session.clone();
         async move { session.call_tool("slow", None, options).await }
     });
-    // Three progress notifications 1.5 s apart keep a 2 s deadline alive for 4.5 s.
+    // Three progress notifications 1.5 s apart keep a 2 s deadline alive for 4.5 s (the
+    // runtime's clock is paused: these sleeps take no real time).
+    let mut polls = 0;
     let token = loop {
+        polls += 1;
+        assert!(polls < 100, "the call never reached the transport");
         if let Some(token) = lock(&seen)
             .iter()
             .find(|s| s.method == "tools/call")

@@ -43,7 +43,9 @@ impl OversizedMessage {
             self.tail.extend_from_slice(&bytes[bytes.len() - KEEP..]);
         } else {
             self.tail.extend_from_slice(bytes);
-            if self.tail.len() > KEEP {
+            // Trimmed only when twice as long: pushed a byte at a time, the cost stays
+            // proportional to the bytes pushed.
+            if self.tail.len() > 2 * KEEP {
                 self.tail.drain(..self.tail.len() - KEEP);
             }
         }
@@ -56,7 +58,8 @@ impl OversizedMessage {
 
     /// The request the message answered, if its first or last bytes say so.
     pub fn request_id(&self) -> Option<RequestId> {
-        id_in_head(&self.head).or_else(|| id_in_tail(&self.tail))
+        let tail = &self.tail[self.tail.len().saturating_sub(KEEP)..];
+        id_in_head(&self.head).or_else(|| id_in_tail(tail))
     }
 
     /// The non-fatal [`TransportErrorKind::MessageTooLarge`] error for this message, naming its
@@ -165,6 +168,20 @@ mod tests {
         assert!(e.message().contains("5056 bytes"), "{e}");
         assert!(e.message().contains("4096-byte limit"), "{e}");
         assert!(!e.is_fatal());
+    }
+
+    #[test]
+    fn pushed_a_byte_at_a_time_the_ends_are_the_same() {
+        let mut text = br#"{"result":{"text":""#.to_vec();
+        text.extend(std::iter::repeat_n(b'z', 5000));
+        text.extend(br#""},"jsonrpc":"2.0","id":"last"}"#);
+        let mut m = OversizedMessage::new();
+        for byte in &text {
+            m.push(std::slice::from_ref(byte));
+        }
+        assert_eq!(m.size(), text.len());
+        assert!(m.tail.len() <= 2 * KEEP);
+        assert_eq!(m.request_id(), Some(RequestId::from("last")));
     }
 
     #[test]
