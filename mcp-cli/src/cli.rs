@@ -130,9 +130,11 @@ Examples: mcph call fixture__add --arg a=2 --arg b=40\n\
     #[command(
         after_long_help = "Example: `mcph bridge --grpc 127.0.0.1:50051 files` serves the \
 configured stdio server `files` over gRPC (the mcp.transport.v1.Mcp/Session JSON-RPC tunnel);\n\
-every gRPC call gets its own connection to the server (a child process for a stdio server).\n\
-The address it listens on is printed on stdout (port 0 picks one). Listening beyond loopback\n\
-without --token-env lets anyone who can reach the port use the server."
+every gRPC call gets its own connection to the server (a child process for a stdio server), at\n\
+most --max-calls at once. The address it listens on is printed on stdout (port 0 picks one).\n\
+Callers act as you (the bridge uses your credentials for the server), so an address beyond\n\
+loopback is refused unless callers must present a token (--token-env) and the bridge serves TLS\n\
+(--tls-cert and --tls-key), so the token never travels in cleartext."
     )]
     Bridge {
         /// Listen for gRPC on this address (e.g. 127.0.0.1:50051)
@@ -146,6 +148,16 @@ without --token-env lets anyone who can reach the port use the server."
         /// The largest message, in bytes, either way (default 16 MiB)
         #[arg(long, value_name = "BYTES")]
         max_message_size: Option<usize>,
+        /// The most gRPC calls served at once, each with its own connection to the server
+        /// (default 64); more are refused with RESOURCE_EXHAUSTED
+        #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        max_calls: Option<usize>,
+        /// Serve TLS (grpcs://) with this certificate chain (PEM); needs --tls-key
+        #[arg(long, value_name = "PATH", requires = "tls_key")]
+        tls_cert: Option<std::path::PathBuf>,
+        /// The private key (PEM) for --tls-cert
+        #[arg(long, value_name = "PATH", requires = "tls_cert")]
+        tls_key: Option<std::path::PathBuf>,
     },
 
     /// OAuth logins: log in to a server, show what is stored, log out

@@ -134,6 +134,9 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         server,
         token_env,
         max_message_size,
+        max_calls,
+        tls_cert,
+        tls_key,
     } = &cli.command
     {
         // The bridge serves one server until Ctrl-C; no client is started.
@@ -142,6 +145,9 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
             server: server.clone(),
             token_env: token_env.clone(),
             max_message_size: *max_message_size,
+            max_calls: *max_calls,
+            tls_cert: tls_cert.clone(),
+            tls_key: tls_key.clone(),
         };
         return commands::bridge::grpc(&config, options, cli.json, &mut ctrl_c).await;
     }

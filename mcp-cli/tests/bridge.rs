@@ -1,5 +1,6 @@
 //! `mcph bridge --grpc`: the built-in fixture (a stdio server) served over gRPC, reached by the
-//! gRPC transport, and mcph itself reaching servers by `type: "ws"` / `"grpc"` and by `ws://`
+//! gRPC transport, its cap on calls at once, TLS, the refusal to listen beyond loopback without
+//! a token over TLS, and mcph itself reaching servers by `type: "ws"` / `"grpc"` and by `ws://`
 //! URL.
 
 mod common;
@@ -150,6 +151,124 @@ fn a_missing_token_variable_or_server_is_a_clear_error() {
     );
     let run = env.run(&["bridge", "--grpc", "127.0.0.1:0", "nonexistent"]);
     assert_eq!(run.code, Some(5), "{}", run.stderr);
+}
+
+/// Test-only TLS material of the gRPC transport's tests (a leaf for 127.0.0.1 and its CA).
+fn tls_file(name: &str) -> String {
+    format!(
+        "{}/../mcp-transport-grpc/tests/tls/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn an_address_beyond_loopback_is_refused_without_a_token_and_tls() {
+    let env = Env::new();
+    let run = env.run(&["bridge", "--grpc", "0.0.0.0:0", "fixture"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "nothing was served: {}", run.stdout);
+    for expected in ["0.0.0.0:0", "beyond loopback", "--token-env", "--tls-cert"] {
+        assert!(run.stderr.contains(expected), "{expected}: {}", run.stderr);
+    }
+    // A token alone is not enough: it would travel in cleartext.
+    let mut command = env.command(&[
+        "bridge",
+        "--grpc",
+        "0.0.0.0:0",
+        "fixture",
+        "--token-env",
+        "BRIDGE_TOKEN",
+    ]);
+    command.env("BRIDGE_TOKEN", "s3cret-bridge");
+    let run = common::finish(command.spawn().expect("spawn"), DEADLINE);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "nothing was served: {}", run.stdout);
+    assert!(
+        run.stderr.contains("--tls-cert PATH --tls-key PATH"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("--token-env VAR"), "{}", run.stderr);
+    assert!(!run.stderr.contains("s3cret-bridge"), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn max_calls_refuses_a_call_past_the_cap() {
+    let env = Env::new();
+    let (child, url) = start_bridge(&env, &["--max-calls", "1"]);
+    let connect = || async {
+        tokio::time::timeout(DEADLINE, async {
+            let transport = GrpcTransport::connect(GrpcServerConfig::new(&url)).await?;
+            ClientSession::connect(transport, (), SessionOptions::default()).await
+        })
+        .await
+        .expect("connect finished in time")
+    };
+    let first = connect().await.expect("the first call is served");
+    let refused = connect()
+        .await
+        .expect_err("the second is past --max-calls 1");
+    assert!(
+        refused.message().contains("RESOURCE_EXHAUSTED"),
+        "{refused}"
+    );
+    assert!(refused.message().contains("max_calls is 1"), "{refused}");
+    first.close().await;
+    let run = interrupt(child);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+}
+
+#[tokio::test]
+async fn a_bridge_with_tls_serves_grpcs() {
+    let env = Env::new();
+    let (cert, key) = (tls_file("server.pem"), tls_file("server.key"));
+    let mut child = env
+        .command(&[
+            "bridge",
+            "--grpc",
+            "127.0.0.1:0",
+            "fixture",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ])
+        .spawn()
+        .expect("spawn mcph bridge");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let url = rx
+        .recv_timeout(DEADLINE)
+        .expect("the bridge prints its URL")
+        .trim()
+        .to_owned();
+    assert!(url.starts_with("grpcs://127.0.0.1:"), "{url:?}");
+    let ca = std::fs::read(tls_file("ca.pem")).expect("the test CA");
+    let config = GrpcServerConfig::new(&url).ca_certificate_pem(ca);
+    let session = tokio::time::timeout(DEADLINE, async {
+        let transport = GrpcTransport::connect(config).await?;
+        ClientSession::connect(transport, (), SessionOptions::default()).await
+    })
+    .await
+    .expect("in time")
+    .expect("the bridged server answers over TLS");
+    let result = session
+        .call_tool(
+            "echo",
+            Some(json!({"text": "over tls"})),
+            RequestOptions::new(),
+        )
+        .await
+        .expect("echo through the TLS bridge");
+    assert_eq!(result.text(), "over tls");
+    session.close().await;
+    let run = interrupt(child);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
 }
 
 /// mcph reaches servers through the bridge (`type: "grpc"`) and the WebSocket fixture

@@ -1,6 +1,7 @@
 //! The session engine over gRPC, through the bridge, against the fixture server over stdio:
 //! handshake, calls in flight, progress, server→client requests, notifications, large
-//! messages and the cap, cancellation, a dying backend, and closing.
+//! messages and the cap, cancellation, a dying backend, closing, the cap on concurrent calls,
+//! and what a caller is told when the backend cannot be reached.
 
 mod common;
 
@@ -10,9 +11,11 @@ use std::time::Duration;
 use common::*;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
 use mcp_core::{
-    ClientHandler, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, ServerNotification,
-    SessionOptions,
+    ClientHandler, ClientSession, ErrorKind, ErrorObject, McpServiceExt, RequestOptions,
+    ServerNotification, SessionOptions,
 };
+use mcp_transport_grpc::{GrpcBridge, GrpcServerConfig, GrpcTransport};
+use mcp_transport_stdio::StdioServerConfig;
 use serde_json::json;
 
 #[tokio::test]
@@ -394,4 +397,68 @@ async fn the_backend_dying_mid_call_fails_pending_calls_at_once_with_the_reason(
     assert_eq!(after.kind(), ErrorKind::Network, "{after}");
     session.close().await;
     bridged.wait_all_ended().await;
+}
+
+#[tokio::test]
+async fn a_call_past_max_calls_is_resource_exhausted_until_one_ends() {
+    let bridged = Bridged::start_with(&[], |bridge| bridge.max_calls(1)).await;
+    let first = bridged.session().await;
+    let refused = bridged
+        .session_with(bridged.config(), (), SessionOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message().contains("RESOURCE_EXHAUSTED"),
+        "{refused}"
+    );
+    assert!(refused.message().contains("max_calls is 1"), "{refused}");
+    assert_eq!(
+        bridged.backend.pids().len(),
+        1,
+        "a refused call starts no backend"
+    );
+    first.close().await;
+    wait_for("the first call to end", || {
+        bridged.bridge.active_calls() == 0
+    })
+    .await;
+    let next = bridged.session().await;
+    let echo = next
+        .call_tool(
+            "echo",
+            Some(json!({"text": "freed"})),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(echo.text(), "freed");
+    next.close().await;
+    bridged.wait_all_ended().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_backend_is_reported_without_its_local_details() {
+    let missing = "/nonexistent/private-dir/mcp-server-that-is-not-there";
+    let backend = RecordingStdio::new(StdioServerConfig::new(missing));
+    let bridge = GrpcBridge::new(Arc::new(backend))
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("the bridge binds 127.0.0.1");
+    let err = tokio::time::timeout(DEADLINE, async {
+        let transport = GrpcTransport::connect(GrpcServerConfig::new(bridge.url())).await?;
+        ClientSession::connect(transport, (), SessionOptions::default()).await
+    })
+    .await
+    .expect("connect finished in time")
+    .unwrap_err();
+    assert!(err.message().contains("UNAVAILABLE"), "{err}");
+    assert!(
+        err.message()
+            .contains("the bridged server could not be reached"),
+        "{err}"
+    );
+    for shown in [err.to_string(), format!("{err:?}")] {
+        assert!(!shown.contains("private-dir"), "{shown}");
+    }
+    bridge.shutdown().await;
 }

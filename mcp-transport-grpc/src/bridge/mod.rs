@@ -6,6 +6,9 @@
 //! - `service`: who may call (an optional bearer token) and the backend connection per call.
 //! - `pump`: one call's two directions, and how each side's end ends the other.
 //!
+//! At most [`max_calls`](GrpcBridge::max_calls) calls run at once (each may be a child
+//! process); a call past that is answered RESOURCE_EXHAUSTED before any backend is opened.
+//!
 //! A call ends its backend connection when it ends (the client half-closed: gracefully; the
 //! client went away: at once), and the backend's death ends the call with UNAVAILABLE naming
 //! why. [`GrpcBridgeHandle::shutdown`] ends every call and backend within its timeout.
@@ -20,13 +23,16 @@ use std::time::Duration;
 
 use mcp_core::sync::lock;
 use mcp_core::TransportConnector;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tonic::transport::server::TcpIncoming;
 
 use crate::config::{DEFAULT_MAX_MESSAGE_SIZE, FRAMING_ALLOWANCE};
 use crate::proto::mcp_server::McpServer;
 use service::BridgeService;
+
+/// Calls served at once unless [`GrpcBridge::max_calls`] says otherwise.
+const DEFAULT_MAX_CALLS: usize = 64;
 
 /// Serves any MCP server over gRPC: configure, then [`serve`](GrpcBridge::serve).
 ///
@@ -50,6 +56,7 @@ pub struct GrpcBridge {
     backend: Arc<dyn TransportConnector>,
     bearer: Option<String>,
     max_message_size: usize,
+    max_calls: usize,
     backend_connect_timeout: Duration,
     backend_close_timeout: Duration,
     shutdown_timeout: Duration,
@@ -65,6 +72,7 @@ impl std::fmt::Debug for GrpcBridge {
             .field("backend", &self.backend.transport_name())
             .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
             .field("max_message_size", &self.max_message_size)
+            .field("max_calls", &self.max_calls)
             .field("backend_connect_timeout", &self.backend_connect_timeout)
             .field("backend_close_timeout", &self.backend_close_timeout)
             .field("shutdown_timeout", &self.shutdown_timeout)
@@ -79,6 +87,7 @@ impl GrpcBridge {
             backend,
             bearer: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_calls: DEFAULT_MAX_CALLS,
             backend_connect_timeout: Duration::from_secs(10),
             backend_close_timeout: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
@@ -99,6 +108,15 @@ impl GrpcBridge {
     /// becomes a JSON-RPC error for its request.
     pub fn max_message_size(mut self, bytes: usize) -> GrpcBridge {
         self.max_message_size = bytes;
+        self
+    }
+
+    /// How many calls may run at once (default 64; at least 1). Each call holds its own
+    /// backend connection — a child process for a stdio backend — from before it connects until
+    /// it ends, so this caps what callers can make the bridge start. A call past the cap is
+    /// answered RESOURCE_EXHAUSTED and starts nothing; it may be retried once a call ends.
+    pub fn max_calls(mut self, calls: usize) -> GrpcBridge {
+        self.max_calls = calls.clamp(1, Semaphore::MAX_PERMITS);
         self
     }
 
@@ -145,6 +163,8 @@ impl GrpcBridge {
             backend: self.backend,
             bearer: self.bearer.map(|token| format!("Bearer {token}")),
             max_message_size: self.max_message_size,
+            max_calls: self.max_calls,
+            call_slots: Arc::new(Semaphore::new(self.max_calls)),
             backend_connect_timeout: self.backend_connect_timeout,
             backend_close_timeout: self.backend_close_timeout,
             calls: Mutex::new(JoinSet::new()),
@@ -202,6 +222,10 @@ pub(crate) struct BridgeShared {
     /// The whole expected `authorization` value.
     pub(crate) bearer: Option<String>,
     pub(crate) max_message_size: usize,
+    /// The cap on calls at once (named in the refusal).
+    pub(crate) max_calls: usize,
+    /// One permit per running call, held from before its backend connects until it ends.
+    pub(crate) call_slots: Arc<Semaphore>,
     pub(crate) backend_connect_timeout: Duration,
     pub(crate) backend_close_timeout: Duration,
     /// Every call's task (aborted when the bridge is dropped).

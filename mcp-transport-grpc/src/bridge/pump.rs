@@ -18,7 +18,7 @@ use mcp_core::{
     BoxTransport, ErrorObject, Message, RequestId, Response, Transport, TransportError,
     TransportReceiver, TransportSender,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tonic::{Status, Streaming};
 
 use crate::line::{self, Decoded, Unsendable};
@@ -42,6 +42,8 @@ pub(crate) struct Pump {
     pub(crate) backend_close_timeout: Duration,
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) active: Arc<AtomicUsize>,
+    /// The call's slot under the bridge's `max_calls`, given back when the call ends.
+    pub(crate) call_slot: OwnedSemaphorePermit,
 }
 
 /// Why the client-to-backend direction stopped.
@@ -84,9 +86,13 @@ pub(crate) async fn pump(call: Pump) {
         backend_close_timeout,
         mut shutdown,
         active,
+        call_slot,
     } = call;
     active.fetch_add(1, Ordering::AcqRel);
     let _active = ActiveGuard(active);
+    // Declared after `_active`, so dropped before it: once `active_calls()` no longer counts
+    // this call, its slot is free for the next one.
+    let _call_slot = call_slot;
     let (backend_tx, backend_rx) = backend.split();
     let mut reader = AbortOnDrop(tokio::spawn(backend_to_client(
         backend_rx,

@@ -1,5 +1,6 @@
-//! The bridge's `mcp.transport.v1.Mcp` service: checks the caller's bearer token, opens the
-//! call's backend connection, and hands both to a pump task the bridge owns.
+//! The bridge's `mcp.transport.v1.Mcp` service: checks the caller's bearer token, takes one of
+//! the bridge's call slots (`max_calls`), opens the call's backend connection, and hands them to
+//! a pump task the bridge owns.
 
 use std::sync::Arc;
 
@@ -15,6 +16,9 @@ use crate::proto::JsonRpcLine;
 
 /// Lines waiting to go to the client.
 const TO_CLIENT_QUEUE: usize = 64;
+
+/// What a caller is told when the backend connection fails (the reason is logged, not sent).
+const UNREACHABLE: &str = "the bridged server could not be reached";
 
 pub(crate) struct BridgeService {
     shared: Arc<BridgeShared>,
@@ -68,10 +72,25 @@ impl Mcp for BridgeService {
         if self.shared.shutting_down() {
             return Err(Status::unavailable("the MCP gRPC bridge is shutting down"));
         }
+        // Taken before the backend is opened, so a refused call starts nothing.
+        let call_slot = self
+            .shared
+            .call_slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| {
+                Status::resource_exhausted(format!(
+                    "the MCP gRPC bridge is already serving as many calls as it allows \
+                     (max_calls is {}); retry when one ends",
+                    self.shared.max_calls
+                ))
+            })?;
         let peer = request
             .remote_addr()
             .map(|a| a.to_string())
             .unwrap_or_default();
+        // The caller is told only that the server could not be reached: the reason may name
+        // local commands and paths, so it goes to the bridge's log.
         let backend = match tokio::time::timeout(
             self.shared.backend_connect_timeout,
             self.shared.backend.connect(),
@@ -80,16 +99,15 @@ impl Mcp for BridgeService {
         {
             Ok(Ok(backend)) => backend,
             Ok(Err(e)) => {
-                return Err(Status::unavailable(format!(
-                    "the MCP gRPC bridge could not connect to its MCP server: {}",
-                    e.message()
-                )))
+                tracing::warn!(%peer, error = %e, "the gRPC bridge could not connect to its MCP server");
+                return Err(Status::unavailable(UNREACHABLE));
             }
             Err(_) => {
+                let within = mcp_core::time::human_duration(self.shared.backend_connect_timeout);
+                tracing::warn!(%peer, %within, "the gRPC bridge could not connect to its MCP server in time");
                 return Err(Status::unavailable(format!(
-                    "the MCP gRPC bridge could not connect to its MCP server within {}",
-                    mcp_core::time::human_duration(self.shared.backend_connect_timeout)
-                )))
+                    "{UNREACHABLE} within {within}"
+                )));
             }
         };
         tracing::debug!(%peer, "gRPC bridge call started");
@@ -102,6 +120,7 @@ impl Mcp for BridgeService {
             backend_close_timeout: self.shared.backend_close_timeout,
             shutdown: self.shared.shutdown.subscribe(),
             active: self.shared.active.clone(),
+            call_slot,
         };
         {
             let mut calls = lock(&self.shared.calls);
