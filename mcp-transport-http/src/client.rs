@@ -1,6 +1,8 @@
-//! The HTTP client both transports send with: one request at a time on pooled connections
-//! (HTTP/1.1 keep-alive, one connection per request in flight; or one shared HTTP/2
-//! connection), opened by [`crate::connect`].
+//! The HTTP client both transports send with: requests on pooled connections opened by
+//! [`crate::connect`] — HTTP/1.1 keep-alive, one connection per request in flight; or
+//! HTTP/2, where requests share an open connection (requests sent at once while none is open
+//! each open one, and all of them stay pooled). The most recently used connection is reused
+//! first; idle ones expire after [`IDLE_TIMEOUT`], and at most [`MAX_IDLE_PER_ORIGIN`] are kept.
 //!
 //! Written on hyper's connection API rather than taken from a general-purpose client: MCP
 //! sends every message to one endpoint, so the endpoint's URL is parsed once ([`Target`]) and
@@ -9,7 +11,6 @@
 //! more than all the rest of a call together. Redirects are followed by the exchange
 //! (`crate::exchange`, with `crate::redirect`'s rules), which asks for credentials per hop.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -29,9 +30,13 @@ use crate::connect::{Connection, Connector, RequestBody, ResponseFuture, Route};
 /// An idle connection unused this long is closed instead of reused (the server has probably
 /// closed it already).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Idle connections kept per origin: more are only left over from a burst of concurrent
+/// requests, and the next request closes them.
+const MAX_IDLE_PER_ORIGIN: usize = 16;
 
-/// A URL requests are sent to, parsed once into everything a request needs.
-#[derive(Debug, Clone)]
+/// A URL requests are sent to, parsed once into everything a request needs. `Debug` shows
+/// only its [`display`](Target::display) form (user info and query may carry secrets).
+#[derive(Clone)]
 pub(crate) struct Target {
     url: Url,
     /// Absolute form (HTTP/2, proxies, connecting), without user info.
@@ -95,6 +100,17 @@ impl Target {
         })
     }
 
+    /// The URL as shown in errors and logs: scheme, host, port and path; no user info, no
+    /// query, no fragment.
+    pub(crate) fn display(&self) -> String {
+        format!(
+            "{}://{}{}",
+            self.url.scheme(),
+            self.authority,
+            self.url.path()
+        )
+    }
+
     /// The URL as given (credentials are bound to it).
     pub(crate) fn url(&self) -> &Url {
         &self.url
@@ -125,6 +141,12 @@ impl Target {
     /// `Authorization: Basic …` from the URL's user info.
     pub(crate) fn basic_auth(&self) -> Option<&HeaderValue> {
         self.basic_auth.as_ref()
+    }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Target").field(&self.display()).finish()
     }
 }
 
@@ -207,6 +229,8 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// A response: its head, and its body read chunk by chunk.
 pub(crate) struct HttpResponse {
     inner: Response<Incoming>,
+    /// Marks its connection busy until the response is dropped.
+    _in_flight: Arc<()>,
 }
 
 impl HttpResponse {
@@ -260,20 +284,34 @@ impl HttpResponse {
 /// The HTTP client of one transport. Dropping it closes its connections.
 pub(crate) struct HttpClient {
     connector: Connector,
-    /// Every open connection, in the order requests were last sent on them: the front ones
-    /// have waited longest for their answers, so they are the likeliest to be idle again.
-    pool: Mutex<VecDeque<Pooled>>,
+    /// Every open connection, least recently used first.
+    pool: Mutex<Vec<Pooled>>,
 }
 
 struct Pooled {
     origin: Arc<str>,
     connection: Connection,
     last_used: Instant,
+    /// Held by every request on the connection until its response is dropped: the connection
+    /// is idle when this is the only holder. (HTTP/2 readiness says nothing about streams in
+    /// flight, and dropping a connection aborts them.)
+    in_flight: Arc<()>,
 }
 
 impl Pooled {
     fn serves(&self, target: &Target) -> bool {
         Arc::ptr_eq(&self.origin, &target.origin) || self.origin == target.origin
+    }
+
+    /// No request is in flight on it.
+    fn is_idle(&self) -> bool {
+        Arc::strong_count(&self.in_flight) == 1
+    }
+
+    /// A request can be sent on it now: an HTTP/2 connection takes any number at once, an
+    /// HTTP/1.1 one only when idle.
+    fn takes_a_request(&self) -> bool {
+        self.connection.sender.is_ready() && (self.connection.sender.is_http2() || self.is_idle())
     }
 }
 
@@ -281,7 +319,7 @@ impl HttpClient {
     pub(crate) fn new(connect_timeout: Duration) -> HttpClient {
         HttpClient {
             connector: Connector::new(connect_timeout),
-            pool: Mutex::new(VecDeque::new()),
+            pool: Mutex::new(Vec::new()),
         }
     }
 
@@ -299,9 +337,14 @@ impl HttpClient {
         *request.method_mut() = method;
         *request.headers_mut() = headers;
         let mut request = Some(request);
-        if let Some(pending) = self.send_pooled(target, &mut request) {
+        if let Some((pending, in_flight)) = self.send_pooled(target, &mut request) {
             match pending.await {
-                Ok(response) => return Ok(HttpResponse { inner: response }),
+                Ok(response) => {
+                    return Ok(HttpResponse {
+                        inner: response,
+                        _in_flight: in_flight,
+                    })
+                }
                 Err(mut e) => match e.take_message() {
                     Some(returned) => request = Some(returned),
                     None => return Err(HttpError::exchange(e.error())),
@@ -315,59 +358,68 @@ impl HttpClient {
         };
         let mut connection = self.connector.connect(target).await?;
         let pending = send_on(&mut connection, target, request);
-        mcp_core::sync::lock(&self.pool).push_back(Pooled {
+        let in_flight = Arc::new(());
+        mcp_core::sync::lock(&self.pool).push(Pooled {
             origin: target.origin.clone(),
             connection,
             last_used: Instant::now(),
+            in_flight: in_flight.clone(),
         });
         match pending.await {
-            Ok(response) => Ok(HttpResponse { inner: response }),
+            Ok(response) => Ok(HttpResponse {
+                inner: response,
+                _in_flight: in_flight,
+            }),
             Err(e) => Err(HttpError::exchange(e.error())),
         }
     }
 
     /// Queues the request (taken out of `request`) on an idle connection to the target's
-    /// origin, if there is one. Closed and long-idle connections are dropped on the way.
+    /// origin, if there is one; with the connection's in-flight token for the response.
     fn send_pooled(
         &self,
         target: &Target,
         request: &mut Option<Request<RequestBody>>,
-    ) -> Option<ResponseFuture> {
+    ) -> Option<(ResponseFuture, Arc<()>)> {
         let mut pool = mcp_core::sync::lock(&self.pool);
-        let pooled = idle_connection(&mut pool, target)?;
+        let pooled = idle_connection(&mut pool, Instant::now(), target)?;
         let request = request.take()?;
-        Some(send_on(&mut pooled.connection, target, request))
+        let in_flight = pooled.in_flight.clone();
+        Some((send_on(&mut pooled.connection, target, request), in_flight))
     }
 }
 
-/// An idle connection to `target`'s origin, moved to the back of the pool (the connection
-/// just used is the last to look at next time) and marked used. Closed connections, and
-/// HTTP/1.1 ones idle for longer than [`IDLE_TIMEOUT`], are dropped on the way.
-fn idle_connection<'p>(pool: &'p mut VecDeque<Pooled>, target: &Target) -> Option<&'p mut Pooled> {
-    let now = Instant::now();
-    let mut index = 0;
-    while index < pool.len() {
+/// The most recently used connection to `target`'s origin that takes a request now, moved to
+/// the back of the pool and marked used — the most recently used one is the likeliest to be
+/// still open at the server (servers close idle connections after as little as 5 seconds), and
+/// reusing it lets the others grow idle and expire. On the way, this drops closed connections,
+/// idle ones unused for longer than [`IDLE_TIMEOUT`], and the idle ones to `target`'s origin
+/// beyond the [`MAX_IDLE_PER_ORIGIN`] most recently used (left over from a burst).
+fn idle_connection<'p>(
+    pool: &'p mut Vec<Pooled>,
+    now: Instant,
+    target: &Target,
+) -> Option<&'p mut Pooled> {
+    let mut idle_kept = 0;
+    for index in (0..pool.len()).rev() {
         let pooled = &pool[index];
-        if pooled.connection.sender.is_closed() {
+        let idle = pooled.is_idle();
+        let expired = idle && now.saturating_duration_since(pooled.last_used) > IDLE_TIMEOUT;
+        let surplus = idle && !expired && pooled.serves(target) && {
+            idle_kept += 1;
+            idle_kept > MAX_IDLE_PER_ORIGIN
+        };
+        if pooled.connection.sender.is_closed() || expired || surplus {
             pool.remove(index);
-            continue;
         }
-        if !pooled.serves(target) || !pooled.connection.sender.is_ready() {
-            index += 1;
-            continue;
-        }
-        if now.duration_since(pooled.last_used) > IDLE_TIMEOUT
-            && !pooled.connection.sender.is_http2()
-        {
-            pool.remove(index);
-            continue;
-        }
-        let mut pooled = pool.remove(index)?;
-        pooled.last_used = now;
-        pool.push_back(pooled);
-        return pool.back_mut();
     }
-    None
+    let index = pool
+        .iter()
+        .rposition(|pooled| pooled.serves(target) && pooled.takes_a_request())?;
+    let mut pooled = pool.remove(index);
+    pooled.last_used = now;
+    pool.push(pooled);
+    pool.last_mut()
 }
 
 /// Addresses the request for the connection's protocol and route, and queues it.
@@ -450,6 +502,78 @@ mod tests {
         assert_eq!(decoded, b"us er:p@ss");
         assert!(!t.uri().to_string().contains('@'));
         assert_eq!(t.authority(), "127.0.0.1:1");
+    }
+
+    #[test]
+    fn debug_shows_neither_user_info_nor_query() {
+        let t = target("https://alice:hunter2@example.com:8443/mcp/x?key=secret#frag");
+        let shown = format!("{t:?}");
+        assert_eq!(shown, r#"Target("https://example.com:8443/mcp/x")"#);
+        assert_eq!(t.display(), "https://example.com:8443/mcp/x");
+    }
+
+    /// Pools an idle in-memory connection to `to`'s origin; returns the server's end.
+    async fn add(
+        pool: &mut Vec<Pooled>,
+        to: &Target,
+        last_used: Instant,
+    ) -> tokio::io::DuplexStream {
+        let (connection, server_end) = Connection::in_memory().await;
+        pool.push(Pooled {
+            origin: to.origin.clone(),
+            connection,
+            last_used,
+            in_flight: Arc::new(()),
+        });
+        server_end
+    }
+
+    #[tokio::test]
+    async fn the_pool_reuses_the_most_recent_connection_and_drops_surplus_and_old_ones() {
+        let mcp = target("http://127.0.0.1:1/mcp");
+        let elsewhere = target("http://127.0.0.1:2/mcp");
+        // "Now" is later than every connection's last use (no clock arithmetic below zero).
+        let start = Instant::now();
+        let at = |seconds: u64| start + Duration::from_secs(seconds);
+        let now = at(200);
+        let mut pool = Vec::new();
+        let mut server_ends = Vec::new();
+        // Unused for longer than the idle timeout.
+        server_ends.push(add(&mut pool, &mcp, at(0)).await);
+        // Just as old, but a response is still being read from it.
+        server_ends.push(add(&mut pool, &mcp, at(0)).await);
+        let busy = pool[1].in_flight.clone();
+        // Another origin's.
+        server_ends.push(add(&mut pool, &elsewhere, at(150)).await);
+        // A burst left 20 idle connections, last used at 180 s … 199 s.
+        for second in 180..200 {
+            server_ends.push(add(&mut pool, &mcp, at(second)).await);
+        }
+        let chosen = idle_connection(&mut pool, now, &mcp).expect("an idle connection");
+        assert_eq!(chosen.last_used, now);
+        let mut left: Vec<u64> = pool
+            .iter()
+            .filter(|p| p.serves(&mcp) && p.is_idle() && p.last_used != now)
+            .map(|p| p.last_used.duration_since(start).as_secs())
+            .collect();
+        left.sort_unstable();
+        // The one used at 199 s was chosen; with it, the 16 most recent are kept.
+        assert_eq!(left, (184..199).collect::<Vec<_>>());
+        assert_eq!(pool.iter().filter(|p| !p.is_idle()).count(), 1, "busy kept");
+        assert_eq!(pool.iter().filter(|p| p.serves(&elsewhere)).count(), 1);
+        assert_eq!(pool.len(), 16 + 1 + 1);
+        // The next request gets the same connection again, not the oldest.
+        let later = at(201);
+        let chosen = idle_connection(&mut pool, later, &mcp).expect("an idle connection");
+        assert_eq!(chosen.last_used, later);
+        assert!(pool.iter().all(|p| p.last_used != now));
+        assert_eq!(pool.len(), 18);
+        // The busy one is not taken even when it is the only one left to the origin.
+        pool.retain(|p| !p.is_idle());
+        assert!(idle_connection(&mut pool, later, &mcp).is_none());
+        assert_eq!(pool.len(), 1);
+        drop(busy);
+        drop(server_ends);
     }
 
     #[test]

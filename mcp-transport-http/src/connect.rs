@@ -66,6 +66,29 @@ impl Drop for Connection {
     }
 }
 
+#[cfg(test)]
+impl Connection {
+    /// An HTTP/1.1 connection over an in-memory pipe, ready for a request, and the pipe's
+    /// other end (the server's side; dropping it closes the connection). For the pool's tests.
+    pub(crate) async fn in_memory() -> (Connection, tokio::io::DuplexStream) {
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (mut sender, connection) = http1::handshake::<_, RequestBody>(TokioIo::new(ours))
+            .await
+            .expect("an HTTP/1.1 handshake needs no bytes from the server");
+        let task = tokio::spawn(drive(connection));
+        tokio::time::timeout(Duration::from_secs(5), sender.ready())
+            .await
+            .expect("the connection is ready in time")
+            .expect("the connection is ready");
+        let connection = Connection {
+            sender: Sender::Http1(sender),
+            route: Route::Direct,
+            task: task.abort_handle(),
+        };
+        (connection, theirs)
+    }
+}
+
 /// How requests travel on a connection.
 #[derive(Clone)]
 pub(crate) enum Route {

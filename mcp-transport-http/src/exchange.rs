@@ -52,7 +52,9 @@ impl Exchange {
     }
 
     /// Sends one request, following redirects (see [`crate::redirect`]; credentials are asked
-    /// for per hop, bound to its URL, and not sent once a hop left the origin). On 401/403 the
+    /// for per hop, bound to its URL; once a hop left the origin, neither credentials nor the
+    /// configured or metadata headers are sent, and a 401/403 from there is an `Unauthorized`
+    /// error the provider never hears of, its nonces ignored). On 401/403 the
     /// provider hears the challenge, and the request is sent once more when it has new
     /// credentials — and once more again when the server only wants a proof with its nonce; a
     /// refusal that stays is an `Unauthorized` error (which says the message was not handled).
@@ -74,23 +76,29 @@ impl Exchange {
         let mut hops = 0;
         let mut left_origin = false;
         loop {
-            let mut headers = HeaderMap::with_capacity(8 + self.headers.len());
-            for (name, value) in &self.headers {
-                headers.append(name, value.clone());
-            }
-            if let Some(basic) = hop.basic_auth() {
-                // A configured `Authorization` wins over the URL's user info.
-                if !headers.contains_key(AUTHORIZATION) {
-                    headers.insert(AUTHORIZATION, basic.clone());
+            let mut headers = if left_origin {
+                // Another origin gets nothing the configured one was trusted with.
+                let mut requested = HeaderMap::new();
+                add_headers(&mut requested);
+                redirect::cross_origin_headers(&requested)
+            } else {
+                let mut headers = HeaderMap::with_capacity(8 + self.headers.len());
+                for (name, value) in &self.headers {
+                    headers.append(name, value.clone());
                 }
-            }
-            add_headers(&mut headers);
+                if let Some(basic) = hop.basic_auth() {
+                    // A configured `Authorization` wins over the URL's user info.
+                    if !headers.contains_key(AUTHORIZATION) {
+                        headers.insert(AUTHORIZATION, basic.clone());
+                    }
+                }
+                add_headers(&mut headers);
+                headers
+            };
             if hop_body.is_some() {
                 headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             }
-            if left_origin {
-                redirect::strip_credentials(&mut headers);
-            } else {
+            if !left_origin {
                 self.add_credentials(&hop_method, hop.url(), &mut headers)
                     .await?;
             }
@@ -123,13 +131,36 @@ impl Exchange {
                         }
                         continue;
                     }
-                    Redirect::Refuse(why) => {
-                        return Err(TransportError::recoverable(
+                    Redirect::Refuse { why, never_sent } => {
+                        let error = TransportError::recoverable(
                             TransportErrorKind::Io,
                             format!("{}: {why}", self.display_url),
-                        ))
+                        );
+                        return Err(if never_sent {
+                            error.never_sent()
+                        } else {
+                            error
+                        });
                     }
                 }
+            }
+            if left_origin {
+                // Another origin's refusal is not this server's challenge: its
+                // `WWW-Authenticate` (which may name where to get a token) and its nonces are
+                // not the provider's business.
+                if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                    return Err(TransportError::recoverable(
+                        TransportErrorKind::Unauthorized,
+                        format!(
+                            "{} redirected to {}, another origin, which answered HTTP {} \
+                             (credentials are not sent to another origin)",
+                            self.display_url,
+                            hop.display(),
+                            status.as_u16()
+                        ),
+                    ));
+                }
+                return Ok(response);
             }
             // Nonces only matter to a provider (which makes the proofs).
             let nonce = self.auth.as_ref().and_then(|_| {

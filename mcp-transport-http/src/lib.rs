@@ -15,7 +15,7 @@
 //!
 //! Underneath (private): `exchange` (one credentialed request: credentials per hop,
 //! challenges, redirects by `redirect`'s rules), `client` (the HTTP client: the endpoint parsed
-//! once, pooled connections) and `connect` (TCP, proxies from the environment, TLS, the
+//! once, pooled HTTP/1.1 or HTTP/2 connections, the most recently used reused first) and `connect` (TCP, proxies from the environment, TLS, the
 //! HTTP/1.1 or HTTP/2 handshake).
 
 #![warn(missing_docs)]

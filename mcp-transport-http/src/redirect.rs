@@ -1,18 +1,34 @@
-//! Which redirects are followed, and how (the rules browsers and reqwest use): at most
-//! [`MAX_REDIRECTS`] hops; 301 and 302 turn a POST into a GET without a body, 303 turns
-//! anything but HEAD into a GET, 307 and 308 repeat the request as it was; only to `http://`
-//! and `https://` URLs. A redirect without a usable `Location` is the answer itself.
+//! Which redirects are followed, and how: at most [`MAX_REDIRECTS`] hops; 307 and 308 repeat
+//! the request as it was; 301, 302 and 303 are followed by a GET (303 turns anything but HEAD
+//! into a GET) but refused for a POST — browsers would turn it into a GET without its body,
+//! which drops the JSON-RPC message and leaves the caller waiting for an answer that cannot
+//! come; only to `http://` and `https://` URLs. A redirect without a usable `Location` is the
+//! answer itself.
 //!
-//! Once a hop leaves the origin, credentials stay behind for the rest of the chain (the
-//! exchange stops asking the provider, and [`strip_credentials`] removes configured ones).
+//! Once a hop leaves the origin, nothing the origin was trusted with follows it for the rest of
+//! the chain: no credentials (the exchange stops asking the provider), no configured headers
+//! (API keys live there), no request metadata headers (`Mcp-Param-*` carry tool arguments) —
+//! only what [`cross_origin_headers`] keeps.
 
-use http::header::{HeaderMap, HeaderName, AUTHORIZATION, COOKIE, LOCATION, PROXY_AUTHORIZATION};
+use http::header::{HeaderMap, HeaderName, ACCEPT, LOCATION};
 use http::{Method, StatusCode};
 
 use crate::client::Target;
 
 /// Hops followed before the request fails.
 pub(crate) const MAX_REDIRECTS: usize = 10;
+
+/// The request headers a hop to another origin carries (besides `Content-Type`, which the
+/// exchange sets from the body): what the server needs to read the request and answer in a
+/// form the client reads — the protocol's own framing, none of it the user's: the revision
+/// spoken, and the session and stream position the server side handed out (a server behind
+/// a redirect issued them itself, and without them its session cannot go on).
+const CROSS_ORIGIN_HEADERS: [HeaderName; 4] = [
+    ACCEPT,
+    HeaderName::from_static(crate::streamable::PROTOCOL_VERSION_HEADER),
+    HeaderName::from_static(crate::streamable::SESSION_ID_HEADER),
+    HeaderName::from_static(crate::streamable::LAST_EVENT_ID_HEADER),
+];
 
 /// What to do with a response.
 #[derive(Debug)]
@@ -25,8 +41,9 @@ pub(crate) enum Redirect {
         method: Method,
         keep_body: bool,
     },
-    /// A redirect that must not be followed.
-    Refuse(String),
+    /// A redirect that must not be followed; `never_sent` when the message certainly was not
+    /// handled (the server answered it with a redirect instead).
+    Refuse { why: String, never_sent: bool },
 }
 
 /// The next hop for a response of `status` with `headers`, to a request of `method` to
@@ -38,10 +55,7 @@ pub(crate) fn next_hop(
     method: &Method,
     hops: usize,
 ) -> Redirect {
-    let (method, keep_body) = match status {
-        StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND if *method == Method::POST => {
-            (Method::GET, false)
-        }
+    let (next_method, keep_body) = match status {
         StatusCode::SEE_OTHER if *method != Method::HEAD => (Method::GET, false),
         StatusCode::MOVED_PERMANENTLY
         | StatusCode::FOUND
@@ -56,31 +70,57 @@ pub(crate) fn next_hop(
     let Ok(url) = current.url().join(location) else {
         return Redirect::Answer;
     };
+    let rewrites_a_post = matches!(
+        status,
+        StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
+    ) && *method == Method::POST;
+    if rewrites_a_post {
+        let shown = match Target::new(url.clone()) {
+            Ok(target) => target.display(),
+            Err(_) => mcp_core::auth::redact_url(url.as_str()),
+        };
+        return Redirect::Refuse {
+            why: format!(
+                "the server redirected a POST with HTTP {} to {shown}; configure the final URL",
+                status.as_u16()
+            ),
+            never_sent: true,
+        };
+    }
     if hops >= MAX_REDIRECTS {
-        return Redirect::Refuse(format!("redirected more than {MAX_REDIRECTS} times"));
+        return Redirect::Refuse {
+            why: format!("redirected more than {MAX_REDIRECTS} times"),
+            never_sent: false,
+        };
     }
     match Target::new(url) {
         Ok(target) => Redirect::Follow {
             target: Box::new(target),
-            method,
+            method: next_method,
             keep_body,
         },
-        Err(why) => Redirect::Refuse(format!("redirected to an unusable URL: {why}")),
+        Err(why) => Redirect::Refuse {
+            why: format!("redirected to an unusable URL: {why}"),
+            never_sent: false,
+        },
     }
 }
 
-/// Removes the credentials a request to another origin must not carry.
-pub(crate) fn strip_credentials(headers: &mut HeaderMap) {
-    const COOKIE2: HeaderName = HeaderName::from_static("cookie2");
-    const DPOP: HeaderName = HeaderName::from_static(mcp_core::DPOP_HEADER);
-    for name in [AUTHORIZATION, COOKIE, COOKIE2, PROXY_AUTHORIZATION, DPOP] {
-        headers.remove(name);
+/// The headers of a request to another origin: of `requested`, only [`CROSS_ORIGIN_HEADERS`].
+pub(crate) fn cross_origin_headers(requested: &HeaderMap) -> HeaderMap {
+    let mut kept = HeaderMap::with_capacity(CROSS_ORIGIN_HEADERS.len() + 1);
+    for name in &CROSS_ORIGIN_HEADERS {
+        for value in requested.get_all(name) {
+            kept.append(name.clone(), value.clone());
+        }
     }
+    kept
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::{AUTHORIZATION, COOKIE};
     use http::HeaderValue;
     use url::Url;
 
@@ -118,11 +158,34 @@ mod tests {
     }
 
     #[test]
-    fn moved_found_and_see_other_turn_a_post_into_a_get() {
+    fn moved_found_and_see_other_refuse_a_post_as_never_sent() {
+        let current = target("http://127.0.0.1:1/mcp?k=1");
         for status in [301, 302, 303] {
-            let (_, method, keep_body) = follow(status, Method::POST, "other");
+            let status = StatusCode::from_u16(status).unwrap();
+            let location = "http://user:secret@127.0.0.1:2/final?key=hidden";
+            match next_hop(status, &located(location), &current, &Method::POST, 0) {
+                Redirect::Refuse { why, never_sent } => {
+                    assert!(never_sent);
+                    assert_eq!(
+                        why,
+                        format!(
+                            "the server redirected a POST with HTTP {} to \
+                             http://127.0.0.1:2/final; configure the final URL",
+                            status.as_u16()
+                        )
+                    );
+                }
+                other => panic!("{status} to a POST was not refused: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn moved_found_and_see_other_are_followed_by_other_methods() {
+        for status in [301, 302, 303] {
+            let (url, method, _) = follow(status, Method::GET, "other");
+            assert_eq!(url, "http://127.0.0.1:1/other");
             assert_eq!(method, Method::GET);
-            assert!(!keep_body);
         }
         let (url, method, _) = follow(301, Method::DELETE, "https://example.com/x");
         assert_eq!(
@@ -166,7 +229,10 @@ mod tests {
                     &Method::POST,
                     hops
                 ),
-                Redirect::Refuse(_)
+                Redirect::Refuse {
+                    never_sent: false,
+                    ..
+                }
             )
         };
         assert!(!refused("/a", MAX_REDIRECTS - 1));
@@ -175,14 +241,34 @@ mod tests {
     }
 
     #[test]
-    fn credentials_are_stripped_for_another_origin() {
+    fn another_origin_gets_only_the_protocols_own_headers() {
         let mut headers = HeaderMap::new();
         headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t"));
         headers.insert("dpop", HeaderValue::from_static("proof"));
         headers.insert(COOKIE, HeaderValue::from_static("c=1"));
         headers.insert("x-api-key", HeaderValue::from_static("k"));
-        strip_credentials(&mut headers);
-        assert_eq!(headers.len(), 1);
-        assert!(headers.contains_key("x-api-key"));
+        headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
+        headers.insert("mcp-name", HeaderValue::from_static("echo"));
+        headers.insert("mcp-param-text", HeaderValue::from_static("private"));
+        headers.insert("mcp-session-id", HeaderValue::from_static("session"));
+        headers.insert("last-event-id", HeaderValue::from_static("7"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        let kept = cross_origin_headers(&headers);
+        let mut names: Vec<&str> = kept.keys().map(|n| n.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "accept",
+                "last-event-id",
+                "mcp-protocol-version",
+                "mcp-session-id"
+            ]
+        );
+        assert_eq!(kept[ACCEPT], "application/json");
     }
 }
