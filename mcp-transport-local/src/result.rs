@@ -124,3 +124,120 @@ impl<T: IntoToolResult, E: Into<ToolError> + Send + 'static> IntoToolResult for 
         T::output_schema()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mcp_core::jsonrpc::ErrorObject;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The result's JSON.
+    fn json_of(result: impl IntoToolResult) -> Value {
+        result.into_tool_result().expect("a result")
+    }
+
+    fn text(text: &str) -> Value {
+        json!({"content": [{"type": "text", "text": text}]})
+    }
+
+    #[test]
+    fn text_results_are_one_text_block_holding_the_text_as_it_is() {
+        assert_eq!(json_of("hi"), text("hi"));
+        assert_eq!(json_of(String::new()), text(""));
+        let awkward = "quote \" backslash \\ newline \n tab \t bell \u{7} nul \0 é 🦀";
+        let written = json_of(awkward.to_owned()).to_string();
+        assert_eq!(
+            serde_json::from_str::<Value>(&written).unwrap(),
+            text(awkward)
+        );
+    }
+
+    #[test]
+    fn unit_is_a_result_without_content() {
+        assert_eq!(json_of(()), json!({"content": []}));
+    }
+
+    #[test]
+    fn content_blocks_are_the_result_content_as_they_are() {
+        assert_eq!(json_of(Content::text("one")), text("one"));
+        let image = Content::Image {
+            data: "aGk=".into(),
+            mime_type: "image/png".into(),
+            extra: Default::default(),
+        };
+        assert_eq!(
+            json_of(vec![Content::text("a"), image]),
+            json!({"content": [
+                {"type": "text", "text": "a"},
+                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            ]})
+        );
+        assert_eq!(json_of(Vec::<Content>::new()), json!({"content": []}));
+    }
+
+    #[test]
+    fn a_whole_call_tool_result_is_kept_as_it_is() {
+        let shape = json!({
+            "content": [{"type": "text", "text": "partly"}],
+            "structuredContent": {"b": 1, "a": [true, null]},
+            "isError": true,
+            "_meta": {"example.com/trace": "t-1"},
+        });
+        let result: CallToolResult = serde_json::from_value(shape.clone()).expect("a result");
+        assert_eq!(json_of(result), shape);
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Reading {
+        station: String,
+        celsius: f64,
+        note: Option<String>,
+    }
+
+    #[test]
+    fn a_json_result_is_structured_content_and_the_same_json_as_text() {
+        let reading = Reading {
+            station: "Ny-Ålesund \"north\"".into(),
+            celsius: -3.5,
+            note: None,
+        };
+        // The text lists the members sorted (it is written from a `Value`).
+        let as_text = r#"{"celsius":-3.5,"note":null,"station":"Ny-Ålesund \"north\""}"#;
+        assert_eq!(
+            json_of(Json(reading)),
+            json!({
+                "content": [{"type": "text", "text": as_text}],
+                "structuredContent": {"station": "Ny-Ålesund \"north\"", "celsius": -3.5, "note": null},
+            })
+        );
+    }
+
+    #[test]
+    fn a_json_result_that_is_not_an_object_fails_the_call() {
+        #[derive(Serialize, JsonSchema)]
+        struct Bare(u8);
+        let error: ErrorObject = Json(Bare(7))
+            .into_tool_result()
+            .unwrap_err()
+            .into_error_object();
+        assert_eq!(error.code, mcp_core::jsonrpc::codes::INTERNAL_ERROR);
+        assert!(error.message.contains("not a JSON object"), "{error}");
+    }
+
+    #[test]
+    fn a_result_is_its_ok_value_or_its_error() {
+        assert_eq!(json_of(Ok::<_, ToolError>("fine")), text("fine"));
+        assert_eq!(
+            <Result<Json<Reading>, ToolError>>::output_schema(),
+            Json::<Reading>::output_schema()
+        );
+        let failed = Err::<String, _>(ToolError::failed("no luck"))
+            .into_tool_result()
+            .unwrap_err();
+        assert_eq!(
+            failed.into_tool_outcome(),
+            Ok(json!({"content": [{"type": "text", "text": "no luck"}], "isError": true}))
+        );
+    }
+}
