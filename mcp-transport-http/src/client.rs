@@ -33,6 +33,8 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Idle connections kept per origin: more are only left over from a burst of concurrent
 /// requests, and the next request closes them.
 const MAX_IDLE_PER_ORIGIN: usize = 16;
+/// An idle connection beyond [`MAX_IDLE_PER_ORIGIN`] is closed only once unused this long.
+const SURPLUS_GRACE: Duration = Duration::from_secs(1);
 
 /// A URL requests are sent to, parsed once into everything a request needs. `Debug` shows
 /// only its [`display`](Target::display) form (user info and query may carry secrets).
@@ -356,7 +358,9 @@ impl HttpClient {
                 "the request was lost before it was sent",
             ));
         };
-        let mut connection = self.connector.connect(target).await?;
+        // Boxed: connecting is rare (the pool has a connection), and its future is the larger
+        // part of this one, which every request's future carries.
+        let mut connection = Box::pin(self.connector.connect(target)).await?;
         let pending = send_on(&mut connection, target, request);
         let in_flight = Arc::new(());
         mcp_core::sync::lock(&self.pool).push(Pooled {
@@ -394,7 +398,8 @@ impl HttpClient {
 /// still open at the server (servers close idle connections after as little as 5 seconds), and
 /// reusing it lets the others grow idle and expire. On the way, this drops closed connections,
 /// idle ones unused for longer than [`IDLE_TIMEOUT`], and the idle ones to `target`'s origin
-/// beyond the [`MAX_IDLE_PER_ORIGIN`] most recently used (left over from a burst).
+/// beyond the [`MAX_IDLE_PER_ORIGIN`] most recently used (left over from a burst, once unused
+/// for [`SURPLUS_GRACE`]).
 fn idle_connection<'p>(
     pool: &'p mut Vec<Pooled>,
     now: Instant,
@@ -405,10 +410,16 @@ fn idle_connection<'p>(
         let pooled = &pool[index];
         let idle = pooled.is_idle();
         let expired = idle && now.saturating_duration_since(pooled.last_used) > IDLE_TIMEOUT;
-        let surplus = idle && !expired && pooled.serves(target) && {
-            idle_kept += 1;
-            idle_kept > MAX_IDLE_PER_ORIGIN
-        };
+        // Only connections idle for a while are surplus: while a burst goes on, connections
+        // are idle for moments between its requests, and closing them would only open others.
+        let surplus = idle
+            && !expired
+            && pooled.serves(target)
+            && {
+                idle_kept += 1;
+                idle_kept > MAX_IDLE_PER_ORIGIN
+            }
+            && now.saturating_duration_since(pooled.last_used) > SURPLUS_GRACE;
         if pooled.connection.sender.is_closed() || expired || surplus {
             pool.remove(index);
         }

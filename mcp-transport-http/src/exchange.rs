@@ -28,6 +28,8 @@ const ERROR_BODY_LIMIT: usize = 4096;
 const ERROR_DETAIL_CHARS: usize = 200;
 const DPOP: HeaderName = HeaderName::from_static(mcp_core::DPOP_HEADER);
 const DPOP_NONCE: HeaderName = HeaderName::from_static(mcp_core::DPOP_NONCE_HEADER);
+/// `Content-Type` of a request with a body (a constant: built once, not checked per request).
+const JSON_CONTENT: HeaderValue = HeaderValue::from_static("application/json");
 
 /// The headers a transport puts on one request (added after the configured ones, so they win).
 pub(crate) type AddHeaders<'a> = &'a (dyn Fn(&mut HeaderMap) + Sync);
@@ -96,7 +98,7 @@ impl Exchange {
                 headers
             };
             if hop_body.is_some() {
-                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(CONTENT_TYPE, JSON_CONTENT);
             }
             if !left_origin {
                 self.add_credentials(&hop_method, hop.url(), &mut headers)

@@ -47,8 +47,10 @@ pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 const SESSION_ID: HeaderName = HeaderName::from_static(SESSION_ID_HEADER);
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static(LAST_EVENT_ID_HEADER);
-/// What a POST accepts back.
-const POST_ACCEPT: &str = "application/json, text/event-stream";
+/// What a POST accepts back (a constant: built once, not checked again per request).
+const POST_ACCEPT: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+/// What a GET accepts back.
+const GET_ACCEPT: HeaderValue = HeaderValue::from_static("text/event-stream");
 
 /// Messages waiting for the session's reader before senders wait (backpressure).
 pub(crate) const INCOMING_QUEUE: usize = 1024;
@@ -200,7 +202,7 @@ impl Shared {
 
     /// The headers every request carries (besides the configured ones and credentials):
     /// `Accept`, the session id, the protocol version.
-    fn request_headers(&self, accept: &'static str) -> RequestHeaders {
+    fn request_headers(&self, accept: HeaderValue) -> RequestHeaders {
         let version = *lock(&self.protocol_version);
         let modern = version.is_some_and(|v| v.is_modern());
         RequestHeaders {
@@ -304,7 +306,7 @@ impl Shared {
 
     /// GET with `Last-Event-ID`: resumes a stream the server dropped.
     async fn resume(&self, last_event_id: &str) -> Result<HttpResponse, TransportError> {
-        let mut headers = self.request_headers("text/event-stream");
+        let mut headers = self.request_headers(GET_ACCEPT);
         headers.last_event_id = HeaderValue::from_str(last_event_id).ok();
         let response = self.execute(Method::GET, &headers, None).await?;
         if response.status().is_success() {
@@ -424,7 +426,7 @@ impl Shared {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            let mut headers = self.request_headers("text/event-stream");
+            let mut headers = self.request_headers(GET_ACCEPT);
             headers.last_event_id = parser
                 .last_event_id()
                 .and_then(|id| HeaderValue::from_str(id).ok());
@@ -769,7 +771,7 @@ pub(crate) fn event_message(data: String) -> Result<Message, mcp_core::jsonrpc::
 /// The headers of one request to the endpoint, fixed when it is made (and applied again to
 /// a retry or a redirected request).
 struct RequestHeaders {
-    accept: &'static str,
+    accept: HeaderValue,
     session_id: Option<HeaderValue>,
     protocol_version: Option<&'static str>,
     last_event_id: Option<HeaderValue>,
@@ -779,7 +781,7 @@ struct RequestHeaders {
 
 impl RequestHeaders {
     fn apply(&self, headers: &mut HeaderMap) {
-        headers.insert(ACCEPT, HeaderValue::from_static(self.accept));
+        headers.insert(ACCEPT, self.accept.clone());
         if let Some(id) = &self.session_id {
             headers.insert(SESSION_ID, id.clone());
         }

@@ -92,7 +92,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full, LengthLimitError, Limited};
 use hyper::body::{Body, Frame, Incoming};
@@ -429,9 +429,24 @@ impl Body for SseBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx
-            .poll_recv(cx)
-            .map(|event| event.map(|bytes| Ok(Frame::data(bytes))))
+        let first = match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(event)) => event,
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        // The events queued already go out as one chunk: a request's stream is mostly ready
+        // whole (priming event, response), and one chunk is less framing for hyper to write
+        // and for the client to read than one per event.
+        let Ok(second) = self.rx.try_recv() else {
+            return Poll::Ready(Some(Ok(Frame::data(first))));
+        };
+        let mut joined = BytesMut::with_capacity(first.len() + second.len());
+        joined.extend_from_slice(&first);
+        joined.extend_from_slice(&second);
+        while let Ok(more) = self.rx.try_recv() {
+            joined.extend_from_slice(&more);
+        }
+        Poll::Ready(Some(Ok(Frame::data(joined.freeze()))))
     }
 }
 
@@ -451,12 +466,20 @@ fn response(
 }
 
 /// A `text/event-stream` response fed by `rx`.
-pub(crate) fn sse_response(rx: EventReceiver) -> HttpResponse {
-    let mut response = response(
-        StatusCode::OK,
-        Some("text/event-stream"),
-        UnsyncBoxBody::new(SseBody { rx }),
-    );
+pub(crate) fn sse_response(mut rx: EventReceiver) -> HttpResponse {
+    let body = if rx.is_closed() {
+        // Nothing more will come (a request answered while it was handled, a finished stream
+        // replayed): the events queued are the whole body, sent with its length rather than
+        // as a stream.
+        let mut events = BytesMut::new();
+        while let Ok(event) = rx.try_recv() {
+            events.extend_from_slice(&event);
+        }
+        UnsyncBoxBody::new(Full::new(events.freeze()))
+    } else {
+        UnsyncBoxBody::new(SseBody { rx })
+    };
+    let mut response = response(StatusCode::OK, Some("text/event-stream"), body);
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));

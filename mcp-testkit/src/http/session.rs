@@ -13,6 +13,7 @@
 //! - everything else: the standalone stream (buffered while no GET is attached).
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -257,21 +258,74 @@ impl Stream {
     }
 }
 
+/// A routing table. Hashed with [`RoutingHasher`]: the keys are stream numbers and the ids of
+/// the test's own client, and every response looks several of them up.
+type Table<K, V> = HashMap<K, V, BuildHasherDefault<RoutingHasher>>;
+
+/// A multiply-rotate hash (as rustc's `FxHasher`): a few instructions per key where the
+/// default SipHash costs hundreds. Not resistant to hash flooding, which a test fixture serving
+/// loopback clients does not need.
+#[derive(Default)]
+struct RoutingHasher(u64);
+
+impl RoutingHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for RoutingHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// The streams of one session and the routing tables.
 pub(crate) struct Streams {
     next_stream: u64,
-    streams: HashMap<u64, Stream>,
-    finished: VecDeque<u64>,
+    streams: Table<u64, Stream>,
+    /// Finished POST streams, oldest first, with the bytes of their history (fixed once a
+    /// stream is finished: nothing is appended to it any more).
+    finished: VecDeque<(u64, usize)>,
+    /// The sum of the bytes in `finished` (kept, not recounted: this runs on every response).
+    finished_bytes: usize,
     /// Request id key → POST stream.
-    by_request: HashMap<String, u64>,
+    by_request: Table<String, u64>,
     /// Progress token key → POST stream.
-    by_token: HashMap<String, u64>,
+    by_token: Table<String, u64>,
     /// Server→client request id → POST stream it was sent on.
-    by_server_request: HashMap<String, u64>,
+    by_server_request: Table<String, u64>,
     /// POST streams of `ask_*` calls still waiting for their server→client request.
     awaiting_client_request: VecDeque<u64>,
     /// `--http-json`: request id key → the POST waiting for its response.
-    json_waiters: HashMap<String, oneshot::Sender<String>>,
+    json_waiters: Table<String, oneshot::Sender<String>>,
     drop_after: Option<u64>,
 }
 
@@ -287,17 +341,18 @@ pub(crate) struct PostRequest {
 
 impl Streams {
     fn new(drop_after: Option<u64>) -> Self {
-        let mut streams = HashMap::new();
+        let mut streams = Table::default();
         streams.insert(STANDALONE, Stream::new(None));
         Self {
             next_stream: 1,
             streams,
             finished: VecDeque::new(),
-            by_request: HashMap::new(),
-            by_token: HashMap::new(),
-            by_server_request: HashMap::new(),
+            finished_bytes: 0,
+            by_request: Table::default(),
+            by_token: Table::default(),
+            by_server_request: Table::default(),
             awaiting_client_request: VecDeque::new(),
-            json_waiters: HashMap::new(),
+            json_waiters: Table::default(),
             drop_after,
         }
     }
@@ -395,8 +450,10 @@ impl Streams {
 
     /// Forgets the routing entries of a finished POST stream; keeps its history a while.
     fn finish(&mut self, id: u64) {
+        let mut bytes = 0;
         if let Some(stream) = self.streams.get_mut(&id) {
             stream.done = true;
+            bytes = stream.history.iter().map(|(_, event)| event.len()).sum();
             if let Some(key) = stream.request_key.take() {
                 if self.by_request.get(&key) == Some(&id) {
                     self.by_request.remove(&key);
@@ -408,25 +465,20 @@ impl Streams {
                 }
             }
         }
-        self.by_server_request.retain(|_, s| *s != id);
+        if !self.by_server_request.is_empty() {
+            self.by_server_request.retain(|_, s| *s != id);
+        }
         self.awaiting_client_request.retain(|s| *s != id);
-        self.finished.push_back(id);
+        self.finished.push_back((id, bytes));
+        self.finished_bytes += bytes;
         while self.finished.len() > KEPT_FINISHED_STREAMS
-            || (self.finished.len() > 1 && self.finished_bytes() > KEPT_FINISHED_BYTES)
+            || (self.finished.len() > 1 && self.finished_bytes > KEPT_FINISHED_BYTES)
         {
-            if let Some(old) = self.finished.pop_front() {
+            if let Some((old, bytes)) = self.finished.pop_front() {
+                self.finished_bytes -= bytes;
                 self.streams.remove(&old);
             }
         }
-    }
-
-    fn finished_bytes(&self) -> usize {
-        self.finished
-            .iter()
-            .filter_map(|id| self.streams.get(id))
-            .flat_map(|stream| stream.history.iter())
-            .map(|(_, event)| event.len())
-            .sum()
     }
 
     /// The client cancelled `request_key`: its stream will never see a response; close it.

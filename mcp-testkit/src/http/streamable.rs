@@ -1,5 +1,6 @@
 //! The Streamable HTTP endpoint (`/mcp`): POST, GET, DELETE. See [`crate::http`] for the rules.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -7,6 +8,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::session::{primes, PostRequest, Session, STANDALONE};
@@ -39,21 +41,61 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
-/// The parts of an incoming message the transport looks at.
+/// The parts of an incoming message the transport looks at (borrowed from the body).
 #[derive(Deserialize)]
-struct Message {
-    #[serde(default)]
-    jsonrpc: Option<String>,
+struct Message<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default)]
-    params: Option<Value>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     result: Option<serde::de::IgnoredAny>,
     #[serde(default, deserialize_with = "present")]
     error: Option<serde::de::IgnoredAny>,
+}
+
+/// The parameters the transport looks at; the rest (a tool's arguments) is only skipped over
+/// here, not built into values: the fixture server parses the message itself.
+#[derive(Default, Deserialize)]
+struct Params {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default, rename = "protocolVersion")]
+    protocol_version: Option<Value>,
+    #[serde(default, rename = "requestId")]
+    request_id: Option<Value>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
+}
+
+impl Params {
+    /// The fields of `raw` (empty when it is not an object).
+    fn of(raw: &RawValue) -> Params {
+        let text = raw.get();
+        if !text.starts_with('{') {
+            return Params::default();
+        }
+        serde_json::from_str(text).unwrap_or_else(|_| {
+            // A repeated field (valid JSON, the last one counts): read it as a value.
+            let value: Value = serde_json::from_str(text).unwrap_or_default();
+            let field = |name: &str| value.get(name).cloned();
+            Params {
+                name: field("name"),
+                protocol_version: field("protocolVersion"),
+                request_id: field("requestId"),
+                meta: field("_meta"),
+            }
+        })
+    }
+
+    /// The tool a `tools/call` calls, if it is named by a string.
+    fn tool(&self) -> Option<&str> {
+        self.name.as_ref().and_then(Value::as_str)
+    }
 }
 
 enum Kind {
@@ -63,7 +105,7 @@ enum Kind {
 }
 
 /// Classifies a POST body; the error is the 400 to answer.
-fn classify(body: &[u8]) -> Result<(Kind, Option<Value>), Reject> {
+fn classify(body: &[u8]) -> Result<(Kind, Params), Reject> {
     let trimmed = body.trim_ascii();
     if trimmed.first() == Some(&b'[') {
         return Err(Reject::rpc(
@@ -111,7 +153,7 @@ fn classify(body: &[u8]) -> Result<(Kind, Option<Value>), Reject> {
         (None, Some(_)) if message.result.is_some() || message.error.is_some() => Kind::Response,
         _ => return invalid("neither a request, a notification nor a response"),
     };
-    Ok((kind, message.params))
+    Ok((kind, message.params.map(Params::of).unwrap_or_default()))
 }
 
 /// The session a request belongs to, or the HTTP error to answer.
@@ -180,7 +222,13 @@ fn session_header(response: &mut HttpResponse, session: &Session) {
 
 async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
     let headers = request.headers();
-    if !accepts(headers, "application/json") || !accepts(headers, "text/event-stream") {
+    // What clients send is usually exactly this: no need to take it apart.
+    let usual_accept = headers
+        .get(hyper::header::ACCEPT)
+        .is_some_and(|v| v.as_bytes() == b"application/json, text/event-stream");
+    if !usual_accept
+        && (!accepts(headers, "application/json") || !accepts(headers, "text/event-stream"))
+    {
         return error_response(
             StatusCode::NOT_ACCEPTABLE,
             "Not Acceptable: Accept must include application/json and text/event-stream",
@@ -225,7 +273,7 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
     match kind {
         Kind::Request { id, method } => {
             session.count_request();
-            if method == "tools/call" && super::calls_tool(params.as_ref(), "crash") {
+            if method == "tools/call" && params.tool() == Some("crash") {
                 return shared.crash().await;
             }
             if method == "tools/call" {
@@ -242,7 +290,7 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
             let mut response = if shared.options.http_json {
                 json_request(&session, &body, &id).await
             } else {
-                sse_request(shared, &session, &body, &id, &method, params.as_ref())
+                sse_request(shared, &session, &body, &id, &method, &params)
             };
             if is_initialize {
                 session_header(&mut response, &session);
@@ -251,7 +299,7 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
         }
         Kind::Notification { method } => {
             let cancelled = (method == "notifications/cancelled")
-                .then(|| params.as_ref()?.get("requestId").map(jsonrpc::id_key))
+                .then(|| params.request_id.as_ref().map(jsonrpc::id_key))
                 .flatten();
             let mut streams = lock(&session.streams);
             for message in handle_line_captured(&session.server, &body) {
@@ -279,21 +327,19 @@ fn sse_request(
     body: &Bytes,
     id: &Value,
     method: &str,
-    params: Option<&Value>,
+    params: &Params,
 ) -> HttpResponse {
     let token_key = params
-        .and_then(|p| p.get("_meta"))
+        .meta
+        .as_ref()
         .and_then(|meta| meta.get("progressToken"))
         .filter(|token| token.is_string() || token.is_number())
         .map(jsonrpc::id_key);
-    let asks_client = method == "tools/call"
-        && params
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .is_some_and(|name| name.starts_with("ask_"));
+    let asks_client =
+        method == "tools/call" && params.tool().is_some_and(|name| name.starts_with("ask_"));
     let version = if method == "initialize" {
         shared.options.protocol_version.clone().or_else(|| {
-            let requested = params?.get("protocolVersion")?.as_str()?;
+            let requested = params.protocol_version.as_ref()?.as_str()?;
             Some(if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested) {
                 requested.to_owned()
             } else {
