@@ -133,16 +133,13 @@ impl Exchange {
                         }
                         continue;
                     }
-                    Redirect::Refuse { why, never_sent } => {
-                        let error = TransportError::recoverable(
+                    // The server answered the request: it may have acted on it (a 303 says
+                    // it did), so the error never claims otherwise.
+                    Redirect::Refuse { why } => {
+                        return Err(TransportError::recoverable(
                             TransportErrorKind::Io,
                             format!("{}: {why}", self.display_url),
-                        );
-                        return Err(if never_sent {
-                            error.never_sent()
-                        } else {
-                            error
-                        });
+                        ));
                     }
                 }
             }

@@ -1,8 +1,9 @@
 //! Which redirects are followed, and how: at most [`MAX_REDIRECTS`] hops; 307 and 308 repeat
-//! the request as it was; 301, 302 and 303 are followed by a GET (303 turns anything but HEAD
-//! into a GET) but refused for a POST — browsers would turn it into a GET without its body,
-//! which drops the JSON-RPC message and leaves the caller waiting for an answer that cannot
-//! come; only to `http://` and `https://` URLs. A redirect without a usable `Location` is the
+//! the request as it was; 301 and 302 keep the method and 303 turns anything but HEAD into a
+//! GET, but all three are refused for a POST — browsers would turn it into a GET without its
+//! body, which drops the JSON-RPC message and leaves the caller waiting for an answer that
+//! cannot come — and the refusal says the server may have acted on the message (a 303 means it
+//! did); only to `http://` and `https://` URLs. A redirect without a usable `Location` is the
 //! answer itself.
 //!
 //! Once a hop leaves the origin, nothing the origin was trusted with follows it for the rest of
@@ -41,9 +42,9 @@ pub(crate) enum Redirect {
         method: Method,
         keep_body: bool,
     },
-    /// A redirect that must not be followed; `never_sent` when the message certainly was not
-    /// handled (the server answered it with a redirect instead).
-    Refuse { why: String, never_sent: bool },
+    /// A redirect that must not be followed (the server may have acted on the request: it
+    /// answered it).
+    Refuse { why: String },
 }
 
 /// The next hop for a response of `status` with `headers`, to a request of `method` to
@@ -84,13 +85,20 @@ pub(crate) fn next_hop(
                 "the server redirected a POST with HTTP {} to {shown}; configure the final URL",
                 status.as_u16()
             ),
-            never_sent: true,
         };
     }
     if hops >= MAX_REDIRECTS {
         return Redirect::Refuse {
             why: format!("redirected more than {MAX_REDIRECTS} times"),
-            never_sent: false,
+        };
+    }
+    if current.is_https() && url.scheme() == "http" {
+        // Everything the rest of the chain sends would travel in cleartext.
+        return Redirect::Refuse {
+            why: format!(
+                "the server redirected from https to plain http ({}); refusing to downgrade",
+                mcp_core::auth::redact_url(url.as_str())
+            ),
         };
     }
     match Target::new(url) {
@@ -101,7 +109,6 @@ pub(crate) fn next_hop(
         },
         Err(why) => Redirect::Refuse {
             why: format!("redirected to an unusable URL: {why}"),
-            never_sent: false,
         },
     }
 }
@@ -158,14 +165,13 @@ mod tests {
     }
 
     #[test]
-    fn moved_found_and_see_other_refuse_a_post_as_never_sent() {
+    fn moved_found_and_see_other_refuse_a_post_that_may_have_run() {
         let current = target("http://127.0.0.1:1/mcp?k=1");
         for status in [301, 302, 303] {
             let status = StatusCode::from_u16(status).unwrap();
             let location = "http://user:secret@127.0.0.1:2/final?key=hidden";
             match next_hop(status, &located(location), &current, &Method::POST, 0) {
-                Redirect::Refuse { why, never_sent } => {
-                    assert!(never_sent);
+                Redirect::Refuse { why } => {
                     assert_eq!(
                         why,
                         format!(
@@ -176,6 +182,22 @@ mod tests {
                     );
                 }
                 other => panic!("{status} to a POST was not refused: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_redirect_from_https_to_http_is_refused() {
+        let current = target("https://127.0.0.1:1/mcp");
+        for status in [307, 308, 301] {
+            let status = StatusCode::from_u16(status).unwrap();
+            let location = "http://127.0.0.1:2/mcp?token=hidden";
+            match next_hop(status, &located(location), &current, &Method::GET, 0) {
+                Redirect::Refuse { why } => {
+                    assert!(why.contains("refusing to downgrade"), "{why}");
+                    assert!(!why.contains("hidden"), "{why}");
+                }
+                other => panic!("{status} to plain http was followed: {other:?}"),
             }
         }
     }
@@ -229,10 +251,7 @@ mod tests {
                     &Method::POST,
                     hops
                 ),
-                Redirect::Refuse {
-                    never_sent: false,
-                    ..
-                }
+                Redirect::Refuse { .. }
             )
         };
         assert!(!refused("/a", MAX_REDIRECTS - 1));

@@ -295,7 +295,7 @@ async fn a_refusal_from_another_origin_is_not_a_challenge_for_the_provider() {
 }
 
 #[tokio::test]
-async fn a_post_redirected_with_moved_found_or_see_other_fails_at_once_as_never_sent() {
+async fn a_post_redirected_with_moved_found_or_see_other_fails_at_once_as_possibly_run() {
     let other =
         Server::start(|_| "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_owned()).await;
     for status in [301, 302, 303] {
@@ -309,7 +309,8 @@ async fn a_post_redirected_with_moved_found_or_see_other_fails_at_once_as_never_
             other.url
         );
         assert!(error.message().contains(&expected), "{error}");
-        assert!(!error.may_have_been_delivered(), "{error}");
+        // The server answered the POST with a redirect: it may have acted on it.
+        assert!(error.may_have_been_delivered(), "{error}");
         assert_eq!(redirector.requests().len(), 1);
     }
     assert!(other.requests().is_empty(), "{:?}", other.requests());

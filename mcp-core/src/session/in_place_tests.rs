@@ -354,3 +354,107 @@ async fn a_closed_session_refuses_in_place_requests() {
         assert_eq!(error.kind(), ErrorKind::Network, "{error}");
     }
 }
+
+/// A scripted transport whose receiver can be made to fail with a chosen error.
+struct FailingReceiver {
+    inner: ChannelReceiver,
+    failure: tokio::sync::mpsc::Receiver<TransportError>,
+}
+
+#[async_trait]
+impl crate::transport::TransportReceiver for FailingReceiver {
+    async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
+        tokio::select! {
+            message = self.inner.receive() => message,
+            Some(error) = self.failure.recv() => Some(Err(error)),
+        }
+    }
+}
+
+struct FailingTransport {
+    scripted: ScriptedTransport,
+    failure: tokio::sync::mpsc::Receiver<TransportError>,
+}
+
+impl Transport for FailingTransport {
+    type Sender = ScriptedSender;
+    type Receiver = FailingReceiver;
+
+    fn split(self) -> (ScriptedSender, FailingReceiver) {
+        let (sender, inner) = self.scripted.split();
+        let receiver = FailingReceiver {
+            inner,
+            failure: self.failure,
+        };
+        (sender, receiver)
+    }
+}
+
+#[tokio::test]
+async fn a_connection_that_fails_leaves_pending_requests_possibly_delivered() {
+    // Whatever kind the failure has (here one that, on `send`, would mean "never sent"), a
+    // request already handed to the transport may have reached the server: a retry layer must
+    // not send a side-effecting call again.
+    let (channel, mut end) = ChannelTransport::pair(64);
+    let (sender, receiver) = channel.split();
+    let (fail, failure) = tokio::sync::mpsc::channel(1);
+    let handshake_only: Arc<Script> = Arc::new(|request: &Request| {
+        (request.method == "initialize").then(|| {
+            answered(json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "serverInfo": {"name": "in-place", "version": "1"}
+            }))
+        })
+    });
+    let transport = FailingTransport {
+        scripted: ScriptedTransport {
+            sender,
+            receiver,
+            script: handshake_only,
+            seen: Arc::new(Mutex::new(Vec::new())),
+        },
+        failure,
+    };
+    let options = SessionOptions::default().with_era(Era::Legacy);
+    let session = ClientSession::connect(transport, (), options)
+        .await
+        .expect("connects");
+    let calling = tokio::spawn({
+        let session = session.clone();
+        async move {
+            session
+                .call_tool("record", None, RequestOptions::new())
+                .await
+        }
+    });
+    // The call reached the server's end of the connection...
+    let deadline = Duration::from_secs(10);
+    loop {
+        let message = tokio::time::timeout(deadline, end.incoming.recv())
+            .await
+            .expect("the call is sent in time")
+            .expect("the connection is open");
+        if matches!(&message, Message::Request(r) if r.method == "tools/call") {
+            break;
+        }
+    }
+    // ...and then the connection fails.
+    fail.send(TransportError::fatal(
+        TransportErrorKind::Connect,
+        "the connection was reset",
+    ))
+    .await
+    .expect("the receiver listens");
+    let error = tokio::time::timeout(deadline, calling)
+        .await
+        .expect("the call ends in time")
+        .expect("the task ran")
+        .expect_err("the call fails");
+    assert_eq!(error.delivery(), Some(Delivery::Sent), "{error}");
+    assert!(
+        error.message().contains("the connection was reset"),
+        "{error}"
+    );
+    session.close().await;
+}

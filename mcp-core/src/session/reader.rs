@@ -9,7 +9,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::server_requests::handle_server_request;
 use super::{lock, ServerNotification, SessionShared};
-use crate::error::Error;
+use crate::error::{Delivery, Error};
 use crate::jsonrpc::{Message, RequestId};
 use crate::transport::TransportReceiver;
 use crate::types::{methods, CancelledNotificationParams, ProgressNotificationParams};
@@ -70,7 +70,9 @@ pub(super) async fn run_reader(
                     shared.pending.complete(*id, Err(Error::from(e.clone())));
                 }
             }
-            Some(Err(e)) => break Error::from(e),
+            // Every request still pending was handed to the transport: whatever the failure
+            // says of connecting, the server may have acted on them.
+            Some(Err(e)) => break Error::from(e).with_delivery(Delivery::Sent),
             None => break Error::network("the server closed the connection"),
         }
     };
