@@ -454,17 +454,24 @@ impl Connection {
             method,
             Some(Payload::Value(params)),
         );
-        if !self.send(request.into()).await {
-            return Err(ClientRequestError::ConnectionEnded);
-        }
+        // One limit for all of it: queueing the request (the client may be slow to read) and
+        // waiting for the answer.
         let limit = self.server.settings.client_request_timeout;
+        let deadline = mcp_core::time::deadline_after(tokio::time::Instant::now(), limit);
+        let timed_out = || ClientRequestError::TimedOut {
+            method: method.to_owned(),
+            after: limit,
+        };
+        match tokio::time::timeout_at(deadline, self.send(request.into())).await {
+            Ok(true) => {}
+            Ok(false) => return Err(ClientRequestError::ConnectionEnded),
+            Err(_) => return Err(timed_out()),
+        }
         let answer = tokio::select! {
             biased;
             answer = answer => answer,
             _ = self.end.cancelled() => return Err(ClientRequestError::ConnectionEnded),
-            _ = tokio::time::sleep(limit) => {
-                return Err(ClientRequestError::TimedOut { method: method.to_owned(), after: limit })
-            }
+            _ = tokio::time::sleep_until(deadline) => return Err(timed_out()),
         };
         asking.answered = true;
         match answer {

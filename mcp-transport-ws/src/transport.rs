@@ -120,6 +120,7 @@ impl WebSocketTransport {
         WebSocketTransport {
             sender: WebSocketSender {
                 queue: Mutex::new(Some(queue)),
+                max_message_size: config.max_message_size,
                 connection: connection.clone(),
                 close_lock: tokio::sync::Mutex::new(()),
             },
@@ -192,6 +193,9 @@ impl Drop for AbortOnDrop {
 /// task; `send` returns once it is queued.
 pub struct WebSocketSender {
     queue: Mutex<Option<mpsc::Sender<Utf8Bytes>>>,
+    /// The configured cap, which the server enforces too: a larger message would make it
+    /// close the connection (1009) and fail every call in flight.
+    max_message_size: usize,
     connection: Arc<Connection>,
     /// Concurrent `close` calls wait for the first one.
     close_lock: tokio::sync::Mutex<()>,
@@ -221,6 +225,24 @@ impl TransportSender for WebSocketSender {
                 format!("could not encode the message: {e}"),
             )
         })?;
+        if json.len() > self.max_message_size {
+            let id = match &message {
+                Message::Request(request) => Some(request.id.clone()),
+                Message::Response(response) => response.id.clone(),
+                Message::Notification(_) => None,
+            };
+            return Err(TransportError::recoverable(
+                TransportErrorKind::MessageTooLarge,
+                format!(
+                    "the message of {} bytes is over the {}-byte limit (max_message_size); it \
+                     was not sent",
+                    json.len(),
+                    self.max_message_size
+                ),
+            )
+            .for_request(id)
+            .never_sent());
+        }
         let text = Utf8Bytes::try_from(json).map_err(|e| {
             TransportError::recoverable(
                 TransportErrorKind::InvalidMessage,

@@ -274,6 +274,39 @@ async fn a_message_over_the_cap_fails_the_connection_clearly_and_at_once() {
 }
 
 #[tokio::test]
+async fn a_message_over_the_cap_is_not_sent_and_the_connection_goes_on() {
+    let fixture = fixture(&[]).await;
+    let config = config(&fixture.url()).max_message_size(64 * 1024);
+    let session = connect_with(config, (), SessionOptions::default()).await;
+    let err = within(
+        "the oversized request fails",
+        session.call_tool(
+            "echo",
+            Some(json!({"text": "x".repeat(100 * 1024)})),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.message().contains("65536-byte limit"), "{err}");
+    assert!(err.was_never_sent(), "{err}");
+    // The server never saw it, so the connection is still good.
+    let echoed = within(
+        "a call after the refused one",
+        session.call_tool(
+            "echo",
+            Some(json!({"text": "still here"})),
+            RequestOptions::new(),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(echoed.text(), "still here");
+    session.close().await;
+}
+
+#[tokio::test]
 async fn a_timed_out_call_is_cancelled_on_the_server() {
     let dir = std::env::temp_dir().join(format!("mcp-ws-cancel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
