@@ -1,15 +1,16 @@
 //! The call task: one `mcp.transport.v1.Mcp/Session` call carries one connection. It starts
 //! the call with its metadata (configured headers, `mcp-protocol-version`, credentials), makes
-//! it once more when the server refuses the credentials and the provider has new ones, then
-//! hands every line the server sends to the receiver — and, when the call ends, why.
+//! it once more when the server refuses the credentials, the provider has new ones and what was
+//! sent is safe to send again, then hands every line the server sends to the receiver (each
+//! checked against `max_message_size`) — and, when the call ends, why.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_core::sync::lock;
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Message, ProtocolVersion,
-    TransportError, TransportErrorKind,
+    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Message, OversizedMessage,
+    ProtocolVersion, TransportError, TransportErrorKind,
 };
 use tokio::sync::mpsc;
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
@@ -126,6 +127,12 @@ async fn drive(setup: &CallSetup, outbound: &Outbound) -> End {
             _ = setup.inbound.closed() => return End::Unheard,
         };
         let item = match next {
+            // tonic's own limit allows for the framing around a line: the cap is on the line.
+            Ok(Some(line)) if line.line.len() > setup.max_message_size => {
+                let mut oversized = OversizedMessage::new();
+                oversized.push(line.line.as_bytes());
+                Err(oversized.error(setup.max_message_size))
+            }
             Ok(Some(line)) => match line::decode(line, "the server") {
                 Decoded::Message(message) => Ok(message),
                 Decoded::Empty => continue,
@@ -149,7 +156,9 @@ async fn drive(setup: &CallSetup, outbound: &Outbound) -> End {
 
 /// Starts the call; on a refusal, asks the provider and starts it once more with new
 /// credentials (and once more with a fresh proof when the server only wants its DPoP nonce),
-/// sending the same messages again. `Ok(None)`: the receiver went away meanwhile.
+/// sending the same messages again — only when all of them are safe to send twice: with no
+/// response headers yet, the server may still have handled them before refusing (a per-tool
+/// scope check). `Ok(None)`: the receiver went away meanwhile.
 async fn start(
     setup: &CallSetup,
     outbound: &Outbound,
@@ -194,13 +203,25 @@ async fn start(
             dpop_nonce: dpop_nonce(status.metadata()),
             credentials_retry_left: !retried_with_new_credentials,
         };
-        // Once new credentials were tried, only a retry with a (new) nonce can be left; and
-        // none at all when the messages sent so far could not be sent again.
-        let retry_left = (!retried_with_new_credentials
-            || (!retried_with_nonce && challenge.dpop_nonce.is_some()))
-            && outbound.can_retry();
+        // Once new credentials were tried, only a retry with a (new) nonce can be left.
+        let retry_left = !retried_with_new_credentials
+            || (!retried_with_nonce && challenge.dpop_nonce.is_some());
         if !retry_left {
             return Err(fail(&status));
+        }
+        if !outbound.can_retry() {
+            // Not asking the provider: it would fetch credentials nobody uses.
+            return Err(TransportError::fatal(
+                TransportErrorKind::Unauthorized,
+                format!(
+                    "{} refused the gRPC call ({}); it was not made again with new \
+                     credentials: the server may have handled the messages already sent, and \
+                     not all of them can be sent twice (only reads and notifications, up to \
+                     max_message_size bytes of them)",
+                    setup.shared.display,
+                    status::describe(&status)
+                ),
+            ));
         }
         let outcome = auth.on_challenge(&challenge).await.map_err(|e| {
             TransportError::fatal(

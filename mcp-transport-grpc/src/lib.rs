@@ -34,12 +34,16 @@
 //! **Errors.** UNAUTHENTICATED and PERMISSION_DENIED are
 //! [`Unauthorized`](mcp_core::TransportErrorKind::Unauthorized): the provider hears the refusal
 //! (as 401/403, with any `www-authenticate` and `dpop-nonce` metadata) and, when it has new
-//! credentials, the call is made once more with the messages sent so far — the server handled
-//! none of them. Any other status ends the connection with an error naming its code and
-//! message. A line that is not a JSON-RPC object is a recoverable `InvalidMessage`; a message
-//! over the cap is `MessageTooLarge` (refused before sending; received, it ends the call, as
-//! gRPC does). A peer that goes away fails the connection at once; keepalive PINGs notice one
-//! that vanished silently.
+//! credentials, the call is made once more with the messages sent so far — only if every one
+//! is safe to send twice (notifications, the handshake, `ping`, lists, reads): gRPC servers
+//! send response headers with their first message, so a refusal before them may come from a
+//! handler that already read, say, a `tools/call`. Any other status ends the connection with
+//! an error naming its code and message; only UNIMPLEMENTED and a connection that could not be
+//! made count as never delivered. A line that is not a JSON-RPC object is a recoverable
+//! `InvalidMessage`; a message over the cap is `MessageTooLarge` (refused before sending;
+//! received, a recoverable error naming its request, or — past gRPC's framing allowance — the
+//! end of the call). A peer that goes away fails the connection at once; keepalive PINGs
+//! notice one that vanished silently.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_core::Error> {

@@ -1,7 +1,10 @@
 //! [`Outbound`]: the client's side of the call — the queue `send` fills, read by tonic as the
 //! request stream. Until the server accepts the call it keeps a copy of what it sent, so that
-//! a call refused for its credentials can be made again with new ones and the same messages
-//! (the server handled none of them). Ending the queue half-closes the call.
+//! a call refused for its credentials can be made again with new ones and the same messages.
+//! No response headers do not prove the server handled none of them (grpc-js and grpc-go send
+//! headers with their first message; a handler may read a `tools/call`, then refuse it for its
+//! scope), so a call is made again only when every message it sent is safe to send twice
+//! ([`safe_to_resend`]). Ending the queue half-closes the call.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -9,10 +12,52 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use mcp_core::sync::lock;
+use mcp_core::types::methods;
+use mcp_core::Message;
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 
 use crate::proto::JsonRpcLine;
+
+/// One line for the call, and whether the server may see it twice.
+pub(crate) struct Outgoing {
+    pub(crate) line: JsonRpcLine,
+    pub(crate) replayable: bool,
+}
+
+impl Outgoing {
+    /// `line` is `message` encoded.
+    pub(crate) fn new(message: &Message, line: JsonRpcLine) -> Outgoing {
+        Outgoing {
+            line,
+            replayable: safe_to_resend(message),
+        }
+    }
+}
+
+/// Whether a server handling `message` twice does no harm: notifications, and requests that
+/// only read (the handshake, discovery, `ping`, lists, reads, prompts, completions). Anything
+/// else — a `tools/call`, a subscription, a response — is never sent again.
+pub(crate) fn safe_to_resend(message: &Message) -> bool {
+    match message {
+        Message::Notification(_) => true,
+        Message::Request(request) => {
+            let method = request.method.as_str();
+            method.ends_with("/list")
+                || [
+                    methods::INITIALIZE,
+                    methods::SERVER_DISCOVER,
+                    methods::PING,
+                    methods::RESOURCES_READ,
+                    methods::RESOURCES_TEMPLATES_LIST,
+                    methods::PROMPTS_GET,
+                    methods::COMPLETION_COMPLETE,
+                ]
+                .contains(&method)
+        }
+        Message::Response(_) => false,
+    }
+}
 
 /// The queue of one connection's outgoing lines, across the attempts of its call.
 #[derive(Clone)]
@@ -21,13 +66,14 @@ pub(crate) struct Outbound {
 }
 
 struct State {
-    queue: mpsc::Receiver<JsonRpcLine>,
+    queue: mpsc::Receiver<Outgoing>,
     /// Which attempt of the call may read; streams of earlier attempts read nothing more.
     attempt: u32,
     /// Lines the current attempt sends before reading the queue again (a retried call's).
     replay: VecDeque<JsonRpcLine>,
     /// Copies of what the current attempt sent while the server had not accepted the call;
-    /// `None` once it has, or once the copies would exceed the budget (no retry then).
+    /// `None` once it has, once the copies would exceed the budget, or once a line that is not
+    /// safe to resend went out (no retry then).
     unaccepted: Option<Vec<JsonRpcLine>>,
     unaccepted_bytes: usize,
     budget: usize,
@@ -35,7 +81,7 @@ struct State {
 
 impl Outbound {
     /// Reads `queue`; keeps at most `budget` bytes of copies for a retry.
-    pub(crate) fn new(queue: mpsc::Receiver<JsonRpcLine>, budget: usize) -> Outbound {
+    pub(crate) fn new(queue: mpsc::Receiver<Outgoing>, budget: usize) -> Outbound {
         Outbound {
             state: Arc::new(Mutex::new(State {
                 queue,
@@ -63,7 +109,8 @@ impl Outbound {
         state.unaccepted_bytes = 0;
     }
 
-    /// Whether a new attempt could send everything again.
+    /// Whether a new attempt could send everything again: all of it was kept, and all of it is
+    /// safe to resend.
     pub(crate) fn can_retry(&self) -> bool {
         lock(&self.state).unaccepted.is_some()
     }
@@ -104,10 +151,11 @@ impl Stream for AttemptStream {
             // A refused attempt's stream may still be polled while hyper winds it down.
             return Poll::Ready(None);
         }
-        let line = match state.replay.pop_front() {
-            Some(line) => line,
+        // Replayed lines were all safe to resend, or there would have been no retry.
+        let (line, replayable) = match state.replay.pop_front() {
+            Some(line) => (line, true),
             None => match state.queue.poll_recv(cx) {
-                Poll::Ready(Some(line)) => line,
+                Poll::Ready(Some(Outgoing { line, replayable })) => (line, replayable),
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
             },
@@ -115,7 +163,7 @@ impl Stream for AttemptStream {
         let size = line.line.len();
         let over_budget = state.unaccepted_bytes + size > state.budget;
         match &mut state.unaccepted {
-            Some(_) if over_budget => state.unaccepted = None,
+            Some(_) if over_budget || !replayable => state.unaccepted = None,
             Some(copies) => {
                 copies.push(line.clone());
                 state.unaccepted_bytes += size;
@@ -131,11 +179,73 @@ mod tests {
     use super::*;
     use tokio_stream::StreamExt;
 
-    fn line(text: &str) -> JsonRpcLine {
-        JsonRpcLine {
-            line: text.into(),
-            ..JsonRpcLine::default()
+    fn line(text: &str) -> Outgoing {
+        Outgoing {
+            line: JsonRpcLine {
+                line: text.into(),
+                ..JsonRpcLine::default()
+            },
+            replayable: true,
         }
+    }
+
+    fn request(method: &str) -> Message {
+        Message::Request(mcp_core::Request::new(1, method, None))
+    }
+
+    #[test]
+    fn only_reads_and_notifications_are_safe_to_resend() {
+        for method in [
+            "initialize",
+            "server/discover",
+            "ping",
+            "tools/list",
+            "prompts/list",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "prompts/get",
+            "completion/complete",
+        ] {
+            assert!(safe_to_resend(&request(method)), "{method}");
+        }
+        for method in [
+            "tools/call",
+            "resources/subscribe",
+            "subscriptions/listen",
+            "logging/setLevel",
+            "tasks/cancel",
+        ] {
+            assert!(!safe_to_resend(&request(method)), "{method}");
+        }
+        assert!(safe_to_resend(&Message::Notification(
+            mcp_core::Notification::new("notifications/cancelled", None)
+        )));
+        assert!(!safe_to_resend(&Message::Response(
+            mcp_core::Response::success(
+                mcp_core::RequestId::Number(1),
+                mcp_core::Payload::from_json_str("{}").unwrap()
+            )
+        )));
+    }
+
+    #[tokio::test]
+    async fn a_line_not_safe_to_resend_gives_up_the_retry() {
+        let (tx, rx) = mpsc::channel(8);
+        let outbound = Outbound::new(rx, 1024);
+        let mut stream = outbound.stream();
+        tx.send(line("read")).await.unwrap();
+        tx.send(Outgoing {
+            replayable: false,
+            ..line("write")
+        })
+        .await
+        .unwrap();
+        stream.next().await.unwrap();
+        assert!(outbound.can_retry());
+        stream.next().await.unwrap();
+        assert!(!outbound.can_retry());
+        assert!(!outbound.retry());
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! How a gRPC status reads as a [`TransportError`]: refusals of credentials are
-//! `Unauthorized`, a size limit is `MessageTooLarge`, a call that never got going is `Connect`,
-//! and any other end of a call is the peer going away — each naming the status code (as gRPC
-//! spells it) and the server's message.
+//! `Unauthorized`, a size limit is `MessageTooLarge`, a call that demonstrably never reached a
+//! handler is `Connect` (never delivered), and any other end of a call is the peer going away
+//! (what was sent may have been handled) — each naming the status code (as gRPC spells it) and
+//! the server's message.
 
 use mcp_core::{TransportError, TransportErrorKind};
 use tonic::{Code, Status};
@@ -9,7 +10,10 @@ use tonic::{Code, Status};
 /// How far the call had got when it failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stage {
-    /// The server had not accepted the call yet (no response headers): nothing was handled.
+    /// No response headers yet. That does not mean nothing was handled: grpc-js and grpc-go
+    /// send their headers only with the first message, so a handler may have read (and acted
+    /// on) what the client sent and then failed. Only a status that shows the call never
+    /// reached a handler ([`never_reached_a_handler`]) means nothing was delivered.
     Starting,
     /// Messages were flowing.
     Running,
@@ -65,15 +69,39 @@ pub(crate) fn call_error(
                 crate::SESSION_PATH
             ),
         ),
-        (Stage::Starting, _) => TransportError::fatal(
+        (Stage::Starting, _) if never_reached_a_handler(status) => TransportError::fatal(
             TransportErrorKind::Connect,
-            format!("the gRPC call to {endpoint} failed before it started: {detail}"),
+            format!("the gRPC call to {endpoint} could not be made: {detail}"),
+        ),
+        (Stage::Starting, _) => TransportError::fatal(
+            TransportErrorKind::PeerGone,
+            format!(
+                "the gRPC call to {endpoint} ended before the server answered (it may have \
+                 handled the messages sent): {detail}"
+            ),
         ),
         (Stage::Running, _) => TransportError::fatal(
             TransportErrorKind::PeerGone,
             format!("the gRPC call to {endpoint} ended: {detail}"),
         ),
     }
+}
+
+/// Whether the status shows the call never got to the server: tonic could not (re)open the
+/// HTTP/2 connection (TCP, TLS), which it reports as UNAVAILABLE caused by a
+/// [`tonic::ConnectError`]. (An UNIMPLEMENTED method is the other such case, worded apart.) A
+/// stream the server refused (RST_STREAM REFUSED_STREAM) would be one too, but tonic does not
+/// tell it apart from other HTTP/2 errors without a dependency on `h2`: it counts as possibly
+/// handled, which costs a retry, never a duplicate.
+fn never_reached_a_handler(status: &Status) -> bool {
+    let mut next = std::error::Error::source(status);
+    while let Some(cause) = next {
+        if cause.is::<tonic::ConnectError>() {
+            return true;
+        }
+        next = cause.source();
+    }
+    false
 }
 
 /// tonic reports a message over its limits as OUT_OF_RANGE ("decoded/encoded message length
@@ -195,8 +223,26 @@ mod tests {
             e.message().contains("UNAVAILABLE: the MCP server exited"),
             "{e}"
         );
+        // Before response headers, a handler may still have read and acted on the messages.
         let e = call_error(&Status::internal("boom"), URL, Stage::Starting, 1);
-        assert_eq!(e.kind(), TransportErrorKind::Connect);
+        assert_eq!(e.kind(), TransportErrorKind::PeerGone);
+        assert!(e.may_have_been_delivered());
         assert!(e.message().contains("INTERNAL: boom"), "{e}");
+    }
+
+    #[test]
+    fn only_a_connection_that_could_not_be_made_is_never_delivered() {
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let status = Status::from_error(Box::new(tonic::ConnectError(Box::new(refused))));
+        assert_eq!(status.code(), Code::Unavailable);
+        let e = call_error(&status, URL, Stage::Starting, 1);
+        assert_eq!(e.kind(), TransportErrorKind::Connect, "{e}");
+        assert!(!e.may_have_been_delivered());
+        assert!(e.message().contains("could not be made"), "{e}");
+        assert!(e.message().contains("refused"), "{e}");
+        // The same code from the server (or a broken connection) may follow a handler's work.
+        let e = call_error(&Status::unavailable("draining"), URL, Stage::Starting, 1);
+        assert_eq!(e.kind(), TransportErrorKind::PeerGone, "{e}");
+        assert!(e.may_have_been_delivered());
     }
 }

@@ -18,8 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::call::{run_call, CallSetup, CallShared, Inbound};
 use crate::config::GrpcServerConfig;
-use crate::outbound::Outbound;
-use crate::proto::JsonRpcLine;
+use crate::outbound::{Outbound, Outgoing};
 
 /// Messages from the server waiting for the session's reader.
 const INBOUND_QUEUE: usize = 64;
@@ -103,7 +102,7 @@ enum CallState {
     /// Nothing sent yet: the call starts with the first message.
     NotStarted(Box<CallSetup>),
     /// The call runs; lines go to its queue.
-    Started(mpsc::Sender<JsonRpcLine>),
+    Started(mpsc::Sender<Outgoing>),
     /// `close` was called.
     Closed,
 }
@@ -121,7 +120,7 @@ pub struct GrpcSender {
 
 impl GrpcSender {
     /// The call's queue, starting the call first if this is the first message.
-    fn queue(&self) -> Result<mpsc::Sender<JsonRpcLine>, TransportError> {
+    fn queue(&self) -> Result<mpsc::Sender<Outgoing>, TransportError> {
         let mut state = lock(&self.state);
         let setup = match std::mem::replace(&mut *state, CallState::Closed) {
             CallState::NotStarted(setup) => setup,
@@ -132,7 +131,8 @@ impl GrpcSender {
             CallState::Closed => return Err(self.shared.ended_error()),
         };
         let (queue, lines) = mpsc::channel(self.outgoing_queue);
-        // A refused call is made again with everything it sent, up to one full message.
+        // A refused call is made again with everything it sent (when all of it is safe to send
+        // again), up to one full message.
         let outbound = Outbound::new(lines, self.max_message_size);
         *lock(&self.task) = Some(tokio::spawn(run_call(*setup, outbound)));
         *state = CallState::Started(queue.clone());
@@ -147,7 +147,7 @@ impl TransportSender for GrpcSender {
             .map_err(|why| crate::line::send_error(&message, why, self.max_message_size))?;
         let queue = self.queue()?;
         queue
-            .send(line)
+            .send(Outgoing::new(&message, line))
             .await
             .map_err(|_| self.shared.ended_error())
     }

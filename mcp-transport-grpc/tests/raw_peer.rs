@@ -32,6 +32,9 @@ enum Script {
     Refuse(Status),
     /// Accepts the call and answers nothing.
     Silent,
+    /// Reads this many lines before answering anything (no response headers), then ends the
+    /// call with the status — or, with none, waits until the peer is killed.
+    ReadThen(usize, Option<Status>),
 }
 
 /// One call as the peer saw it.
@@ -45,7 +48,8 @@ struct SeenCall {
 
 #[derive(Clone)]
 struct ScriptedPeer {
-    script: Script,
+    /// The script of each call in turn; the last one goes on for any further calls.
+    scripts: Arc<Vec<Script>>,
     calls: Arc<Mutex<Vec<SeenCall>>>,
 }
 
@@ -72,14 +76,26 @@ impl Mcp for ScriptedPeer {
             });
             calls.len() - 1
         };
-        let replies = match &self.script {
+        let script = &self.scripts[index.min(self.scripts.len() - 1)];
+        let mut inbound = request.into_inner();
+        let replies = match script {
             Script::Refuse(status) => return Err(status.clone()),
             Script::Reply(lines) => lines.clone(),
             Script::Silent => Vec::new(),
+            Script::ReadThen(count, end) => {
+                for _ in 0..*count {
+                    if let Ok(Some(line)) = inbound.message().await {
+                        self.calls.lock().unwrap()[index].lines.push(line);
+                    }
+                }
+                match end {
+                    Some(status) => return Err(status.clone()),
+                    None => std::future::pending().await,
+                }
+            }
         };
         let (tx, rx) = mpsc::channel(16);
         let calls = self.calls.clone();
-        let mut inbound = request.into_inner();
         tokio::spawn(async move {
             while let Ok(Some(line)) = inbound.message().await {
                 calls.lock().unwrap()[index].lines.push(line);
@@ -104,13 +120,18 @@ struct RawPeer {
 
 impl RawPeer {
     fn start(script: Script) -> RawPeer {
+        RawPeer::start_each(vec![script])
+    }
+
+    /// A peer that follows `scripts[0]` for the first call, `scripts[1]` for the second, ….
+    fn start_each(scripts: Vec<Script>) -> RawPeer {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
         let peer = ScriptedPeer {
-            script,
+            scripts: Arc::new(scripts),
             calls: Arc::default(),
         };
         let incoming = {
@@ -354,6 +375,9 @@ async fn other_statuses_are_fatal_errors_naming_the_code_and_message() {
         err.message().contains("INTERNAL: the server broke"),
         "{err}"
     );
+    // Nothing shows the handler did not read the ping first.
+    assert_eq!(err.kind(), TransportErrorKind::PeerGone, "{err}");
+    assert!(err.may_have_been_delivered(), "{err:?}");
     sender.close().await.unwrap();
 }
 
@@ -479,4 +503,217 @@ async fn a_raw_tonic_client_speaks_to_the_bridge() {
         .unwrap()
         .is_none());
     bridged.wait_all_ended().await;
+}
+
+fn tool_call(id: i64) -> Message {
+    Message::Request(RpcRequest::new(
+        id,
+        "tools/call",
+        Some(mcp_core::Payload::from_json_str(r#"{"name":"charge","arguments":{}}"#).unwrap()),
+    ))
+}
+
+#[tokio::test]
+async fn a_call_that_fails_after_reading_but_before_answering_may_have_been_handled() {
+    // grpc-js and grpc-go send response headers only with the first message: a slow handler
+    // that read the request and then failed never sent any.
+    for status in [
+        Status::internal("the handler crashed"),
+        Status::unavailable("the backend went away"),
+    ] {
+        let expected = status.message().to_owned();
+        let peer = RawPeer::start(Script::ReadThen(1, Some(status)));
+        let (sender, mut receiver) = GrpcTransport::connect(GrpcServerConfig::new(peer.url()))
+            .await
+            .unwrap()
+            .split();
+        sender.send(tool_call(1)).await.unwrap();
+        let err = receive(&mut receiver).await.unwrap().unwrap_err();
+        assert!(err.is_fatal(), "{err}");
+        assert_eq!(err.kind(), TransportErrorKind::PeerGone, "{err}");
+        assert!(err.may_have_been_delivered(), "{err:?}");
+        assert!(err.message().contains(&expected), "{err}");
+        assert_eq!(peer.calls()[0].lines.len(), 1);
+        sender.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_peer_that_dies_after_reading_but_before_answering_may_have_handled_the_call() {
+    let mut peer = RawPeer::start(Script::ReadThen(1, None));
+    let (sender, mut receiver) = GrpcTransport::connect(GrpcServerConfig::new(peer.url()))
+        .await
+        .unwrap()
+        .split();
+    sender.send(tool_call(1)).await.unwrap();
+    wait_for("the peer to read the call", || {
+        peer.calls()
+            .first()
+            .is_some_and(|call| !call.lines.is_empty())
+    })
+    .await;
+    peer.kill();
+    let err = receive(&mut receiver).await.unwrap().unwrap_err();
+    assert!(err.is_fatal(), "{err}");
+    assert_eq!(err.kind(), TransportErrorKind::PeerGone, "{err}");
+    assert!(err.may_have_been_delivered(), "{err:?}");
+    assert!(err.message().contains(&peer.addr.to_string()), "{err}");
+    tokio::time::timeout(DEADLINE, sender.close())
+        .await
+        .expect("close is bounded")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_server_without_the_method_fails_as_never_sent() {
+    let peer = RawPeer::start(Script::Refuse(Status::unimplemented("")));
+    let (sender, mut receiver) = GrpcTransport::connect(GrpcServerConfig::new(peer.url()))
+        .await
+        .unwrap()
+        .split();
+    sender.send(tool_call(1)).await.unwrap();
+    let err = receive(&mut receiver).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), TransportErrorKind::Connect, "{err}");
+    assert!(!err.may_have_been_delivered(), "{err:?}");
+    assert!(err.message().contains("does not serve"), "{err}");
+    sender.close().await.unwrap();
+}
+
+/// Hands out `token-1`, `token-2`, … and answers every challenge with `Retry`.
+#[derive(Default)]
+struct Refreshing {
+    issued: Mutex<usize>,
+    challenges: Mutex<Vec<AuthChallenge>>,
+}
+
+#[async_trait::async_trait]
+impl AuthProvider for Refreshing {
+    async fn authorization(
+        &self,
+        _target: &AuthTarget<'_>,
+    ) -> Result<Option<Credentials>, mcp_core::Error> {
+        let mut issued = self.issued.lock().unwrap();
+        *issued += 1;
+        Ok(Some(Credentials {
+            authorization: mcp_core::AuthorizationValue::bearer(&format!("token-{issued}")),
+            dpop: None,
+        }))
+    }
+
+    async fn on_challenge(
+        &self,
+        challenge: &AuthChallenge,
+    ) -> Result<ChallengeOutcome, mcp_core::Error> {
+        self.challenges.lock().unwrap().push(challenge.clone());
+        Ok(ChallengeOutcome::Retry)
+    }
+}
+
+fn authorization_of(call: &SeenCall) -> Option<&str> {
+    call.metadata
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.as_str())
+}
+
+#[tokio::test]
+async fn a_refusal_after_reading_only_safe_messages_is_retried_with_them() {
+    let peer = RawPeer::start_each(vec![
+        Script::ReadThen(2, Some(Status::unauthenticated("token expired"))),
+        Script::Reply(vec![line(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)]),
+    ]);
+    let provider = Arc::new(Refreshing::default());
+    let config = GrpcServerConfig::new(peer.url()).auth(provider.clone());
+    let (sender, mut receiver) = GrpcTransport::connect(config).await.unwrap().split();
+    sender.send(ping(1)).await.unwrap();
+    sender
+        .send(Message::Notification(mcp_core::Notification::new(
+            "notifications/initialized",
+            None,
+        )))
+        .await
+        .unwrap();
+    let answer = receive(&mut receiver).await.unwrap().unwrap();
+    assert!(
+        matches!(answer, Message::Response(ref r) if r.outcome.is_ok()),
+        "{answer:?}"
+    );
+    wait_for("the retried call to see both messages again", || {
+        peer.calls()
+            .get(1)
+            .is_some_and(|call| call.lines.len() == 2)
+    })
+    .await;
+    sender.close().await.unwrap();
+    let calls = peer.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(authorization_of(&calls[0]), Some("Bearer token-1"));
+    assert_eq!(authorization_of(&calls[1]), Some("Bearer token-2"));
+    assert_eq!(
+        calls[0].lines, calls[1].lines,
+        "the retry sends the same messages"
+    );
+    assert_eq!(provider.challenges.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_refusal_after_reading_a_side_effecting_request_is_not_retried() {
+    // A per-tool scope check: the handler read the call, then refused it.
+    let peer = RawPeer::start(Script::ReadThen(
+        2,
+        Some(Status::permission_denied("insufficient scope for charge")),
+    ));
+    let provider = Arc::new(Refreshing::default());
+    let config = GrpcServerConfig::new(peer.url()).auth(provider.clone());
+    let (sender, mut receiver) = GrpcTransport::connect(config).await.unwrap().split();
+    sender.send(ping(1)).await.unwrap();
+    sender.send(tool_call(2)).await.unwrap();
+    let err = receive(&mut receiver).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), TransportErrorKind::Unauthorized, "{err}");
+    assert!(err.is_fatal());
+    assert!(
+        err.message()
+            .contains("PERMISSION_DENIED: insufficient scope for charge"),
+        "{err}"
+    );
+    assert!(err.message().contains("may have handled"), "{err}");
+    assert!(receive(&mut receiver).await.is_none());
+    sender.close().await.unwrap();
+    let calls = peer.calls();
+    assert_eq!(calls.len(), 1, "the tools/call was not sent again");
+    assert_eq!(calls[0].lines.len(), 2);
+    assert!(
+        provider.challenges.lock().unwrap().is_empty(),
+        "no new credentials are fetched for a retry that cannot happen"
+    );
+}
+
+#[tokio::test]
+async fn a_line_over_the_cap_is_a_recoverable_error_naming_its_request() {
+    const MAX: usize = 1024;
+    let head = r#"{"jsonrpc":"2.0","id":1,"result":{"text":""#;
+    let tail = r#""}}"#;
+    let filler = "x".repeat(MAX + 10 - head.len() - tail.len());
+    let oversized = format!("{head}{filler}{tail}");
+    assert_eq!(oversized.len(), MAX + 10);
+    let peer = RawPeer::start(Script::Reply(vec![
+        line(&oversized),
+        line(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#),
+    ]));
+    let config = GrpcServerConfig::new(peer.url()).max_message_size(MAX);
+    let (sender, mut receiver) = GrpcTransport::connect(config).await.unwrap().split();
+    sender.send(ping(1)).await.unwrap();
+    let err = receive(&mut receiver).await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), TransportErrorKind::MessageTooLarge, "{err}");
+    assert!(!err.is_fatal(), "{err}");
+    assert_eq!(err.request_id(), Some(&mcp_core::RequestId::Number(1)));
+    assert!(err.message().contains("1034 bytes"), "{err}");
+    assert!(err.message().contains("1024-byte limit"), "{err}");
+    // The call goes on.
+    let next = receive(&mut receiver).await.unwrap().unwrap();
+    assert!(
+        matches!(next, Message::Response(ref r) if r.id == Some(mcp_core::RequestId::Number(2))),
+        "{next:?}"
+    );
+    sender.close().await.unwrap();
 }
