@@ -145,7 +145,7 @@ impl Dispatch {
 /// What the fixture tells the model about itself.
 const INSTRUCTIONS: &str =
     "Fixture MCP server for client tests. Tools: echo, add, slow, fail, crash, \
-    trigger_list_changed, bump_resource, large, ask_roots, ask_sampling, ask_elicitation, log, record, job (a task for 2026-07-28 clients). \
+    trigger_list_changed, bump_resource, large, ask_roots, ask_sampling, ask_elicitation, log, record, job (a task for 2026-07-28 clients), slow_stats. \
     Resources: fixture://counter, fixture://static/hello, fixture://items/{id}. Prompt: greeting.";
 
 /// A modern request's answer: results get `resultType` (and cache hints on lists).
@@ -207,6 +207,8 @@ struct Inner {
     next_generation: AtomicU64,
     /// The Tasks extension's tasks (modern era).
     tasks: crate::tasks::TaskStore,
+    /// The `slow` calls, counted for `slow_stats`.
+    slow_calls: crate::tools::SlowCalls,
 }
 
 /// The fixture MCP server core. Cloning is cheap and shares the state.
@@ -234,6 +236,7 @@ impl FixtureServer {
                 next_server_request: AtomicU64::new(1),
                 next_generation: AtomicU64::new(1),
                 tasks: crate::tasks::TaskStore::default(),
+                slow_calls: crate::tools::SlowCalls::default(),
             }),
         };
         (server, rx)
@@ -257,6 +260,11 @@ impl FixtureServer {
     /// Number of in-flight cancellable requests (spawned and not yet answered).
     pub fn in_flight_requests(&self) -> usize {
         self.state().in_flight.len()
+    }
+
+    /// The count of `slow` calls (the `slow_stats` tool).
+    pub(crate) fn slow_calls(&self) -> &crate::tools::SlowCalls {
+        &self.inner.slow_calls
     }
 
     /// Number of server→client requests still waiting for the client.

@@ -4,6 +4,7 @@
 //! the input line and the response line is written in one allocation.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "log",
     "record",
     "job",
+    "slow_stats",
 ];
 
 /// Name of the tool toggled by `trigger_list_changed`.
@@ -220,6 +222,16 @@ fn base_tools() -> &'static [Value] {
                     &[],
                 ),
             ),
+            with(
+                tool(
+                    "slow_stats",
+                    "Slow stats",
+                    "Counts this server's `slow` calls: how many started, how many are running now and the most that ran at once, as JSON text {started, running, max_running}. A test's view of the server's side: whether a call reached it, whether calls overlapped.",
+                    schema(json!({}), &[]),
+                ),
+                "annotations",
+                read_only.clone(),
+            ),
         ]
     })
 }
@@ -351,6 +363,9 @@ pub(crate) fn call(
         "ask_sampling" => ask_sampling(server, &args),
         "ask_elicitation" => ask_elicitation(server, &args),
         "log" => log(server, &args),
+        "slow_stats" => Ok(Dispatch::result(text_result(
+            server.slow_calls().snapshot().to_string(),
+        ))),
         "job" => crate::tasks::JobSpec::parse(&args).map(|spec| {
             if tasks {
                 Dispatch::result(server.tasks().create(spec))
@@ -437,7 +452,11 @@ fn slow(
     };
     let server = server.clone();
     let total = Duration::from_millis(duration_ms);
+    // Counted from the moment the request is handled until the call ends or is cancelled
+    // (the future, and the guard with it, is dropped).
+    let running = server.slow_calls().start(server.clone());
     Ok(Dispatch::Later(Box::pin(async move {
+        let _running = running;
         // `steps` is at most MAX_SLOW_STEPS, so it fits in u32.
         let step_count = u32::try_from(steps).unwrap_or(u32::MAX);
         if step_count == 0 {
@@ -460,6 +479,42 @@ fn slow(
         }
         Reply::Result(text_result(format!("done after {steps} steps")))
     })))
+}
+
+/// The server's count of its `slow` calls, which the `slow_stats` tool answers.
+#[derive(Debug, Default)]
+pub(crate) struct SlowCalls {
+    started: AtomicU64,
+    running: AtomicU64,
+    max_running: AtomicU64,
+}
+
+impl SlowCalls {
+    /// Counts one more call, running until the returned guard is dropped.
+    fn start(&self, server: FixtureServer) -> RunningSlowCall {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_running.fetch_max(now, Ordering::SeqCst);
+        RunningSlowCall(server)
+    }
+
+    /// `{started, running, max_running}`.
+    fn snapshot(&self) -> Value {
+        json!({
+            "started": self.started.load(Ordering::SeqCst),
+            "running": self.running.load(Ordering::SeqCst),
+            "max_running": self.max_running.load(Ordering::SeqCst),
+        })
+    }
+}
+
+/// One running `slow` call; no longer running when dropped.
+struct RunningSlowCall(FixtureServer);
+
+impl Drop for RunningSlowCall {
+    fn drop(&mut self) {
+        self.0.slow_calls().running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn record(args: &Map<String, Value>) -> Result<Dispatch, RpcError> {

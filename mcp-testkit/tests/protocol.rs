@@ -84,6 +84,7 @@ async fn tools_list_pagination() {
         "log",
         "record",
         "job",
+        "slow_stats",
     ];
     assert_eq!(names, expected);
 
@@ -99,7 +100,7 @@ async fn tools_list_pagination() {
 async fn unpaginated_lists_have_no_cursor() {
     let mut f = Fixture::initialized(&[]).await;
     let r = f.request("tools/list", json!({})).await;
-    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(14));
+    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(15));
     assert!(r["result"].get("nextCursor").is_none());
     let add = r["result"]["tools"]
         .as_array()

@@ -2,16 +2,16 @@
 //! sessions through the peer's connector and closes them; each is bounded by [`LIMIT`] (the
 //! [`contract_suite!`](crate::contract_suite) wrapper fails a behaviour that does not finish).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
 use mcp_core::{
-    ClientHandler, ClientSession, Connector, ErrorKind, Layer, McpServiceExt, RequestOptions,
-    ServerNotification, SessionConnector, SessionOptions, TransportReceiver, TransportSender,
+    ClientHandler, ClientSession, Connector, ErrorKind, Layer, McpService, McpServiceExt,
+    Operation, RequestOptions, ServerNotification, SessionConnector, SessionOptions,
+    TransportReceiver, TransportSender,
 };
 use mcp_resilience::{
     BreakerPolicy, CircuitBreakerLayer, RetryLayer, RetryPolicy, TimeoutLayer, TimeoutPolicy,
@@ -19,12 +19,13 @@ use mcp_resilience::{
 use serde_json::json;
 
 use crate::peer::Peer;
+use crate::slow_stats::{eventually_slow_stats, slow_stats};
 
 /// The most any one behaviour may take, set-up and tear-down included.
 pub const LIMIT: Duration = Duration::from_secs(60);
 /// How long the suite waits for something that should happen at once (a failure after the peer
 /// died, a notification, a cancellation reaching the server).
-const PROMPTLY: Duration = Duration::from_secs(10);
+pub(crate) const PROMPTLY: Duration = Duration::from_secs(10);
 
 /// The names of every behaviour, in the order [`contract_suite!`](crate::contract_suite)
 /// registers them.
@@ -37,7 +38,7 @@ pub const ALL: &[&str] = &[
     "progress",
     "notifications",
     "server_to_client_request",
-    "frozen_peer_deadline_holds",
+    "deadline_holds_without_an_answer",
     "peer_dying_mid_call",
     "close_is_idempotent",
     "policies_wrap_the_transport",
@@ -122,7 +123,14 @@ pub async fn handshake(peer: &Peer) {
         .await
         .unwrap_or_else(|e| panic!("{}: tools/list failed: {e}", peer.name));
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for tool in ["echo", "slow", "large", "crash", "ask_elicitation"] {
+    for tool in [
+        "echo",
+        "slow",
+        "slow_stats",
+        "large",
+        "crash",
+        "ask_elicitation",
+    ] {
         assert!(
             names.contains(&tool),
             "{}: no `{tool}` in {names:?}",
@@ -138,22 +146,45 @@ pub async fn handshake(peer: &Peer) {
     session.close().await;
 }
 
-/// 100 calls in flight at once on one session, each answered with its own text.
+/// 100 calls in flight at once on one session: the server has more than one running at a time
+/// (its own count says so), and each caller gets its own answer.
 pub async fn calls_in_flight(peer: &Peer) {
+    const CALLS: u64 = 100;
     let session = open(peer).await;
     let mut calls = tokio::task::JoinSet::new();
-    for i in 0..100 {
+    for i in 0..CALLS {
         let session = session.clone();
-        calls.spawn(async move { (i, echo(&session, &format!("call-{i}")).await) });
+        calls.spawn(async move {
+            // `slow` stays on the server a while, so calls that travel together overlap there;
+            // a transport that sent them one at a time would show one running at most.
+            let waited = session
+                .call_tool(
+                    "slow",
+                    Some(json!({ "duration_ms": 300, "steps": 0 })),
+                    RequestOptions::new(),
+                )
+                .await
+                .map(|result| result.text());
+            (i, waited, echo(&session, &format!("call-{i}")).await)
+        });
     }
     let mut answered = 0;
     while let Some(joined) = calls.join_next().await {
-        let (i, answer) = joined.expect("the call task");
+        let (i, waited, answer) = joined.expect("the call task");
+        let waited = waited.unwrap_or_else(|e| panic!("{}: slow call {i} failed: {e}", peer.name));
+        assert_eq!(waited, "done after 0 steps", "{}", peer.name);
         let answer = answer.unwrap_or_else(|e| panic!("{}: call {i} failed: {e}", peer.name));
         assert_eq!(answer, format!("call-{i}"), "{}", peer.name);
         answered += 1;
     }
-    assert_eq!(answered, 100);
+    assert_eq!(answered, CALLS);
+    let stats = slow_stats(peer, &session).await;
+    assert_eq!(stats.started, CALLS, "{}: {stats:?}", peer.name);
+    assert!(
+        stats.max_running > 1,
+        "{}: the server never had two calls running at once: {stats:?}",
+        peer.name
+    );
     session.close().await;
 }
 
@@ -243,19 +274,15 @@ pub async fn cancellation_reaches_the_server(peer: &Peer) {
 /// Progress notifications reach the caller, in order, before the result.
 pub async fn progress(peer: &Peer) {
     let session = open(peer).await;
-    let seen = Arc::new(AtomicU64::new(0));
-    let last = Arc::new(std::sync::Mutex::new(0.0_f64));
-    let (count, latest) = (seen.clone(), last.clone());
+    // Recorded, not asserted, in the callback: a panic there would hit whichever task delivers
+    // progress, not this test.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
     let options = RequestOptions::new().on_progress(move |p| {
-        let mut latest = latest.lock().unwrap_or_else(|e| e.into_inner());
-        assert!(
-            p.progress > *latest,
-            "progress went back: {} after {}",
-            p.progress,
-            *latest
-        );
-        *latest = p.progress;
-        count.fetch_add(1, Ordering::SeqCst);
+        record
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(p.progress);
     });
     session
         .call_tool(
@@ -265,10 +292,11 @@ pub async fn progress(peer: &Peer) {
         )
         .await
         .unwrap_or_else(|e| panic!("{}: slow failed: {e}", peer.name));
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
     assert_eq!(
-        seen.load(Ordering::SeqCst),
-        3,
-        "{}: progress notifications",
+        seen,
+        [1.0, 2.0, 3.0],
+        "{}: the progress notifications before the result",
         peer.name
     );
     session.close().await;
@@ -316,8 +344,11 @@ pub async fn server_to_client_request(peer: &Peer) {
     session.close().await;
 }
 
-/// A peer that stops answering cannot hold a call past its deadline.
-pub async fn frozen_peer_deadline_holds(peer: &Peer) {
+/// A call the server does not answer in time (a 60 s `slow` under a 500 ms deadline) fails with
+/// `Timeout` at its deadline, not at the server's leisure. The server is alive and reading all
+/// along: a peer that stops reading altogether is not something every fixture behind the suite
+/// can be made to do.
+pub async fn deadline_holds_without_an_answer(peer: &Peer) {
     let session = open(peer).await;
     let call = session.call_tool(
         "slow",
@@ -347,6 +378,10 @@ pub async fn peer_dying_mid_call(peer: &Peer) {
                 .await
         })
     };
+    eventually_slow_stats("the slow call reaching the server", peer, &session, |s| {
+        s.running >= 1
+    })
+    .await;
     // The crash request never gets an answer: the server dies handling it.
     let crash = session
         .call_tool("crash", Some(json!({})), within(Duration::from_secs(30)))
@@ -385,24 +420,25 @@ pub async fn close_is_idempotent(peer: &Peer) {
         .await
         .unwrap_or_else(|_| panic!("{}: close is not bounded", peer.name))
         .unwrap_or_else(|e| panic!("{}: close failed: {e}", peer.name));
-    let _ = tokio::time::timeout(PROMPTLY, sender.close())
+    tokio::time::timeout(PROMPTLY, sender.close())
         .await
-        .unwrap_or_else(|_| panic!("{}: a second close is not bounded", peer.name));
-    let ended = tokio::time::timeout(PROMPTLY, async {
+        .unwrap_or_else(|_| panic!("{}: a second close is not bounded", peer.name))
+        .unwrap_or_else(|e| panic!("{}: a second close failed: {e}", peer.name));
+    // The receiver ends cleanly (`None`): closing is not a failure, so no error may come.
+    tokio::time::timeout(PROMPTLY, async {
         loop {
             match receiver.receive().await {
                 None => return,
-                Some(Err(e)) if e.is_fatal() => return,
-                Some(_) => continue,
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => panic!(
+                    "{}: the receiver failed after close instead of ending cleanly: {e}",
+                    peer.name
+                ),
             }
         }
     })
-    .await;
-    assert!(
-        ended.is_ok(),
-        "{}: the receiver did not end after close",
-        peer.name
-    );
+    .await
+    .unwrap_or_else(|_| panic!("{}: the receiver did not end after close", peer.name));
     assert!(
         sender
             .send(mcp_core::Message::Notification(
@@ -415,10 +451,12 @@ pub async fn close_is_idempotent(peer: &Peer) {
     );
 }
 
-/// The resilience layers wrap the transport's session: calls go through, the deadline holds
-/// across retries, and the breaker opens on a failing server.
+/// The resilience layers wrap the transport's session: calls go through; an idempotent call is
+/// retried, every attempt reaching the server, all within the one deadline of the whole call;
+/// and the breaker opens on a failing server.
 pub async fn policies_wrap_the_transport(peer: &Peer) {
     let session = open(peer).await;
+    retries_share_one_deadline(peer, &session).await;
     let breakers = CircuitBreakerLayer::new(
         BreakerPolicy::default()
             .with_failure_threshold(2)
@@ -440,6 +478,7 @@ pub async fn policies_wrap_the_transport(peer: &Peer) {
         .await
         .unwrap_or_else(|e| panic!("{}: echo through the stack failed: {e}", peer.name));
     assert_eq!(result.text(), "stacked");
+    // Not idempotent, so not retried: each timeout is one failure for the breaker.
     for _ in 0..2 {
         let error = tokio::time::timeout(
             PROMPTLY,
@@ -469,6 +508,43 @@ pub async fn policies_wrap_the_transport(peer: &Peer) {
         peer.name
     );
     session.close().await;
+}
+
+/// An idempotent call that times out attempt after attempt: the retry layer sends it again
+/// (the server sees more than one attempt), and the outer deadline ends the whole call — not
+/// each attempt's deadline, which alone would let the retries run far past [`PROMPTLY`].
+async fn retries_share_one_deadline(peer: &Peer, session: &ClientSession) {
+    const WHOLE_CALL: Duration = Duration::from_millis(1_500);
+    const ATTEMPT: Duration = Duration::from_millis(300);
+    // With one deadline per attempt only, 100 retries of 300 ms would take half a minute.
+    let retry = RetryPolicy::fixed(Duration::from_millis(20), 100);
+    let stack = TimeoutLayer::new(TimeoutPolicy::default().with_tool_call_timeout(WHOLE_CALL))
+        .layer(
+            RetryLayer::new(retry).layer(
+                TimeoutLayer::new(TimeoutPolicy::default().with_tool_call_timeout(ATTEMPT))
+                    .layer(session.clone()),
+            ),
+        );
+    let before = slow_stats(peer, session).await;
+    let call = Operation::call_tool("slow", Some(json!({ "duration_ms": 30_000, "steps": 0 })))
+        .with_idempotent(true);
+    let error = tokio::time::timeout(PROMPTLY, stack.call(call))
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{}: the retries outlived the whole call's deadline of {WHOLE_CALL:?}",
+                peer.name
+            )
+        })
+        .expect_err("every attempt is slower than its deadline");
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{}: {error}", peer.name);
+    let after = slow_stats(peer, session).await;
+    assert!(
+        after.started >= before.started + 2,
+        "{}: the server saw {} attempt(s), not a retry",
+        peer.name,
+        after.started - before.started
+    );
 }
 
 /// A pool of sessions over the transport serves concurrent calls.

@@ -5,6 +5,8 @@
 //! - [`peer`]: [`Peer`], what a transport registers: its connector, its message-size cap, and how
 //!   to ask the server how many cancellations reached it.
 //! - [`behaviours`]: the behaviours, one async function each ([`behaviours::ALL`] lists them).
+//! - `slow_stats` (private): the server's count of its `slow` calls, asked over the transport —
+//!   how a behaviour sees the server's side.
 //! - [`contract_suite!`]: registers a transport in one line — one `#[tokio::test]` per
 //!   behaviour.
 //!
@@ -16,14 +18,16 @@
 //! ```
 //!
 //! The server behind a peer serves the fixture server's tools (mcp-testkit): `echo {text}`,
-//! `slow {duration_ms, steps}` (progress, cancellable), `large {bytes}`, `ask_elicitation
-//! {message}`, `trigger_list_changed`, `crash` (the peer dies: the connection ends without a
-//! goodbye) and `fail`.
+//! `slow {duration_ms, steps}` (progress, cancellable), `slow_stats` (the server's count of
+//! its `slow` calls: started, running, most at once — the suite's view of the server's side),
+//! `large {bytes}`, `ask_elicitation {message}`, `trigger_list_changed`, `crash` (the peer
+//! dies: the connection ends without a goodbye) and `fail`.
 //!
 //! [`TransportConnector`]: mcp_core::TransportConnector
 
 pub mod behaviours;
 pub mod peer;
+mod slow_stats;
 
 pub use peer::Peer;
 
@@ -41,7 +45,7 @@ macro_rules! contract_suite {
             progress,
             notifications,
             server_to_client_request,
-            frozen_peer_deadline_holds,
+            deadline_holds_without_an_answer,
             peer_dying_mid_call,
             close_is_idempotent,
             policies_wrap_the_transport,

@@ -7,7 +7,8 @@
 //! first [`FAIL_FIRST`] calls), `crash` (the server dies: every connection ends at once and the
 //! calls in flight fail), `trigger_list_changed` (toggles [`DYNAMIC_TOOL`]), `large {bytes}`
 //! (at most [`MAX_LARGE_BYTES`]: the in-process message cap, for the contract suite), `ask_roots`,
-//! `ask_sampling {prompt}`, `ask_elicitation {message}`, `log {level, message}`. Resources:
+//! `ask_sampling {prompt}`, `ask_elicitation {message}`, `log {level, message}`, `slow_stats`
+//! (how many `slow` calls started, are running, and the most that ran at once). Resources:
 //! `fixture://static/hello` and the template `fixture://items/{id}`; prompt: `greeting`.
 //!
 //! [`LocalServer::cancellations`] counts the cancellations that reached it (the suite's
@@ -57,6 +58,8 @@ pub fn fixture_server() -> LocalServer {
 /// The fixture server's builder, to change its eras or limits before building.
 pub fn fixture_builder() -> LocalServerBuilder {
     let failures = Arc::new(AtomicU64::new(0));
+    let slow_calls = Arc::new(SlowCalls::default());
+    let counted_slow_calls = slow_calls.clone();
     let read_only = ToolAnnotations {
         read_only_hint: Some(true),
         idempotent_hint: Some(true),
@@ -67,7 +70,7 @@ pub fn fixture_builder() -> LocalServerBuilder {
         .title("MCP fixture server (in process)")
         .instructions(
             "Fixture MCP server for client tests, in process. Tools: echo, add, slow, fail, crash, \
-             trigger_list_changed, large, ask_roots, ask_sampling, ask_elicitation, log.",
+             trigger_list_changed, large, ask_roots, ask_sampling, ask_elicitation, log, slow_stats.",
         )
         .tool(
             LocalTool::new("echo", |_ctx: RequestContext, args: EchoArgs| async move {
@@ -86,7 +89,9 @@ pub fn fixture_builder() -> LocalServerBuilder {
                 .annotations(read_only.clone()),
         )
         .tool(
-            LocalTool::new("slow", slow)
+            LocalTool::new("slow", move |ctx: RequestContext, args: SlowArgs| {
+                slow(ctx, args, slow_calls.clone())
+            })
                 .title("Slow")
                 .description(
                     "Waits duration_ms, reporting progress in `steps` steps when the request carries a progressToken. Cancellable.",
@@ -176,6 +181,22 @@ pub fn fixture_builder() -> LocalServerBuilder {
                 "Sends notifications/message at the given level (if enabled by logging/setLevel) and answers \"logged\".",
             ),
         )
+        .tool(
+            LocalTool::new("slow_stats", move |_ctx: RequestContext, _args: NoArguments| {
+                let stats = counted_slow_calls.snapshot();
+                async move { stats.to_string() }
+            })
+            .title("Slow stats")
+            .description(
+                "Counts this server's `slow` calls: how many started, how many are running now and the most that ran at once, as JSON text {started, running, max_running}. A test's view of the server's side: whether a call reached it, whether calls overlapped.",
+            )
+            .annotations(ToolAnnotations {
+                read_only_hint: Some(true),
+                idempotent_hint: Some(true),
+                open_world_hint: Some(false),
+                ..ToolAnnotations::default()
+            }),
+        )
         .resource(
             LocalResource::new(HELLO_URI, "hello", |_ctx: RequestContext, _read: ReadRequest| async move {
                 "Hello, fixture!".to_owned()
@@ -245,7 +266,11 @@ struct SlowArgs {
     steps: Option<u64>,
 }
 
-async fn slow(ctx: RequestContext, args: SlowArgs) -> Result<String, ToolError> {
+async fn slow(
+    ctx: RequestContext,
+    args: SlowArgs,
+    calls: Arc<SlowCalls>,
+) -> Result<String, ToolError> {
     let duration_ms = args.duration_ms.unwrap_or(1000);
     let steps = args.steps.unwrap_or(5);
     if duration_ms > MAX_SLOW_DURATION_MS {
@@ -260,6 +285,9 @@ async fn slow(ctx: RequestContext, args: SlowArgs) -> Result<String, ToolError> 
             format!("`steps` must be at most {MAX_SLOW_STEPS}"),
         ));
     }
+    // Running until the call ends or is cancelled (the future, and the guard with it, is
+    // dropped).
+    let _running = SlowCalls::start(&calls);
     let total = Duration::from_millis(duration_ms);
     if steps == 0 {
         tokio::time::sleep(total).await;
@@ -275,6 +303,42 @@ async fn slow(ctx: RequestContext, args: SlowArgs) -> Result<String, ToolError> 
             .await;
     }
     Ok(format!("done after {steps} steps"))
+}
+
+/// The server's count of its `slow` calls, which `slow_stats` answers.
+#[derive(Debug, Default)]
+struct SlowCalls {
+    started: AtomicU64,
+    running: AtomicU64,
+    max_running: AtomicU64,
+}
+
+impl SlowCalls {
+    /// Counts one more call, running until the returned guard is dropped.
+    fn start(calls: &Arc<SlowCalls>) -> RunningSlowCall {
+        calls.started.fetch_add(1, Ordering::SeqCst);
+        let now = calls.running.fetch_add(1, Ordering::SeqCst) + 1;
+        calls.max_running.fetch_max(now, Ordering::SeqCst);
+        RunningSlowCall(calls.clone())
+    }
+
+    /// `{started, running, max_running}`.
+    fn snapshot(&self) -> Value {
+        json!({
+            "started": self.started.load(Ordering::SeqCst),
+            "running": self.running.load(Ordering::SeqCst),
+            "max_running": self.max_running.load(Ordering::SeqCst),
+        })
+    }
+}
+
+/// One running `slow` call; no longer running when dropped.
+struct RunningSlowCall(Arc<SlowCalls>);
+
+impl Drop for RunningSlowCall {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
