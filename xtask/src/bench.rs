@@ -6,6 +6,11 @@
 //! `--quick` is a short run that CI executes to keep the harness working (it never asserts on
 //! speed). Other arguments (`--pin same|split|both`, `--out DIR`, `--repeats N`) go to the
 //! driver unchanged.
+//!
+//! A full run (not `--quick`) then runs the transports the driver has no peer for — in-process,
+//! WebSocket, gRPC — through their crates' criterion benches, each against its own floor
+//! measured in the same run (a direct call; a raw tokio-tungstenite echo; a raw tonic bidi
+//! echo), and appends their rows to the report.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,10 +59,92 @@ pub fn run_driver(root: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The transports `mcp-bench` does not drive, as (crate, criterion bench): each bench prints
+/// one `<bench>: <row> …` line per row, its floor first.
+const TRANSPORT_BENCHES: [(&str, &str); 3] = [
+    ("mcp-transport-local", "local_call"),
+    ("mcp-transport-ws", "ws_call"),
+    ("mcp-transport-grpc", "grpc_call"),
+];
+
+/// Runs each transport bench's summary (a criterion filter that matches no benchmark skips
+/// the criterion group) and returns its lines.
+fn transport_rows(root: &Path) -> Result<Vec<String>, String> {
+    let mut rows = Vec::new();
+    for (package, bench) in TRANSPORT_BENCHES {
+        let mut cmd = shell::command(
+            shell::cargo(),
+            &[
+                "bench",
+                "-p",
+                package,
+                "--bench",
+                bench,
+                "--",
+                "summary-only",
+            ],
+            root,
+        );
+        let (status, output) = shell::run_capture(&mut cmd)
+            .map_err(|e| format!("could not start cargo bench for {package}: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "cargo bench -p {package} --bench {bench} failed ({status})"
+            ));
+        }
+        let prefix = format!("{bench}: ");
+        let before = rows.len();
+        rows.extend(
+            output
+                .lines()
+                .filter_map(|line| line.strip_prefix(&prefix))
+                .map(|row| format!("{bench}: {row}")),
+        );
+        if rows.len() == before {
+            return Err(format!("{bench} printed no summary rows"));
+        }
+    }
+    Ok(rows)
+}
+
+/// Appends the transport rows to the driver's report.
+fn append_transport_rows(report: &Path, rows: &[String]) -> Result<(), String> {
+    let mut text = std::fs::read_to_string(report)
+        .map_err(|e| format!("cannot read {}: {e}", report.display()))?;
+    text.push_str(
+        "\n## In-process, WebSocket and gRPC\n\n\
+         Criterion benches of the transport crates, each against a floor measured in the same \
+         run on one thread: a direct call of the tool's function (`local_call`), a raw \
+         tokio-tungstenite echo of the same bytes (`ws_call`), a raw tonic bidi-stream echo \
+         (`grpc_call`). Medians of 5 loops; rmcp has none of these transports.\n\n",
+    );
+    for row in rows {
+        text.push_str(&format!("- {row}\n"));
+    }
+    std::fs::write(report, text).map_err(|e| format!("cannot write {}: {e}", report.display()))
+}
+
 /// `cargo xtask bench ...`.
 pub fn run(root: &Path, args: &[String]) -> ExitCode {
+    let quick = args.iter().any(|a| a == "--quick");
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .map(|dir| root.join(dir))
+        .unwrap_or_else(|| target_dir(root).join("bench"));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match run_driver(root, &args) {
+    let outcome = run_driver(root, &args).and_then(|()| {
+        if quick {
+            return Ok(());
+        }
+        let rows = transport_rows(root)?;
+        for row in &rows {
+            println!("{row}");
+        }
+        append_transport_rows(&out.join("report.md"), &rows)
+    });
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: error: {e}");
