@@ -286,3 +286,64 @@ async fn a_cancelled_handler_sees_its_token_fire_first() {
     assert_eq!(order.load(Ordering::SeqCst), 1);
     session.close().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_request_to_a_client_that_does_not_read_is_bounded_by_the_limit() {
+    use mcp_core::jsonrpc::{Message, Notification, Payload, Request, RequestId};
+    use mcp_core::{Transport, TransportSender};
+    use mcp_transport_local::LocalServer;
+
+    let outcome = Arc::new(Mutex::new(None::<String>));
+    let seen = outcome.clone();
+    let server = LocalServer::builder("unread", "1.0.0")
+        // One queued message fills the queue: the client below never reads.
+        .queue_capacity(1)
+        .client_request_timeout(Duration::from_secs(2))
+        .tool(LocalTool::new(
+            "ask",
+            move |ctx: RequestContext, _: NoArguments| {
+                let seen = seen.clone();
+                async move {
+                    let asked = ctx.list_roots().await.map(|_| ());
+                    *seen.lock().unwrap() = Some(match asked {
+                        Ok(()) => "answered".to_owned(),
+                        Err(e) => e.to_string(),
+                    });
+                    "done"
+                }
+            },
+        ))
+        .build()
+        .expect("a valid server");
+    let transport = server.connect().expect("connects");
+    let (sender, _unread) = transport.split();
+    let initialize = Request::new(
+        RequestId::Number(1),
+        "initialize",
+        Some(Payload::Value(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {}},
+            "clientInfo": {"name": "raw", "version": "1"}
+        }))),
+    );
+    sender.send(Message::Request(initialize)).await.unwrap();
+    let initialized = Notification::new("notifications/initialized", None);
+    sender
+        .send(Message::Notification(initialized))
+        .await
+        .unwrap();
+    let call = Request::new(
+        RequestId::Number(2),
+        "tools/call",
+        Some(Payload::Value(json!({"name": "ask", "arguments": {}}))),
+    );
+    sender.send(Message::Request(call)).await.unwrap();
+    // The initialize answer fills the queue, so the request to the client cannot even be
+    // queued: the limit still ends the wait.
+    eventually("the tool's request to the client gives up", || {
+        outcome.lock().unwrap().is_some()
+    })
+    .await;
+    let said = outcome.lock().unwrap().clone().unwrap();
+    assert_eq!(said, "the client did not answer roots/list within 2s");
+}
