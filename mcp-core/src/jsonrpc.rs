@@ -436,6 +436,16 @@ impl Response {
 }
 
 impl Message {
+    /// The id of a request or a response (a notification has none, nor has an error answer
+    /// to a request whose id could not be read).
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match self {
+            Message::Request(request) => Some(&request.id),
+            Message::Response(response) => response.id.as_ref(),
+            Message::Notification(_) => None,
+        }
+    }
+
     /// Parses one message from JSON bytes. Never panics; a batch (array) is rejected because no
     /// protocol version this crate speaks allows one from a server.
     pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {

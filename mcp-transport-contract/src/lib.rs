@@ -7,6 +7,8 @@
 //! - [`behaviours`]: the behaviours, one async function each ([`behaviours::ALL`] lists them).
 //! - `slow_stats` (private): the server's count of its `slow` calls, asked over the transport —
 //!   how a behaviour sees the server's side.
+//! - `bench` (feature `bench`): the harness of the transport benches that measure each row
+//!   against a floor row in the same run.
 //! - [`contract_suite!`]: registers a transport in one line — one `#[tokio::test]` per
 //!   behaviour.
 //!
@@ -25,6 +27,8 @@
 //!
 //! [`TransportConnector`]: mcp_core::TransportConnector
 
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod behaviours;
 pub mod peer;
 mod slow_stats;

@@ -46,12 +46,11 @@
 //!
 //! and the difference of the two totals over 10 000 calls is the per-call count.
 
-use std::hint::black_box;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use criterion::Criterion;
 use mcp_core::{ClientSession, Era, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_transport_contract::bench::BenchRow;
 use mcp_transport_grpc::proto::mcp_client::McpClient;
 use mcp_transport_grpc::proto::mcp_server::{Mcp, McpServer};
 use mcp_transport_grpc::proto::JsonRpcLine;
@@ -93,8 +92,10 @@ enum Row {
     Large,
 }
 
-impl Row {
-    const ALL: [Row; 4] = [Row::FloorEcho, Row::Echo, Row::FloorLarge, Row::Large];
+impl BenchRow for Row {
+    type Connected = Connected;
+
+    const ALL: &'static [Row] = &[Row::FloorEcho, Row::Echo, Row::FloorLarge, Row::Large];
 
     fn name(self) -> &'static str {
         match self {
@@ -173,6 +174,14 @@ impl Row {
         })
         .await
         .expect("the row was set up in time")
+    }
+
+    async fn call(self, connected: &mut Connected) -> usize {
+        connected.call(self).await
+    }
+
+    async fn close(connected: Connected) {
+        connected.close().await
     }
 }
 
@@ -359,117 +368,6 @@ impl Connected {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
-/// Times `calls` sequential calls of `row` (after a warm-up); microseconds per call.
-fn time_row(row: Row, calls: u32) -> f64 {
-    runtime().block_on(async {
-        let mut connected = row.connect().await;
-        for _ in 0..calls / 10 {
-            black_box(connected.call(row).await);
-        }
-        let started = Instant::now();
-        for _ in 0..calls {
-            black_box(connected.call(row).await);
-        }
-        let per_call = started.elapsed().as_secs_f64() * 1e6 / f64::from(calls);
-        connected.close().await;
-        per_call
-    })
-}
-
-fn criterion_rows(c: &mut Criterion) {
-    let mut group = c.benchmark_group("grpc_call");
-    group.measurement_time(Duration::from_secs(3));
-    for row in Row::ALL {
-        let runtime = runtime();
-        let mut connected = runtime.block_on(row.connect());
-        group.bench_function(row.name(), |b| {
-            b.iter_custom(|iters| {
-                runtime.block_on(async {
-                    let started = Instant::now();
-                    for _ in 0..iters {
-                        black_box(connected.call(row).await);
-                    }
-                    started.elapsed()
-                })
-            })
-        });
-        runtime.block_on(connected.close());
-    }
-    group.finish();
-}
-
-/// The plain-loop summary: every row, and each session row's overhead over its floor and
-/// the ratio.
-fn summary() {
-    let calls: u32 = std::env::var("GRPC_CALL_SUMMARY_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
-    // The median of a few runs: the machine is shared and noisy.
-    let median = |row: Row| {
-        let row_calls = if row.is_large() {
-            (calls / 10).max(1)
-        } else {
-            calls
-        };
-        let mut runs: Vec<f64> = (0..5).map(|_| time_row(row, row_calls)).collect();
-        runs.sort_by(f64::total_cmp);
-        runs[runs.len() / 2]
-    };
-    let mut floor_us = None;
-    for row in Row::ALL {
-        let us = median(row);
-        if row.floor() == row {
-            println!("grpc_call: {} {us:.2} µs/call (the floor)", row.name());
-            floor_us = Some(us);
-        } else {
-            let floor = floor_us.expect("a floor row comes before its rows");
-            println!(
-                "grpc_call: {} {us:.2} µs/call, overhead {:.2} µs, ratio {:.1}x (vs {})",
-                row.name(),
-                us - floor,
-                us / floor,
-                row.floor().name()
-            );
-        }
-    }
-}
-
-/// `GRPC_CALL_COUNT=<row>:<calls>`: only that many calls of that row (for callgrind).
-fn count_only(spec: &str) {
-    let (name, calls) = spec
-        .split_once(':')
-        .unwrap_or_else(|| panic!("GRPC_CALL_COUNT is <row>:<calls>, not {spec:?}"));
-    let row = Row::ALL
-        .into_iter()
-        .find(|r| r.name() == name)
-        .unwrap_or_else(|| panic!("no row {name:?}"));
-    let calls: u32 = calls.parse().expect("a number of calls");
-    runtime().block_on(async {
-        let mut connected = row.connect().await;
-        for _ in 0..calls {
-            black_box(connected.call(row).await);
-        }
-        connected.close().await;
-    });
-}
-
 fn main() {
-    if let Ok(spec) = std::env::var("GRPC_CALL_COUNT") {
-        count_only(&spec);
-        return;
-    }
-    let mut criterion = Criterion::default().configure_from_args();
-    criterion_rows(&mut criterion);
-    criterion.final_summary();
-    if std::env::var("GRPC_CALL_SUMMARY").as_deref() != Ok("0") {
-        summary();
-    }
+    mcp_transport_contract::bench::run::<Row>("grpc_call");
 }

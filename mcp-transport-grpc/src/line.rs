@@ -43,20 +43,15 @@ pub(crate) fn encode(message: &Message, max: usize) -> Result<JsonRpcLine, Unsen
 /// The client's error for a message it cannot send: recoverable, naming the request, and
 /// never sent.
 pub(crate) fn send_error(message: &Message, why: Unsendable, max: usize) -> TransportError {
-    let error = match why {
-        Unsendable::TooLarge { size } => TransportError::recoverable(
-            TransportErrorKind::MessageTooLarge,
-            format!(
-                "the message of {size} bytes is over the {max}-byte limit (max_message_size); \
-                 it was not sent"
-            ),
-        ),
+    match why {
+        Unsendable::TooLarge { size } => mcp_core::transport::unsent_oversized(message, size, max),
         Unsendable::Encoding(e) => TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
             format!("could not encode the message: {e}"),
-        ),
-    };
-    error.for_request(request_id(message)).never_sent()
+        )
+        .for_request(message.request_id().cloned())
+        .never_sent(),
+    }
 }
 
 /// What one received line holds.
@@ -120,14 +115,6 @@ fn bad_message(peer: &str, e: mcp_core::jsonrpc::MessageError, text: &str) -> Tr
 fn id_of(text: &str) -> Option<RequestId> {
     let value: serde_json::Value = serde_json::from_str(text).ok()?;
     serde_json::from_value(value.get("id")?.clone()).ok()
-}
-
-pub(crate) fn request_id(message: &Message) -> Option<RequestId> {
-    match message {
-        Message::Request(r) => Some(r.id.clone()),
-        Message::Response(r) => r.id.clone(),
-        Message::Notification(_) => None,
-    }
 }
 
 fn preview(text: &str) -> String {

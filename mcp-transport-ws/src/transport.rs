@@ -226,22 +226,11 @@ impl TransportSender for WebSocketSender {
             )
         })?;
         if json.len() > self.max_message_size {
-            let id = match &message {
-                Message::Request(request) => Some(request.id.clone()),
-                Message::Response(response) => response.id.clone(),
-                Message::Notification(_) => None,
-            };
-            return Err(TransportError::recoverable(
-                TransportErrorKind::MessageTooLarge,
-                format!(
-                    "the message of {} bytes is over the {}-byte limit (max_message_size); it \
-                     was not sent",
-                    json.len(),
-                    self.max_message_size
-                ),
-            )
-            .for_request(id)
-            .never_sent());
+            return Err(mcp_core::transport::unsent_oversized(
+                &message,
+                json.len(),
+                self.max_message_size,
+            ));
         }
         let text = Utf8Bytes::try_from(json).map_err(|e| {
             TransportError::recoverable(

@@ -65,7 +65,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
-pub use oversized::OversizedMessage;
+pub use oversized::{unsent_oversized, OversizedMessage};
 
 use crate::jsonrpc::{ErrorObject, Message, Payload, Request, RequestId};
 use crate::types::LoggingLevel;

@@ -8,7 +8,7 @@
 //! (`…,"jsonrpc":"2.0","id":5}`, as the TypeScript SDK does). An `"id"` anywhere else could
 //! belong to the payload and is not trusted.
 
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Message, RequestId};
 use crate::transport::{TransportError, TransportErrorKind};
 
 /// Bytes kept from each end of an oversized message.
@@ -75,6 +75,21 @@ impl OversizedMessage {
         )
         .for_request(self.request_id())
     }
+}
+
+/// The error for `message`, encoded as `size` bytes, which a transport refuses to send
+/// because it is over its `max`-byte limit (the peer enforces the same cap): recoverable,
+/// naming the request, and never sent.
+pub fn unsent_oversized(message: &Message, size: usize, max: usize) -> TransportError {
+    TransportError::recoverable(
+        TransportErrorKind::MessageTooLarge,
+        format!(
+            "the message of {size} bytes is over the {max}-byte limit (max_message_size); it was \
+             not sent"
+        ),
+    )
+    .for_request(message.request_id().cloned())
+    .never_sent()
 }
 
 /// `{"jsonrpc":"2.0","id":5,"result":…`: the id before the result starts.
