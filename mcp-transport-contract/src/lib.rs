@@ -27,9 +27,9 @@
 //!
 //! [`TransportConnector`]: mcp_core::TransportConnector
 
+pub mod behaviours;
 #[cfg(feature = "bench")]
 pub mod bench;
-pub mod behaviours;
 pub mod peer;
 mod slow_stats;
 
