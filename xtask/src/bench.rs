@@ -12,7 +12,7 @@
 //! measured in the same run (a direct call; a raw tokio-tungstenite echo; a raw tonic bidi
 //! echo), and appends their rows to the report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::shell;
@@ -39,18 +39,10 @@ pub fn build(root: &Path) -> Result<(), String> {
     }
 }
 
-/// The cargo target directory (`CARGO_TARGET_DIR`, else `<root>/target`).
-pub fn target_dir(root: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root.join(dir),
-        None => root.join("target"),
-    }
-}
-
 /// Builds, then runs the driver with `args`, its output streamed through.
 pub fn run_driver(root: &Path, args: &[&str]) -> Result<(), String> {
     build(root)?;
-    let driver = target_dir(root).join("release").join("mcp-bench");
+    let driver = shell::target_dir(root).join("release").join("mcp-bench");
     let mut cmd = shell::command(&driver, args, root);
     match shell::run(&mut cmd) {
         Ok(s) if s.success() => Ok(()),
@@ -132,7 +124,7 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         .position(|a| a == "--out")
         .and_then(|i| args.get(i + 1))
         .map(|dir| root.join(dir))
-        .unwrap_or_else(|| target_dir(root).join("bench"));
+        .unwrap_or_else(|| shell::target_dir(root).join("bench"));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = run_driver(root, &args).and_then(|()| {
         if quick {
@@ -156,7 +148,7 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
 /// The CI step: the quick run on one core, into `target/bench`; passes when the driver exits 0
 /// and the report exists. Never looks at the figures.
 pub fn ci_quick(root: &Path) -> Result<(), String> {
-    let out = target_dir(root).join("bench");
+    let out = shell::target_dir(root).join("bench");
     let report = out.join("report.md");
     let _ = std::fs::remove_file(&report);
     let out_arg = out.to_string_lossy().into_owned();

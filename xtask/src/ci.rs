@@ -138,6 +138,12 @@ pub const STEPS: &[Step] = &[
         fatal: false,
     },
     Step {
+        name: "free-debug",
+        action: Action::Custom(free_debug_build),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
         name: "bench-build",
         action: Action::Cargo(&["bench", "--workspace", "--no-run"]),
         interop_env: false,
@@ -375,6 +381,35 @@ fn package(ctx: &Ctx) -> Outcome {
 }
 
 /// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
+/// On CI (`CI` set and not `false`), removes the debug build once the steps that use it are
+/// done, so the release build of the bench steps does not need the disk a second time: CI
+/// machines' disks are small, and a clean clone rebuilds anyway. Elsewhere it keeps the build
+/// (a developer's next `cargo test` would otherwise start from scratch).
+fn free_debug_build(ctx: &Ctx) -> Outcome {
+    let on_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    if !on_ci {
+        return Outcome {
+            ok: true,
+            counts: None,
+            note: "kept (not on CI)".into(),
+        };
+    }
+    let debug = shell::target_dir(ctx.root).join("debug");
+    match std::fs::remove_dir_all(&debug) {
+        Ok(()) => Outcome {
+            ok: true,
+            counts: None,
+            note: format!("removed {}", debug.display()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Outcome::from_ok(true),
+        Err(e) => Outcome {
+            ok: false,
+            counts: None,
+            note: format!("could not remove {}: {e}", debug.display()),
+        },
+    }
+}
+
 fn bench_quick(ctx: &Ctx) -> Outcome {
     match crate::bench::ci_quick(ctx.root) {
         Ok(()) => Outcome::from_ok(true),

@@ -183,7 +183,7 @@ fn build_client(root: &Path) -> Result<String, String> {
     if !status.success() {
         return Err(format!("building mcp-conformance-client failed ({status})"));
     }
-    let client = target_dir(root).join("debug/mcp-conformance-client");
+    let client = shell::target_dir(root).join("debug/mcp-conformance-client");
     let client = client.to_string_lossy().into_owned();
     // The suite splits --command on spaces.
     if client.contains(char::is_whitespace) {
@@ -210,7 +210,7 @@ fn run_one(
         suite.version,
         run_args.join(" ")
     );
-    let out = target_dir(root)
+    let out = shell::target_dir(root)
         .join("conformance")
         .join(format!("{}-{label}", suite.version));
     if out.exists() {
@@ -241,21 +241,6 @@ fn run_one(
         code: status.code(),
         summary,
     })
-}
-
-/// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
-fn target_dir(root: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) if !d.is_empty() => {
-            let d = PathBuf::from(d);
-            if d.is_absolute() {
-                d
-            } else {
-                root.join(d)
-            }
-        }
-        _ => root.join("target"),
-    }
 }
 
 /// A command for `program` (a script run by `node`) with Node 22 first on PATH and the

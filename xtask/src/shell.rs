@@ -2,7 +2,7 @@
 
 use std::ffi::OsStr;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -128,6 +128,21 @@ pub fn strip_ansi(s: &str) -> String {
         }
     }
     out
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
+pub fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => {
+            let d = PathBuf::from(d);
+            if d.is_absolute() {
+                d
+            } else {
+                root.join(d)
+            }
+        }
+        _ => root.join("target"),
+    }
 }
 
 #[cfg(test)]
