@@ -12,6 +12,7 @@
 //!   not had its request yet; `notifications/cancelled` for such a request follows it;
 //! - everything else: the standalone stream (buffered while no GET is attached).
 
+use std::fmt::Write as _;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,9 +204,13 @@ impl Stream {
     fn append(&mut self, stream: u64, json: &str, is_response: bool) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let event = Bytes::from(format!(
-            "id: {stream}-{seq}\nevent: message\ndata: {json}\n\n"
-        ));
+        // Sized once (`format!` would grow the string several times: every answer comes
+        // this way).
+        let mut event = String::with_capacity(json.len() + 64);
+        let _ = write!(event, "id: {stream}-{seq}\nevent: message\ndata: ");
+        event.push_str(json);
+        event.push_str("\n\n");
+        let event = Bytes::from(event);
         self.history.push_back((seq, event.clone()));
         while self.history.len() > HISTORY_EVENTS {
             self.history.pop_front();
@@ -513,7 +518,9 @@ impl Streams {
     /// Routes a message emitted inline while handling the request of POST stream `stream`.
     pub(crate) fn push_inline(&mut self, stream: u64, message: Outgoing) {
         match message.kind {
-            OutgoingKind::Response => self.deliver_response(message.json),
+            // Handling one request answers that request only: this stream's, so its id need
+            // not be read back out of the answer.
+            OutgoingKind::Response => self.push(stream, &message.json, true),
             OutgoingKind::Notification => {
                 let wide = peek(&message.json)
                     .method

@@ -69,7 +69,15 @@ struct Params {
     #[serde(default, rename = "requestId")]
     request_id: Option<Value>,
     #[serde(default, rename = "_meta")]
-    meta: Option<Value>,
+    meta: Option<MetaFields>,
+}
+
+/// What the transport reads of `_meta`; the rest (a modern request's client capabilities and
+/// info) is skipped, not built into values.
+#[derive(Default, Deserialize)]
+struct MetaFields {
+    #[serde(default, rename = "progressToken")]
+    progress_token: Option<Value>,
 }
 
 impl Params {
@@ -87,7 +95,9 @@ impl Params {
                 name: field("name"),
                 protocol_version: field("protocolVersion"),
                 request_id: field("requestId"),
-                meta: field("_meta"),
+                meta: value.get("_meta").map(|meta| MetaFields {
+                    progress_token: meta.get("progressToken").cloned(),
+                }),
             }
         })
     }
@@ -332,7 +342,7 @@ fn sse_request(
     let token_key = params
         .meta
         .as_ref()
-        .and_then(|meta| meta.get("progressToken"))
+        .and_then(|meta| meta.progress_token.as_ref())
         .filter(|token| token.is_string() || token.is_number())
         .map(jsonrpc::id_key);
     let asks_client =
