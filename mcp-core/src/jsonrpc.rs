@@ -9,6 +9,7 @@
 //! Parsing never panics: anything that is not a JSON-RPC 2.0 message becomes a [`MessageError`].
 //! Members this crate does not know are kept in `extra` and written back out unchanged.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
@@ -122,6 +123,80 @@ pub enum Payload {
     /// JSON text inside a received line that the payload shares instead of copying (large
     /// messages: the line's buffer goes back to the transport for reuse once it is dropped).
     Shared(SharedJson),
+    /// A complete result an in-process server built as a typed value (a
+    /// [`CallToolResult`](crate::types::CallToolResult), say): [`Payload::into_typed`] hands it
+    /// over as it is when asked for its own type, and it becomes JSON only if something needs
+    /// JSON. Never a result that asks for more (`input_required`, a task): those are JSON.
+    Typed(TypedPayload),
+}
+
+/// A value built in process, kept typed ([`Payload::Typed`]).
+pub struct TypedPayload(Box<dyn TypedValue>);
+
+/// What a typed payload's value can do without its type being known.
+trait TypedValue: Any + Send + Sync {
+    fn to_value(&self) -> Result<Value, serde_json::Error>;
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+    fn as_any(&self) -> &dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn clone_box(&self) -> Box<dyn TypedValue>;
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+impl<T: Serialize + Clone + fmt::Debug + Send + Sync + 'static> TypedValue for T {
+    fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn clone_box(&self) -> Box<dyn TypedValue> {
+        Box::new(self.clone())
+    }
+    fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl TypedPayload {
+    /// Keeps `value` typed.
+    pub fn new<T: Serialize + Clone + fmt::Debug + Send + Sync + 'static>(value: T) -> Self {
+        TypedPayload(Box::new(value))
+    }
+
+    /// The value as JSON.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        self.0.to_value()
+    }
+
+    /// The value itself when it is a `T`; otherwise `T` read from its JSON.
+    fn into<T: DeserializeOwned + 'static>(self) -> Result<T, serde_json::Error> {
+        if self.0.as_any().is::<T>() {
+            if let Ok(value) = self.0.into_any().downcast::<T>() {
+                return Ok(*value);
+            }
+            return Err(de::Error::custom("a typed payload changed its type"));
+        }
+        serde_json::from_value(self.0.to_value()?)
+    }
+}
+
+impl Clone for TypedPayload {
+    fn clone(&self) -> Self {
+        TypedPayload(self.0.clone_box())
+    }
+}
+
+impl fmt::Debug for TypedPayload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug(f)
+    }
 }
 
 /// A validated JSON value that lives inside a shared message buffer.
@@ -191,15 +266,18 @@ impl Payload {
             Payload::Raw(raw) => serde_json::from_str(raw.get()),
             Payload::Value(value) => T::deserialize(value),
             Payload::Shared(shared) => serde_json::from_str(shared.as_str()),
+            Payload::Typed(typed) => T::deserialize(typed.to_value()?),
         }
     }
 
-    /// Converts into `T`, moving strings out of in-memory values instead of copying them.
-    pub fn into_typed<T: DeserializeOwned>(self) -> Result<T, serde_json::Error> {
+    /// Converts into `T`, moving strings out of in-memory values instead of copying them (and a
+    /// typed payload of type `T` out as it is).
+    pub fn into_typed<T: DeserializeOwned + 'static>(self) -> Result<T, serde_json::Error> {
         match self {
             Payload::Raw(raw) => serde_json::from_str(raw.get()),
             Payload::Value(value) => serde_json::from_value(value),
             Payload::Shared(shared) => serde_json::from_str(shared.as_str()),
+            Payload::Typed(typed) => typed.into(),
         }
     }
 
@@ -207,6 +285,7 @@ impl Payload {
     pub fn into_value(self) -> Result<Value, serde_json::Error> {
         match self {
             Payload::Value(value) => Ok(value),
+            Payload::Typed(typed) => typed.to_value(),
             other => other.into_typed(),
         }
     }
@@ -217,6 +296,18 @@ impl Payload {
             Payload::Raw(raw) => Cow::Borrowed(raw.get()),
             Payload::Value(value) => Cow::Owned(value.to_string()),
             Payload::Shared(shared) => Cow::Borrowed(shared.as_str()),
+            Payload::Typed(typed) => {
+                let mut out = Vec::new();
+                match typed
+                    .0
+                    .write_json(&mut out)
+                    .map(|()| String::from_utf8(out))
+                {
+                    Ok(Ok(text)) => Cow::Owned(text),
+                    // Serialize impls of the types kept typed do not fail.
+                    _ => Cow::Borrowed("null"),
+                }
+            }
         }
     }
 
@@ -226,6 +317,7 @@ impl Payload {
             Payload::Raw(raw) => raw.get().trim_start().starts_with('{'),
             Payload::Value(value) => value.is_object(),
             Payload::Shared(shared) => shared.as_str().trim_start().starts_with('{'),
+            Payload::Typed(typed) => typed.to_value().is_ok_and(|v| v.is_object()),
         }
     }
 }
@@ -269,6 +361,17 @@ impl Serialize for Payload {
                 // Re-serializing received JSON is rare (pass-through): borrow it as a raw value.
                 let raw: &RawValue =
                     serde_json::from_str(shared.as_str()).map_err(serde::ser::Error::custom)?;
+                raw.serialize(serializer)
+            }
+            Payload::Typed(typed) => {
+                // As `write_json` writes it (members in the type's order), borrowed as raw.
+                let mut json = Vec::new();
+                typed
+                    .0
+                    .write_json(&mut json)
+                    .map_err(serde::ser::Error::custom)?;
+                let raw: &RawValue =
+                    serde_json::from_slice(&json).map_err(serde::ser::Error::custom)?;
                 raw.serialize(serializer)
             }
         }
@@ -486,6 +589,7 @@ impl Message {
                 Payload::Raw(raw) => out.extend_from_slice(raw.get().as_bytes()),
                 Payload::Shared(shared) => out.extend_from_slice(shared.as_str().as_bytes()),
                 Payload::Value(value) => serde_json::to_writer(&mut *out, value)?,
+                Payload::Typed(typed) => typed.0.write_json(out)?,
             }
             Ok(())
         }
@@ -919,6 +1023,55 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_typed_payload_is_handed_over_as_it_is_and_is_json_everywhere_else() {
+        use crate::types::{CallToolResult, Content};
+        let result = CallToolResult {
+            content: vec![Content::text("quote \" é")],
+            structured_content: Some(json!({"n": 1})),
+            is_error: None,
+            extra: Default::default(),
+        };
+        let json = serde_json::to_value(&result).unwrap();
+        let typed = Payload::Typed(TypedPayload::new(result.clone()));
+        // Its own type: the value itself; any other: read from its JSON.
+        assert_eq!(
+            typed.clone().into_typed::<CallToolResult>().unwrap(),
+            result
+        );
+        assert_eq!(typed.clone().into_typed::<Value>().unwrap(), json);
+        assert_eq!(typed.clone().into_value().unwrap(), json);
+        assert_eq!(typed.deserialize::<Value>().unwrap(), json);
+        assert!(typed
+            .clone()
+            .into_typed::<Vec<String>>()
+            .unwrap_err()
+            .is_data());
+        assert_eq!(
+            typed.to_json_string(),
+            serde_json::to_string(&result).unwrap()
+        );
+        assert!(typed.is_object());
+        assert_eq!(typed, Payload::Value(json.clone()));
+        assert!(format!("{typed:?}").contains("quote"));
+        // On the wire it is the same JSON, written either way.
+        let message: Message = Response::success(RequestId::from(9), typed).into();
+        let mut written = Vec::new();
+        message.write_json(&mut written).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            serde_json::to_string(&message).unwrap()
+        );
+        let read = Message::from_slice(&serde_json::to_vec(&message).unwrap()).unwrap();
+        let Message::Response(Response {
+            outcome: Ok(back), ..
+        }) = read
+        else {
+            panic!("not a result: {read:?}");
+        };
+        assert_eq!(back.into_typed::<CallToolResult>().unwrap(), result);
     }
 
     #[test]

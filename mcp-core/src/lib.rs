@@ -54,7 +54,9 @@ pub use connector::{
     TransportFactory, TransportSpec,
 };
 pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
-pub use jsonrpc::{ErrorObject, Message, Notification, Payload, Request, RequestId, Response};
+pub use jsonrpc::{
+    ErrorObject, Message, Notification, Payload, Request, RequestId, Response, TypedPayload,
+};
 pub use service::{
     is_idempotent_method, BoxLayer, BoxService, Identity, Layer, McpService, McpServiceExt,
     Operation, Stack,

@@ -37,6 +37,7 @@ pub(crate) fn file_text(
         Payload::Value(value) => seed.deserialize(value),
         Payload::Raw(raw) => from_json(raw.get(), seed),
         Payload::Shared(shared) => from_json(shared.as_str(), seed),
+        Payload::Typed(typed) => seed.deserialize(&typed.to_value()?),
     }
 }
 

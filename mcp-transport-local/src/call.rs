@@ -14,7 +14,7 @@ use std::task::Poll;
 
 use futures_util::future::CatchUnwind;
 use futures_util::FutureExt;
-use mcp_core::jsonrpc::{ErrorObject, RequestId};
+use mcp_core::jsonrpc::{ErrorObject, Payload, RequestId};
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 
@@ -68,17 +68,19 @@ impl Handled {
     /// model reads; anything else that failed is a JSON-RPC error.
     pub(crate) fn answer(
         &self,
-        outcome: std::thread::Result<Result<Value, ToolError>>,
-    ) -> Result<Value, ErrorObject> {
+        outcome: std::thread::Result<Result<Payload, ToolError>>,
+    ) -> Result<Payload, ErrorObject> {
         match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) if self.kind == HandlerKind::Tool => error.into_tool_outcome(),
+            Ok(Err(error)) if self.kind == HandlerKind::Tool => {
+                error.into_tool_outcome().map(Payload::Value)
+            }
             Ok(Err(error)) => Err(error.into_error_object()),
             Err(panic) => {
                 let message = format!("{self} panicked: {}", panic_message(&*panic));
                 tracing::warn!(handler = %self, "{message}");
                 match self.kind {
-                    HandlerKind::Tool => Ok(tool_error_result(message)),
+                    HandlerKind::Tool => Ok(Payload::Value(tool_error_result(message))),
                     _ => Err(ErrorObject::internal(message)),
                 }
             }
@@ -165,14 +167,14 @@ impl Drop for Run {
 }
 
 enum Step {
-    Done(std::thread::Result<Result<Value, ToolError>>),
+    Done(std::thread::Result<Result<Payload, ToolError>>),
     NeedsInput(Vec<InputWait>),
 }
 
 /// A run's answer, and whether messages were queued for the client while it ran (then an
 /// answer given in place waits until they have been dispatched).
 pub(crate) struct Driven {
-    pub(crate) answer: Result<Value, ErrorObject>,
+    pub(crate) answer: Result<Payload, ErrorObject>,
     pub(crate) queued_meanwhile: bool,
 }
 
@@ -197,7 +199,7 @@ pub(crate) async fn drive(mut run: Run) -> Driven {
             run.finished = true;
             run.state.handled.answer(outcome)
         }
-        Step::NeedsInput(asked) => Ok(park(run, asked)),
+        Step::NeedsInput(asked) => Ok(Payload::Value(park(run, asked))),
     };
     Driven {
         answer,
@@ -278,7 +280,11 @@ mod tests {
     #[test]
     fn a_tool_panic_is_a_tool_error_and_other_panics_are_internal_errors() {
         let tool = Handled::tool(Arc::from("explode"));
-        let answer = tool.answer(Err(Box::new("boom"))).unwrap();
+        let answer = tool
+            .answer(Err(Box::new("boom")))
+            .unwrap()
+            .into_value()
+            .unwrap();
         assert_eq!(answer["isError"], true);
         assert_eq!(
             answer["content"][0]["text"],
@@ -287,7 +293,7 @@ mod tests {
         let prompt = Handled::prompt(Arc::from("p"));
         let error = prompt.answer(Err(Box::new("boom"))).unwrap_err();
         assert_eq!(error.code, mcp_core::jsonrpc::codes::INTERNAL_ERROR);
-        let failed = tool.answer(Ok(Err(ToolError::failed("no luck")))).unwrap();
-        assert_eq!(failed["isError"], true);
+        let failed = tool.answer(Ok(Err(ToolError::failed("no luck"))));
+        assert_eq!(failed.unwrap().into_value().unwrap()["isError"], true);
     }
 }

@@ -590,9 +590,9 @@ impl Drop for EndOnExit<'_> {
     }
 }
 
-fn response(id: RequestId, outcome: Result<Value, ErrorObject>) -> Message {
+fn response(id: RequestId, outcome: Result<Payload, ErrorObject>) -> Message {
     match outcome {
-        Ok(result) => Response::success(id, Payload::Value(result)).into(),
+        Ok(result) => Response::success(id, result).into(),
         Err(error) => Response::error(Some(id), error).into(),
     }
 }

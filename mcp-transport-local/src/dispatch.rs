@@ -29,7 +29,7 @@ use crate::tool::Outcome;
 /// How the server answers one request.
 pub(crate) enum Answer {
     /// At once.
-    Now(Result<Value, ErrorObject>),
+    Now(Result<Payload, ErrorObject>),
     /// When the handler's run ends.
     Later(Run),
     /// Never, while the stream stays open (`subscriptions/listen`).
@@ -73,7 +73,7 @@ pub(crate) fn answer(
     if let Err(e) = meta.check_version(server.eras) {
         return Answer::Now(Err(e));
     }
-    let now = Answer::Now;
+    let now = |answer: Result<Value, ErrorObject>| Answer::Now(answer.map(Payload::Value));
     match method.as_str() {
         methods::PING => now(Ok(Value::Object(Map::new()))),
         methods::INITIALIZE => now(initialize(connection, params.as_ref())),
@@ -190,7 +190,9 @@ fn tools_call(
     let text = match &params {
         Some(Payload::Raw(raw)) => raw.get(),
         Some(Payload::Shared(shared)) => shared.as_str(),
-        Some(Payload::Value(_)) => return tools_call_from_value(connection, id, params, session),
+        Some(Payload::Value(_) | Payload::Typed(_)) => {
+            return tools_call_from_value(connection, id, params, session)
+        }
         None => {
             return Answer::Now(Err(invalid_request_params(
                 methods::TOOLS_CALL,
@@ -220,7 +222,7 @@ fn tools_call_from_value(
 ) -> Answer {
     let invalid =
         |reason: &str| Answer::Now(Err(invalid_request_params(methods::TOOLS_CALL, reason)));
-    let Some(Payload::Value(Value::Object(mut params))) = params else {
+    let Some(Ok(Value::Object(mut params))) = params.map(Payload::into_value) else {
         return invalid("the parameters must be a JSON object");
     };
     let Some(Value::String(name)) = params.remove("name") else {
@@ -354,8 +356,13 @@ fn read_resource(
     start(call, |context| {
         let reading = (found.handler)(found.request, context);
         let mime_type = found.mime_type;
-        let labelled: Outcome =
-            Box::pin(async move { reading.await.map(|r| label_contents(r, &mime_type)) });
+        let labelled: Outcome = Box::pin(async move {
+            // Read results are JSON (`resource.rs`); only those get labelled.
+            reading.await.map(|read| match read {
+                Payload::Value(read) => Payload::Value(label_contents(read, &mime_type)),
+                other => other,
+            })
+        });
         Ok(labelled)
     })
 }

@@ -35,7 +35,7 @@ impl Connection {
                 "subscriptions/listen is served on the ordinary path",
             )),
         };
-        Box::pin(std::future::ready(Ok(answer.map(Payload::Value))))
+        Box::pin(std::future::ready(Ok(answer)))
     }
 
     async fn finish_in_place(
@@ -58,6 +58,6 @@ impl Connection {
             // Rare, and kept out of this future's size.
             Box::pin(self.flush()).await;
         }
-        Ok(driven.answer.map(Payload::Value))
+        Ok(driven.answer)
     }
 }

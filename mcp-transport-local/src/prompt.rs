@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_core::jsonrpc::Payload;
 use mcp_core::types::{Content, GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -53,7 +54,8 @@ impl LocalPrompt {
             move |arguments: Arguments<'_>, context: RequestContext, what: &dyn fmt::Display| {
                 let arguments: A = arguments.parse(what)?;
                 let running = handler(context, arguments);
-                let outcome: Outcome = Box::pin(async move { running.await.into_prompt_result() });
+                let outcome: Outcome =
+                    Box::pin(async move { running.await.into_prompt_result().map(Payload::Value) });
                 Ok(outcome)
             },
         );

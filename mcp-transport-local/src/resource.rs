@@ -8,6 +8,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_core::jsonrpc::Payload;
 use mcp_core::types::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 use serde_json::{Map, Value};
 
@@ -46,7 +47,7 @@ where
     Arc::new(move |request: ReadRequest, context: RequestContext| {
         let uri = request.uri.clone();
         let running = handler(context, request);
-        Box::pin(async move { running.await.into_read_result(&uri) })
+        Box::pin(async move { running.await.into_read_result(&uri).map(Payload::Value) })
     })
 }
 

@@ -2,6 +2,7 @@
 //! ([`Json`]: `structuredContent` plus its JSON as text, with the output schema generated), or a
 //! whole [`CallToolResult`] for full control — each possibly inside a `Result`.
 
+use mcp_core::jsonrpc::{Payload, TypedPayload};
 use mcp_core::types::{CallToolResult, Content};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -13,6 +14,18 @@ use crate::error::ToolError;
 pub trait IntoToolResult: Send + 'static {
     /// The result, as the JSON of a [`CallToolResult`].
     fn into_tool_result(self) -> Result<Value, ToolError>;
+
+    /// The result as the server hands it on: by default the JSON of
+    /// [`into_tool_result`](IntoToolResult::into_tool_result). Results that are a
+    /// [`CallToolResult`] already (text, content blocks, a whole result) override it to stay
+    /// typed, so a client in the same process takes the result as it is, with no JSON between.
+    /// An override must describe the same result as `into_tool_result`.
+    fn into_tool_payload(self) -> Result<Payload, ToolError>
+    where
+        Self: Sized,
+    {
+        self.into_tool_result().map(Payload::Value)
+    }
 
     /// The schema of the result's `structuredContent`, when the type has one (the tool's
     /// `outputSchema`).
@@ -43,15 +56,33 @@ fn encoding_failed(what: &str, e: serde_json::Error) -> ToolError {
     )))
 }
 
+/// A result of content blocks only, kept typed.
+fn typed_content(content: Vec<Content>) -> Result<Payload, ToolError> {
+    Ok(Payload::Typed(TypedPayload::new(CallToolResult {
+        content,
+        structured_content: None,
+        is_error: None,
+        extra: Default::default(),
+    })))
+}
+
 impl IntoToolResult for String {
     fn into_tool_result(self) -> Result<Value, ToolError> {
         Ok(text_result(self))
+    }
+
+    fn into_tool_payload(self) -> Result<Payload, ToolError> {
+        typed_content(vec![Content::text(self)])
     }
 }
 
 impl IntoToolResult for &'static str {
     fn into_tool_result(self) -> Result<Value, ToolError> {
         Ok(text_result(self.to_owned()))
+    }
+
+    fn into_tool_payload(self) -> Result<Payload, ToolError> {
+        typed_content(vec![Content::text(self)])
     }
 }
 
@@ -68,6 +99,10 @@ impl IntoToolResult for Content {
     fn into_tool_result(self) -> Result<Value, ToolError> {
         vec![self].into_tool_result()
     }
+
+    fn into_tool_payload(self) -> Result<Payload, ToolError> {
+        typed_content(vec![self])
+    }
 }
 
 impl IntoToolResult for Vec<Content> {
@@ -77,12 +112,20 @@ impl IntoToolResult for Vec<Content> {
         result.insert("content".into(), content);
         Ok(Value::Object(result))
     }
+
+    fn into_tool_payload(self) -> Result<Payload, ToolError> {
+        typed_content(self)
+    }
 }
 
 /// Full control: the result as it is (`isError`, `_meta`, several blocks, …).
 impl IntoToolResult for CallToolResult {
     fn into_tool_result(self) -> Result<Value, ToolError> {
         serde_json::to_value(self).map_err(|e| encoding_failed("result", e))
+    }
+
+    fn into_tool_payload(self) -> Result<Payload, ToolError> {
+        Ok(Payload::Typed(TypedPayload::new(self)))
     }
 }
 
@@ -120,6 +163,13 @@ impl<T: IntoToolResult, E: Into<ToolError> + Send + 'static> IntoToolResult for 
         }
     }
 
+    fn into_tool_payload(self) -> Result<Payload, ToolError> {
+        match self {
+            Ok(value) => value.into_tool_payload(),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn output_schema() -> Option<Value> {
         T::output_schema()
     }
@@ -151,6 +201,37 @@ mod tests {
             serde_json::from_str::<Value>(&written).unwrap(),
             text(awkward)
         );
+    }
+
+    #[test]
+    fn a_typed_payload_is_the_same_result_as_its_json() {
+        fn same<T: IntoToolResult>(make: impl Fn() -> T) {
+            let json = make().into_tool_result().expect("a result");
+            let payload = make().into_tool_payload().expect("a result");
+            assert!(
+                matches!(payload, Payload::Typed(_)),
+                "kept typed: {payload:?}"
+            );
+            assert_eq!(payload.into_value().unwrap(), json);
+        }
+        same(|| "hi");
+        same(|| String::from("quote \" é"));
+        same(|| Content::text("one"));
+        same(|| vec![Content::text("a"), Content::text("b")]);
+        same(Vec::<Content>::new);
+        same(|| Ok::<_, ToolError>("fine"));
+        let whole: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": "partly"}],
+            "structuredContent": {"b": 1},
+            "isError": true,
+            "_meta": {"example.com/trace": "t-1"},
+        }))
+        .unwrap();
+        same(|| whole.clone());
+        // The rest stays JSON.
+        let failed = Err::<String, _>(ToolError::failed("no"));
+        assert!(failed.into_tool_payload().is_err());
+        assert!(matches!(().into_tool_payload().unwrap(), Payload::Value(_)));
     }
 
     #[test]

@@ -7,10 +7,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use mcp_core::jsonrpc::Payload;
 use mcp_core::types::{Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::arguments::Arguments;
 use crate::context::RequestContext;
@@ -18,8 +18,9 @@ use crate::error::{BuildError, ToolError};
 use crate::result::IntoToolResult;
 use crate::schema::{input_schema_of, non_object_type};
 
-/// A started handler: the JSON of its result, or why it failed.
-pub(crate) type Outcome = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'static>>;
+/// A started handler: its result, or why it failed.
+pub(crate) type Outcome =
+    Pin<Box<dyn Future<Output = Result<Payload, ToolError>> + Send + 'static>>;
 
 /// A handler with its types erased: reads the arguments (`what` names the tool or prompt in
 /// errors) and starts the work.
@@ -103,7 +104,7 @@ impl LocalTool {
             move |arguments: Arguments<'_>, context: RequestContext, what: &dyn fmt::Display| {
                 let arguments: A = arguments.parse(what)?;
                 let running = handler(context, arguments);
-                let outcome: Outcome = Box::pin(async move { running.await.into_tool_result() });
+                let outcome: Outcome = Box::pin(async move { running.await.into_tool_payload() });
                 Ok(outcome)
             },
         );

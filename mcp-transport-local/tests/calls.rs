@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::{connect, test_server, Path, DEADLINE};
 use mcp_core::jsonrpc::codes;
-use mcp_core::{Era, ErrorKind, McpService, McpServiceExt, Operation, RequestOptions};
+use mcp_core::{Era, ErrorKind, McpService, McpServiceExt, Operation, Payload, RequestOptions};
 use serde_json::json;
 
 const ERAS: [Option<Era>; 2] = [None, Some(Era::Legacy)];
@@ -44,6 +44,28 @@ async fn typed_arguments_and_results_round_trip() {
             assert_eq!(found.text(), "rust (up to 3)");
             session.close().await;
         }
+    }
+}
+
+/// A tool's text result reaches the caller typed, with no JSON between, whether answered in
+/// place or through the connection's task (the channel carries messages, not bytes).
+#[tokio::test]
+async fn a_tool_result_reaches_the_caller_typed() {
+    for path in Path::BOTH {
+        let server = test_server(path, Arc::default());
+        let session = connect(&server, Arc::default(), None).await;
+        let arguments =
+            serde_json::value::to_raw_value(&json!({"query": "q", "limit": 1})).unwrap();
+        let result = session
+            .call_tool_raw("search", &arguments, RequestOptions::new())
+            .await
+            .unwrap();
+        assert!(matches!(result, Payload::Typed(_)), "{path:?}: {result:?}");
+        assert_eq!(
+            result.into_value().unwrap(),
+            json!({"content": [{"type": "text", "text": "q (up to 1)"}]})
+        );
+        session.close().await;
     }
 }
 

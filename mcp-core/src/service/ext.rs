@@ -102,7 +102,7 @@ async fn list_page<S, R>(
 ) -> Result<R, Error>
 where
     S: McpService + ?Sized,
-    R: DeserializeOwned,
+    R: DeserializeOwned + 'static,
 {
     let operation =
         Operation::with_params(method, &PaginatedRequestParams { cursor })?.with_options(options);
@@ -120,7 +120,7 @@ async fn list_all<S, R, T>(
 ) -> Result<(Vec<T>, CacheHints), Error>
 where
     S: McpService + ?Sized,
-    R: DeserializeOwned,
+    R: DeserializeOwned + 'static,
 {
     let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
     let split = &split;
@@ -169,7 +169,7 @@ pub trait McpServiceExt: McpService {
     ) -> impl Future<Output = Result<R, Error>> + Send
     where
         P: Serialize + ?Sized,
-        R: DeserializeOwned,
+        R: DeserializeOwned + 'static,
     {
         let operation = Operation::with_params(method, params).map(|o| o.with_options(options));
         async move {

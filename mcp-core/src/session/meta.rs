@@ -174,6 +174,11 @@ pub(super) fn with_request_meta(
             )))
         }
         Some(Payload::Value(_)) => Err(not_an_object()),
+        // Results only; should parameters ever come typed, they are added to as values.
+        Some(Payload::Typed(typed)) => {
+            let value = typed.to_value().map_err(encode_error)?;
+            with_request_meta(Some(Payload::Value(value)), additions)
+        }
     }
 }
 

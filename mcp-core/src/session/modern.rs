@@ -311,6 +311,8 @@ pub fn result_type(answer: &Payload) -> ResultType {
             .get("resultType")
             .and_then(Value::as_str)
             .map_or(ResultType::Complete, ResultType::parse),
+        // Typed payloads are complete results by contract (`Payload::Typed`).
+        Payload::Typed(_) => ResultType::Complete,
         other => {
             let text = other.to_json_string();
             if !text.contains("resultType") {
@@ -363,6 +365,9 @@ fn shareable(params: Payload) -> Payload {
         )),
         Payload::Value(value) => Payload::Shared(crate::jsonrpc::SharedJson::from_valid_json(
             value.to_string(),
+        )),
+        typed @ Payload::Typed(_) => Payload::Shared(crate::jsonrpc::SharedJson::from_valid_json(
+            typed.to_json_string().into_owned(),
         )),
     }
 }

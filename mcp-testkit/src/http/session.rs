@@ -12,8 +12,8 @@
 //!   not had its request yet; `notifications/cancelled` for such a request follows it;
 //! - everything else: the standalone stream (buffered while no GET is attached).
 
-use std::fmt::Write as _;
 use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
