@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use http::StatusCode;
-use mcp_core::{Message, ProtocolVersion, Transport, TransportError, TransportSender};
-use tokio::sync::mpsc;
+use mcp_core::{
+    InPlaceAnswer, Message, ProtocolVersion, Request, RequestMeta, Transport, TransportError,
+    TransportSender,
+};
 
 use crate::config::HttpServerConfig;
 use crate::legacy::LegacyShared;
-use crate::streamable::{HttpReceiver, Incoming, Shared, INCOMING_QUEUE};
+use crate::streamable::{incoming_channel, HttpReceiver, Incoming, Shared, INCOMING_QUEUE};
 
 /// Which HTTP transport a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +53,7 @@ impl HttpTransport {
         config: HttpServerConfig,
         memo: HttpFlavorMemo,
     ) -> Result<HttpTransport, TransportError> {
-        let (incoming, receiver) = mpsc::channel(INCOMING_QUEUE);
+        let (incoming, receiver) = incoming_channel(INCOMING_QUEUE);
         let streamable = Shared::new(config.clone(), incoming.clone())?;
         Ok(HttpTransport {
             sender: AutoSender {
@@ -62,7 +64,7 @@ impl HttpTransport {
                 legacy: tokio::sync::OnceCell::new(),
                 state: Mutex::new(State::Undecided),
             },
-            receiver: HttpReceiver::new(receiver),
+            receiver,
         })
     }
 }
@@ -191,6 +193,18 @@ impl TransportSender for AutoSender {
                     Err(e) => Err(e.error),
                 }
             }
+        }
+    }
+
+    fn answer_in_place(
+        &self,
+        request: Request,
+        meta: RequestMeta<'_>,
+    ) -> Result<InPlaceAnswer, Request> {
+        let _ = meta;
+        match self.state() {
+            State::Decided(HttpFlavor::Streamable) => self.streamable.answer_in_place(request),
+            _ => Err(request),
         }
     }
 

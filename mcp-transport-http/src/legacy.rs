@@ -10,14 +10,15 @@ use async_trait::async_trait;
 use http::header::{HeaderMap, HeaderValue, ACCEPT};
 use http::{Method, StatusCode};
 use mcp_core::{Message, Transport, TransportError, TransportErrorKind, TransportSender};
-use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::client::{HttpResponse, Target};
 use crate::config::HttpServerConfig;
 use crate::exchange::{message_body, status_error, Exchange};
 use crate::sse::SseParser;
-use crate::streamable::{event_message, HttpReceiver, Incoming, PostError, INCOMING_QUEUE};
+use crate::streamable::{
+    event_message, incoming_channel, HttpReceiver, Incoming, PostError, INCOMING_QUEUE,
+};
 
 /// An MCP server reached over the 2024-11-05 HTTP+SSE transport.
 pub struct LegacySseTransport {
@@ -29,11 +30,11 @@ impl LegacySseTransport {
     /// Opens the SSE stream at `config.url` and waits (up to the connect timeout) for the
     /// `endpoint` event; the endpoint must have the same origin as the stream.
     pub async fn connect(config: HttpServerConfig) -> Result<LegacySseTransport, TransportError> {
-        let (incoming, receiver) = mpsc::channel(INCOMING_QUEUE);
+        let (incoming, receiver) = incoming_channel(INCOMING_QUEUE);
         let shared = LegacyShared::connect(config, incoming).await?;
         Ok(LegacySseTransport {
             sender: LegacySender { shared },
-            receiver: HttpReceiver::new(receiver),
+            receiver,
         })
     }
 }

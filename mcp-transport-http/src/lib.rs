@@ -27,6 +27,7 @@ mod connect;
 mod exchange;
 mod factory;
 pub mod headers;
+mod incoming;
 mod legacy;
 mod redirect;
 pub mod sse;

@@ -26,10 +26,9 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Method, StatusCode};
 use mcp_core::types::{methods, CancelledNotificationParams};
 use mcp_core::{
-    Message, ProtocolVersion, RequestId, Transport, TransportError, TransportErrorKind,
-    TransportReceiver, TransportSender,
+    InPlaceAnswer, Message, ProtocolVersion, Request, RequestId, RequestMeta, Transport,
+    TransportError, TransportErrorKind, TransportSender,
 };
-use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::client::{HttpResponse, Target};
@@ -56,7 +55,8 @@ const GET_ACCEPT: HeaderValue = HeaderValue::from_static("text/event-stream");
 pub(crate) const INCOMING_QUEUE: usize = 1024;
 
 /// What the HTTP transports deliver to the session's reader.
-pub(crate) type Incoming = mpsc::Sender<Result<Message, TransportError>>;
+pub use crate::incoming::HttpReceiver;
+pub(crate) use crate::incoming::{incoming_channel, Incoming, Item};
 
 /// A failed POST: the status when the server answered (the auto-detecting transport falls back
 /// to legacy SSE on 400/404/405), and the error to report.
@@ -93,11 +93,11 @@ pub struct StreamableHttpTransport {
 impl StreamableHttpTransport {
     /// Prepares the transport (no request is made until the session sends `initialize`).
     pub fn new(config: HttpServerConfig) -> Result<StreamableHttpTransport, TransportError> {
-        let (incoming, receiver) = mpsc::channel(INCOMING_QUEUE);
+        let (incoming, receiver) = incoming_channel(INCOMING_QUEUE);
         let shared = Shared::new(config, incoming)?;
         Ok(StreamableHttpTransport {
             sender: HttpSender { shared },
-            receiver: HttpReceiver::new(receiver),
+            receiver,
         })
     }
 }
@@ -124,7 +124,7 @@ pub(crate) struct Shared {
     session_id: Mutex<Option<HeaderValue>>,
     protocol_version: Mutex<Option<ProtocolVersion>>,
     /// Taken on close: once every stream task has ended too, the receiver sees the end.
-    incoming: Mutex<Option<mpsc::Sender<Result<Message, TransportError>>>>,
+    incoming: Mutex<Option<Incoming>>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The standalone GET stream's task (also in `tasks`), restarted with a new session.
     get_task: Mutex<Option<AbortHandle>>,
@@ -144,8 +144,11 @@ impl Drop for Shared {
 
 /// How a stream ended.
 enum StreamEnd {
-    /// The awaited response arrived (POST streams).
+    /// The awaited response arrived (POST streams) and went to the reader.
     Answered,
+    /// The awaited response arrived (or a failure in its place), kept for its caller
+    /// ([`AnswerTo::Caller`]).
+    Kept(Item),
     /// The stream closed or failed; it may be resumed from `last_event_id`.
     Dropped {
         last_event_id: Option<String>,
@@ -156,6 +159,24 @@ enum StreamEnd {
     Closed,
     /// Nothing more has arrived yet (only when not waiting for it).
     Waiting,
+}
+
+/// Where the answer to a POSTed request goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum AnswerTo {
+    /// The session's reader, like everything else the server sends.
+    Reader,
+    /// Back to the caller, who awaits it in place (`HttpSender::answer_in_place`); the rest of
+    /// the stream still goes to the reader.
+    Caller,
+}
+
+/// What a POST brought back for its caller (with [`AnswerTo::Caller`]): the answer, unless it
+/// went elsewhere or the reader is gone; and the ticket of the last item its stream forwarded
+/// to the reader before it.
+struct Posted {
+    answer: Option<Item>,
+    forwarded: Option<u64>,
 }
 
 impl Shared {
@@ -181,7 +202,7 @@ impl Shared {
         }))
     }
 
-    fn incoming(&self) -> Option<mpsc::Sender<Result<Message, TransportError>>> {
+    fn incoming(&self) -> Option<Incoming> {
         lock(&self.incoming).clone()
     }
 
@@ -242,7 +263,9 @@ impl Shared {
         awaiting: Option<&RequestId>,
         lists_tools: bool,
         wait: bool,
+        to: (AnswerTo, &mut Option<u64>),
     ) -> StreamEnd {
+        let (answer_to, forwarded) = to;
         let Some(incoming) = self.incoming() else {
             return StreamEnd::Closed;
         };
@@ -267,8 +290,12 @@ impl Shared {
                 } else {
                     item
                 };
-                if incoming.send(item).await.is_err() {
-                    return StreamEnd::Closed;
+                if answers && answer_to == AnswerTo::Caller {
+                    return StreamEnd::Kept(item);
+                }
+                match incoming.send(item).await {
+                    Ok(ticket) => *forwarded = Some(ticket),
+                    Err(_) => return StreamEnd::Closed,
                 }
                 if answers {
                     return StreamEnd::Answered;
@@ -295,6 +322,11 @@ impl Shared {
                             format!("{e} (from {})", self.display_url),
                         )
                         .for_request(awaiting.cloned());
+                        // As on the reader's side: the discarded event is taken for the
+                        // awaited answer.
+                        if answer_to == AnswerTo::Caller && awaiting.is_some() {
+                            return StreamEnd::Kept(Err(error));
+                        }
                         let _ = incoming.send(Err(error)).await;
                     }
                 }
@@ -348,10 +380,18 @@ impl Shared {
         let mut attempts = 0;
         loop {
             match end {
-                StreamEnd::Answered | StreamEnd::Closed => return,
+                // (Kept only for a caller in place, which follows its own stream.)
+                StreamEnd::Answered | StreamEnd::Closed | StreamEnd::Kept(_) => return,
                 StreamEnd::Waiting => {
                     end = self
-                        .pump_sse(&mut response, &mut parser, Some(&id), lists_tools, true)
+                        .pump_sse(
+                            &mut response,
+                            &mut parser,
+                            Some(&id),
+                            lists_tools,
+                            true,
+                            (AnswerTo::Reader, &mut None),
+                        )
                         .await;
                 }
                 StreamEnd::Dropped {
@@ -360,7 +400,7 @@ impl Shared {
                     why,
                 } => {
                     if self.is_modern() {
-                        return self.fail_request(&id, format!("{why} before the response (streams are not resumed in protocol 2026-07-28)")).await;
+                        return self.fail_request(&id, unresumable(&why)).await;
                     }
                     let Some(last_event_id) = last_event_id else {
                         return self.fail_request(&id, format!("{why} before the response, and cannot be resumed (no event id)")).await;
@@ -407,13 +447,17 @@ impl Shared {
 
     async fn fail_request(&self, id: &RequestId, why: String) {
         if let Some(incoming) = self.incoming() {
-            let error = TransportError::recoverable(
-                TransportErrorKind::PeerGone,
-                format!("{}: {why}", self.display_url),
-            )
-            .for_request(Some(id.clone()));
-            let _ = incoming.send(Err(error)).await;
+            let _ = incoming.send(Err(self.request_failure(id, why))).await;
         }
+    }
+
+    /// Request `id` failed: its stream ended before the answer (`why`).
+    fn request_failure(&self, id: &RequestId, why: String) -> TransportError {
+        TransportError::recoverable(
+            TransportErrorKind::PeerGone,
+            format!("{}: {why}", self.display_url),
+        )
+        .for_request(Some(id.clone()))
     }
 
     /// The standalone GET stream: server-initiated messages; reconnects when it drops; a 405
@@ -443,10 +487,20 @@ impl Shared {
                 Ok(mut response) if response.status().is_success() => {
                     failures = 0;
                     match self
-                        .pump_sse(&mut response, &mut parser, None, false, true)
+                        .pump_sse(
+                            &mut response,
+                            &mut parser,
+                            None,
+                            false,
+                            true,
+                            (AnswerTo::Reader, &mut None),
+                        )
                         .await
                     {
-                        StreamEnd::Closed | StreamEnd::Answered | StreamEnd::Waiting => return,
+                        StreamEnd::Closed
+                        | StreamEnd::Answered
+                        | StreamEnd::Waiting
+                        | StreamEnd::Kept(_) => return,
                         StreamEnd::Dropped { retry, why, .. } => {
                             tracing::debug!(why, "the standalone stream dropped; reconnecting");
                             parser.finish();
@@ -529,9 +583,72 @@ impl Shared {
         *lock(&self.protocol_version) = version;
     }
 
+    /// The answer to `request` in the caller's task (see
+    /// [`TransportSender::answer_in_place`]): in the modern era, where a request's answer comes
+    /// back on its own POST and nothing needs replaying, the POST is made and its stream read
+    /// in the caller's future. Everything else the stream carries still goes to the reader,
+    /// and the answer resolves only once the reader has dispatched it (progress comes before
+    /// the result, as on the ordinary path). The probe (`server/discover`), the long-lived
+    /// `subscriptions/listen` and every legacy request take the ordinary path.
+    pub(crate) fn answer_in_place(
+        self: &Arc<Self>,
+        request: Request,
+    ) -> Result<InPlaceAnswer, Request> {
+        if !self.is_modern()
+            || request.method == methods::SERVER_DISCOVER
+            || request.method == methods::SUBSCRIPTIONS_LISTEN
+        {
+            return Err(request);
+        }
+        let shared = self.clone();
+        Ok(Box::pin(async move {
+            let id = request.id.clone();
+            let posted = shared
+                .post_routed(Message::Request(request), AnswerTo::Caller)
+                .await
+                .map_err(|e| e.error)?;
+            if let (Some(ticket), Some(incoming)) = (posted.forwarded, shared.incoming()) {
+                incoming.dispatched(ticket).await;
+            }
+            match posted.answer {
+                Some(Ok(Message::Response(response))) => Ok(response.outcome),
+                Some(Ok(_)) => Err(TransportError::recoverable(
+                    TransportErrorKind::InvalidMessage,
+                    format!(
+                        "{} answered with a message that is not a response",
+                        shared.display_url
+                    ),
+                )),
+                Some(Err(e)) => Err(e),
+                None if shared.incoming().is_none() => Err(TransportError::fatal(
+                    TransportErrorKind::PeerGone,
+                    "the transport was closed while the answer was being read",
+                )),
+                None => Err(shared.request_failure(
+                    &id,
+                    "the server's answer to the POST did not include the response".into(),
+                )),
+            }
+        }))
+    }
+
     /// POSTs one message and routes what comes back.
     pub(crate) async fn post(self: &Arc<Self>, message: Message) -> Result<(), PostError> {
+        self.post_routed(message, AnswerTo::Reader).await.map(drop)
+    }
+
+    /// POSTs one message; the answer to a request goes to `answer_to`, everything else the
+    /// server sends to the reader.
+    async fn post_routed(
+        self: &Arc<Self>,
+        message: Message,
+        answer_to: AnswerTo,
+    ) -> Result<Posted, PostError> {
         let shared = self;
+        let mut posted = Posted {
+            answer: None,
+            forwarded: None,
+        };
         if shared.closed.load(Ordering::Acquire) {
             return Err(PostError::from(TransportError::fatal(
                 TransportErrorKind::Closed,
@@ -572,7 +689,7 @@ impl Shared {
             drop(streams);
             if modern {
                 // Closing the request's stream was the cancellation.
-                return Ok(());
+                return Ok(posted);
             }
         }
         let had_session = lock(&shared.session_id).is_some();
@@ -624,9 +741,13 @@ impl Shared {
                 });
                 if let (Some(mut answer), Some(id)) = (answer, request_id.clone()) {
                     answer.id = Some(id);
+                    if answer_to == AnswerTo::Caller {
+                        posted.answer = Some(Ok(Message::Response(answer)));
+                        return Ok(posted);
+                    }
                     if let Some(incoming) = shared.incoming() {
                         let _ = incoming.send(Ok(Message::Response(answer))).await;
-                        return Ok(());
+                        return Ok(posted);
                     }
                 }
                 return Err(PostError {
@@ -651,15 +772,23 @@ impl Shared {
         }
         let Some(id) = request_id else {
             // Notifications and responses: 202 Accepted, nothing to read.
-            return Ok(());
+            return Ok(posted);
         };
         if is_event_stream(response.headers()) {
             // The answer has usually arrived with the headers: read what is in here, and
             // follow the stream in a task only when more is to come.
             let mut response = response;
             let mut parser = SseParser::new(shared.config.max_message_size);
+            let to = (answer_to, &mut posted.forwarded);
             let mut end = shared
-                .pump_sse(&mut response, &mut parser, Some(&id), lists_tools, false)
+                .pump_sse(
+                    &mut response,
+                    &mut parser,
+                    Some(&id),
+                    lists_tools,
+                    false,
+                    to,
+                )
                 .await;
             if matches!(end, StreamEnd::Waiting) {
                 // hyper hands the body over one piece at a time, and most servers send a
@@ -667,12 +796,54 @@ impl Shared {
                 // (`yield_now` defers this task until the scheduler has run every ready
                 // task, a `LocalSet`'s included; waking itself would not, there.)
                 tokio::task::yield_now().await;
+                let to = (answer_to, &mut posted.forwarded);
                 end = shared
-                    .pump_sse(&mut response, &mut parser, Some(&id), lists_tools, false)
+                    .pump_sse(
+                        &mut response,
+                        &mut parser,
+                        Some(&id),
+                        lists_tools,
+                        false,
+                        to,
+                    )
                     .await;
             }
-            if matches!(end, StreamEnd::Answered | StreamEnd::Closed) {
-                return Ok(());
+            if answer_to == AnswerTo::Caller {
+                // Modern era only: the stream is followed here, in the caller's future
+                // (dropping it closes the stream: the cancellation), and never resumed.
+                loop {
+                    match end {
+                        StreamEnd::Kept(item) => {
+                            posted.answer = Some(item);
+                            return Ok(posted);
+                        }
+                        StreamEnd::Answered | StreamEnd::Closed => return Ok(posted),
+                        StreamEnd::Dropped { why, .. } => {
+                            posted.answer =
+                                Some(Err(shared.request_failure(&id, unresumable(&why))));
+                            return Ok(posted);
+                        }
+                        StreamEnd::Waiting => {
+                            let to = (answer_to, &mut posted.forwarded);
+                            end = shared
+                                .pump_sse(
+                                    &mut response,
+                                    &mut parser,
+                                    Some(&id),
+                                    lists_tools,
+                                    true,
+                                    to,
+                                )
+                                .await;
+                        }
+                    }
+                }
+            }
+            if matches!(
+                end,
+                StreamEnd::Answered | StreamEnd::Closed | StreamEnd::Kept(_)
+            ) {
+                return Ok(posted);
             }
             // Boxed: the follower's future is about 2 KiB, which spawning would copy around
             // several times.
@@ -687,7 +858,7 @@ impl Shared {
             let mut streams = lock(&shared.post_streams);
             streams.retain(|(_, t)| !t.is_finished());
             streams.push((id, task));
-            return Ok(());
+            return Ok(posted);
         }
         if status == StatusCode::ACCEPTED {
             return Err(PostError::from(TransportError::recoverable(
@@ -717,11 +888,17 @@ impl Shared {
             } else {
                 item
             };
-            if incoming.send(item).await.is_err() {
-                break;
+            let answers = matches!(&item, Ok(Message::Response(r)) if r.id.as_ref() == Some(&id));
+            if answers && answer_to == AnswerTo::Caller {
+                posted.answer = Some(item);
+                continue;
+            }
+            match incoming.send(item).await {
+                Ok(ticket) => posted.forwarded = Some(ticket),
+                Err(_) => break,
             }
         }
-        Ok(())
+        Ok(posted)
     }
 }
 
@@ -744,6 +921,16 @@ impl TransportSender for HttpSender {
         self.shared.post(message).await.map_err(|e| e.error)
     }
 
+    fn answer_in_place(
+        &self,
+        request: Request,
+        meta: RequestMeta<'_>,
+    ) -> Result<InPlaceAnswer, Request> {
+        // A byte transport: the session has added `_meta` to the parameters already.
+        let _ = meta;
+        self.shared.answer_in_place(request)
+    }
+
     async fn close(&self) -> Result<(), TransportError> {
         self.shared.close().await;
         Ok(())
@@ -760,6 +947,11 @@ impl TransportSender for HttpSender {
     fn transport_name(&self) -> &'static str {
         "tcp"
     }
+}
+
+/// Why a modern request failed when its stream ended before the answer.
+fn unresumable(why: &str) -> String {
+    format!("{why} before the response (streams are not resumed in protocol 2026-07-28)")
 }
 
 /// The message an SSE event's data holds. Its parameters or result share the data's buffer
@@ -828,23 +1020,5 @@ fn parse_json_body(bytes: &[u8]) -> Vec<Result<Message, TransportError>> {
         }
     } else {
         vec![Message::from_slice(bytes).map_err(|e| invalid(e.to_string()))]
-    }
-}
-
-/// The receiving half: everything the POST and GET streams delivered, in arrival order.
-pub struct HttpReceiver {
-    receiver: mpsc::Receiver<Result<Message, TransportError>>,
-}
-
-impl HttpReceiver {
-    pub(crate) fn new(receiver: mpsc::Receiver<Result<Message, TransportError>>) -> Self {
-        HttpReceiver { receiver }
-    }
-}
-
-#[async_trait]
-impl TransportReceiver for HttpReceiver {
-    async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
-        self.receiver.recv().await
     }
 }

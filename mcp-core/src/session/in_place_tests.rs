@@ -67,6 +67,11 @@ impl TransportSender for ScriptedSender {
         self.inner.close().await
     }
 
+    // An in-process transport: `_meta` comes as values.
+    fn prefers_values(&self) -> bool {
+        true
+    }
+
     fn answer_in_place(
         &self,
         request: Request,

@@ -15,7 +15,7 @@ use super::{ClientSession, RequestOptions, SessionShared};
 use crate::error::{Delivery, Error};
 use crate::jsonrpc::{Notification, Payload, Request, RequestId};
 use crate::time::deadline_after;
-use crate::transport::TransportErrorKind;
+use crate::transport::{RequestMeta, TransportErrorKind};
 use crate::types::{methods, CancelledNotificationParams};
 
 /// How often one request is replayed on a new session before its failure is reported.
@@ -85,13 +85,20 @@ impl ClientSession {
         let additions = shared.meta_additions(shape.progress_token.then_some(id), shape.modern);
         let progress = (reset || options.on_progress.is_some())
             .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
-        // An in-process transport may answer in the caller's task instead, given the `_meta`
-        // additions as values (in_place.rs); otherwise they are spliced in and the request sent.
+        // A transport may answer in the caller's task instead (in_place.rs): an in-process one
+        // given the `_meta` additions as values, a byte transport given them spliced in as
+        // text; otherwise they are spliced in and the request sent.
+        let values = shared.sender.prefers_values();
+        let (params, meta) = if values {
+            (params, additions.as_values())
+        } else {
+            (
+                with_request_meta(params, &additions)?,
+                RequestMeta::default(),
+            )
+        };
         let request = Request::new(id, method, params);
-        let params = match shared
-            .sender
-            .answer_in_place(request, additions.as_values())
-        {
+        let params = match shared.sender.answer_in_place(request, meta) {
             Ok(answer) => {
                 let deadlines = Deadlines {
                     started,
@@ -104,9 +111,9 @@ impl ClientSession {
                     .await_in_place(method, id, answer, progress, deadlines)
                     .await;
             }
+            Err(request) if values => with_request_meta(request.params, &additions)?,
             Err(request) => request.params,
         };
-        let params = with_request_meta(params, &additions)?;
         let (reply, response) = oneshot::channel();
         shared
             .pending

@@ -45,13 +45,14 @@
 //! **Cancellation safety.** `receive` is only ever awaited to completion or dropped together with
 //! the whole receiver, so implementations need not be cancel-safe.
 //!
-//! **Answering in place** (optional). An in-process transport may answer a request without
-//! sending it: [`TransportSender::answer_in_place`] returns the answer as a future that the
-//! session awaits in the caller's task, so a call costs no channel, reader task or oneshot hop,
-//! and what the session adds to the request's `_meta` is handed over as values
-//! ([`RequestMeta`]) instead of being spliced into the parameters as text. Everything else the
-//! server sends (progress, logs, its own requests) still arrives through the receiver, and the
-//! transport has it dispatched before the answer resolves.
+//! **Answering in place** (optional). A transport may hand a request's answer straight to its
+//! caller: [`TransportSender::answer_in_place`] returns the answer as a future that the session
+//! awaits in the caller's task, so a call costs no channel, reader task or oneshot hop. An
+//! in-process transport answers without sending anything, and gets what the session adds to the
+//! request's `_meta` as values ([`RequestMeta`]) instead of spliced into the parameters as text;
+//! a modern Streamable HTTP transport sends the POST and reads the answer off its response.
+//! Everything else the server sends (progress, logs, its own requests) still arrives through
+//! the receiver, and the transport has it dispatched before the answer resolves.
 
 mod channel;
 mod oversized;
@@ -241,10 +242,13 @@ pub trait TransportSender: Send + Sync + 'static {
         false
     }
 
-    /// For in-process transports: the answer to `request` as a future the session awaits in the
-    /// caller's task, instead of a [`send`](TransportSender::send) whose response comes back
-    /// through the receiver, the reader task and a oneshot. `request` carries the caller's
-    /// parameters as they are; `meta` is what the session would have added to their `_meta`.
+    /// The answer to `request` as a future the session awaits in the caller's task, instead of a
+    /// [`send`](TransportSender::send) whose response comes back through the receiver, the
+    /// reader task and a oneshot: for in-process transports, and for byte transports whose
+    /// answer comes back on the request's own exchange (a modern Streamable HTTP POST). For a
+    /// transport that [`prefers_values`](TransportSender::prefers_values), `request` carries
+    /// the caller's parameters as they are and `meta` is what the session would have added to
+    /// their `_meta`; any other gets them already added (as text) and an empty `meta`.
     /// The transport may read the request at once; the server's work happens as the future is
     /// polled, and dropping it before it resolves cancels the request (no
     /// `notifications/cancelled` follows: the server sees the drop). Whatever
@@ -253,8 +257,8 @@ pub trait TransportSender: Send + Sync + 'static {
     /// transport. When the connection ends (closed, the server died), the future resolves at
     /// once with the transport error.
     ///
-    /// `Err(request)` hands the request back: the session adds `meta` to its parameters and
-    /// sends it the ordinary way. That is the default, and what an in-process transport returns
+    /// `Err(request)` hands the request back: the session adds `meta` to its parameters (if it
+    /// has not yet) and sends it the ordinary way. That is the default, and what an in-process transport returns
     /// for requests it keeps on the ordinary path (a long-lived `subscriptions/listen`).
     fn answer_in_place(
         &self,
