@@ -113,7 +113,7 @@ impl<'de> Deserialize<'de> for RequestId {
 }
 
 /// Parameters or a result: raw JSON text or an in-memory value, whichever is cheaper where the
-/// message was made.
+/// message was made — or, for a result an in-process server built, the typed value itself.
 #[derive(Debug, Clone)]
 pub enum Payload {
     /// JSON text exactly as received; parsed only when (and as) the consumer asks.
@@ -130,8 +130,23 @@ pub enum Payload {
     Typed(TypedPayload),
 }
 
-/// A value built in process, kept typed ([`Payload::Typed`]).
+/// A complete result built in process, kept as the value it is ([`Payload::Typed`]).
 pub struct TypedPayload(Box<dyn TypedValue>);
+
+/// The results a [`TypedPayload`] can keep: complete results, JSON objects whose JSON cannot
+/// fail to be written. Sealed: implemented for [`CallToolResult`](crate::types::CallToolResult).
+pub trait KeptTyped:
+    Serialize + Clone + fmt::Debug + Send + Sync + 'static + sealed::Sealed
+{
+}
+
+impl KeptTyped for crate::types::CallToolResult {}
+
+mod sealed {
+    /// Keeps [`KeptTyped`](super::KeptTyped) to the types of this crate.
+    pub trait Sealed {}
+    impl Sealed for crate::types::CallToolResult {}
+}
 
 /// What a typed payload's value can do without its type being known.
 trait TypedValue: Any + Send + Sync {
@@ -143,7 +158,7 @@ trait TypedValue: Any + Send + Sync {
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-impl<T: Serialize + Clone + fmt::Debug + Send + Sync + 'static> TypedValue for T {
+impl<T: KeptTyped> TypedValue for T {
     fn to_value(&self) -> Result<Value, serde_json::Error> {
         serde_json::to_value(self)
     }
@@ -165,9 +180,11 @@ impl<T: Serialize + Clone + fmt::Debug + Send + Sync + 'static> TypedValue for T
 }
 
 impl TypedPayload {
-    /// Keeps `value` typed.
-    pub fn new<T: Serialize + Clone + fmt::Debug + Send + Sync + 'static>(value: T) -> Self {
-        TypedPayload(Box::new(value))
+    /// Keeps `result` as it is. It must be what reading its own JSON would give (nothing in
+    /// its unknown members that a known one holds, say): a caller asking for its type gets
+    /// it as it is, without that reading.
+    pub fn new<T: KeptTyped>(result: T) -> Self {
+        TypedPayload(Box::new(result))
     }
 
     /// The value as JSON.
@@ -176,7 +193,7 @@ impl TypedPayload {
     }
 
     /// The value itself when it is a `T`; otherwise `T` read from its JSON.
-    fn into<T: DeserializeOwned + 'static>(self) -> Result<T, serde_json::Error> {
+    fn take_as<T: DeserializeOwned + 'static>(self) -> Result<T, serde_json::Error> {
         if self.0.as_any().is::<T>() {
             if let Ok(value) = self.0.into_any().downcast::<T>() {
                 return Ok(*value);
@@ -277,7 +294,7 @@ impl Payload {
             Payload::Raw(raw) => serde_json::from_str(raw.get()),
             Payload::Value(value) => serde_json::from_value(value),
             Payload::Shared(shared) => serde_json::from_str(shared.as_str()),
-            Payload::Typed(typed) => typed.into(),
+            Payload::Typed(typed) => typed.take_as(),
         }
     }
 
@@ -304,7 +321,7 @@ impl Payload {
                     .map(|()| String::from_utf8(out))
                 {
                     Ok(Ok(text)) => Cow::Owned(text),
-                    // Serialize impls of the types kept typed do not fail.
+                    // Writing a kept type cannot fail (`KeptTyped`).
                     _ => Cow::Borrowed("null"),
                 }
             }
@@ -317,7 +334,8 @@ impl Payload {
             Payload::Raw(raw) => raw.get().trim_start().starts_with('{'),
             Payload::Value(value) => value.is_object(),
             Payload::Shared(shared) => shared.as_str().trim_start().starts_with('{'),
-            Payload::Typed(typed) => typed.to_value().is_ok_and(|v| v.is_object()),
+            // Every kept type is an object (`KeptTyped`).
+            Payload::Typed(_) => true,
         }
     }
 }
@@ -1035,8 +1053,18 @@ mod tests {
             extra: Default::default(),
         };
         let json = serde_json::to_value(&result).unwrap();
+        let text_at = |r: &CallToolResult| match &r.content[0] {
+            Content::Text { text, .. } => text.as_ptr(),
+            other => panic!("not text: {other:?}"),
+        };
+        // Its own type: the value itself, not a copy; any other: read from its JSON.
+        let kept = result.clone();
+        let at = text_at(&kept);
+        let taken = Payload::Typed(TypedPayload::new(kept))
+            .into_typed::<CallToolResult>()
+            .unwrap();
+        assert_eq!(text_at(&taken), at, "moved, not copied");
         let typed = Payload::Typed(TypedPayload::new(result.clone()));
-        // Its own type: the value itself; any other: read from its JSON.
         assert_eq!(
             typed.clone().into_typed::<CallToolResult>().unwrap(),
             result

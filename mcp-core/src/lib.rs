@@ -55,7 +55,8 @@ pub use connector::{
 };
 pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
 pub use jsonrpc::{
-    ErrorObject, Message, Notification, Payload, Request, RequestId, Response, TypedPayload,
+    ErrorObject, KeptTyped, Message, Notification, Payload, Request, RequestId, Response,
+    TypedPayload,
 };
 pub use service::{
     is_idempotent_method, BoxLayer, BoxService, Identity, Layer, McpService, McpServiceExt,

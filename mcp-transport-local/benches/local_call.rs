@@ -6,7 +6,7 @@
 //! - `local/echo`: the default: the session picks the modern era (2026-07-28: `_meta` on every
 //!   request, `resultType` checked), and the request is answered in the caller's task.
 //! - `local/echo_raw`: the same call as a pass-through harness makes it (`call_tool_raw`: raw
-//!   JSON arguments in, the result payload out, no typed encoding or decoding by the caller).
+//!   JSON arguments in, the result's JSON text out, no typed encoding or decoding by the caller).
 //! - `local/echo_legacy`: the same in the legacy era (2025-11-25, `initialize`).
 //! - `local/echo_via_reader`: the "before": the server answers on its connection task and the
 //!   answer comes back through the channel, the session's reader task and a oneshot.
@@ -37,7 +37,7 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use mcp_core::{ClientSession, Era, McpServiceExt, Payload, RequestOptions, SessionOptions};
+use mcp_core::{ClientSession, Era, McpServiceExt, RequestOptions, SessionOptions};
 use mcp_transport_local::{LocalServer, LocalTool, RequestContext};
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -142,15 +142,12 @@ async fn call(row: Row, session: Option<&ClientSession>) -> usize {
                 .call_tool_raw("echo", &ARGUMENTS, RequestOptions::new())
                 .await
                 .expect("echo answers");
-            // Taken out as it is: `Payload::into_value` would rebuild an in-memory value.
-            let result = match payload {
-                Payload::Value(value) => value,
-                other => other.into_value().expect("a result"),
-            };
-            match result["content"][0]["text"].as_str() {
-                Some(text) => text.len(),
-                None => panic!("echo answered without text: {result}"),
+            // What a pass-through harness does with it: hands its JSON text on.
+            let text = payload.to_json_string();
+            if !text.contains("\"hi\"") {
+                panic!("echo answered without its text: {text}");
             }
+            text.len()
         }
         None => {
             let args = EchoArgs {

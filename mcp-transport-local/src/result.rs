@@ -56,33 +56,67 @@ fn encoding_failed(what: &str, e: serde_json::Error) -> ToolError {
     )))
 }
 
-/// A result of content blocks only, kept typed.
-fn typed_content(content: Vec<Content>) -> Result<Payload, ToolError> {
-    Ok(Payload::Typed(TypedPayload::new(CallToolResult {
+/// A result of content blocks only.
+fn content_result(content: Vec<Content>) -> Result<Payload, ToolError> {
+    kept(CallToolResult {
         content,
         structured_content: None,
         is_error: None,
         extra: Default::default(),
-    })))
+    })
+}
+
+/// The result kept typed when it is what reading its own JSON would give (the client takes it
+/// as it is, without that reading: `TypedPayload::new`); otherwise its JSON.
+fn kept(result: CallToolResult) -> Result<Payload, ToolError> {
+    if reads_back_as_itself(&result) {
+        Ok(Payload::Typed(TypedPayload::new(result)))
+    } else {
+        serde_json::to_value(result)
+            .map(Payload::Value)
+            .map_err(|e| encoding_failed("result", e))
+    }
+}
+
+/// Whether reading `result`'s JSON gives `result` again. Conservative: text blocks only, and no
+/// unknown member that a known one would take (or that would make it more than a complete
+/// result: `resultType`); a null `structuredContent` reads back as none.
+fn reads_back_as_itself(result: &CallToolResult) -> bool {
+    const RESULT_MEMBERS: [&str; 4] = ["content", "structuredContent", "isError", "resultType"];
+    RESULT_MEMBERS
+        .iter()
+        .all(|m| !result.extra.contains_key(*m))
+        && result.structured_content != Some(Value::Null)
+        && result.content.iter().all(|block| {
+            matches!(block, Content::Text { extra, .. }
+                if !extra.contains_key("type") && !extra.contains_key("text"))
+        })
+}
+
+/// The JSON of a result that [`IntoToolResult::into_tool_payload`] builds.
+fn json_of_payload(payload: Result<Payload, ToolError>) -> Result<Value, ToolError> {
+    payload?
+        .into_value()
+        .map_err(|e| encoding_failed("result", e))
 }
 
 impl IntoToolResult for String {
     fn into_tool_result(self) -> Result<Value, ToolError> {
-        Ok(text_result(self))
+        json_of_payload(self.into_tool_payload())
     }
 
     fn into_tool_payload(self) -> Result<Payload, ToolError> {
-        typed_content(vec![Content::text(self)])
+        content_result(vec![Content::text(self)])
     }
 }
 
 impl IntoToolResult for &'static str {
     fn into_tool_result(self) -> Result<Value, ToolError> {
-        Ok(text_result(self.to_owned()))
+        json_of_payload(self.into_tool_payload())
     }
 
     fn into_tool_payload(self) -> Result<Payload, ToolError> {
-        typed_content(vec![Content::text(self)])
+        content_result(vec![Content::text(self)])
     }
 }
 
@@ -97,24 +131,21 @@ impl IntoToolResult for () {
 
 impl IntoToolResult for Content {
     fn into_tool_result(self) -> Result<Value, ToolError> {
-        vec![self].into_tool_result()
+        json_of_payload(self.into_tool_payload())
     }
 
     fn into_tool_payload(self) -> Result<Payload, ToolError> {
-        typed_content(vec![self])
+        content_result(vec![self])
     }
 }
 
 impl IntoToolResult for Vec<Content> {
     fn into_tool_result(self) -> Result<Value, ToolError> {
-        let content = serde_json::to_value(self).map_err(|e| encoding_failed("content", e))?;
-        let mut result = Map::new();
-        result.insert("content".into(), content);
-        Ok(Value::Object(result))
+        json_of_payload(self.into_tool_payload())
     }
 
     fn into_tool_payload(self) -> Result<Payload, ToolError> {
-        typed_content(self)
+        content_result(self)
     }
 }
 
@@ -125,7 +156,7 @@ impl IntoToolResult for CallToolResult {
     }
 
     fn into_tool_payload(self) -> Result<Payload, ToolError> {
-        Ok(Payload::Typed(TypedPayload::new(self)))
+        kept(self)
     }
 }
 
@@ -203,32 +234,85 @@ mod tests {
         );
     }
 
+    /// Kept typed or not, the caller gets what reading the JSON gives.
+    fn reads_as_json(payload: Payload, json: &Value) {
+        let expected: CallToolResult = serde_json::from_value(json.clone()).expect("a result");
+        assert_eq!(payload.into_typed::<CallToolResult>().unwrap(), expected);
+    }
+
     #[test]
-    fn a_typed_payload_is_the_same_result_as_its_json() {
-        fn same<T: IntoToolResult>(make: impl Fn() -> T) {
+    fn a_typed_payload_is_the_result_its_json_reads_as() {
+        fn kept<T: IntoToolResult>(make: impl Fn() -> T) {
             let json = make().into_tool_result().expect("a result");
             let payload = make().into_tool_payload().expect("a result");
             assert!(
                 matches!(payload, Payload::Typed(_)),
                 "kept typed: {payload:?}"
             );
+            reads_as_json(payload, &json);
+        }
+        kept(|| "hi");
+        kept(|| String::from("quote \" é"));
+        kept(|| Content::text("one"));
+        kept(|| vec![Content::text("a"), Content::text("b")]);
+        kept(Vec::<Content>::new);
+        kept(|| Ok::<_, ToolError>("fine"));
+        let whole = || -> CallToolResult {
+            serde_json::from_value(json!({
+                "content": [{"type": "text", "text": "partly"}],
+                "structuredContent": {"b": 1},
+                "isError": true,
+                "_meta": {"example.com/trace": "t-1"},
+            }))
+            .unwrap()
+        };
+        kept(whole);
+    }
+
+    #[test]
+    fn a_result_that_would_read_back_differently_goes_as_json() {
+        let text = || Content::text("t");
+        let with_extra = |key: &str, value: Value| {
+            let mut result = CallToolResult {
+                content: vec![text()],
+                structured_content: None,
+                is_error: None,
+                extra: Default::default(),
+            };
+            result.extra.insert(key.into(), value);
+            result
+        };
+        let mut cases = vec![
+            with_extra("isError", json!(true)),
+            with_extra("resultType", json!("input_required")),
+            with_extra("content", json!([])),
+            CallToolResult {
+                structured_content: Some(Value::Null),
+                ..with_extra("_meta", json!({}))
+            },
+            CallToolResult {
+                content: vec![Content::Other(json!({"type": "text", "text": "x"}))],
+                ..with_extra("_meta", json!({}))
+            },
+        ];
+        let image = Content::Image {
+            data: "aGk=".into(),
+            mime_type: "image/png".into(),
+            extra: Default::default(),
+        };
+        cases.push(CallToolResult {
+            content: vec![image],
+            ..with_extra("_meta", json!({}))
+        });
+        for result in cases {
+            let json = result.clone().into_tool_result().expect("a result");
+            let payload = result.into_tool_payload().expect("a result");
+            assert!(matches!(payload, Payload::Value(_)), "{payload:?}");
+            // Its JSON is what `into_tool_result` gives (duplicate members resolved as JSON
+            // does).
             assert_eq!(payload.into_value().unwrap(), json);
         }
-        same(|| "hi");
-        same(|| String::from("quote \" é"));
-        same(|| Content::text("one"));
-        same(|| vec![Content::text("a"), Content::text("b")]);
-        same(Vec::<Content>::new);
-        same(|| Ok::<_, ToolError>("fine"));
-        let whole: CallToolResult = serde_json::from_value(json!({
-            "content": [{"type": "text", "text": "partly"}],
-            "structuredContent": {"b": 1},
-            "isError": true,
-            "_meta": {"example.com/trace": "t-1"},
-        }))
-        .unwrap();
-        same(|| whole.clone());
-        // The rest stays JSON.
+        // Failures and empty results stay JSON too.
         let failed = Err::<String, _>(ToolError::failed("no"));
         assert!(failed.into_tool_payload().is_err());
         assert!(matches!(().into_tool_payload().unwrap(), Payload::Value(_)));

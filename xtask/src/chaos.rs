@@ -46,7 +46,7 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
 /// Runs the chaos test once; fails when it does.
 pub fn soak(root: &Path, seed: u64, iterations: u64) -> Result<(), String> {
     interop::setup(root)?;
-    let report = root.join("target/chaos/report.json");
+    let report = shell::target_dir(root).join("chaos/report.json");
     if let Some(dir) = report.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }

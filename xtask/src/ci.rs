@@ -171,9 +171,12 @@ struct Row {
 }
 
 pub fn run(root: &Path) -> ExitCode {
-    // A CI run builds once from clean: incremental caches would only take
-    // disk (several GiB across the feature sets the steps build).
-    std::env::set_var("CARGO_INCREMENTAL", "0");
+    if shell::on_ci() {
+        // A CI run builds once from clean: incremental caches would only take disk (several
+        // GiB across the feature sets the steps build). Not elsewhere: the setting is part of
+        // the build's hash, so a developer's next build would start over.
+        std::env::set_var("CARGO_INCREMENTAL", "0");
+    }
     let ctx = Ctx { root };
     let interop_dir = interop::interop_dir(root);
     let mut rows = Vec::new();
@@ -380,14 +383,12 @@ fn package(ctx: &Ctx) -> Outcome {
     }
 }
 
-/// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
-/// On CI (`CI` set and not `false`), removes the debug build once the steps that use it are
+/// On CI ([`shell::on_ci`]), removes the debug build once the steps that use it are
 /// done, so the release build of the bench steps does not need the disk a second time: CI
 /// machines' disks are small, and a clean clone rebuilds anyway. Elsewhere it keeps the build
 /// (a developer's next `cargo test` would otherwise start from scratch).
 fn free_debug_build(ctx: &Ctx) -> Outcome {
-    let on_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    if !on_ci {
+    if !shell::on_ci() {
         return Outcome {
             ok: true,
             counts: None,
@@ -410,6 +411,7 @@ fn free_debug_build(ctx: &Ctx) -> Outcome {
     }
 }
 
+/// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
 fn bench_quick(ctx: &Ctx) -> Outcome {
     match crate::bench::ci_quick(ctx.root) {
         Ok(()) => Outcome::from_ok(true),

@@ -130,6 +130,11 @@ pub fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// Whether this runs on CI: `CI` set, and not to `false` or `0`.
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
 /// The cargo target directory (`CARGO_TARGET_DIR` or `<root>/target`).
 pub fn target_dir(root: &Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {

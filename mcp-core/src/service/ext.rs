@@ -239,7 +239,9 @@ pub trait McpServiceExt: McpService {
 
     /// `tools/call` with arguments given as raw JSON text (e.g. straight from a model's output):
     /// the arguments are validated once and never turned into a value tree, and the result is
-    /// returned raw for the caller to pass through or parse.
+    /// returned as it came for the caller to pass through or parse: raw JSON from a byte
+    /// transport, the typed value from an in-process server ([`Payload::Typed`];
+    /// [`Payload::to_json_string`] writes it).
     fn call_tool_raw(
         &self,
         name: &str,
