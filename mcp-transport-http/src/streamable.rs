@@ -26,8 +26,8 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Method, StatusCode};
 use mcp_core::types::{methods, CancelledNotificationParams};
 use mcp_core::{
-    InPlaceAnswer, Message, ProtocolVersion, Request, RequestId, RequestMeta, Transport,
-    TransportError, TransportErrorKind, TransportSender,
+    InPlaceAnswer, Message, Notification, Payload, ProtocolVersion, Request, RequestId,
+    RequestMeta, Transport, TransportError, TransportErrorKind, TransportSender,
 };
 use tokio::task::AbortHandle;
 
@@ -368,29 +368,48 @@ impl Shared {
     }
 
     /// Follows a POST's SSE stream to the response from where `end` left it, resuming it
-    /// when it drops (legacy era; a modern stream is never resumed).
+    /// when it drops (legacy era; a modern stream is never resumed): the task that follows a
+    /// stream for the reader.
     async fn follow_post_stream(
         self: Arc<Self>,
-        mut response: HttpResponse,
-        mut parser: SseParser,
+        response: HttpResponse,
+        parser: SseParser,
         id: RequestId,
         lists_tools: bool,
-        mut end: StreamEnd,
+        end: StreamEnd,
     ) {
+        let to = (AnswerTo::Reader, &mut None);
+        self.follow(response, parser, &id, lists_tools, end, to)
+            .await;
+    }
+
+    /// Follows a POST's SSE stream to the response from where `end` left it (see
+    /// [`follow_post_stream`](Shared::follow_post_stream)); the answer, or the failure in its
+    /// place, for [`AnswerTo::Caller`].
+    async fn follow(
+        &self,
+        mut response: HttpResponse,
+        mut parser: SseParser,
+        id: &RequestId,
+        lists_tools: bool,
+        mut end: StreamEnd,
+        to: (AnswerTo, &mut Option<u64>),
+    ) -> Option<Item> {
+        let (answer_to, forwarded) = to;
         let mut attempts = 0;
         loop {
             match end {
-                // (Kept only for a caller in place, which follows its own stream.)
-                StreamEnd::Answered | StreamEnd::Closed | StreamEnd::Kept(_) => return,
+                StreamEnd::Kept(item) => return Some(item),
+                StreamEnd::Answered | StreamEnd::Closed => return None,
                 StreamEnd::Waiting => {
                     end = self
                         .pump_sse(
                             &mut response,
                             &mut parser,
-                            Some(&id),
+                            Some(id),
                             lists_tools,
                             true,
-                            (AnswerTo::Reader, &mut None),
+                            (answer_to, &mut *forwarded),
                         )
                         .await;
                 }
@@ -400,14 +419,20 @@ impl Shared {
                     why,
                 } => {
                     if self.is_modern() {
-                        return self.fail_request(&id, unresumable(&why)).await;
+                        return self.failed(id, unresumable(&why), answer_to).await;
                     }
                     let Some(last_event_id) = last_event_id else {
-                        return self.fail_request(&id, format!("{why} before the response, and cannot be resumed (no event id)")).await;
+                        let why = format!(
+                            "{why} before the response, and cannot be resumed (no event id)"
+                        );
+                        return self.failed(id, why, answer_to).await;
                     };
                     attempts += 1;
                     if attempts > MAX_RESUME_ATTEMPTS || self.closed.load(Ordering::Acquire) {
-                        return self.fail_request(&id, format!("{why} before the response; resuming failed {MAX_RESUME_ATTEMPTS} times")).await;
+                        let why = format!(
+                            "{why} before the response; resuming failed {MAX_RESUME_ATTEMPTS} times"
+                        );
+                        return self.failed(id, why, answer_to).await;
                     }
                     tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
                     // Boxed: the task of every streamed answer is this big, and resuming is rare.
@@ -421,7 +446,9 @@ impl Shared {
                                 {
                                     Some(r) => r,
                                     None => {
-                                        return self.fail_request(&id, format!("{why}; {e}")).await
+                                        return self
+                                            .failed(id, format!("{why}; {e}"), answer_to)
+                                            .await
                                     }
                                 };
                         }
@@ -429,6 +456,17 @@ impl Shared {
                     parser.finish();
                     end = StreamEnd::Waiting;
                 }
+            }
+        }
+    }
+
+    /// Request `id` failed (`why`): the failure for its caller, or sent to the reader.
+    async fn failed(&self, id: &RequestId, why: String, answer_to: AnswerTo) -> Option<Item> {
+        match answer_to {
+            AnswerTo::Caller => Some(Err(self.request_failure(id, why))),
+            AnswerTo::Reader => {
+                self.fail_request(id, why).await;
+                None
             }
         }
     }
@@ -584,29 +622,46 @@ impl Shared {
     }
 
     /// The answer to `request` in the caller's task (see
-    /// [`TransportSender::answer_in_place`]): in the modern era, where a request's answer comes
-    /// back on its own POST and nothing needs replaying, the POST is made and its stream read
-    /// in the caller's future. Everything else the stream carries still goes to the reader,
-    /// and the answer resolves only once the reader has dispatched it (progress comes before
-    /// the result, as on the ordinary path). The probe (`server/discover`), the long-lived
-    /// `subscriptions/listen` and every legacy request take the ordinary path.
+    /// [`TransportSender::answer_in_place`]): the POST is made and its stream read (and
+    /// resumed, in the legacy era) in the caller's future, with no reader-task hop for the
+    /// answer. Everything else the stream carries still goes to the reader, and the answer
+    /// resolves only once the reader has dispatched it (progress comes before the result, as
+    /// on the ordinary path). Dropped before it resolves, the future closes the stream (the
+    /// cancellation in the modern era) and, in the legacy era, POSTs `notifications/cancelled`.
+    /// A session the server forgot is reported as [`TransportErrorKind::SessionExpired`], for
+    /// the session to make a new one and send the request again. The handshakes (`initialize`,
+    /// the `server/discover` probe) and the long-lived `subscriptions/listen` take the
+    /// ordinary path.
     pub(crate) fn answer_in_place(
         self: &Arc<Self>,
         request: Request,
     ) -> Result<InPlaceAnswer, Request> {
-        if !self.is_modern()
-            || request.method == methods::SERVER_DISCOVER
-            || request.method == methods::SUBSCRIPTIONS_LISTEN
+        if self.closed.load(Ordering::Acquire)
+            || matches!(
+                request.method.as_str(),
+                methods::INITIALIZE | methods::SERVER_DISCOVER | methods::SUBSCRIPTIONS_LISTEN
+            )
         {
             return Err(request);
         }
         let shared = self.clone();
         Ok(Box::pin(async move {
             let id = request.id.clone();
+            let mut cancel = CancelOnDrop {
+                shared: shared.clone(),
+                id: Some(id.clone()),
+            };
             let posted = shared
                 .post_routed(Message::Request(request), AnswerTo::Caller)
                 .await
-                .map_err(|e| e.error)?;
+                .map_err(|e| e.error);
+            // Answered, or failed before it reached the server: nothing to cancel. A POST that
+            // failed after it may have reached the server is cancelled (as the session does for
+            // a failed send on the ordinary path).
+            if !matches!(&posted, Err(e) if e.may_have_been_delivered()) {
+                cancel.id = None;
+            }
+            let posted = posted?;
             if let (Some(ticket), Some(incoming)) = (posted.forwarded, shared.incoming()) {
                 incoming.dispatched(ticket).await;
             }
@@ -809,35 +864,12 @@ impl Shared {
                     .await;
             }
             if answer_to == AnswerTo::Caller {
-                // Modern era only: the stream is followed here, in the caller's future
-                // (dropping it closes the stream: the cancellation), and never resumed.
-                loop {
-                    match end {
-                        StreamEnd::Kept(item) => {
-                            posted.answer = Some(item);
-                            return Ok(posted);
-                        }
-                        StreamEnd::Answered | StreamEnd::Closed => return Ok(posted),
-                        StreamEnd::Dropped { why, .. } => {
-                            posted.answer =
-                                Some(Err(shared.request_failure(&id, unresumable(&why))));
-                            return Ok(posted);
-                        }
-                        StreamEnd::Waiting => {
-                            let to = (answer_to, &mut posted.forwarded);
-                            end = shared
-                                .pump_sse(
-                                    &mut response,
-                                    &mut parser,
-                                    Some(&id),
-                                    lists_tools,
-                                    true,
-                                    to,
-                                )
-                                .await;
-                        }
-                    }
-                }
+                // The stream is followed here, in the caller's future: dropping it closes the
+                // stream (the cancellation, in the modern era).
+                let to = (answer_to, &mut posted.forwarded);
+                let following = shared.follow(response, parser, &id, lists_tools, end, to);
+                posted.answer = Box::pin(following).await;
+                return Ok(posted);
             }
             if matches!(
                 end,
@@ -946,6 +978,55 @@ impl TransportSender for HttpSender {
 
     fn transport_name(&self) -> &'static str {
         "tcp"
+    }
+}
+
+/// What the reason of a `notifications/cancelled` says when a caller stopped waiting.
+const NO_LONGER_WAITING: &str = "the client no longer waits for this request";
+
+/// How long the `notifications/cancelled` POST of a dropped request may take.
+const CANCEL_POST_WAIT: Duration = Duration::from_secs(10);
+
+/// Tells a legacy server that request `id` is cancelled when the future awaiting its answer
+/// in place is dropped before it resolved (the modern server sees its stream closed).
+struct CancelOnDrop {
+    shared: Arc<Shared>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let shared = &self.shared;
+        if shared.is_modern() || shared.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let params = CancelledNotificationParams {
+            request_id: id,
+            reason: Some(NO_LONGER_WAITING.to_owned()),
+        };
+        let Ok(params) = Payload::from_serialize(&params) else {
+            return;
+        };
+        let cancelled = Notification::new(methods::NOTIFICATION_CANCELLED, Some(params));
+        let posting = shared.clone();
+        let task = runtime
+            .spawn(async move {
+                let post = posting.post(cancelled.into());
+                if let Ok(Err(e)) = tokio::time::timeout(CANCEL_POST_WAIT, post).await {
+                    tracing::debug!(error = %e.error, "notifications/cancelled failed");
+                }
+            })
+            .abort_handle();
+        // Owned by the transport: closing it ends the POST.
+        let mut tasks = lock(&shared.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
     }
 }
 

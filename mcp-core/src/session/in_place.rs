@@ -22,7 +22,7 @@ use super::{ClientSession, SessionShared};
 use crate::error::{Delivery, Error};
 use crate::jsonrpc::Payload;
 use crate::time::deadline_after;
-use crate::transport::InPlaceAnswer;
+use crate::transport::{InPlaceAnswer, TransportErrorKind};
 
 /// The deadlines of one request, as `issue_shaped` computed them.
 pub(super) struct Deadlines {
@@ -36,6 +36,15 @@ pub(super) struct Deadlines {
     pub(super) hard: Instant,
     /// The first deadline.
     pub(super) first: Instant,
+}
+
+/// How an answer awaited in place ended.
+pub(super) enum InPlaceOutcome {
+    /// The answer, or why there is none.
+    Done(Result<Payload, Error>),
+    /// The server forgot the session before it read the request (HTTP 404): after a new
+    /// handshake the request may be sent again (the error, should that not be possible).
+    SessionExpired(Error),
 }
 
 /// Keeps a request that wants progress in the pending table while its answer is awaited.
@@ -59,7 +68,7 @@ impl ClientSession {
         answer: InPlaceAnswer,
         progress: Option<Arc<ProgressState>>,
         deadlines: Deadlines,
-    ) -> Result<Payload, Error> {
+    ) -> InPlaceOutcome {
         let shared = &self.shared;
         // Only a request that wants progress needs the table: the reader looks its progress up
         // there. The table also refuses requests once the session has ended; without an entry,
@@ -73,15 +82,14 @@ impl ClientSession {
                     reply,
                     progress: Some(state.clone()),
                 };
-                shared
-                    .pending
-                    .insert(id, entry)
-                    .map_err(|e| e.with_delivery(Delivery::NotSent))?;
+                if let Err(e) = shared.pending.insert(id, entry) {
+                    return InPlaceOutcome::Done(Err(e.with_delivery(Delivery::NotSent)));
+                }
                 Some(ProgressRegistration { shared, id })
             }
             None => {
                 if let Some(reason) = shared.pending.closed_reason() {
-                    return Err(reason.with_delivery(Delivery::NotSent));
+                    return InPlaceOutcome::Done(Err(reason.with_delivery(Delivery::NotSent)));
                 }
                 None
             }
@@ -106,19 +114,22 @@ impl ClientSession {
                         }
                     }
                     // Returning drops the answer future: that is the cancellation.
-                    return Err(Error::timeout(format!(
+                    return InPlaceOutcome::Done(Err(Error::timeout(format!(
                         "{method} got no response within {}",
                         human_duration(Instant::now() - deadlines.started)
                     ))
-                    .with_delivery(Delivery::Sent));
+                    .with_delivery(Delivery::Sent)));
                 }
             }
         };
-        match outcome {
+        InPlaceOutcome::Done(match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(Error::from_error_object(error, &shared.options.error_codes)),
+            Err(failed) if failed.kind() == TransportErrorKind::SessionExpired => {
+                return InPlaceOutcome::SessionExpired(Error::from(failed));
+            }
             // The transport says whether the request reached the server.
             Err(failed) => Err(Error::from(failed)),
-        }
+        })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::in_place::Deadlines;
+use super::in_place::{Deadlines, InPlaceOutcome};
 use super::meta::with_request_meta;
 use super::pending::{PendingRequest, ProgressState};
 use super::reader::OutboxItem;
@@ -98,6 +98,12 @@ impl ClientSession {
             )
         };
         let request = Request::new(id, method, params);
+        // Where the server can forget the session (HTTP), a copy for sending again after a new
+        // handshake, as the ordinary path keeps one (`send_with_replays`).
+        let generation = shared.session_generation.load(Ordering::Acquire);
+        let replay =
+            (!values && shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
+                .then(|| request.params.clone());
         let params = match shared.sender.answer_in_place(request, meta) {
             Ok(answer) => {
                 let deadlines = Deadlines {
@@ -107,9 +113,22 @@ impl ClientSession {
                     hard: hard_deadline,
                     first: deadline,
                 };
-                return self
-                    .await_in_place(method, id, answer, progress, deadlines)
-                    .await;
+                let answered = self.await_in_place(method, id, answer, progress.clone(), deadlines);
+                match (answered.await, replay) {
+                    (InPlaceOutcome::Done(outcome), _) => return outcome,
+                    (InPlaceOutcome::SessionExpired(_), Some(params)) => {
+                        tracing::info!(
+                            method,
+                            "the server forgot the session; initializing a new one"
+                        );
+                        Box::pin(self.reinitialize(generation))
+                            .await
+                            .map_err(|e| e.with_delivery(Delivery::NotSent))?;
+                        // Then the ordinary way, which replays it again should that be needed.
+                        params
+                    }
+                    (InPlaceOutcome::SessionExpired(error), None) => return Err(error),
+                }
             }
             Err(request) if values => with_request_meta(request.params, &additions)?,
             Err(request) => request.params,
