@@ -50,6 +50,25 @@ pub enum RequestId {
     String(Arc<str>),
 }
 
+impl RequestId {
+    /// The id as one of this client's request ids (which are numbers), read as the session
+    /// reads an answer's id: a server that wrote it back as a numeric string still answers.
+    pub fn as_client_id(&self) -> Option<i64> {
+        match self {
+            RequestId::Number(n) => Some(*n),
+            RequestId::String(s) => s.parse().ok(),
+        }
+    }
+
+    /// Whether an answer carrying this id answers request `request` of this client.
+    pub fn answers(&self, request: &RequestId) -> bool {
+        self == request
+            || self
+                .as_client_id()
+                .is_some_and(|id| request.as_client_id() == Some(id))
+    }
+}
+
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -225,7 +225,10 @@ impl TransportSender for AutoSender {
     }
 
     fn sessions_can_expire(&self) -> bool {
-        true
+        match self.state() {
+            State::Decided(HttpFlavor::Streamable) => self.streamable.has_session(),
+            _ => true,
+        }
     }
 
     fn speaks_modern_era(&self) -> bool {

@@ -3,13 +3,14 @@
 //! what its stream carried before it (progress, logs), so it waits until the reader has
 //! dispatched those ([`Incoming::dispatched`]).
 //!
-//! Every item sent gets a ticket, its position in the channel (an upper bound: taken before
-//! the send, so a concurrent send may count too). The reader asking for its next item means it
-//! has dispatched every item it took before: once it has asked more times than a ticket, that
-//! item is dispatched.
+//! Every item sent gets a ticket, its position in the channel: a slot is reserved first, then
+//! the ticket taken and the item put in the slot under one lock, so tickets follow the
+//! channel's order whatever the threads do. The reader asking for its next item means it has
+//! dispatched every item it took before: once it has asked more times than a ticket, that item
+//! is dispatched.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_core::{Message, TransportError, TransportReceiver};
@@ -21,8 +22,8 @@ pub(crate) type Item = Result<Message, TransportError>;
 /// The reader's progress through the channel.
 #[derive(Default)]
 struct Progress {
-    /// Items sent or being sent.
-    tickets: AtomicU64,
+    /// Items sent; held while an item goes into its slot, so tickets follow the channel's order.
+    tickets: Mutex<u64>,
     /// Times the reader asked for an item.
     asked: AtomicU64,
     /// Woken whenever the reader asks.
@@ -53,8 +54,22 @@ impl Incoming {
     /// Queues `item` for the reader, waiting while the channel is full; the item's ticket, or
     /// the item back when the reader is gone.
     pub(crate) async fn send(&self, item: Item) -> Result<u64, mpsc::error::SendError<Item>> {
-        let ticket = self.progress.tickets.fetch_add(1, Ordering::AcqRel) + 1;
-        self.sender.send(item).await.map(|()| ticket)
+        let Ok(slot) = self.sender.reserve().await else {
+            return Err(mpsc::error::SendError(item));
+        };
+        let mut tickets = self
+            .progress
+            .tickets
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *tickets += 1;
+        slot.send(item);
+        Ok(*tickets)
+    }
+
+    /// Whether the reader is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.sender.is_closed()
     }
 
     /// Waits until the reader has dispatched the item with `ticket` (and all before it), or is
@@ -130,6 +145,52 @@ mod tests {
             .unwrap();
         incoming.send(note()).await.unwrap();
         assert!(third.await.unwrap().1.is_some());
+    }
+
+    /// Many streams sending at once on several threads: each ticket is its item's position.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn tickets_follow_the_channel_order() {
+        let (incoming, mut receiver) = incoming_channel(4);
+        let issued = Arc::new(Mutex::new(Vec::new()));
+        let senders: Vec<_> = (0..8u64)
+            .map(|stream| {
+                let incoming = incoming.clone();
+                let issued = issued.clone();
+                tokio::spawn(async move {
+                    for n in 0..200u64 {
+                        let note = Notification::new(
+                            "notifications/message",
+                            Some(mcp_core::Payload::Value(
+                                serde_json::json!({ "stream": stream, "n": n }),
+                            )),
+                        );
+                        let ticket = incoming.send(Ok(note.into())).await.unwrap();
+                        issued.lock().unwrap().push(((stream, n), ticket));
+                    }
+                })
+            })
+            .collect();
+        drop(incoming);
+        let mut position = std::collections::HashMap::new();
+        while let Some(item) = receiver.receive().await {
+            let Ok(Message::Notification(note)) = item else {
+                panic!("not a notification");
+            };
+            let params = note.params.unwrap().into_value().unwrap();
+            let key = (
+                params["stream"].as_u64().unwrap(),
+                params["n"].as_u64().unwrap(),
+            );
+            position.insert(key, position.len() as u64 + 1);
+        }
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        let issued = issued.lock().unwrap();
+        assert_eq!(issued.len(), 8 * 200);
+        for (key, ticket) in issued.iter() {
+            assert_eq!(position[key], *ticket, "{key:?}");
+        }
     }
 
     #[tokio::test]

@@ -26,9 +26,10 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use http::{Method, StatusCode};
 use mcp_core::types::{methods, CancelledNotificationParams};
 use mcp_core::{
-    InPlaceAnswer, Message, Notification, Payload, ProtocolVersion, Request, RequestId,
-    RequestMeta, Transport, TransportError, TransportErrorKind, TransportSender,
+    InPlaceAnswer, Message, ProtocolVersion, Request, RequestId, RequestMeta, Transport,
+    TransportError, TransportErrorKind, TransportSender,
 };
+use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::client::{HttpResponse, Target};
@@ -134,6 +135,9 @@ pub(crate) struct Shared {
     /// requests in flight, and is searched only on cancellation.)
     post_streams: Mutex<Vec<(RequestId, AbortHandle)>>,
     closed: AtomicBool,
+    /// Turns true when the transport is closed or dropped: ends the calls answered in place,
+    /// which run in their callers' tasks rather than in tasks the transport could abort.
+    closing: watch::Sender<bool>,
 }
 
 impl Drop for Shared {
@@ -199,6 +203,7 @@ impl Shared {
             get_stream_started: AtomicBool::new(false),
             post_streams: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            closing: watch::Sender::new(false),
         }))
     }
 
@@ -206,8 +211,10 @@ impl Shared {
         lock(&self.incoming).clone()
     }
 
-    /// Ends every stream task (the GET stream's, each request's).
+    /// Ends every stream task (the GET stream's, each request's) and every call answered in
+    /// place.
     fn abort_tasks(&self) {
+        self.closing.send_replace(true);
         for task in lock(&self.tasks).drain(..) {
             task.abort();
         }
@@ -253,7 +260,8 @@ impl Shared {
             .await
     }
 
-    /// Reads an SSE response, forwarding every message; stops at the response to `awaiting`.
+    /// Reads an SSE response, forwarding every message to the reader but the response to
+    /// `awaiting`, where it stops (that one is kept for the caller with [`AnswerTo::Caller`]).
     /// Without `wait`, reads only what has arrived already and returns
     /// [`StreamEnd::Waiting`] when that is all.
     async fn pump_sse(
@@ -283,7 +291,7 @@ impl Shared {
                 });
                 let answers = matches!(
                     (&item, awaiting),
-                    (Ok(Message::Response(r)), Some(id)) if r.id.as_ref() == Some(id)
+                    (Ok(Message::Response(r)), Some(id)) if answers(r, id)
                 );
                 let item = if answers && lists_tools {
                     self.learn_tool_headers(item)
@@ -617,6 +625,11 @@ impl Shared {
         lock(&self.incoming).take();
     }
 
+    /// Whether the server gave this client a session (which it may forget).
+    pub(crate) fn has_session(&self) -> bool {
+        lock(&self.session_id).is_some()
+    }
+
     pub(crate) fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         *lock(&self.protocol_version) = version;
     }
@@ -647,21 +660,23 @@ impl Shared {
         let shared = self.clone();
         Ok(Box::pin(async move {
             let id = request.id.clone();
-            let mut cancel = CancelOnDrop {
-                shared: shared.clone(),
-                id: Some(id.clone()),
+            // Closing the transport ends the call at once, as it ends the reader.
+            let mut closing = shared.closing.subscribe();
+            let posted = tokio::select! {
+                biased;
+                _ = closing.wait_for(|closed| *closed) => {
+                    return Err(TransportError::fatal(
+                        TransportErrorKind::Io,
+                        format!(
+                            "the connection to {} was closed while the request was in flight",
+                            shared.display_url
+                        ),
+                    ));
+                }
+                posted = shared.post_routed(Message::Request(request), AnswerTo::Caller) => {
+                    posted.map_err(|e| e.error)?
+                }
             };
-            let posted = shared
-                .post_routed(Message::Request(request), AnswerTo::Caller)
-                .await
-                .map_err(|e| e.error);
-            // Answered, or failed before it reached the server: nothing to cancel. A POST that
-            // failed after it may have reached the server is cancelled (as the session does for
-            // a failed send on the ordinary path).
-            if !matches!(&posted, Err(e) if e.may_have_been_delivered()) {
-                cancel.id = None;
-            }
-            let posted = posted?;
             if let (Some(ticket), Some(incoming)) = (posted.forwarded, shared.incoming()) {
                 incoming.dispatched(ticket).await;
             }
@@ -675,10 +690,12 @@ impl Shared {
                     ),
                 )),
                 Some(Err(e)) => Err(e),
-                None if shared.incoming().is_none() => Err(TransportError::fatal(
-                    TransportErrorKind::PeerGone,
-                    "the transport was closed while the answer was being read",
-                )),
+                None if shared.incoming().is_none_or(|i| i.is_closed()) => {
+                    Err(TransportError::fatal(
+                        TransportErrorKind::PeerGone,
+                        "the transport was closed while the answer was being read",
+                    ))
+                }
                 None => Err(shared.request_failure(
                     &id,
                     "the server's answer to the POST did not include the response".into(),
@@ -920,13 +937,15 @@ impl Shared {
             } else {
                 item
             };
-            let answers = matches!(&item, Ok(Message::Response(r)) if r.id.as_ref() == Some(&id));
-            if answers && answer_to == AnswerTo::Caller {
+            let is_answer = matches!(&item, Ok(Message::Response(r)) if answers(r, &id));
+            if is_answer && answer_to == AnswerTo::Caller {
                 posted.answer = Some(item);
                 continue;
             }
             match incoming.send(item).await {
-                Ok(ticket) => posted.forwarded = Some(ticket),
+                // Only what came before the answer must be dispatched before it.
+                Ok(ticket) if posted.answer.is_none() => posted.forwarded = Some(ticket),
+                Ok(_) => {}
                 Err(_) => break,
             }
         }
@@ -973,7 +992,7 @@ impl TransportSender for HttpSender {
     }
 
     fn sessions_can_expire(&self) -> bool {
-        true
+        self.shared.has_session()
     }
 
     fn transport_name(&self) -> &'static str {
@@ -981,53 +1000,10 @@ impl TransportSender for HttpSender {
     }
 }
 
-/// What the reason of a `notifications/cancelled` says when a caller stopped waiting.
-const NO_LONGER_WAITING: &str = "the client no longer waits for this request";
-
-/// How long the `notifications/cancelled` POST of a dropped request may take.
-const CANCEL_POST_WAIT: Duration = Duration::from_secs(10);
-
-/// Tells a legacy server that request `id` is cancelled when the future awaiting its answer
-/// in place is dropped before it resolved (the modern server sees its stream closed).
-struct CancelOnDrop {
-    shared: Arc<Shared>,
-    id: Option<RequestId>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let shared = &self.shared;
-        if shared.is_modern() || shared.closed.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let params = CancelledNotificationParams {
-            request_id: id,
-            reason: Some(NO_LONGER_WAITING.to_owned()),
-        };
-        let Ok(params) = Payload::from_serialize(&params) else {
-            return;
-        };
-        let cancelled = Notification::new(methods::NOTIFICATION_CANCELLED, Some(params));
-        let posting = shared.clone();
-        let task = runtime
-            .spawn(async move {
-                let post = posting.post(cancelled.into());
-                if let Ok(Err(e)) = tokio::time::timeout(CANCEL_POST_WAIT, post).await {
-                    tracing::debug!(error = %e.error, "notifications/cancelled failed");
-                }
-            })
-            .abort_handle();
-        // Owned by the transport: closing it ends the POST.
-        let mut tasks = lock(&shared.tasks);
-        tasks.retain(|t| !t.is_finished());
-        tasks.push(task);
-    }
+/// Whether `response` answers request `id` (a server may write the id back as a numeric
+/// string; the reader accepts that too).
+fn answers(response: &mcp_core::Response, id: &RequestId) -> bool {
+    response.id.as_ref().is_some_and(|r| r.answers(id))
 }
 
 /// Why a modern request failed when its stream ended before the answer.

@@ -323,3 +323,43 @@ async fn auto_detection_falls_back_to_legacy_and_remembers() {
     session.close().await;
     server.shutdown().await;
 }
+
+/// A call answered in place (read off its own POST in the caller's task) ends when the
+/// session closes, and does not hold the close up.
+#[tokio::test]
+async fn closing_ends_a_call_in_flight_at_once() {
+    for flags in [&[][..], &["--era", "modern"][..]] {
+        let server = fixture(flags).await;
+        let session = connect(&server).await;
+        let call = tokio::spawn({
+            let session = session.clone();
+            async move {
+                session
+                    .call_tool(
+                        "slow",
+                        Some(json!({"duration_ms": 15000, "steps": 1})),
+                        RequestOptions::new().with_timeout(DEADLINE),
+                    )
+                    .await
+            }
+        });
+        // The call is on the wire.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = tokio::time::Instant::now();
+        tokio::time::timeout(Duration::from_secs(4), session.close())
+            .await
+            .expect("close does not wait for the call");
+        let outcome = tokio::time::timeout(Duration::from_secs(2), call)
+            .await
+            .expect("the call ends with the session")
+            .unwrap();
+        let err = outcome.expect_err("no answer after close");
+        assert_eq!(err.kind(), ErrorKind::Network, "{flags:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{flags:?}: took {:?}",
+            started.elapsed()
+        );
+        server.shutdown().await;
+    }
+}

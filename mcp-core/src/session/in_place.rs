@@ -1,15 +1,19 @@
-//! Requests an in-process transport answers in the caller's task
-//! ([`TransportSender::answer_in_place`](crate::TransportSender::answer_in_place)): no send, no
-//! reader task, no oneshot between the caller and the server's handler.
+//! Requests a transport answers in the caller's task
+//! ([`TransportSender::answer_in_place`](crate::TransportSender::answer_in_place)): an
+//! in-process server with no send at all, Streamable HTTP off the request's own POST; either
+//! way no reader task or oneshot between the caller and the answer.
 //!
 //! What a request has on the ordinary path (`request.rs`) holds here too:
 //! - one deadline from the moment it was issued, restarted by progress when asked for;
 //! - progress callbacks: a request that wants progress is in the pending table while it runs,
 //!   so the reader task finds it when the server's progress notifications arrive;
-//! - cancellation on drop: dropping the answer future is the cancellation (the transport tells
-//!   its server), on a timeout as when the caller gives up;
+//! - cancellation: dropping the answer future ends the request; a byte transport's server is
+//!   also sent `notifications/cancelled` (on a timeout, on the caller's drop, after a failure
+//!   that may have reached it), as on the ordinary path; an in-process server sees the drop;
 //! - a session that has ended refuses new requests, and the transport fails the ones in flight
-//!   when the connection ends.
+//!   when the connection ends;
+//! - a session the server forgot (HTTP 404) is made again and the request sent the ordinary way,
+//!   within its deadline (`InPlaceOutcome::SessionExpired`).
 
 use std::sync::Arc;
 
@@ -17,7 +21,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::pending::{PendingRequest, ProgressState};
-use super::request::human_duration;
+use super::request::{human_duration, PendingGuard};
 use super::{ClientSession, SessionShared};
 use crate::error::{Delivery, Error};
 use crate::jsonrpc::Payload;
@@ -68,6 +72,7 @@ impl ClientSession {
         answer: InPlaceAnswer,
         progress: Option<Arc<ProgressState>>,
         deadlines: Deadlines,
+        cancellable: bool,
     ) -> InPlaceOutcome {
         let shared = &self.shared;
         // Only a request that wants progress needs the table: the reader looks its progress up
@@ -75,8 +80,8 @@ impl ClientSession {
         // ask it directly.
         let _registration = match &progress {
             Some(state) => {
-                // The reply side stays unused: the answer comes from the future, and a session
-                // that ends also ends the transport, which fails the future.
+                // The reply side stays unused: the answer comes from the future, which the
+                // transport fails when the connection ends.
                 let (reply, _unused) = oneshot::channel();
                 let entry = PendingRequest {
                     reply,
@@ -93,6 +98,15 @@ impl ClientSession {
                 }
                 None
             }
+        };
+        // Given up on (a timeout, the caller's drop, a failure after it may have reached the
+        // server), the request is cancelled as on the ordinary path, when `cancellable`.
+        let mut guard = PendingGuard {
+            shared,
+            id,
+            sent: cancellable,
+            cancellable,
+            has_entry: progress.is_some(),
         };
         let mut answer = answer;
         let mut deadline = deadlines.first;
@@ -113,7 +127,9 @@ impl ClientSession {
                             }
                         }
                     }
-                    // Returning drops the answer future: that is the cancellation.
+                    // Returning drops the answer future: for an in-process server that is the
+                    // cancellation; a byte transport's server is told.
+                    guard.cancel("timeout");
                     return InPlaceOutcome::Done(Err(Error::timeout(format!(
                         "{method} got no response within {}",
                         human_duration(Instant::now() - deadlines.started)
@@ -122,6 +138,8 @@ impl ClientSession {
                 }
             }
         };
+        // Answered: nothing to cancel; failed: only if it may have reached the server.
+        guard.sent = matches!(&outcome, Err(failed) if failed.may_have_been_delivered());
         InPlaceOutcome::Done(match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(Error::from_error_object(error, &shared.options.error_codes)),

@@ -88,12 +88,11 @@ fn dispatch(
 ) {
     match message {
         Message::Response(response) => {
-            let id = match response.id {
-                Some(RequestId::Number(id)) => id,
-                Some(RequestId::String(ref s)) => match s.parse::<i64>() {
-                    Ok(id) => id,
-                    Err(_) => {
-                        tracing::warn!(id = %s, "response to a request this client never sent");
+            let id = match &response.id {
+                Some(id) => match id.as_client_id() {
+                    Some(id) => id,
+                    None => {
+                        tracing::warn!(%id, "response to a request this client never sent");
                         return;
                     }
                 },
@@ -119,10 +118,7 @@ fn dispatch(
                 };
                 match params {
                     Ok(params) => {
-                        let id = match &params.progress_token {
-                            RequestId::Number(n) => Some(*n),
-                            RequestId::String(s) => s.parse().ok(),
-                        };
+                        let id = params.progress_token.as_client_id();
                         if let Some(state) = id.and_then(|id| shared.pending.progress(id)) {
                             state.record(&params);
                         }

@@ -104,6 +104,7 @@ impl ClientSession {
         let replay =
             (!values && shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
                 .then(|| request.params.clone());
+        let mut expired = None;
         let params = match shared.sender.answer_in_place(request, meta) {
             Ok(answer) => {
                 let deadlines = Deadlines {
@@ -113,18 +114,23 @@ impl ClientSession {
                     hard: hard_deadline,
                     first: deadline,
                 };
-                let answered = self.await_in_place(method, id, answer, progress.clone(), deadlines);
+                // A byte transport's server hears of a request the caller gave up on, as on
+                // the ordinary path; an in-process one sees the future dropped.
+                let cancellable = !values && is_cancellable(method);
+                let answered = self.await_in_place(
+                    method,
+                    id,
+                    answer,
+                    progress.clone(),
+                    deadlines,
+                    cancellable,
+                );
                 match (answered.await, replay) {
                     (InPlaceOutcome::Done(outcome), _) => return outcome,
+                    // A new handshake, then the ordinary way, which counts this as its first
+                    // replay — all within the request's deadline.
                     (InPlaceOutcome::SessionExpired(_), Some(params)) => {
-                        tracing::info!(
-                            method,
-                            "the server forgot the session; initializing a new one"
-                        );
-                        Box::pin(self.reinitialize(generation))
-                            .await
-                            .map_err(|e| e.with_delivery(Delivery::NotSent))?;
-                        // Then the ordinary way, which replays it again should that be needed.
+                        expired = Some(generation);
                         params
                     }
                     (InPlaceOutcome::SessionExpired(error), None) => return Err(error),
@@ -148,15 +154,15 @@ impl ClientSession {
             shared,
             id,
             sent: false,
-            // Not the handshake, nor the probe (a legacy server that stays silent on it
-            // should not hear about a request it never knew).
-            cancellable: method != methods::INITIALIZE && method != methods::SERVER_DISCOVER,
+            cancellable: is_cancellable(method),
+            has_entry: true,
         };
         let request = Request::new(id, method, params);
 
         // Marked sent before the await: a caller that gives up mid-send still cancels.
         guard.sent = true;
-        match tokio::time::timeout_at(deadline, self.send_with_replays(method, request)).await {
+        let sending = self.send_with_replays(method, request, expired);
+        match tokio::time::timeout_at(deadline, sending).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 guard.sent = e.delivery() != Some(Delivery::NotSent);
@@ -216,13 +222,30 @@ impl ClientSession {
     /// Hands the request to the transport. Where the server can forget the session (HTTP) a
     /// copy is kept: a request refused with "unknown session" never ran, so after a new
     /// handshake it is sent again (at most [`MAX_SESSION_REPLAYS`] times).
-    async fn send_with_replays(&self, method: &str, request: Request) -> Result<(), Error> {
+    /// `expired`: the request was refused already (in place) for the session of that
+    /// generation, so it starts with a new handshake.
+    async fn send_with_replays(
+        &self,
+        method: &str,
+        request: Request,
+        expired: Option<u64>,
+    ) -> Result<(), Error> {
         let shared = &self.shared;
+        let mut replays = 0;
+        if let Some(generation) = expired {
+            replays += 1;
+            tracing::info!(
+                method,
+                "the server forgot the session; initializing a new one"
+            );
+            Box::pin(self.reinitialize(generation))
+                .await
+                .map_err(|e| e.with_delivery(Delivery::NotSent))?;
+        }
         let replay = (shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
             .then(|| request.clone());
         let mut generation = shared.session_generation.load(Ordering::Acquire);
         let mut sent = shared.sender.send(request.into()).await;
-        let mut replays = 0;
         while let Err(e) = sent {
             let expired = e.kind() == TransportErrorKind::SessionExpired;
             match &replay {
@@ -246,17 +269,28 @@ impl ClientSession {
     }
 }
 
+/// Whether the server hears `notifications/cancelled` for a request of `method` given up on:
+/// not for the handshake, nor the probe (a legacy server that stays silent on it should not
+/// hear about a request it never knew).
+fn is_cancellable(method: &str) -> bool {
+    method != methods::INITIALIZE && method != methods::SERVER_DISCOVER
+}
+
 /// Removes a request from the pending table if its future ends early, and tells the server.
-struct PendingGuard<'a> {
-    shared: &'a SessionShared,
-    id: i64,
-    sent: bool,
-    cancellable: bool,
+pub(super) struct PendingGuard<'a> {
+    pub(super) shared: &'a SessionShared,
+    pub(super) id: i64,
+    /// The request may have reached the server (cancel it when given up on).
+    pub(super) sent: bool,
+    pub(super) cancellable: bool,
+    /// The request is in the pending table (an answer awaited in place without progress is
+    /// not): only then is it cancelled, since an answer that came meanwhile took it out.
+    pub(super) has_entry: bool,
 }
 
 impl PendingGuard<'_> {
-    fn cancel(&mut self, reason: &str) {
-        let was_pending = self.shared.pending.remove(self.id);
+    pub(super) fn cancel(&mut self, reason: &str) {
+        let was_pending = self.shared.pending.remove(self.id) || !self.has_entry;
         if was_pending && self.sent && self.cancellable {
             let params = CancelledNotificationParams {
                 request_id: RequestId::Number(self.id),

@@ -39,8 +39,9 @@
 //! **Sessions.** After `initialize`, the engine tells the sender the negotiated protocol version
 //! ([`TransportSender::set_protocol_version`]); Streamable HTTP sends it as a header. A transport
 //! whose server-side session expired (HTTP 404 with a session id) reports
-//! [`TransportErrorKind::SessionExpired`] from `send`; only the engine can re-initialize, and it
-//! does so on the same transport.
+//! [`TransportErrorKind::SessionExpired`] from `send` (or from an answer given in place); only
+//! the engine can re-initialize, and it does so on the same transport, then sends the request
+//! again (the ordinary way).
 //!
 //! **Cancellation safety.** `receive` is only ever awaited to completion or dropped together with
 //! the whole receiver, so implementations need not be cancel-safe.
@@ -245,21 +246,20 @@ pub trait TransportSender: Send + Sync + 'static {
     /// The answer to `request` as a future the session awaits in the caller's task, instead of a
     /// [`send`](TransportSender::send) whose response comes back through the receiver, the
     /// reader task and a oneshot: for in-process transports, and for byte transports whose
-    /// answer comes back on the request's own exchange (a modern Streamable HTTP POST). For a
+    /// answer comes back on the request's own exchange (a Streamable HTTP POST). For a
     /// transport that [`prefers_values`](TransportSender::prefers_values), `request` carries
     /// the caller's parameters as they are and `meta` is what the session would have added to
     /// their `_meta`; any other gets them already added (as text) and an empty `meta`.
-    /// The transport may read the request at once; the server's work happens as the future is
-    /// polled, and dropping it before it resolves cancels the request (no
-    /// `notifications/cancelled` follows: the server sees the drop). Whatever
+    /// The transport may read (or send) the request at once. Dropping the future before it
+    /// resolves ends the request: an in-process server sees the drop, and the session sends a
+    /// byte transport's server `notifications/cancelled` (as on the ordinary path). Whatever
     /// the server sends while answering (progress, logs, its own requests) still comes through
-    /// the receiver, and is dispatched before the future resolves, as it would be on a byte
-    /// transport. When the connection ends (closed, the server died), the future resolves at
-    /// once with the transport error.
+    /// the receiver, and is dispatched before the future resolves. When the connection ends
+    /// (closed, the server died), the future resolves at once with the transport error.
     ///
     /// `Err(request)` hands the request back: the session adds `meta` to its parameters (if it
-    /// has not yet) and sends it the ordinary way. That is the default, and what an in-process transport returns
-    /// for requests it keeps on the ordinary path (a long-lived `subscriptions/listen`).
+    /// has not yet) and sends it the ordinary way. That is the default, and what a transport
+    /// returns for requests it keeps on the ordinary path (a long-lived `subscriptions/listen`).
     fn answer_in_place(
         &self,
         request: Request,
