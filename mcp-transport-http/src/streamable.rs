@@ -640,7 +640,8 @@ impl Shared {
     /// answer. Everything else the stream carries still goes to the reader, and the answer
     /// resolves only once the reader has dispatched it (progress comes before the result, as
     /// on the ordinary path). Dropped before it resolves, the future closes the stream (the
-    /// cancellation in the modern era) and, in the legacy era, POSTs `notifications/cancelled`.
+    /// cancellation in the modern era; in the legacy era the session also sends
+    /// `notifications/cancelled`, through `send`). Closing the transport ends it at once.
     /// A session the server forgot is reported as [`TransportErrorKind::SessionExpired`], for
     /// the session to make a new one and send the request again. The handshakes (`initialize`,
     /// the `server/discover` probe) and the long-lived `subscriptions/listen` take the

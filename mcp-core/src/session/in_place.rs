@@ -101,6 +101,8 @@ impl ClientSession {
         };
         // Given up on (a timeout, the caller's drop, a failure after it may have reached the
         // server), the request is cancelled as on the ordinary path, when `cancellable`.
+        // Declared after `_registration`, so dropped before it: a cancellation on drop still
+        // finds the request's entry.
         let mut guard = PendingGuard {
             shared,
             id,

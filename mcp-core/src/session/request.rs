@@ -159,9 +159,33 @@ impl ClientSession {
         };
         let request = Request::new(id, method, params);
 
+        // Refused in place because the server forgot the session: a new handshake first, under
+        // the same deadline, the request still unsent (nothing to cancel, and a timeout here
+        // means it never left); it counts as the first replay.
+        let mut replays = 0;
+        if let Some(generation) = expired {
+            replays = 1;
+            tracing::info!(
+                method,
+                "the server forgot the session; initializing a new one"
+            );
+            let handshake = Box::pin(self.reinitialize(generation));
+            match tokio::time::timeout_at(deadline, handshake).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e.with_delivery(Delivery::NotSent)),
+                Err(_elapsed) => {
+                    return Err(Error::timeout(format!(
+                        "{method} got no response within {}: the server forgot the session, and a new one was not made in time",
+                        human_duration(Instant::now() - started)
+                    ))
+                    .with_delivery(Delivery::NotSent));
+                }
+            }
+        }
+
         // Marked sent before the await: a caller that gives up mid-send still cancels.
         guard.sent = true;
-        let sending = self.send_with_replays(method, request, expired);
+        let sending = self.send_with_replays(method, request, replays);
         match tokio::time::timeout_at(deadline, sending).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -222,26 +246,14 @@ impl ClientSession {
     /// Hands the request to the transport. Where the server can forget the session (HTTP) a
     /// copy is kept: a request refused with "unknown session" never ran, so after a new
     /// handshake it is sent again (at most [`MAX_SESSION_REPLAYS`] times).
-    /// `expired`: the request was refused already (in place) for the session of that
-    /// generation, so it starts with a new handshake.
+    /// `replays`: how often the request was already refused for a forgotten session (in place).
     async fn send_with_replays(
         &self,
         method: &str,
         request: Request,
-        expired: Option<u64>,
+        mut replays: u32,
     ) -> Result<(), Error> {
         let shared = &self.shared;
-        let mut replays = 0;
-        if let Some(generation) = expired {
-            replays += 1;
-            tracing::info!(
-                method,
-                "the server forgot the session; initializing a new one"
-            );
-            Box::pin(self.reinitialize(generation))
-                .await
-                .map_err(|e| e.with_delivery(Delivery::NotSent))?;
-        }
         let replay = (shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
             .then(|| request.clone());
         let mut generation = shared.session_generation.load(Ordering::Acquire);
@@ -290,7 +302,11 @@ pub(super) struct PendingGuard<'a> {
 
 impl PendingGuard<'_> {
     pub(super) fn cancel(&mut self, reason: &str) {
-        let was_pending = self.shared.pending.remove(self.id) || !self.has_entry;
+        let was_pending = if self.has_entry {
+            self.shared.pending.remove(self.id)
+        } else {
+            self.shared.pending.closed_reason().is_none()
+        };
         if was_pending && self.sent && self.cancellable {
             let params = CancelledNotificationParams {
                 request_id: RequestId::Number(self.id),

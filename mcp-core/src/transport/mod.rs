@@ -229,9 +229,10 @@ pub trait TransportSender: Send + Sync + 'static {
         true
     }
 
-    /// True when the server may forget the session (Streamable HTTP): the session then keeps a
-    /// copy of each request so that one refused with [`TransportErrorKind::SessionExpired`] can
-    /// be replayed after a new handshake. Default: false.
+    /// True when the server may forget the session (Streamable HTTP, once the server gave one):
+    /// the session then keeps a copy of each request so that one refused with
+    /// [`TransportErrorKind::SessionExpired`] can be replayed after a new handshake. Asked for
+    /// each request: the answer may change as the session is made. Default: false.
     fn sessions_can_expire(&self) -> bool {
         false
     }
