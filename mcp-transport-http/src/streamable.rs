@@ -135,6 +135,11 @@ pub(crate) struct Shared {
     /// requests in flight, and is searched only on cancellation.)
     post_streams: Mutex<Vec<(RequestId, AbortHandle)>>,
     closed: AtomicBool,
+    /// The server forgot the session, and no new one has its id yet: every request but
+    /// `initialize` is refused as [`TransportErrorKind::SessionExpired`] (never sent), so the
+    /// session waits for the new handshake and sends it again, instead of it going out without
+    /// a session id (which a server refuses with 400, and nothing would ever mend).
+    session_lost: AtomicBool,
     /// Turns true when the transport is closed or dropped: ends the calls answered in place,
     /// which run in their callers' tasks rather than in tasks the transport could abort.
     closing: watch::Sender<bool>,
@@ -203,6 +208,7 @@ impl Shared {
             get_stream_started: AtomicBool::new(false),
             post_streams: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            session_lost: AtomicBool::new(false),
             closing: watch::Sender::new(false),
         }))
     }
@@ -625,9 +631,10 @@ impl Shared {
         lock(&self.incoming).take();
     }
 
-    /// Whether the server gave this client a session (which it may forget).
+    /// Whether the server gave this client a session (which it may forget), or forgot the one
+    /// it gave and a new one is being made.
     pub(crate) fn has_session(&self) -> bool {
-        lock(&self.session_id).is_some()
+        self.session_lost.load(Ordering::Acquire) || lock(&self.session_id).is_some()
     }
 
     pub(crate) fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
@@ -729,6 +736,20 @@ impl Shared {
             )));
         }
         let modern = shared.is_modern();
+        let is_initialize =
+            matches!(&message, Message::Request(r) if r.method == methods::INITIALIZE);
+        if !is_initialize && shared.session_lost.load(Ordering::Acquire) {
+            return Err(PostError::from(
+                TransportError::recoverable(
+                    TransportErrorKind::SessionExpired,
+                    format!(
+                        "{} forgot this session; a new one is being made",
+                        shared.display_url
+                    ),
+                )
+                .never_sent(),
+            ));
+        }
         let request_id = match &message {
             Message::Request(r) => Some(r.id.clone()),
             _ => None,
@@ -778,12 +799,15 @@ impl Shared {
             let mut session = lock(&shared.session_id);
             if session.is_none() {
                 *session = Some(id.clone());
+                shared.session_lost.store(false, Ordering::Release);
             }
         }
         if status == StatusCode::NOT_FOUND && had_session {
             // The session is gone: the next initialize starts a new one, and the standalone
-            // stream is reopened after it.
-            lock(&shared.session_id).take();
+            // stream is reopened after it. Until then other requests are refused here.
+            if lock(&shared.session_id).take().is_some() {
+                shared.session_lost.store(true, Ordering::Release);
+            }
             if let Some(get) = lock(&shared.get_task).take() {
                 get.abort();
             }

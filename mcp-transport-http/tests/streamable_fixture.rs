@@ -363,3 +363,44 @@ async fn closing_ends_a_call_in_flight_at_once() {
         server.shutdown().await;
     }
 }
+
+/// A caller that gives up while the new handshake after an expired session is under way does
+/// not cut it short: the session gets its new id, and the next calls work.
+#[tokio::test]
+async fn a_caller_giving_up_during_the_new_handshake_leaves_a_working_session() {
+    // Every answer takes 300 ms; the session is forgotten after 3 requests.
+    let server = fixture(&["--http-expire-session-after", "3", "--http-delay-ms", "300"]).await;
+    let session = connect(&server).await;
+    let echo = |text: &str, timeout: Duration| {
+        let session = session.clone();
+        let text = text.to_owned();
+        async move {
+            session
+                .call_tool(
+                    "echo",
+                    Some(json!({ "text": text })),
+                    RequestOptions::new().with_timeout(timeout),
+                )
+                .await
+        }
+    };
+    // Until the expiry, then a caller that gives up while the new handshake runs (the refusal
+    // and the handshake together take longer than its 450 ms).
+    let mut gave_up = false;
+    for i in 0..4 {
+        if echo(&i.to_string(), Duration::from_millis(450))
+            .await
+            .is_err()
+        {
+            gave_up = true;
+            break;
+        }
+    }
+    assert!(gave_up, "a call was cut short by the expiry");
+    let after = echo("after", DEADLINE)
+        .await
+        .expect("the session works again");
+    assert_eq!(after.text(), "after");
+    session.close().await;
+    server.shutdown().await;
+}

@@ -275,8 +275,34 @@ impl ClientSession {
     }
 
     /// A new session after the server forgot the old one (HTTP 404): one handshake however
-    /// many requests noticed, then the counter moves on.
+    /// many requests noticed, then the counter moves on. The handshake runs in a task of its
+    /// own, so a caller that gives up meanwhile (its deadline, a drop) does not cut it short
+    /// and leave the session without one; it is bounded by the request timeout, and holds no
+    /// claim on the session (when the last handle drops, the transport closes and it fails).
     async fn reinitialize(&self, seen_generation: u64) -> Result<(), Error> {
+        let handshake = ClientSession {
+            shared: self.shared.clone(),
+            _owner: None,
+        };
+        let task = tokio::spawn(handshake.reinitialize_task(seen_generation));
+        match task.await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(Error::network(format!(
+                "making a new session failed: the handshake task ended ({e})"
+            ))),
+        }
+    }
+
+    /// The handshake's task, its type written out: the handshake sends requests, whose futures
+    /// hold this one, so the compiler could not work out by itself that it is `Send`.
+    fn reinitialize_task(
+        self,
+        seen_generation: u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Error>> + Send>> {
+        Box::pin(async move { self.reinitialize_now(seen_generation).await })
+    }
+
+    async fn reinitialize_now(&self, seen_generation: u64) -> Result<(), Error> {
         let _one_at_a_time = self.shared.reinitializing.lock().await;
         if self.shared.session_generation.load(Ordering::Acquire) != seen_generation {
             return Ok(());
