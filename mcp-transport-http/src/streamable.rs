@@ -738,18 +738,6 @@ impl Shared {
         let modern = shared.is_modern();
         let is_initialize =
             matches!(&message, Message::Request(r) if r.method == methods::INITIALIZE);
-        if !is_initialize && shared.session_lost.load(Ordering::Acquire) {
-            return Err(PostError::from(
-                TransportError::recoverable(
-                    TransportErrorKind::SessionExpired,
-                    format!(
-                        "{} forgot this session; a new one is being made",
-                        shared.display_url
-                    ),
-                )
-                .never_sent(),
-            ));
-        }
         let request_id = match &message {
             Message::Request(r) => Some(r.id.clone()),
             _ => None,
@@ -786,6 +774,20 @@ impl Shared {
                 return Ok(posted);
             }
         }
+        // (After the cancellation's bookkeeping: a request cancelled meanwhile stops being
+        // followed all the same.)
+        if !is_initialize && shared.session_lost.load(Ordering::Acquire) {
+            return Err(PostError::from(
+                TransportError::recoverable(
+                    TransportErrorKind::SessionExpired,
+                    format!(
+                        "{} forgot this session; a new one is being made",
+                        shared.display_url
+                    ),
+                )
+                .never_sent(),
+            ));
+        }
         let had_session = lock(&shared.session_id).is_some();
         let mut headers = shared.request_headers(POST_ACCEPT);
         headers.metadata = metadata;
@@ -799,8 +801,11 @@ impl Shared {
             let mut session = lock(&shared.session_id);
             if session.is_none() {
                 *session = Some(id.clone());
-                shared.session_lost.store(false, Ordering::Release);
             }
+        }
+        if is_initialize && status.is_success() {
+            // A new session (a server may also go on without session ids).
+            shared.session_lost.store(false, Ordering::Release);
         }
         if status == StatusCode::NOT_FOUND && had_session {
             // The session is gone: the next initialize starts a new one, and the standalone

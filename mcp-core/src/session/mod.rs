@@ -113,6 +113,8 @@ struct SessionShared {
     session_generation: AtomicU64,
     /// Serializes re-initialization (rare; never on the normal message path).
     reinitializing: tokio::sync::Mutex<()>,
+    /// Handshakes started by `reinitialize` (callers queued behind a failed one give up).
+    reinitialize_attempts: AtomicU64,
 }
 
 /// Owns the session's tasks; dropping it (with the last handle) ends them.
@@ -227,6 +229,7 @@ impl ClientSession {
             closed: closed_tx,
             session_generation: AtomicU64::new(0),
             reinitializing: tokio::sync::Mutex::new(()),
+            reinitialize_attempts: AtomicU64::new(0),
         });
         let reader = tokio::spawn(run_reader(shared.clone(), receiver));
         let outbox = tokio::spawn(run_outbox(shared.clone(), outbox_rx));
@@ -275,10 +278,12 @@ impl ClientSession {
     }
 
     /// A new session after the server forgot the old one (HTTP 404): one handshake however
-    /// many requests noticed, then the counter moves on. The handshake runs in a task of its
-    /// own, so a caller that gives up meanwhile (its deadline, a drop) does not cut it short
-    /// and leave the session without one; it is bounded by the request timeout, and holds no
-    /// claim on the session (when the last handle drops, the transport closes and it fails).
+    /// many requests noticed, then the counter moves on; callers that queued behind a
+    /// handshake that failed get its failure rather than trying again in turn. The handshake
+    /// runs in a task of its own, so a caller that gives up meanwhile (its deadline, a drop)
+    /// does not cut it short and leave the session without one; its requests are bounded by
+    /// the request timeout, and it keeps no session handle alive (the session ends as usual
+    /// when the last one drops, which fails its requests).
     async fn reinitialize(&self, seen_generation: u64) -> Result<(), Error> {
         let handshake = ClientSession {
             shared: self.shared.clone(),
@@ -303,10 +308,19 @@ impl ClientSession {
     }
 
     async fn reinitialize_now(&self, seen_generation: u64) -> Result<(), Error> {
+        let attempts = self.shared.reinitialize_attempts.load(Ordering::Acquire);
         let _one_at_a_time = self.shared.reinitializing.lock().await;
         if self.shared.session_generation.load(Ordering::Acquire) != seen_generation {
             return Ok(());
         }
+        if self.shared.reinitialize_attempts.load(Ordering::Acquire) != attempts {
+            return Err(Error::network(
+                "the server forgot the session, and making a new one just failed",
+            ));
+        }
+        self.shared
+            .reinitialize_attempts
+            .fetch_add(1, Ordering::AcqRel);
         // Boxed: `initialize` sends requests, which could (by type, never at run time: the
         // handshake itself is not replayed) come back here.
         Box::pin(self.initialize()).await?;
