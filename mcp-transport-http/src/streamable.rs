@@ -881,23 +881,15 @@ impl Shared {
             // follow the stream in a task only when more is to come.
             let mut response = response;
             let mut parser = SseParser::new(shared.config.max_message_size);
-            let to = (answer_to, &mut posted.forwarded);
-            let mut end = shared
-                .pump_sse(
-                    &mut response,
-                    &mut parser,
-                    Some(&id),
-                    lists_tools,
-                    false,
-                    to,
-                )
-                .await;
-            if matches!(end, StreamEnd::Waiting) {
-                // hyper hands the body over one piece at a time, and most servers send a
-                // priming event before the answer: let the connection's task run once more.
-                // (`yield_now` defers this task until the scheduler has run every ready
-                // task, a `LocalSet`'s included; waking itself would not, there.)
-                tokio::task::yield_now().await;
+            let mut end = StreamEnd::Waiting;
+            for pass in 0..2 {
+                if pass > 0 {
+                    // hyper hands the body over one piece at a time, and most servers send a
+                    // priming event before the answer: let the connection's task run once
+                    // more. (`yield_now` defers this task until the scheduler has run every
+                    // ready task, a `LocalSet`'s included; waking itself would not, there.)
+                    tokio::task::yield_now().await;
+                }
                 let to = (answer_to, &mut posted.forwarded);
                 end = shared
                     .pump_sse(
@@ -909,6 +901,9 @@ impl Shared {
                         to,
                     )
                     .await;
+                if !matches!(end, StreamEnd::Waiting) {
+                    break;
+                }
             }
             if answer_to == AnswerTo::Caller {
                 // The stream is followed here, in the caller's future: dropping it closes the

@@ -331,20 +331,27 @@ async fn closing_ends_a_call_in_flight_at_once() {
     for flags in [&[][..], &["--era", "modern"][..]] {
         let server = fixture(flags).await;
         let session = connect(&server).await;
+        let running = Arc::new(tokio::sync::Notify::new());
         let call = tokio::spawn({
             let session = session.clone();
+            let running = running.clone();
             async move {
+                let options = RequestOptions::new()
+                    .with_timeout(DEADLINE)
+                    .on_progress(move |_| running.notify_one());
                 session
                     .call_tool(
                         "slow",
-                        Some(json!({"duration_ms": 15000, "steps": 1})),
-                        RequestOptions::new().with_timeout(DEADLINE),
+                        Some(json!({"duration_ms": 15000, "steps": 1500})),
+                        options,
                     )
                     .await
             }
         });
-        // The call is on the wire.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The call is running on the server: its first progress arrived.
+        tokio::time::timeout(DEADLINE, running.notified())
+            .await
+            .expect("the call reports progress");
         let started = tokio::time::Instant::now();
         tokio::time::timeout(Duration::from_secs(4), session.close())
             .await
