@@ -38,6 +38,12 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// A model tool-list format: `anthropic`, `openai` or `mcp`.
+pub fn parse_llm_format(text: &str) -> Result<mcp_client::LlmToolFormat, String> {
+    mcp_client::LlmToolFormat::from_name(text)
+        .ok_or_else(|| format!("expected anthropic, openai or mcp, found {text:?}"))
+}
+
 /// A `--arg` value for a tool: JSON when it parses (numbers, booleans, null, objects, arrays,
 /// quoted strings), the raw text otherwise.
 pub fn tool_value(raw: &str) -> Value {

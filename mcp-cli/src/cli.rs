@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::args::{parse_json_object, parse_key_value, parse_seconds};
+use crate::args::{parse_json_object, parse_key_value, parse_llm_format, parse_seconds};
 
 /// The exit codes, shown at the end of `--help`.
 pub const EXIT_CODES: &str = "\
@@ -62,9 +62,28 @@ pub enum Command {
     Servers,
 
     /// List tools (qualified `server__tool` names), optionally of one server
+    #[command(
+        after_long_help = "--llm prints the tool list a harness hands to a model, the exact bytes:\n\
+one JSON array, tools in a stable order (new tools last), members sorted, no whitespace;\n\
+FORMAT is anthropic (default: name, description, input_schema), openai (type: function) or\n\
+mcp (the server's definition under the qualified name).\n\n\
+--watch shows the tools, then every change of the list as it happens (+ added, - removed,\n\
+~ changed; with --json one JSON object per line), until Ctrl-C or --count changes."
+    )]
     Tools {
         /// Only this server's tools
+        #[arg(conflicts_with = "llm")]
         server: Option<String>,
+        /// Print the model-ready tool list (anthropic, openai or mcp)
+        #[arg(long, value_name = "FORMAT", num_args = 0..=1, default_missing_value = "anthropic",
+              value_parser = parse_llm_format)]
+        llm: Option<mcp_client::LlmToolFormat>,
+        /// Keep watching: print every change of the tool list
+        #[arg(long, conflicts_with = "llm")]
+        watch: bool,
+        /// With --watch: stop after this many changes
+        #[arg(long, value_name = "N", requires = "watch")]
+        count: Option<u64>,
     },
 
     /// Call a tool by its qualified name; prints its text output

@@ -212,7 +212,16 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
     let json = cli.json;
     match &cli.command {
         Command::Servers => commands::servers::run(client, json),
-        Command::Tools { server } => commands::tools::run(client, server.as_deref(), json),
+        Command::Tools {
+            llm: Some(format), ..
+        } => commands::tools::llm(client, *format),
+        Command::Tools {
+            server,
+            watch: true,
+            count,
+            ..
+        } => commands::tools::watch(client, server.as_deref(), *count, json).await,
+        Command::Tools { server, .. } => commands::tools::run(client, server.as_deref(), json),
         Command::Call {
             name,
             arguments,

@@ -146,28 +146,106 @@ pub struct CatalogChange {
 impl CatalogChange {
     /// The difference from `old` to `new`.
     pub fn between(old: &Catalog<CatalogTool>, new: &Catalog<CatalogTool>) -> CatalogChange {
-        let mut change = CatalogChange::default();
-        for entry in new.entries() {
-            match old.get(&entry.qualified_name) {
-                None => change.added.push(entry.qualified_name.clone()),
-                Some(before) if before.tool != entry.tool => {
-                    change.changed.push(entry.qualified_name.clone())
-                }
-                Some(_) => {}
-            }
+        let (added, removed, changed) = diff(
+            old.entries(),
+            new.entries(),
+            |entry| entry.qualified_name.clone(),
+            |a, b| a.tool == b.tool,
+        );
+        CatalogChange {
+            added,
+            removed,
+            changed,
         }
-        for entry in old.entries() {
-            if new.get(&entry.qualified_name).is_none() {
-                change.removed.push(entry.qualified_name.clone());
-            }
-        }
-        change
     }
 
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
     }
+}
+
+/// Which of a server's lists changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// Its prompts (named by qualified name, `server__prompt`).
+    Prompts,
+    /// Its resources (named by URI).
+    Resources,
+    /// Its resource templates (named by URI template).
+    ResourceTemplates,
+}
+
+/// What changed in one server's prompt or resource list when it was listed again (after a
+/// `list_changed` or a new session). Tool changes are [`CatalogChange`]s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListChange {
+    /// The configured server name.
+    pub server: String,
+    /// Which list.
+    pub kind: ListKind,
+    /// New entries, in the server's order.
+    pub added: Vec<String>,
+    /// Entries that are gone.
+    pub removed: Vec<String>,
+    /// Entries whose description changed.
+    pub changed: Vec<String>,
+}
+
+impl ListChange {
+    /// The difference between two lists of one server, entries named by `key`.
+    pub(crate) fn between<T: PartialEq>(
+        server: &str,
+        kind: ListKind,
+        old: &[T],
+        new: &[T],
+        key: impl Fn(&T) -> String,
+    ) -> ListChange {
+        let (added, removed, changed) = diff(old, new, key, |a, b| a == b);
+        ListChange {
+            server: server.to_owned(),
+            kind,
+            added,
+            removed,
+            changed,
+        }
+    }
+
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// Added, removed and changed entries from `old` to `new`, by `key` (added and changed in
+/// `new`'s order, removed in `old`'s).
+fn diff<T, K: AsRef<str>>(
+    old: &[T],
+    new: &[T],
+    key: impl Fn(&T) -> K,
+    same: impl Fn(&T, &T) -> bool,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let before: HashMap<String, &T> = old
+        .iter()
+        .map(|entry| (key(entry).as_ref().to_owned(), entry))
+        .collect();
+    let mut seen = std::collections::HashSet::with_capacity(new.len());
+    let (mut added, mut changed) = (Vec::new(), Vec::new());
+    for entry in new {
+        let name = key(entry).as_ref().to_owned();
+        match before.get(&name) {
+            None => added.push(name.clone()),
+            Some(previous) if !same(previous, entry) => changed.push(name.clone()),
+            Some(_) => {}
+        }
+        seen.insert(name);
+    }
+    let removed = old
+        .iter()
+        .map(|entry| key(entry).as_ref().to_owned())
+        .filter(|name| !seen.contains(name))
+        .collect();
+    (added, removed, changed)
 }
 
 #[cfg(test)]
@@ -191,6 +269,19 @@ mod tests {
             }
         );
         assert!(CatalogChange::between(&new, &new).is_empty());
+    }
+
+    #[test]
+    fn a_list_change_names_entries_by_key() {
+        let old = vec![("a", 1), ("b", 2), ("c", 3)];
+        let new = vec![("d", 4), ("b", 5), ("a", 1)];
+        let change = ListChange::between("s", ListKind::Resources, &old, &new, |e| e.0.to_owned());
+        assert_eq!(change.added, ["d"]);
+        assert_eq!(change.changed, ["b"]);
+        assert_eq!(change.removed, ["c"]);
+        assert!(
+            ListChange::between("s", ListKind::Prompts, &old, &old, |e| e.0.to_owned()).is_empty()
+        );
     }
 
     fn tool(server: &str, name: &str) -> CatalogTool {

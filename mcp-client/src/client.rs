@@ -22,10 +22,11 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use crate::builder::{McpClientBuilder, SessionOptionsHook};
-use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool};
+use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 use crate::config::{ClientConfig, ServerConfig};
 use crate::handler::ClientNotification;
-use crate::routing::{pick_resource_server, ResourceIndex};
+use crate::llm::{LlmLists, LlmToolFormat, LlmToolList};
+use crate::routing::{pick_resource_server, Fetched, ResourceIndex};
 use crate::server::{ManagedServer, ServerContext};
 use crate::stack::StackPolicy;
 use crate::status::{ServerReport, ServerStatus};
@@ -93,6 +94,9 @@ struct Inner {
     /// Serializes catalog rebuilds, so every change is reported once and in order.
     rebuilding: Mutex<()>,
     catalog_changes: broadcast::Sender<CatalogChange>,
+    /// The lists handed to models, per format, and the tools' places in them.
+    llm: Mutex<LlmLists>,
+    list_changes: broadcast::Sender<ListChange>,
     notifications: broadcast::Sender<ClientNotification>,
     options: ClientOptions,
     handler: Arc<dyn ClientHandler>,
@@ -125,8 +129,8 @@ impl SupervisorListener for Listener {
     }
 
     fn lists_changed(&self, server: &str) {
-        if let Some(server) = self.0.upgrade().and_then(|inner| inner.server(server)) {
-            server.lists_changed();
+        if let Some(inner) = self.0.upgrade() {
+            Inner::lists_changed(&inner, server);
         }
     }
 }
@@ -146,11 +150,14 @@ impl McpClient {
     pub(crate) async fn from_builder(builder: McpClientBuilder) -> McpClient {
         let (catalog_changes, _) = broadcast::channel(64);
         let (notifications, _) = broadcast::channel(1024);
+        let (list_changes, _) = broadcast::channel(64);
         let inner = Arc::new(Inner {
             servers: RwLock::new(Vec::new()),
             tools: RwLock::new(Arc::new(Catalog::default())),
             rebuilding: Mutex::new(()),
             catalog_changes,
+            llm: Mutex::new(LlmLists::default()),
+            list_changes,
             notifications,
             options: builder.options,
             handler: builder.handler,
@@ -175,6 +182,8 @@ impl McpClient {
             starting.spawn(async move { server.start(listener).await });
         }
         while starting.join_next().await.is_some() {}
+        // The model's list starts in catalog order, whichever server was ready first.
+        lock(&inner.llm).order.reset();
         inner.rebuild_tools();
         McpClient { inner }
     }
@@ -206,6 +215,23 @@ impl McpClient {
     /// Every change of the tool catalog from now on (added / removed / changed tools).
     pub fn catalog_changes(&self) -> broadcast::Receiver<CatalogChange> {
         self.inner.catalog_changes.subscribe()
+    }
+
+    /// The catalog's tools as one JSON array for a model, in a stable order with stable bytes
+    /// (see [`LlmToolList`]): built once per catalog and format, and the same list (the same
+    /// `Arc`) until the catalog changes — so asking on every agent turn costs a lock and a
+    /// clone. [`LlmToolList::after_harness_tools`] puts the harness's own tools first.
+    pub fn llm_tools(&self, format: LlmToolFormat) -> Arc<LlmToolList> {
+        let mut lists = lock(&self.inner.llm);
+        let catalog = self.tools();
+        lists.get(&catalog, format)
+    }
+
+    /// Every change of a server's prompt or resource list from now on. Kept lists are listed
+    /// again soon after the server announces a change (or after a reconnect), and the
+    /// difference is reported here; tool changes are [`catalog_changes`](Self::catalog_changes).
+    pub fn list_changes(&self) -> broadcast::Receiver<ListChange> {
+        self.inner.list_changes.subscribe()
     }
 
     /// Every notification of every server from now on, tagged with the server's name (across
@@ -463,23 +489,14 @@ impl McpClient {
     }
 
     async fn find_resource_server(&self, uri: &str) -> Result<String, Error> {
+        let inner = self.inner.clone();
         let indexes = self
-            .gather("resources/list", |server| async move {
-                let service = server.stack.service.clone();
-                server
-                    .resources
-                    .get_or_fetch(async move {
-                        let resources = service.list_all_resources(RequestOptions::new()).await?;
-                        let templates = service
-                            .list_all_resource_templates(RequestOptions::new())
-                            .await
-                            .unwrap_or_default();
-                        Ok(ResourceIndex {
-                            resources,
-                            templates,
-                        })
-                    })
-                    .await
+            .gather("resources/list", move |server| {
+                let inner = inner.clone();
+                async move {
+                    let fetched = server.resource_index().await?;
+                    Ok(inner.noted_resources(&server.config.name, fetched))
+                }
             })
             .await;
         let offers: Vec<_> = indexes
@@ -493,15 +510,14 @@ impl McpClient {
     /// Prompts of every ready server under qualified names (`server__prompt`). Each server's
     /// list is fetched once and kept until it announces a change or reconnects.
     pub async fn prompts(&self) -> Gathered<Catalog<CatalogPrompt>> {
+        let inner = self.inner.clone();
         let gathered = self
-            .gather("prompts/list", |server| async move {
-                let service = server.stack.service.clone();
-                server
-                    .prompts
-                    .get_or_fetch(
-                        async move { service.list_all_prompts(RequestOptions::new()).await },
-                    )
-                    .await
+            .gather("prompts/list", move |server| {
+                let inner = inner.clone();
+                async move {
+                    let fetched = server.prompt_list().await?;
+                    Ok(inner.noted_prompts(&server.config.name, fetched))
+                }
             })
             .await;
         let entries = gathered
@@ -704,6 +720,90 @@ impl Inner {
         )
     }
 
+    /// A server's prompts or resources may have changed: the lists are forgotten, and those
+    /// that were kept (someone uses them) are listed again after a short pause (a burst of
+    /// notifications costs one listing), their differences reported on `list_changes`.
+    fn lists_changed(inner: &Arc<Inner>, name: &str) {
+        let Some(server) = inner.server(name) else {
+            return;
+        };
+        let kept = server.lists_changed();
+        if !(kept.prompts || kept.resources) {
+            return;
+        }
+        let weak = Arc::downgrade(inner);
+        let pause = inner.supervision.list_changed_debounce;
+        let name = name.to_owned();
+        server.refresh_lists_with(async move {
+            tokio::time::sleep(pause).await;
+            let Some((inner, server)) = weak
+                .upgrade()
+                .and_then(|inner| inner.server(&name).map(|server| (inner, server)))
+            else {
+                return;
+            };
+            if !server.is_ready() {
+                return;
+            }
+            if kept.prompts {
+                match server.prompt_list().await {
+                    Ok(fetched) => drop(inner.noted_prompts(&name, fetched)),
+                    Err(e) => tracing::debug!(server = %name, error = %e, "listing prompts again failed"),
+                }
+            }
+            if kept.resources {
+                match server.resource_index().await {
+                    Ok(fetched) => drop(inner.noted_resources(&name, fetched)),
+                    Err(e) => tracing::debug!(server = %name, error = %e, "listing resources again failed"),
+                }
+            }
+        });
+    }
+
+    /// Reports what a new prompt list changed.
+    fn noted_prompts(&self, server: &str, fetched: Fetched<Vec<Prompt>>) -> Arc<Vec<Prompt>> {
+        tracing::trace!(server, kept = fetched.hit, "prompt list");
+        if let Some(before) = &fetched.replaced {
+            self.report_list_change(ListChange::between(
+                server,
+                ListKind::Prompts,
+                before,
+                &fetched.list,
+                |p| crate::naming::qualify(server, &p.name),
+            ));
+        }
+        fetched.list
+    }
+
+    /// Reports what a new resource list changed.
+    fn noted_resources(&self, server: &str, fetched: Fetched<ResourceIndex>) -> Arc<ResourceIndex> {
+        tracing::trace!(server, kept = fetched.hit, "resource list");
+        if let Some(before) = &fetched.replaced {
+            self.report_list_change(ListChange::between(
+                server,
+                ListKind::Resources,
+                &before.resources,
+                &fetched.list.resources,
+                |r| r.uri.clone(),
+            ));
+            self.report_list_change(ListChange::between(
+                server,
+                ListKind::ResourceTemplates,
+                &before.templates,
+                &fetched.list.templates,
+                |t| t.uri_template.clone(),
+            ));
+        }
+        fetched.list
+    }
+
+    fn report_list_change(&self, change: ListChange) {
+        if !change.is_empty() {
+            tracing::debug!(?change, "a server's list changed");
+            let _ = self.list_changes.send(change);
+        }
+    }
+
     /// Rebuilds the catalog from every server's known tools (stable order) and reports what
     /// changed.
     fn rebuild_tools(&self) {
@@ -734,6 +834,7 @@ impl Inner {
         let catalog = Arc::new(Catalog::build(entries));
         let previous = std::mem::replace(&mut *write(&self.tools), catalog.clone());
         let change = CatalogChange::between(&previous, &catalog);
+        lock(&self.llm).catalog_changed(&catalog);
         if !change.is_empty() {
             tracing::debug!(?change, "tool catalog changed");
             let _ = self.catalog_changes.send(change);

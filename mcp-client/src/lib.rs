@@ -10,7 +10,10 @@
 //! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool or
 //!   session), chosen by [`StackPolicy`].
 //! - `routing.rs`: which server offers a resource or prompt, from lists kept until they change.
-//! - [`catalog`]: the tool and prompt catalogs and their diffs ([`CatalogChange`]).
+//! - [`catalog`]: the tool and prompt catalogs and their diffs ([`CatalogChange`], and
+//!   [`ListChange`] for a server's prompts and resources).
+//! - [`llm`]: the tool list handed to a model ([`LlmToolList`]): stable order, stable bytes,
+//!   after the harness's own tools.
 //! - [`naming`]: qualified `server__tool` names within the 64-character limit of model APIs.
 //! - [`status`]: each server's visible state ([`ServerReport`]).
 //! - `auth` (feature `oauth`): OAuth for remote servers — stored tokens on every request,
@@ -29,6 +32,7 @@ mod client;
 pub mod config;
 mod connect;
 mod handler;
+pub mod llm;
 pub mod naming;
 mod routing;
 mod server;
@@ -39,11 +43,12 @@ mod supervisor;
 #[cfg(feature = "oauth")]
 pub use auth::OAuthPolicy;
 pub use builder::{McpClientBuilder, SessionOptionsHook};
-pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool};
+pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient};
 pub use config::{ClientConfig, ServerConfig, TransportConfig};
 pub use connect::TransportRegistry;
 pub use handler::ClientNotification;
+pub use llm::{LlmToolFormat, LlmToolList};
 pub use stack::{RetryStyle, StackPolicy};
 pub use status::{BreakerStatus, PoolReport, ServerReport, ServerStatus};
 pub use supervisor::SupervisionPolicy;

@@ -9,49 +9,96 @@ use mcp_core::types::{Resource, ResourceTemplate};
 use mcp_core::{Error, ErrorKind};
 
 /// A list a server gave, kept until it is invalidated. A fetch that raced an invalidation is
-/// used for its caller but not kept.
+/// used for its caller but not kept. The list an invalidation dropped is remembered, so the
+/// next kept list can be compared with it (the change is reported once).
 pub(crate) struct ListCache<T> {
-    slot: Mutex<(u64, Option<Arc<T>>)>,
+    slot: Mutex<Slot<T>>,
+}
+
+struct Slot<T> {
+    generation: u64,
+    kept: Option<Arc<T>>,
+    /// What the last invalidation dropped, until a new list is kept.
+    dropped: Option<Arc<T>>,
+}
+
+/// A list from the cache or from the server.
+pub(crate) struct Fetched<T> {
+    /// The list.
+    pub(crate) list: Arc<T>,
+    /// True when it was kept (no request was made).
+    pub(crate) hit: bool,
+    /// When this fetch replaced a list an invalidation dropped: that list, to compare.
+    pub(crate) replaced: Option<Arc<T>>,
 }
 
 impl<T> Default for ListCache<T> {
     fn default() -> Self {
         ListCache {
-            slot: Mutex::new((0, None)),
+            slot: Mutex::new(Slot {
+                generation: 0,
+                kept: None,
+                dropped: None,
+            }),
         }
     }
 }
 
 impl<T> ListCache<T> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, Option<Arc<T>>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot<T>> {
         mcp_core::sync::lock(&self.slot)
     }
 
-    /// Forgets the list (the server changed it, or a new session started).
-    pub(crate) fn invalidate(&self) {
+    /// Forgets the list (the server changed it, or a new session started). Returns whether a
+    /// list was kept.
+    pub(crate) fn invalidate(&self) -> bool {
         let mut slot = self.lock();
-        slot.0 += 1;
-        slot.1 = None;
+        slot.generation += 1;
+        match slot.kept.take() {
+            Some(kept) => {
+                slot.dropped = Some(kept);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets the list and what it was (the server stopped).
+    pub(crate) fn clear(&self) {
+        let mut slot = self.lock();
+        slot.generation += 1;
+        slot.kept = None;
+        slot.dropped = None;
     }
 
     /// The kept list, or a fresh one from `fetch`.
-    pub(crate) async fn get_or_fetch<F>(&self, fetch: F) -> Result<Arc<T>, Error>
+    pub(crate) async fn get_or_fetch<F>(&self, fetch: F) -> Result<Fetched<T>, Error>
     where
         F: Future<Output = Result<T, Error>>,
     {
         let generation = {
             let slot = self.lock();
-            if let Some(list) = &slot.1 {
-                return Ok(list.clone());
+            if let Some(list) = &slot.kept {
+                return Ok(Fetched {
+                    list: list.clone(),
+                    hit: true,
+                    replaced: None,
+                });
             }
-            slot.0
+            slot.generation
         };
         let list = Arc::new(fetch.await?);
         let mut slot = self.lock();
-        if slot.0 == generation {
-            slot.1 = Some(list.clone());
+        let mut replaced = None;
+        if slot.generation == generation {
+            slot.kept = Some(list.clone());
+            replaced = slot.dropped.take();
         }
-        Ok(list)
+        Ok(Fetched {
+            list,
+            hit: false,
+            replaced,
+        })
     }
 }
 
@@ -137,16 +184,25 @@ mod tests {
             fetches.fetch_add(1, Ordering::SeqCst);
             Ok(vec![1, 2])
         };
-        assert_eq!(*cache.get_or_fetch(fetch()).await.unwrap(), [1, 2]);
-        assert_eq!(*cache.get_or_fetch(fetch()).await.unwrap(), [1, 2]);
+        let first = cache.get_or_fetch(fetch()).await.unwrap();
+        assert_eq!((*first.list).clone(), [1, 2]);
+        assert!(!first.hit && first.replaced.is_none());
+        let second = cache.get_or_fetch(fetch()).await.unwrap();
+        assert!(second.hit && Arc::ptr_eq(&first.list, &second.list));
         assert_eq!(fetches.load(Ordering::SeqCst), 1);
-        cache.invalidate();
-        cache.get_or_fetch(fetch()).await.unwrap();
+        assert!(cache.invalidate(), "a list was kept");
+        let third = cache.get_or_fetch(fetch()).await.unwrap();
+        assert!(!third.hit);
+        assert!(
+            third.replaced.is_some_and(|r| Arc::ptr_eq(&r, &first.list)),
+            "the dropped list comes back once, to compare"
+        );
         assert_eq!(fetches.load(Ordering::SeqCst), 2);
         // A failed fetch keeps nothing.
         cache.invalidate();
         let failed: Result<Vec<u32>, Error> = Err(Error::network("down"));
         assert!(cache.get_or_fetch(async { failed }).await.is_err());
+        assert!(!cache.invalidate(), "nothing was kept");
         cache.get_or_fetch(fetch()).await.unwrap();
         assert_eq!(fetches.load(Ordering::SeqCst), 3);
     }

@@ -4,14 +4,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_core::sync::lock;
 use mcp_core::types::Prompt;
-use mcp_core::{ClientHandler, ClientSession, SessionOptions};
+use mcp_core::{
+    ClientHandler, ClientSession, Error, McpServiceExt, RequestOptions, SessionOptions,
+};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::config::ServerConfig;
 use crate::connect::{ServerConnector, SessionSetup, TransportRegistry};
 use crate::handler::{ClientNotification, FacadeHandler};
-use crate::routing::{ListCache, ResourceIndex};
+use crate::routing::{Fetched, ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
 use crate::supervisor::{SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts};
@@ -25,6 +28,15 @@ pub(crate) struct ManagedServer {
     pub(crate) prompts: ListCache<Vec<Prompt>>,
     pub(crate) resources: ListCache<ResourceIndex>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
+    /// The pending re-listing of kept prompt and resource lists after a change.
+    list_refresh: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Which lists were kept when they were invalidated.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KeptLists {
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
 }
 
 /// What building a server needs from the client.
@@ -100,6 +112,7 @@ impl ManagedServer {
             prompts: ListCache::default(),
             resources: ListCache::default(),
             setup,
+            list_refresh: Mutex::new(None),
         })
     }
 
@@ -131,20 +144,67 @@ impl ManagedServer {
         self.supervisor.snapshot().status.is_ready()
     }
 
-    /// Forgets the prompt and resource lists.
-    pub(crate) fn lists_changed(&self) {
-        self.prompts.invalidate();
-        self.resources.invalidate();
+    /// Forgets the prompt and resource lists; returns which of them were kept (and so are
+    /// worth listing again at once: someone uses them).
+    pub(crate) fn lists_changed(&self) -> KeptLists {
+        KeptLists {
+            prompts: self.prompts.invalidate(),
+            resources: self.resources.invalidate(),
+        }
+    }
+
+    /// The prompt list, kept or fetched through the call stack.
+    pub(crate) async fn prompt_list(&self) -> Result<Fetched<Vec<Prompt>>, Error> {
+        let service = self.stack.service.clone();
+        self.prompts
+            .get_or_fetch(async move { service.list_all_prompts(RequestOptions::new()).await })
+            .await
+    }
+
+    /// The resources and templates, kept or fetched through the call stack (a server that
+    /// cannot list templates has none).
+    pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceIndex>, Error> {
+        let service = self.stack.service.clone();
+        self.resources
+            .get_or_fetch(async move {
+                let resources = service.list_all_resources(RequestOptions::new()).await?;
+                let templates = service
+                    .list_all_resource_templates(RequestOptions::new())
+                    .await
+                    .unwrap_or_default();
+                Ok(ResourceIndex {
+                    resources,
+                    templates,
+                })
+            })
+            .await
+    }
+
+    /// Runs `refresh` as this server's one pending list refresh (none while one is pending),
+    /// owned by the server: stopped with it.
+    pub(crate) fn refresh_lists_with(
+        &self,
+        refresh: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let mut pending = lock(&self.list_refresh);
+        if pending.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        *pending = Some(tokio::spawn(refresh));
     }
 
     /// Stops the supervisor and the pool, closing every session (each close bounded).
     pub(crate) async fn stop(&self, limit: Duration) {
+        if let Some(task) = lock(&self.list_refresh).take() {
+            task.abort();
+        }
         self.supervisor.stop(limit).await;
         #[cfg(feature = "pool")]
         if let Some(pool) = &self.stack.pool {
             let _ = tokio::time::timeout(limit, pool.close()).await;
         }
-        self.lists_changed();
+        self.prompts.clear();
+        self.resources.clear();
     }
 
     /// The status display of this server; `tools` is its count in the catalog.
@@ -174,6 +234,9 @@ impl ManagedServer {
 impl Drop for ManagedServer {
     /// The supervisor's task holds the supervisor while it runs; the server's owner ends it.
     fn drop(&mut self) {
+        if let Some(task) = lock(&self.list_refresh).take() {
+            task.abort();
+        }
         self.supervisor.abort();
     }
 }

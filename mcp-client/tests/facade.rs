@@ -7,101 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
-use mcp_client::{ClientOptions, McpClient, ServerStatus, SupervisionPolicy};
+use mcp_client::{McpClient, ServerStatus, SupervisionPolicy};
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ClientCapabilities, CreateMessageRequestParams, CreateMessageResult};
 use mcp_core::{ClientHandler, ErrorKind};
 use serde_json::json;
 
-const DEADLINE: Duration = Duration::from_secs(20);
+mod common;
 
-/// A fixture server entry; `marker` is put in its environment so the test can find its
-/// processes in /proc.
-fn fixture(name: &str, args: &[&str], marker: &str) -> ServerConfig {
-    ServerConfig::new(
-        name,
-        TransportConfig::Stdio {
-            command: mcp_testkit::fixture_server_bin()
-                .to_string_lossy()
-                .into_owned(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            env: BTreeMap::from([("MCP_FACADE_TEST_MARKER".to_owned(), marker.to_owned())]),
-            cwd: None,
-        },
-    )
-}
-
-fn broken(name: &str) -> ServerConfig {
-    ServerConfig::new(
-        name,
-        TransportConfig::Stdio {
-            command: "/nonexistent/mcp-server".into(),
-            args: vec![],
-            env: BTreeMap::new(),
-            cwd: None,
-        },
-    )
-}
-
-fn unique_marker(test: &str) -> String {
-    format!(
-        "{test}-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    )
-}
-
-/// Pids of live processes whose environment carries `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    let needle = format!("MCP_FACADE_TEST_MARKER={marker}");
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = state
-            .rfind(')')
-            .map(|i| state[i + 1..].trim_start().starts_with('Z'))
-            .unwrap_or(false);
-        if !zombie
-            && environ
-                .split(|b| *b == 0)
-                .any(|var| var == needle.as_bytes())
-        {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn start(servers: Vec<ServerConfig>) -> McpClient {
-    let config = ClientConfig {
-        servers,
-        source: None,
-    };
-    tokio::time::timeout(DEADLINE, McpClient::start(config, ClientOptions::default()))
-        .await
-        .expect("start is bounded by the startup timeouts")
-}
+use common::*;
 
 #[tokio::test]
 async fn a_broken_server_does_not_stop_the_others() {

@@ -85,6 +85,11 @@ pub struct ServerOptions {
     /// Append one JSON line per request, executed `tools/call`, `notifications/cancelled` and
     /// HTTP fault to this file (`--event-log PATH`); see [`crate::event_log`].
     pub event_log: Option<std::path::PathBuf>,
+    /// Once the client is initialized, every N milliseconds: toggle `dynamic_tool` (sending
+    /// `notifications/tools/list_changed`) and bump `fixture://counter` (sending
+    /// `notifications/resources/updated` when it is subscribed) (`--churn-every-ms N`) — a
+    /// server that changes on its own, for watchers.
+    pub churn_every_ms: Option<u64>,
 }
 
 impl Default for ServerOptions {
@@ -117,6 +122,7 @@ impl Default for ServerOptions {
             http_trickle_first: 0,
             http_endless_error_first: 0,
             event_log: None,
+            churn_every_ms: None,
             http_bearer: None,
             oauth: None,
             http_control: false,
@@ -164,6 +170,8 @@ FLAGS:
                             (also 2026-07-28: server/discover, per-request _meta, resultType and
                             cache hints on results) or modern (2026-07-28 only) — stdio.
     --client-timeout-ms N   How long ask_* tools wait for the client's answer (default 30000).
+    --churn-every-ms N      Once initialized, every N ms toggle dynamic_tool (tools/list_changed)
+                            and bump fixture://counter (resources/updated to subscribers).
     --event-log PATH        Append one JSON line per request ({\"event\":\"request\",\"method\",\"id\"}),
                             per executed tools/call ({\"event\":\"call\",\"id\",\"tool\",\"call_id\"}),
                             per notifications/cancelled received ({\"event\":\"cancelled\",\"id\"})
@@ -386,6 +394,9 @@ where
                     .get_or_insert_with(Default::default)
                     .required_scopes
                     .push(scope);
+            }
+            "--churn-every-ms" => {
+                options.churn_every_ms = Some(number::<u64>(&flag, &value(&flag)?)?.max(1))
             }
             "--http-control" => {
                 no_value(&flag)?;

@@ -16,6 +16,8 @@ pub const COUNTER_URI: &str = "fixture://counter";
 pub const HELLO_URI: &str = "fixture://static/hello";
 /// The resource template; reading `fixture://items/ID` returns "item ID".
 pub const ITEM_TEMPLATE: &str = "fixture://items/{id}";
+/// Listed only while toggled on by `trigger_list_changed {"list": "resources"}`; text "dynamic".
+pub const DYNAMIC_URI: &str = "fixture://dynamic";
 /// Prefix of URIs matched by [`ITEM_TEMPLATE`].
 pub const ITEM_PREFIX: &str = "fixture://items/";
 
@@ -44,8 +46,21 @@ fn resources() -> &'static [Value] {
 /// `resources/list`.
 pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<Value, RpcError> {
     let params = params_object(params)?;
-    let (page, next) = paginate(resources(), server.options().page_size, &params)?;
-    Ok(page_result("resources", page, next))
+    let page_size = server.options().page_size;
+    if server.dynamic_resource_present() {
+        let mut all = resources().to_vec();
+        all.push(json!({
+            "uri": DYNAMIC_URI,
+            "name": "dynamic",
+            "description": "Present only while toggled on by trigger_list_changed.",
+            "mimeType": "text/plain"
+        }));
+        let (page, next) = paginate(&all, page_size, &params)?;
+        Ok(page_result("resources", page, next))
+    } else {
+        let (page, next) = paginate(resources(), page_size, &params)?;
+        Ok(page_result("resources", page, next))
+    }
 }
 
 /// `resources/templates/list`.
@@ -67,6 +82,7 @@ fn resolve(server: &FixtureServer, uri: &str) -> Option<String> {
     match uri {
         COUNTER_URI => Some(format!("counter = {}", server.counter())),
         HELLO_URI => Some("Hello, fixture!".to_owned()),
+        DYNAMIC_URI if server.dynamic_resource_present() => Some("dynamic".to_owned()),
         _ => uri
             .strip_prefix(ITEM_PREFIX)
             .filter(|id| !id.is_empty() && !id.contains('/'))

@@ -203,6 +203,7 @@ struct Inner {
     fail_calls: AtomicU64,
     counter: AtomicU64,
     dynamic_tool: AtomicBool,
+    dynamic_resource: AtomicBool,
     next_server_request: AtomicU64,
     next_generation: AtomicU64,
     /// The Tasks extension's tasks (modern era).
@@ -233,6 +234,7 @@ impl FixtureServer {
                 fail_calls: AtomicU64::new(0),
                 counter: AtomicU64::new(0),
                 dynamic_tool: AtomicBool::new(false),
+                dynamic_resource: AtomicBool::new(false),
                 next_server_request: AtomicU64::new(1),
                 next_generation: AtomicU64::new(1),
                 tasks: crate::tasks::TaskStore::default(),
@@ -496,10 +498,37 @@ impl FixtureServer {
 
     fn handle_notification(&self, method: &str, params: Option<&RawValue>) {
         match method {
-            "notifications/initialized" => self.state().initialized = true,
+            "notifications/initialized" => {
+                let first = !std::mem::replace(&mut self.state().initialized, true);
+                if first {
+                    if let Some(every) = self.inner.options.churn_every_ms {
+                        self.start_churn(std::time::Duration::from_millis(every));
+                    }
+                }
+            }
             "notifications/cancelled" => self.cancel(params),
             _ => tracing::debug!(method, "ignoring notification"),
         }
+    }
+
+    /// `--churn-every-ms`: changes the tool list and the counter on a timer, until the server
+    /// is dropped or its client is gone.
+    fn start_churn(&self, every: std::time::Duration) {
+        let server = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                ticks.tick().await;
+                let Some(inner) = server.upgrade() else {
+                    return;
+                };
+                let server = FixtureServer { inner };
+                if server.inner.out.is_closed() {
+                    return;
+                }
+                crate::tools::churn(&server);
+            }
+        });
     }
 
     fn cancel(&self, params: Option<&RawValue>) {
@@ -729,6 +758,19 @@ impl FixtureServer {
     /// Toggles `dynamic_tool`, returning whether it is now present.
     pub(crate) fn toggle_dynamic_tool(&self) -> bool {
         !self.inner.dynamic_tool.fetch_xor(true, Ordering::Relaxed)
+    }
+
+    /// Whether `fixture://dynamic` is currently listed.
+    pub(crate) fn dynamic_resource_present(&self) -> bool {
+        self.inner.dynamic_resource.load(Ordering::Relaxed)
+    }
+
+    /// Toggles `fixture://dynamic`, returning whether it is now present.
+    pub(crate) fn toggle_dynamic_resource(&self) -> bool {
+        !self
+            .inner
+            .dynamic_resource
+            .fetch_xor(true, Ordering::Relaxed)
     }
 
     pub(crate) fn subscribe(&self, uri: &str) {

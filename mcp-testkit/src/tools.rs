@@ -141,8 +141,14 @@ fn base_tools() -> &'static [Value] {
             tool(
                 "trigger_list_changed",
                 "Trigger list_changed",
-                "Toggles the presence of `dynamic_tool` and sends notifications/tools/list_changed.",
-                schema(json!({}), &[]),
+                "Toggles the presence of `dynamic_tool` (or, with list \"resources\", of fixture://dynamic) and sends notifications/tools/list_changed (notifications/resources/list_changed) `times` times.",
+                schema(
+                    json!({
+                        "list": { "type": "string", "enum": ["tools", "resources"], "default": "tools" },
+                        "times": { "type": "integer", "minimum": 1, "maximum": 100, "default": 1 }
+                    }),
+                    &[],
+                ),
             ),
             tool(
                 "bump_resource",
@@ -356,7 +362,7 @@ pub(crate) fn call(
         "fail" => fail(server, &args),
         "record" => record(&args),
         "crash" => crash(&args),
-        "trigger_list_changed" => Ok(trigger_list_changed(server)),
+        "trigger_list_changed" => trigger_list_changed(server, &args),
         "bump_resource" => Ok(bump_resource(server)),
         "large" => large(id, &args),
         "ask_roots" => Ok(ask(server, "roots/list", json!({}))),
@@ -567,12 +573,37 @@ fn crash(args: &Map<String, Value>) -> Result<Dispatch, RpcError> {
     std::process::exit(code);
 }
 
-fn trigger_list_changed(server: &FixtureServer) -> Dispatch {
-    let present = server.toggle_dynamic_tool();
+fn trigger_list_changed(
+    server: &FixtureServer,
+    args: &Map<String, Value>,
+) -> Result<Dispatch, RpcError> {
+    let times = opt_u64(args, "times", 1, 100)?.max(1);
+    let (present, notification, what) = match opt_str(args, "list")?.unwrap_or("tools") {
+        "tools" => (
+            server.toggle_dynamic_tool(),
+            "notifications/tools/list_changed",
+            "tools changed; dynamic_tool",
+        ),
+        "resources" => (
+            server.toggle_dynamic_resource(),
+            "notifications/resources/list_changed",
+            "resources changed; fixture://dynamic",
+        ),
+        _ => return Err(RpcError::bad_field("list", "\"tools\" or \"resources\"")),
+    };
+    for _ in 0..times {
+        server.notify(notification, &json!({}));
+    }
+    Ok(Dispatch::result(text_result(format!(
+        "{what} present: {present}"
+    ))))
+}
+
+/// One `--churn-every-ms` tick: the tool list changes and the counter is bumped.
+pub(crate) fn churn(server: &FixtureServer) {
+    server.toggle_dynamic_tool();
     server.notify("notifications/tools/list_changed", &json!({}));
-    Dispatch::result(text_result(format!(
-        "tools changed; dynamic_tool present: {present}"
-    )))
+    bump_resource(server);
 }
 
 fn bump_resource(server: &FixtureServer) -> Dispatch {

@@ -59,7 +59,7 @@ pub fn require_ready(client: &McpClient, server: &str) -> Result<ServerReport, C
 }
 
 /// The server name as it appears in qualified names (`[A-Za-z0-9_-]`, others become `_`).
-fn qualified_prefix(server: &str) -> String {
+pub(crate) fn qualified_prefix(server: &str) -> String {
     let mut prefix: String = server
         .chars()
         .map(|c| {

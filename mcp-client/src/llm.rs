@@ -1,0 +1,407 @@
+//! The tool list handed to a model: the catalog's tools as one JSON array in a stable order with
+//! stable bytes, after the harness's own tools — so a provider's prompt-cache prefix survives
+//! from one agent turn to the next.
+//!
+//! - **Order.** At start-up, the catalog's order (servers in configuration order, each server's
+//!   tools in the order it listed them). A tool that appears later (a `list_changed`, a server
+//!   added or back from an outage) goes to the end; a removed tool leaves its place; a changed
+//!   tool keeps its place. So a change costs the cached prefix only from the first changed
+//!   definition on, and an addition costs none of it.
+//! - **Bytes.** Each definition is written canonically: object members sorted by key at every
+//!   depth, no whitespace, numbers and strings as `serde_json` writes them. The same catalog
+//!   gives the same bytes in every run and in every process.
+//! - **Reuse.** [`McpClient::llm_tools`](crate::McpClient::llm_tools) builds a list once per
+//!   catalog and format and hands out the same `Arc` until the catalog changes.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use crate::catalog::{Catalog, CatalogTool};
+
+/// How each tool definition is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LlmToolFormat {
+    /// `{"description","input_schema","name"}` — the Anthropic Messages API's `tools`.
+    Anthropic,
+    /// `{"function":{"description","name","parameters"},"type":"function"}` — the OpenAI Chat
+    /// Completions API's `tools`.
+    OpenAi,
+    /// The tool as the server described it (every member, `outputSchema` and annotations
+    /// included), under its qualified name.
+    Mcp,
+}
+
+impl LlmToolFormat {
+    /// The format by name: `anthropic`, `openai` or `mcp`.
+    pub fn from_name(name: &str) -> Option<LlmToolFormat> {
+        match name.to_ascii_lowercase().as_str() {
+            "anthropic" => Some(LlmToolFormat::Anthropic),
+            "openai" => Some(LlmToolFormat::OpenAi),
+            "mcp" => Some(LlmToolFormat::Mcp),
+            _ => None,
+        }
+    }
+}
+
+/// The catalog's tools for a model: definitions in a stable order with stable bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlmToolList {
+    format: LlmToolFormat,
+    names: Vec<String>,
+    /// The definitions, canonical JSON, comma-separated (no brackets).
+    members: String,
+}
+
+impl LlmToolList {
+    /// Writes `tools`, in the order given, in `format`.
+    pub fn build<'a>(
+        tools: impl IntoIterator<Item = &'a CatalogTool>,
+        format: LlmToolFormat,
+    ) -> LlmToolList {
+        let mut names = Vec::new();
+        let mut members = String::new();
+        for tool in tools {
+            if !members.is_empty() {
+                members.push(',');
+            }
+            write_canonical(&mut members, &definition(tool, format));
+            names.push(tool.qualified_name.clone());
+        }
+        LlmToolList {
+            format,
+            names,
+            members,
+        }
+    }
+
+    /// The format of the definitions.
+    pub fn format(&self) -> LlmToolFormat {
+        self.format
+    }
+
+    /// The qualified names, in list order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The MCP tools alone, as a JSON array.
+    pub fn to_json(&self) -> String {
+        format!("[{}]", self.members)
+    }
+
+    /// One JSON array: the harness's own tool definitions first (as given, written
+    /// canonically), then the MCP tools — the exact bytes to send as a request's `tools`.
+    pub fn after_harness_tools(&self, harness_tools: &[Value]) -> String {
+        let mut out = String::with_capacity(self.members.len() + 2 + 256 * harness_tools.len());
+        out.push('[');
+        for (i, tool) in harness_tools.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_canonical(&mut out, tool);
+        }
+        if !harness_tools.is_empty() && !self.members.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&self.members);
+        out.push(']');
+        out
+    }
+}
+
+/// One tool's definition in `format`.
+fn definition(tool: &CatalogTool, format: LlmToolFormat) -> Value {
+    let description = tool
+        .tool
+        .description
+        .clone()
+        .or_else(|| tool.tool.title.clone())
+        .unwrap_or_default();
+    let name = Value::String(tool.qualified_name.clone());
+    match format {
+        LlmToolFormat::Anthropic => object([
+            ("name", name),
+            ("description", Value::String(description)),
+            ("input_schema", tool.tool.input_schema.clone()),
+        ]),
+        LlmToolFormat::OpenAi => object([
+            ("type", Value::from("function")),
+            (
+                "function",
+                object([
+                    ("name", name),
+                    ("description", Value::String(description)),
+                    ("parameters", tool.tool.input_schema.clone()),
+                ]),
+            ),
+        ]),
+        LlmToolFormat::Mcp => {
+            let mut value = serde_json::to_value(&tool.tool).unwrap_or(Value::Null);
+            if let Value::Object(members) = &mut value {
+                members.insert("name".into(), name);
+            }
+            value
+        }
+    }
+}
+
+fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect::<Map<String, Value>>(),
+    )
+}
+
+/// Writes `value` with object members sorted by key at every depth and no whitespace (whatever
+/// order `serde_json`'s map keeps).
+pub(crate) fn write_canonical(out: &mut String, value: &Value) {
+    match value {
+        Value::Object(members) => {
+            let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, member)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_canonical(out, member);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_string(out, s),
+        // Null, booleans and numbers: serde_json's own text.
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+fn write_string(out: &mut String, s: &str) {
+    // A string always serializes (serde_json escapes it).
+    out.push_str(&Value::String(s.to_owned()).to_string());
+}
+
+/// The place of every tool in the model's list: the catalog's order at first sight, later
+/// tools appended, removed ones forgotten.
+#[derive(Debug, Default)]
+pub(crate) struct ToolOrder {
+    places: HashMap<String, u64>,
+    next: u64,
+}
+
+impl ToolOrder {
+    /// The catalog's tools in list order (new ones placed at the end, in catalog order).
+    pub(crate) fn arrange<'a>(
+        &mut self,
+        catalog: &'a Catalog<CatalogTool>,
+    ) -> Vec<&'a CatalogTool> {
+        if self.places.len() != catalog.len()
+            || catalog
+                .entries()
+                .iter()
+                .any(|t| !self.places.contains_key(&t.qualified_name))
+        {
+            self.places.retain(|name, _| catalog.get(name).is_some());
+            for tool in catalog.entries() {
+                if !self.places.contains_key(&tool.qualified_name) {
+                    self.places.insert(tool.qualified_name.clone(), self.next);
+                    self.next += 1;
+                }
+            }
+        }
+        let mut tools: Vec<(u64, &CatalogTool)> = catalog
+            .entries()
+            .iter()
+            .map(|t| {
+                (
+                    self.places
+                        .get(&t.qualified_name)
+                        .copied()
+                        .unwrap_or(u64::MAX),
+                    t,
+                )
+            })
+            .collect();
+        tools.sort_by_key(|(place, _)| *place);
+        tools.into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// Forgets every place (the next arrangement follows the catalog's order).
+    pub(crate) fn reset(&mut self) {
+        self.places.clear();
+        self.next = 0;
+    }
+}
+
+/// The lists built for the current catalog, per format, and the tools' places.
+#[derive(Debug, Default)]
+pub(crate) struct LlmLists {
+    pub(crate) order: ToolOrder,
+    built: HashMap<LlmToolFormat, std::sync::Arc<LlmToolList>>,
+}
+
+impl LlmLists {
+    /// The list for `catalog` in `format`: built once, then the same `Arc` until
+    /// [`catalog_changed`](Self::catalog_changed).
+    pub(crate) fn get(
+        &mut self,
+        catalog: &Catalog<CatalogTool>,
+        format: LlmToolFormat,
+    ) -> std::sync::Arc<LlmToolList> {
+        if let Some(list) = self.built.get(&format) {
+            return list.clone();
+        }
+        let list = std::sync::Arc::new(LlmToolList::build(self.order.arrange(catalog), format));
+        self.built.insert(format, list.clone());
+        list
+    }
+
+    /// The catalog was replaced: places follow it, and lists are built again on demand.
+    pub(crate) fn catalog_changed(&mut self, catalog: &Catalog<CatalogTool>) {
+        self.order.arrange(catalog);
+        self.built.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(server: &str, name: &str, schema: Value) -> CatalogTool {
+        CatalogTool {
+            qualified_name: String::new(),
+            server: server.into(),
+            tool: serde_json::from_value(json!({
+                "name": name, "description": format!("{name} things"), "inputSchema": schema
+            }))
+            .unwrap(),
+        }
+    }
+
+    #[test]
+    fn definitions_are_canonical_in_every_format() {
+        let catalog = Catalog::build(vec![tool(
+            "s",
+            "t",
+            json!({"type": "object", "properties": {"z": {"type": "string"}, "a": {"type": "integer"}}}),
+        )]);
+        let schema =
+            r#"{"properties":{"a":{"type":"integer"},"z":{"type":"string"}},"type":"object"}"#;
+        let anthropic = LlmToolList::build(catalog.entries(), LlmToolFormat::Anthropic);
+        assert_eq!(
+            anthropic.to_json(),
+            format!(r#"[{{"description":"t things","input_schema":{schema},"name":"s__t"}}]"#)
+        );
+        let openai = LlmToolList::build(catalog.entries(), LlmToolFormat::OpenAi);
+        assert_eq!(
+            openai.to_json(),
+            format!(
+                r#"[{{"function":{{"description":"t things","name":"s__t","parameters":{schema}}},"type":"function"}}]"#
+            )
+        );
+        let mcp = LlmToolList::build(catalog.entries(), LlmToolFormat::Mcp);
+        assert_eq!(
+            mcp.to_json(),
+            format!(r#"[{{"description":"t things","inputSchema":{schema},"name":"s__t"}}]"#)
+        );
+    }
+
+    #[test]
+    fn harness_tools_come_first() {
+        let catalog = Catalog::build(vec![tool("s", "t", json!({"type": "object"}))]);
+        let list = LlmToolList::build(catalog.entries(), LlmToolFormat::Anthropic);
+        let own =
+            [json!({"name": "bash", "input_schema": {"type": "object"}, "description": "run"})];
+        assert_eq!(
+            list.after_harness_tools(&own),
+            r#"[{"description":"run","input_schema":{"type":"object"},"name":"bash"},{"description":"t things","input_schema":{"type":"object"},"name":"s__t"}]"#
+        );
+        let empty = LlmToolList::build([], LlmToolFormat::Anthropic);
+        assert_eq!(empty.after_harness_tools(&own).matches("bash").count(), 1);
+        assert_eq!(empty.after_harness_tools(&[]), "[]");
+        assert_eq!(list.after_harness_tools(&[]), list.to_json());
+    }
+
+    #[test]
+    fn new_tools_go_to_the_end_and_removed_ones_leave() {
+        let schema = json!({"type": "object"});
+        let first = Catalog::build(vec![
+            tool("a", "x", schema.clone()),
+            tool("b", "y", schema.clone()),
+        ]);
+        let mut order = ToolOrder::default();
+        let names = |tools: Vec<&CatalogTool>| {
+            tools
+                .into_iter()
+                .map(|t| t.qualified_name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(order.arrange(&first)), ["a__x", "b__y"]);
+        // Server a gains a tool listed before x: it still goes last.
+        let second = Catalog::build(vec![
+            tool("a", "w", schema.clone()),
+            tool("a", "x", schema.clone()),
+            tool("b", "y", schema.clone()),
+        ]);
+        assert_eq!(names(order.arrange(&second)), ["a__x", "b__y", "a__w"]);
+        // x leaves; coming back later it goes last too.
+        let third = Catalog::build(vec![
+            tool("a", "w", schema.clone()),
+            tool("b", "y", schema.clone()),
+        ]);
+        assert_eq!(names(order.arrange(&third)), ["b__y", "a__w"]);
+        assert_eq!(names(order.arrange(&second)), ["b__y", "a__w", "a__x"]);
+        order.reset();
+        assert_eq!(names(order.arrange(&second)), ["a__w", "a__x", "b__y"]);
+    }
+
+    #[test]
+    fn lists_are_reused_until_the_catalog_changes() {
+        let catalog = Catalog::build(vec![tool("a", "x", json!({"type": "object"}))]);
+        let mut lists = LlmLists::default();
+        let one = lists.get(&catalog, LlmToolFormat::Anthropic);
+        let two = lists.get(&catalog, LlmToolFormat::Anthropic);
+        assert!(std::sync::Arc::ptr_eq(&one, &two));
+        lists.catalog_changed(&catalog);
+        let three = lists.get(&catalog, LlmToolFormat::Anthropic);
+        assert!(!std::sync::Arc::ptr_eq(&one, &three));
+        assert_eq!(one, three);
+    }
+
+    #[test]
+    fn canonical_text_sorts_nested_keys_and_escapes() {
+        let mut out = String::new();
+        write_canonical(
+            &mut out,
+            &json!({"b": [1, {"d": null, "c": true}], "a": "q\"\n", "n": 1.5}),
+        );
+        assert_eq!(out, r#"{"a":"q\"\n","b":[1,{"c":true,"d":null}],"n":1.5}"#);
+    }
+}
