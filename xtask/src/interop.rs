@@ -8,6 +8,7 @@
 //!   node/                       npm prefix
 //!     node_modules/.bin/mcp-server-everything
 //!     .xtask-stamp              records the installed pin
+//!   memory/                     npm prefix: node_modules/.bin/mcp-server-memory
 //!   py/                         python venv (python3 -m venv)
 //!     bin/python                has `mcp` installed
 //!     .xtask-stamp
@@ -58,6 +59,10 @@ pub struct Pin {
 ///
 /// * `@modelcontextprotocol/server-everything` — the reference "everything"
 ///   server (TypeScript SDK); run as `mcp-server-everything stdio`.
+/// * `@modelcontextprotocol/server-memory` — the reference knowledge-graph server; its
+///   `memory://knowledge-graph` resource is subscribable and its write tools
+///   (`create_entities`, …) send `notifications/resources/updated`. Run with
+///   `MEMORY_FILE_PATH` set to a temporary file.
 /// * `mcp` — the official Python SDK; `interop/python_server.py` (stdio) and
 ///   `interop/python_http_server.py` (streamable-http / sse) run on it via
 ///   `.interop/py/bin/python`.
@@ -84,6 +89,14 @@ pub const PINS: &[Pin] = &[
         package: "@modelcontextprotocol/server-everything",
         version: "2026.8.31",
         entry: "node_modules/.bin/mcp-server-everything",
+        with: &[],
+    },
+    Pin {
+        dir: "memory",
+        kind: Kind::Npm,
+        package: "@modelcontextprotocol/server-memory",
+        version: "2026.8.31",
+        entry: "node_modules/.bin/mcp-server-memory",
         with: &[],
     },
     Pin {
