@@ -242,6 +242,8 @@ pub struct OAuthClient {
     pub(crate) tokens_changed: tokio::sync::Notify,
     /// The DPoP nonces the authorization server and the MCP server asked for.
     pub(crate) nonces: DpopNonces,
+    /// Told of every access token refreshed with a refresh token (metrics).
+    refreshed: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl fmt::Debug for OAuthClient {
@@ -266,7 +268,14 @@ impl OAuthClient {
             load_lock: tokio::sync::Mutex::new(()),
             tokens_changed: tokio::sync::Notify::new(),
             nonces: DpopNonces::default(),
+            refreshed: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Calls `observer` after every access token refreshed with a refresh token (set once;
+    /// later calls are ignored) — for counting refreshes in metrics.
+    pub fn on_refresh(&self, observer: impl Fn() + Send + Sync + 'static) {
+        let _ = self.refreshed.set(Box::new(observer));
     }
 
     /// The configuration.
@@ -747,6 +756,9 @@ impl OAuthClient {
         let tokens = check_binding(tokens, key.as_ref(), &metadata)?;
         debug!(server = %redact_url(self.config.server_url.as_str()), "access token refreshed");
         self.keep(tokens.clone(), None).await?;
+        if let Some(observer) = self.refreshed.get() {
+            observer();
+        }
         Ok(tokens)
     }
 

@@ -142,8 +142,62 @@ Examples: mcph call fixture__add --arg a=2 --arg b=40\n\
         server: Option<String>,
     },
 
+    /// Read a resource, then show it again every time the server says it changed
+    #[command(
+        after_long_help = "mcph subscribes to the resource (resources/subscribe), prints it, and on every\n\
+notifications/resources/updated reads it again and prints it with the time since the start,\n\
+until Ctrl-C or --count updates. The subscription is renewed if the server restarts.\n\
+With --json: one JSON object per line ({\"uri\", \"server\", \"update\", \"contents\"}).\n\n\
+Example: mcph watch fixture://counter"
+    )]
+    Watch {
+        /// The resource URI
+        uri: String,
+        /// The server to read it from (default: the one server that offers it)
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// Stop after this many updates
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+    },
+
     /// List the prompts of every ready server (qualified `server__prompt` names)
     Prompts,
+
+    /// Live per-server statistics of calls made through the full call stack
+    #[command(
+        after_long_help = "mcph stats calls through each server's full call stack (timeout, retry, breaker,\n\
+pool) — a ping of every ready server, or with --call a tool — --rate times a second, and shows\n\
+what the client's metrics saw: per server calls, QPS, p50/p99 latency, errors, breaker, pool,\n\
+cache hits and reconnects, and per operation the latency quantiles and errors by kind. In a\n\
+terminal the view is redrawn in place every --interval; with --json one snapshot per line;\n\
+with --once one snapshot after --warmup rounds.\n\n\
+Examples: mcph stats --once\n\
+          mcph stats --call fixture__add --arg a=1 --arg b=2 --rate 50"
+    )]
+    Stats {
+        /// Print one snapshot and exit
+        #[arg(long)]
+        once: bool,
+        /// Call this tool (`server__tool`) instead of pinging the servers
+        #[arg(long, value_name = "TOOL")]
+        call: Option<String>,
+        /// Arguments of --call as a JSON object
+        #[arg(long = "json-args", value_name = "JSON", value_parser = parse_json_object, requires = "call")]
+        json_args: Option<Map<String, Value>>,
+        /// One argument of --call, KEY=VALUE (repeatable)
+        #[arg(long = "arg", value_name = "KEY=VALUE", value_parser = parse_key_value, requires = "call")]
+        args: Vec<(String, String)>,
+        /// Calls (or ping rounds) per second
+        #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        rate: u32,
+        /// How often the view is redrawn, in seconds
+        #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_seconds)]
+        interval: Duration,
+        /// With --once: rounds before the snapshot
+        #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        warmup: u32,
+    },
 
     /// Serve a configured server to others over another transport, until Ctrl-C
     #[command(

@@ -243,6 +243,32 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
             commands::resources::read(client, uri, server.as_deref(), json).await
         }
         Command::Prompts => commands::prompts::list(client, json).await,
+        Command::Watch { uri, server, count } => {
+            commands::resources::watch(client, uri, server.as_deref(), *count, json).await
+        }
+        Command::Stats {
+            once,
+            call,
+            json_args,
+            args,
+            rate,
+            interval,
+            warmup,
+        } => {
+            let options = commands::stats::StatsOptions {
+                call: call.as_ref().map(|name| {
+                    (
+                        name.clone(),
+                        crate::args::tool_arguments(json_args.clone(), args),
+                    )
+                }),
+                rate: *rate,
+                interval: *interval,
+                once: *once,
+                warmup: *warmup,
+            };
+            commands::stats::run(client, options, json).await
+        }
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
         // Handled before any server starts (see `execute`).
         Command::Auth { .. } | Command::Bridge { .. } => Ok(()),

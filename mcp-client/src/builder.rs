@@ -28,6 +28,7 @@ pub struct McpClientBuilder {
     pub(crate) stack: StackPolicy,
     pub(crate) supervision: SupervisionPolicy,
     pub(crate) transports: TransportRegistry,
+    pub(crate) metrics: mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: crate::auth::OAuthPolicy,
 }
@@ -42,6 +43,7 @@ impl McpClientBuilder {
             stack: StackPolicy::default(),
             supervision: SupervisionPolicy::default(),
             transports: TransportRegistry::with_profile(),
+            metrics: mcp_metrics::Metrics::new(),
             #[cfg(feature = "oauth")]
             oauth: crate::auth::OAuthPolicy::default(),
         }
@@ -119,6 +121,14 @@ impl McpClientBuilder {
         self.config
             .servers
             .push(ServerConfig::new(name, TransportConfig::InProcess));
+        self
+    }
+
+    /// The registry every server's calls are counted in (default: a new one, 10 s QPS
+    /// window). Give one configured with an OpenTelemetry meter or tracer (feature `otel`) to
+    /// export the MCP semantic conventions and propagate the trace context.
+    pub fn metrics(mut self, metrics: mcp_metrics::Metrics) -> Self {
+        self.metrics = metrics;
         self
     }
 

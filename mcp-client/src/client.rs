@@ -104,6 +104,7 @@ struct Inner {
     stack: StackPolicy,
     supervision: SupervisionPolicy,
     transports: crate::connect::TransportRegistry,
+    metrics: mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     oauth: crate::auth::OAuthPolicy,
 }
@@ -165,6 +166,7 @@ impl McpClient {
             stack: builder.stack,
             supervision: builder.supervision,
             transports: builder.transports,
+            metrics: builder.metrics,
             #[cfg(feature = "oauth")]
             oauth: builder.oauth,
         });
@@ -232,6 +234,21 @@ impl McpClient {
     /// difference is reported here; tool changes are [`catalog_changes`](Self::catalog_changes).
     pub fn list_changes(&self) -> broadcast::Receiver<ListChange> {
         self.inner.list_changes.subscribe()
+    }
+
+    /// What every server's calls did so far: per server and per method and tool, calls,
+    /// errors by kind, latency quantiles, QPS over the last window; per server the breaker,
+    /// the pool, cache hits, reconnects, token refreshes and sessions. The same data the
+    /// OpenTelemetry and Prometheus exports read ([`metrics_registry`](Self::metrics_registry)).
+    pub fn metrics(&self) -> mcp_metrics::MetricsSnapshot {
+        self.inner.metrics.snapshot()
+    }
+
+    /// The metrics registry itself: for [`PrometheusEndpoint`](mcp_metrics::PrometheusEndpoint)
+    /// (feature `prometheus`), `render_prometheus`, or one server's snapshot. Give the builder
+    /// your own ([`McpClientBuilder::metrics`]) to export to OpenTelemetry.
+    pub fn metrics_registry(&self) -> &mcp_metrics::Metrics {
+        &self.inner.metrics
     }
 
     /// Every notification of every server from now on, tagged with the server's name (across
@@ -326,6 +343,8 @@ impl McpClient {
             .with_delivery(Delivery::NotSent)
         })?;
         let server = self.inner.catalog_server(&entry.server)?;
+        // Found without listing: the tool catalog served it.
+        server.metrics.cache(mcp_metrics::CacheKind::Tools, true);
         let operation = Operation::call_tool(&entry.tool.name, arguments)
             .with_idempotent(entry.tool.is_replay_safe())
             .with_options(options);
@@ -401,17 +420,45 @@ impl McpClient {
     /// Reads a resource. With `server`, from that server; without, from the one ready server
     /// that lists `uri` (or whose resource template's fixed prefix matches it). Each server's
     /// resource list is fetched once and kept until it announces a change.
+    ///
+    /// With the `resources` feature (`professional` and up) the read goes through the server's
+    /// [`ResourceManager`](mcp_resources::ResourceManager): the first read subscribes to the
+    /// URI (when the server offers subscriptions), the contents are kept until the server says
+    /// they changed or their TTL runs out, and concurrent reads share one request. Without it,
+    /// every read asks the server.
     pub async fn read_resource(
         &self,
         server: Option<&str>,
         uri: &str,
-    ) -> Result<ReadResourceResult, Error> {
+    ) -> Result<Arc<ReadResourceResult>, Error> {
         let server = self.resource_server(server, uri).await?;
-        server
-            .stack
-            .service
-            .read_resource(uri, RequestOptions::new())
-            .await
+        server.resources.read(uri).await
+    }
+
+    /// The resource manager of a server (feature `resources`): states, transitions, stats,
+    /// observers, discovery and templates of its resources.
+    #[cfg(feature = "resources")]
+    pub fn resource_manager(&self, server: &str) -> Option<mcp_resources::ResourceManager> {
+        self.inner
+            .server(server)
+            .map(|s| s.resources.manager().clone())
+    }
+
+    /// Subscribes to `uri` (on `server`, or the one server that offers it) and calls `callback`
+    /// on every `notifications/resources/updated` for it, until the returned guard is dropped
+    /// (feature `resources`). The subscription is renewed on every new session; the next
+    /// [`read_resource`](Self::read_resource) fetches the new contents.
+    #[cfg(feature = "resources")]
+    pub async fn on_resource_update(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+        callback: impl Fn(&mcp_core::types::ResourceUpdatedNotificationParams) + Send + Sync + 'static,
+    ) -> Result<(String, mcp_resources::UpdateGuard), Error> {
+        let server = self.resource_server(server, uri).await?;
+        let guard = server.resources.manager().on_update(uri, callback);
+        self.subscription_on(&server, uri, true).await?;
+        Ok((server.config.name.clone(), guard))
     }
 
     /// Subscribes to a resource's updates (they arrive on [`notifications`](Self::notifications)).
@@ -432,18 +479,24 @@ impl McpClient {
         subscribe: bool,
     ) -> Result<(), Error> {
         let server = self.resource_server(server, uri).await?;
+        self.subscription_on(&server, uri, subscribe).await
+    }
+
+    async fn subscription_on(
+        &self,
+        server: &ManagedServer,
+        uri: &str,
+        subscribe: bool,
+    ) -> Result<(), Error> {
         // On the primary session: that is where the server sends the updates.
         let session = server
             .ready_session()
             .ok_or_else(|| server_not_ready(&server.config.name).with_subject(uri))?;
-        let options = RequestOptions::new().with_timeout(server.config.tool_timeout);
         if subscribe {
-            session.subscribe_resource(uri, options).await?;
+            server.resources.subscribe(&session, uri).await
         } else {
-            session.unsubscribe_resource(uri, options).await?;
+            server.resources.unsubscribe(&session, uri).await
         }
-        server.supervisor.remember_subscription(uri, subscribe);
-        Ok(())
     }
 
     /// Sets the servers' logging level (`logging/setLevel`), on every ready server that has
@@ -495,7 +548,7 @@ impl McpClient {
                 let inner = inner.clone();
                 async move {
                     let fetched = server.resource_index().await?;
-                    Ok(inner.noted_resources(&server.config.name, fetched))
+                    Ok(inner.noted_resources(&server, fetched))
                 }
             })
             .await;
@@ -516,7 +569,7 @@ impl McpClient {
                 let inner = inner.clone();
                 async move {
                     let fetched = server.prompt_list().await?;
-                    Ok(inner.noted_prompts(&server.config.name, fetched))
+                    Ok(inner.noted_prompts(&server, fetched))
                 }
             })
             .await;
@@ -606,6 +659,7 @@ impl McpClient {
             servers.remove(index)
         };
         removed.stop(self.inner.options.shutdown_timeout).await;
+        self.inner.metrics.remove_server(name);
         self.inner.rebuild_tools();
         Ok(())
     }
@@ -714,6 +768,7 @@ impl Inner {
                 supervision: &self.supervision,
                 transports: &self.transports,
                 notifications: self.notifications.clone(),
+                metrics: &self.metrics,
                 #[cfg(feature = "oauth")]
                 oauth: &self.oauth,
             },
@@ -747,13 +802,13 @@ impl Inner {
             }
             if kept.prompts {
                 match server.prompt_list().await {
-                    Ok(fetched) => drop(inner.noted_prompts(&name, fetched)),
+                    Ok(fetched) => drop(inner.noted_prompts(&server, fetched)),
                     Err(e) => tracing::debug!(server = %name, error = %e, "listing prompts again failed"),
                 }
             }
             if kept.resources {
                 match server.resource_index().await {
-                    Ok(fetched) => drop(inner.noted_resources(&name, fetched)),
+                    Ok(fetched) => drop(inner.noted_resources(&server, fetched)),
                     Err(e) => tracing::debug!(server = %name, error = %e, "listing resources again failed"),
                 }
             }
@@ -761,8 +816,15 @@ impl Inner {
     }
 
     /// Reports what a new prompt list changed.
-    fn noted_prompts(&self, server: &str, fetched: Fetched<Vec<Prompt>>) -> Arc<Vec<Prompt>> {
-        tracing::trace!(server, kept = fetched.hit, "prompt list");
+    fn noted_prompts(
+        &self,
+        server: &ManagedServer,
+        fetched: Fetched<Vec<Prompt>>,
+    ) -> Arc<Vec<Prompt>> {
+        server
+            .metrics
+            .cache(mcp_metrics::CacheKind::Prompts, fetched.hit);
+        let server = server.config.name.as_str();
         if let Some(before) = &fetched.replaced {
             self.report_list_change(ListChange::between(
                 server,
@@ -776,8 +838,15 @@ impl Inner {
     }
 
     /// Reports what a new resource list changed.
-    fn noted_resources(&self, server: &str, fetched: Fetched<ResourceIndex>) -> Arc<ResourceIndex> {
-        tracing::trace!(server, kept = fetched.hit, "resource list");
+    fn noted_resources(
+        &self,
+        server: &ManagedServer,
+        fetched: Fetched<ResourceIndex>,
+    ) -> Arc<ResourceIndex> {
+        server
+            .metrics
+            .cache(mcp_metrics::CacheKind::Resources, fetched.hit);
+        let server = server.config.name.as_str();
         if let Some(before) = &fetched.replaced {
             self.report_list_change(ListChange::between(
                 server,

@@ -30,6 +30,9 @@ pub(crate) struct FacadeHandler {
     pub(crate) harness: Arc<dyn ClientHandler>,
     pub(crate) supervisor: mpsc::Sender<SupervisorEvent>,
     pub(crate) notifications: broadcast::Sender<ClientNotification>,
+    /// The server's resource manager's ears (`resources/updated`, `resources/list_changed`).
+    #[cfg(feature = "resources")]
+    pub(crate) resources: crate::resources::NotificationRelay,
 }
 
 #[async_trait]
@@ -63,6 +66,8 @@ impl ClientHandler for FacadeHandler {
         if let Some(event) = event {
             let _ = self.supervisor.try_send(event);
         }
+        #[cfg(feature = "resources")]
+        self.resources.forward(notification);
         self.harness.on_notification(notification);
         // Nobody listening is fine: notifications are not queued for the future.
         let _ = self.notifications.send(ClientNotification {

@@ -10,10 +10,15 @@
 //! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool or
 //!   session), chosen by [`StackPolicy`].
 //! - `routing.rs`: which server offers a resource or prompt, from lists kept until they change.
+//! - `resources.rs`: each server's resources — reads, subscriptions renewed on every new
+//!   session, and (feature `resources`) [`mcp_resources`]' state machine and cache.
 //! - [`catalog`]: the tool and prompt catalogs and their diffs ([`CatalogChange`], and
 //!   [`ListChange`] for a server's prompts and resources).
 //! - [`llm`]: the tool list handed to a model ([`LlmToolList`]): stable order, stable bytes,
 //!   after the harness's own tools.
+//! - [`metrics`] ([`mcp_metrics`]): every call counted by the outermost layer of each stack,
+//!   plus caches, reconnects, token refreshes and sessions; [`McpClient::metrics`] the
+//!   snapshot, OpenTelemetry and Prometheus export behind features.
 //! - [`naming`]: qualified `server__tool` names within the 64-character limit of model APIs.
 //! - [`status`]: each server's visible state ([`ServerReport`]).
 //! - `auth` (feature `oauth`): OAuth for remote servers — stored tokens on every request,
@@ -34,6 +39,7 @@ mod connect;
 mod handler;
 pub mod llm;
 pub mod naming;
+mod resources;
 mod routing;
 mod server;
 mod stack;
@@ -52,6 +58,14 @@ pub use llm::{LlmToolFormat, LlmToolList};
 pub use stack::{RetryStyle, StackPolicy};
 pub use status::{BreakerStatus, PoolReport, ServerReport, ServerStatus};
 pub use supervisor::SupervisionPolicy;
+
+/// The metrics crate: the snapshot types [`McpClient::metrics`] returns, the registry,
+/// Prometheus (feature `prometheus`) and OpenTelemetry (feature `otel`) export.
+pub use mcp_metrics as metrics;
+
+/// The resource manager's crate (feature `resources`): states, transitions, observers.
+#[cfg(feature = "resources")]
+pub use mcp_resources;
 
 /// The most capable profile compiled in: `enterprise`, `professional` or `minimal`.
 pub const PROFILE: &str = if cfg!(feature = "enterprise") {

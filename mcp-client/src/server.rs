@@ -14,6 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::config::ServerConfig;
 use crate::connect::{ServerConnector, SessionSetup, TransportRegistry};
 use crate::handler::{ClientNotification, FacadeHandler};
+use crate::resources::{ServerResources, SessionRenewal};
 use crate::routing::{Fetched, ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
@@ -26,8 +27,13 @@ pub(crate) struct ManagedServer {
     pub(crate) stack: ServerStack,
     transport_name: &'static str,
     pub(crate) prompts: ListCache<Vec<Prompt>>,
-    pub(crate) resources: ListCache<ResourceIndex>,
+    pub(crate) resource_list: ListCache<ResourceIndex>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
+    /// Reads, subscriptions renewed on every new session, and (feature `resources`) the
+    /// resource manager.
+    pub(crate) resources: Arc<ServerResources>,
+    /// Where this server's calls, caches, sessions and reconnects are counted.
+    pub(crate) metrics: mcp_metrics::ServerHandle,
     /// The pending re-listing of kept prompt and resource lists after a change.
     list_refresh: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -47,6 +53,7 @@ pub(crate) struct ServerContext<'a> {
     pub(crate) supervision: &'a SupervisionPolicy,
     pub(crate) transports: &'a TransportRegistry,
     pub(crate) notifications: broadcast::Sender<ClientNotification>,
+    pub(crate) metrics: &'a mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: &'a crate::auth::OAuthPolicy,
 }
@@ -55,15 +62,30 @@ impl ManagedServer {
     /// Builds the server (nothing is started yet).
     pub(crate) fn new(config: ServerConfig, context: ServerContext<'_>) -> Arc<ManagedServer> {
         let (events_tx, events_rx) = mpsc::channel(crate::supervisor::EVENT_QUEUE);
+        #[cfg(feature = "resources")]
+        let relay = crate::resources::NotificationRelay::new();
         let handler = Arc::new(FacadeHandler {
             server: config.name.clone(),
             harness: context.harness,
             supervisor: events_tx.clone(),
             notifications: context.notifications,
+            #[cfg(feature = "resources")]
+            resources: relay.clone(),
         });
         let setup = Arc::new(Mutex::new(SessionSetup::default()));
+        let metrics = context.metrics.server(&config.name);
+        if let Some((host, port)) = config.transport.url().and_then(host_and_port) {
+            metrics.set_server_address(Some(host), port);
+        }
         #[cfg(feature = "oauth")]
         let auth = context.oauth.provider_for(&config);
+        #[cfg(feature = "oauth")]
+        if let Some(provider) = &auth {
+            let metrics = metrics.clone();
+            provider
+                .client()
+                .on_refresh(move || metrics.token_refreshed());
+        }
         #[cfg(not(feature = "oauth"))]
         let auth: crate::connect::ServerAuth = ();
         let server_connector = ServerConnector::new(
@@ -84,6 +106,7 @@ impl ManagedServer {
             ServerStatus::Starting
         };
         let transport_name = server_connector.transport_name();
+        metrics.set_network_transport(transport_name);
         let connector: Arc<dyn mcp_core::Connector> = Arc::new(server_connector);
         let supervisor = Supervisor::new(
             SupervisorParts {
@@ -94,6 +117,7 @@ impl ManagedServer {
                 request_timeout: config.tool_timeout,
                 probe_interval: config.settings.probe_interval,
                 events: (events_tx, events_rx),
+                metrics: metrics.clone(),
             },
             initial,
         );
@@ -103,14 +127,26 @@ impl ManagedServer {
             &context.session_options,
             supervisor.clone(),
             connector,
+            &metrics,
         );
+        let resources = Arc::new(ServerResources::new(
+            &config,
+            stack.service.clone(),
+            metrics.clone(),
+            #[cfg(feature = "resources")]
+            &relay,
+        ));
+        let renewal: Arc<dyn SessionRenewal> = resources.clone();
+        supervisor.renew_with(&renewal);
         Arc::new(ManagedServer {
             config,
+            resources,
+            metrics,
             supervisor,
             stack,
             transport_name,
             prompts: ListCache::default(),
-            resources: ListCache::default(),
+            resource_list: ListCache::default(),
             setup,
             list_refresh: Mutex::new(None),
         })
@@ -149,7 +185,7 @@ impl ManagedServer {
     pub(crate) fn lists_changed(&self) -> KeptLists {
         KeptLists {
             prompts: self.prompts.invalidate(),
-            resources: self.resources.invalidate(),
+            resources: self.resource_list.invalidate(),
         }
     }
 
@@ -165,7 +201,7 @@ impl ManagedServer {
     /// cannot list templates has none).
     pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceIndex>, Error> {
         let service = self.stack.service.clone();
-        self.resources
+        self.resource_list
             .get_or_fetch(async move {
                 let resources = service.list_all_resources(RequestOptions::new()).await?;
                 let templates = service
@@ -198,13 +234,15 @@ impl ManagedServer {
         if let Some(task) = lock(&self.list_refresh).take() {
             task.abort();
         }
+        // While the session is there: subscriptions end on the server too (bounded).
+        let _ = tokio::time::timeout(limit, self.resources.close()).await;
         self.supervisor.stop(limit).await;
         #[cfg(feature = "pool")]
         if let Some(pool) = &self.stack.pool {
             let _ = tokio::time::timeout(limit, pool.close()).await;
         }
         self.prompts.clear();
-        self.resources.clear();
+        self.resource_list.clear();
     }
 
     /// The status display of this server; `tools` is its count in the catalog.
@@ -218,10 +256,10 @@ impl ManagedServer {
             tools,
             server_info: session.map(|s| s.server_info().server_info.clone()),
             protocol_version: session.map(ClientSession::protocol_version),
-            breaker: self.stack.breaker_status(),
+            breaker: self.stack.gauges.breaker_status(),
             reconnects: self.supervisor.reconnects(),
             last_error: self.supervisor.last_error(),
-            pool: self.stack.pool_report(),
+            pool: self.stack.gauges.pool_report(),
         }
     }
 
@@ -238,5 +276,41 @@ impl Drop for ManagedServer {
             task.abort();
         }
         self.supervisor.abort();
+    }
+}
+
+/// The host and port of a server URL (`scheme://[user@]host[:port]/…`), for the
+/// `server.address` and `server.port` attributes.
+fn host_and_port(url: &str) -> Option<(&str, Option<u16>)> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = host_port.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
+        return Some((host, port));
+    }
+    match host_port.rsplit_once(':') {
+        Some((host, port)) => Some((host, port.parse().ok())),
+        None => Some((host_port, None)).filter(|(h, _)| !h.is_empty()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_and_port;
+
+    #[test]
+    fn server_addresses_come_from_the_url() {
+        assert_eq!(
+            host_and_port("https://user:pw@api.example.com:8443/mcp?x=1"),
+            Some(("api.example.com", Some(8443)))
+        );
+        assert_eq!(
+            host_and_port("http://127.0.0.1/mcp"),
+            Some(("127.0.0.1", None))
+        );
+        assert_eq!(host_and_port("ws://[::1]:9000"), Some(("::1", Some(9000))));
+        assert_eq!(host_and_port("not a url"), None);
     }
 }

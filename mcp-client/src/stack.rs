@@ -2,10 +2,13 @@
 //! profile's [`StackPolicy`]; a call passes through it from the outside in:
 //!
 //! ```text
-//! timeout ─▶ retry ─▶ rate limit ─▶ breaker ─▶ gate ─▶ pool (remote servers) or the session
+//! metrics ─▶ timeout ─▶ retry ─▶ rate limit ─▶ breaker ─▶ gate ─▶ pool (remote servers) or the session
 //! ```
 //!
-//! - **timeout** (outermost): the server's `tool_timeout` becomes every request's deadline, which
+//! - **metrics** (outermost, every profile): counts, errors by kind, latency and rate per
+//!   method and tool, as the caller sees the call ([`mcp_metrics::MetricsLayer`]); the breaker
+//!   and pool are read from [`StackGauges`] when a snapshot is taken.
+//! - **timeout**: the server's `tool_timeout` becomes every request's deadline, which
 //!   every retry, wait and attempt below shares — the one place the facade's tool timeout lives.
 //! - **retry**: `minimal` retries 3 times in all with a fixed 1 s wait; `professional` and
 //!   `enterprise` back off (immediate, 1 s, 2 s, 4 s …) from the `retry` settings. A side-effecting
@@ -118,12 +121,35 @@ impl Default for StackPolicy {
 /// One server's stack and the handles its status display reads.
 pub(crate) struct ServerStack {
     pub(crate) service: BoxService,
-    pub(crate) breakers: Option<CircuitBreakerLayer>,
     #[cfg(feature = "pool")]
     pub(crate) pool: Option<mcp_pool::SessionPool>,
+    /// The breaker and pool, as status displays and the metrics see them.
+    pub(crate) gauges: Arc<StackGauges>,
 }
 
-impl ServerStack {
+/// The live parts of a stack that status displays and metrics snapshots read.
+pub(crate) struct StackGauges {
+    breakers: Option<CircuitBreakerLayer>,
+    #[cfg(feature = "pool")]
+    pool: Option<mcp_pool::SessionPool>,
+}
+
+impl mcp_metrics::GaugeSource for StackGauges {
+    fn gauges(&self) -> mcp_metrics::ServerGauges {
+        mcp_metrics::ServerGauges {
+            breaker: self.breaker_status().map(|b| b.label().into()),
+            pool: self.pool_report().map(|p| mcp_metrics::PoolGauges {
+                connections: u64::from(p.connections),
+                in_use: u64::from(p.in_use),
+                idle: u64::from(p.idle),
+                waiting: 0,
+                waits: p.waits,
+            }),
+        }
+    }
+}
+
+impl StackGauges {
     /// The server breaker's state, for status displays.
     pub(crate) fn breaker_status(&self) -> Option<BreakerStatus> {
         use mcp_resilience::BreakerState;
@@ -175,6 +201,7 @@ pub(crate) fn build(
     session: &mcp_core::SessionOptions,
     supervisor: Arc<Supervisor>,
     connector: Arc<dyn mcp_core::Connector>,
+    metrics: &mcp_metrics::ServerHandle,
 ) -> ServerStack {
     let settings = &config.settings;
     #[cfg(feature = "pool")]
@@ -189,6 +216,8 @@ pub(crate) fn build(
         pool: pool.clone(),
     };
     let mut service: BoxService = Arc::new(gate);
+    #[cfg(feature = "pool")]
+    let pool_handle = pool.clone();
 
     let breakers = policy.breaker.then(|| {
         let b = &settings.breaker;
@@ -260,12 +289,20 @@ pub(crate) fn build(
         .with_default_timeout(budget)
         .without_backstop();
     service = BoxLayer(TimeoutLayer::new(timeouts)).layer(service);
+    // Outermost: one call as its caller sees it, however many attempts it took.
+    service = BoxLayer(metrics.layer()).layer(service);
 
-    ServerStack {
-        service,
+    let gauges = Arc::new(StackGauges {
         breakers,
         #[cfg(feature = "pool")]
+        pool: pool_handle,
+    });
+    metrics.set_gauges(gauges.clone());
+    ServerStack {
+        service,
+        #[cfg(feature = "pool")]
         pool,
+        gauges,
     }
 }
 

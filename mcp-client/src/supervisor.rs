@@ -20,7 +20,6 @@
 //! A call that arrives while the server is starting, reconnecting or probing waits for it within
 //! its own deadline ([`Supervisor::ready_session`]).
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -109,7 +108,9 @@ pub(crate) struct Supervisor {
     state: watch::Sender<Snapshot>,
     events: mpsc::Sender<SupervisorEvent>,
     inbox: Mutex<Option<mpsc::Receiver<SupervisorEvent>>>,
-    subscriptions: Mutex<BTreeSet<String>>,
+    /// What every new session renews before it is ready (resource subscriptions); weak: it
+    /// reaches back to the supervisor through the call stack.
+    renewal: std::sync::OnceLock<std::sync::Weak<dyn crate::resources::SessionRenewal>>,
     reconnects: AtomicU64,
     last_error: Mutex<Option<String>>,
     /// The last [`HISTORY`] status changes, with when they happened.
@@ -117,6 +118,9 @@ pub(crate) struct Supervisor {
     task: Mutex<Option<JoinHandle<()>>>,
     /// When the current tool list's `ttlMs` runs out (then it is listed again).
     tools_stale_at: Mutex<Option<tokio::time::Instant>>,
+    metrics: mcp_metrics::ServerHandle,
+    /// When the current session became ready (for `mcp.client.session.duration`).
+    session_started: Mutex<Option<Instant>>,
 }
 
 /// How many status changes a supervisor remembers.
@@ -136,6 +140,8 @@ pub(crate) struct SupervisorParts {
         mpsc::Sender<SupervisorEvent>,
         mpsc::Receiver<SupervisorEvent>,
     ),
+    /// Where reconnects, sessions and tool listings are counted.
+    pub(crate) metrics: mcp_metrics::ServerHandle,
 }
 
 /// Events a supervisor holds before more are dropped: they only ever ask for a refresh or a
@@ -162,12 +168,14 @@ impl Supervisor {
             state,
             events,
             inbox: Mutex::new(Some(inbox)),
-            subscriptions: Mutex::new(BTreeSet::new()),
+            renewal: std::sync::OnceLock::new(),
             reconnects: AtomicU64::new(0),
             last_error: Mutex::new(None),
             history: Mutex::new(std::collections::VecDeque::new()),
             task: Mutex::new(None),
             tools_stale_at: Mutex::new(None),
+            metrics: parts.metrics,
+            session_started: Mutex::new(None),
         })
     }
 
@@ -226,14 +234,9 @@ impl Supervisor {
         let _ = self.events.try_send(event);
     }
 
-    /// Remembers a resource subscription, renewed on every new session.
-    pub(crate) fn remember_subscription(&self, uri: &str, subscribed: bool) {
-        let mut subscriptions = lock(&self.subscriptions);
-        if subscribed {
-            subscriptions.insert(uri.to_owned());
-        } else {
-            subscriptions.remove(uri);
-        }
+    /// Sets what every new session renews before it is ready (once, before [`start`]).
+    pub(crate) fn renew_with(&self, renewal: &Arc<dyn crate::resources::SessionRenewal>) {
+        let _ = self.renewal.set(Arc::downgrade(renewal));
     }
 
     /// Waits until the start-up attempt has finished (ready or not), up to `limit`.
@@ -321,7 +324,15 @@ impl Supervisor {
             s.tools = None;
         });
         if let Some(session) = session {
+            self.session_ended(None);
             let _ = tokio::time::timeout(limit, session.close()).await;
+        }
+    }
+
+    /// Records how long the session that just ended lived (`error_type` when it was lost).
+    fn session_ended(&self, error_type: Option<&str>) {
+        if let Some(started) = lock(&self.session_started).take() {
+            self.metrics.session_ended(started.elapsed(), error_type);
         }
     }
 
@@ -346,6 +357,9 @@ impl Supervisor {
         loop {
             match outcome {
                 Attempt::Connected(session, tools) => {
+                    self.metrics
+                        .set_protocol_version(Some(session.protocol_version().as_str()));
+                    *lock(&self.session_started) = Some(Instant::now());
                     self.remember(&ServerStatus::Ready);
                     self.state.send_modify(|s| {
                         s.status = ServerStatus::Ready;
@@ -358,6 +372,7 @@ impl Supervisor {
                     let lost = self.follow(&session, &mut inbox, listener.as_ref()).await;
                     tracing::warn!(server = %self.name, reason = %lost, "MCP server session lost; reconnecting");
                     self.note_error(&lost);
+                    self.session_ended(Some(lost.kind().as_str()));
                     // No call may take the lost session while it is being closed.
                     self.set_status(ServerStatus::Reconnecting { attempt: 1 });
                     let _ = tokio::time::timeout(Duration::from_secs(2), session.close()).await;
@@ -415,6 +430,7 @@ impl Supervisor {
             {
                 Attempt::Connected(session, tools) => {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.reconnected();
                     tracing::info!(server = %self.name, attempt, "MCP server reconnected");
                     return Attempt::Connected(session, tools);
                 }
@@ -444,6 +460,7 @@ impl Supervisor {
             {
                 Attempt::Connected(session, tools) => {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.reconnected();
                     tracing::info!(server = %self.name, "MCP server is back");
                     return Attempt::Connected(session, tools);
                 }
@@ -464,7 +481,11 @@ impl Supervisor {
         let connecting = async {
             let session = self.connector.connect().await?;
             let setup = async {
-                self.renew_subscriptions(&session).await;
+                // The tool list is not kept across sessions: this listing is a cache miss.
+                self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
+                if let Some(renewal) = self.renewal.get().and_then(std::sync::Weak::upgrade) {
+                    renewal.renew(&session, deadline).await;
+                }
                 session
                     .list_all_tools_with_hints(RequestOptions::new().with_deadline(deadline))
                     .await
@@ -488,16 +509,6 @@ impl Supervisor {
                 "the server did not complete start-up (initialize and tools/list) within the startup timeout ({})",
                 mcp_core::time::human_duration(self.connect_timeout)
             ))),
-        }
-    }
-
-    async fn renew_subscriptions(&self, session: &ClientSession) {
-        let uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
-        for uri in uris {
-            let options = RequestOptions::new().with_timeout(self.request_timeout);
-            if let Err(e) = session.subscribe_resource(&uri, options).await {
-                tracing::warn!(server = %self.name, uri, error = %e, "could not renew a resource subscription");
-            }
         }
     }
 
@@ -560,6 +571,7 @@ impl Supervisor {
         why: Refresh,
     ) {
         let options = RequestOptions::new().with_timeout(self.request_timeout);
+        self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
         match session.list_all_tools_with_hints(options).await {
             Ok((tools, hints)) => {
                 self.note_freshness(&hints);

@@ -211,6 +211,12 @@ impl TypedPayload {
         self.0.to_value()
     }
 
+    /// The value itself, borrowed, when it is a `T` (a look at a result without taking or
+    /// serializing it: whether a kept `CallToolResult` is a tool error, say).
+    pub fn get<T: KeptTyped>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
     /// The value itself when it is a `T`; otherwise `T` read from its JSON.
     fn take_as<T: DeserializeOwned + 'static>(self) -> Result<T, serde_json::Error> {
         if self.0.as_any().is::<T>() {
@@ -1084,6 +1090,11 @@ mod tests {
             .unwrap();
         assert_eq!(text_at(&taken), at, "moved, not copied");
         let typed = Payload::Typed(TypedPayload::new(result.clone()));
+        // Borrowed as it is, without a copy or JSON.
+        match &typed {
+            Payload::Typed(kept) => assert_eq!(kept.get::<CallToolResult>(), Some(&result)),
+            other => panic!("not typed: {other:?}"),
+        }
         assert_eq!(
             typed.clone().into_typed::<CallToolResult>().unwrap(),
             result

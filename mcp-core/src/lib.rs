@@ -65,6 +65,7 @@ pub use service::{
 pub use session::{
     result_type, ClientHandler, ClientSession, EraMemo, NotificationEvent, NotificationStream,
     ProgressCallback, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
+    TraceContext,
 };
 pub use transport::{
     BoxTransport, ChannelTransport, InPlaceAnswer, OversizedMessage, RequestMeta, ServerEnd,

@@ -360,6 +360,8 @@ pub const PUBLISHED: &[&str] = &[
     "mcp-pool",
     "mcp-auth",
     "mcp-skills",
+    "mcp-resources",
+    "mcp-metrics",
     "mcp-client",
     "mcp-testkit",
     "mcp-cli",

@@ -6,6 +6,7 @@ pub mod call;
 pub mod prompts;
 pub mod resources;
 pub mod servers;
+pub mod stats;
 pub mod task;
 pub mod tools;
 

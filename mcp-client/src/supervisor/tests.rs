@@ -138,6 +138,7 @@ fn supervisor(script: &Arc<Script>, connect_timeout: Duration) -> Arc<Supervisor
             request_timeout: Duration::from_secs(30),
             probe_interval: Duration::from_secs(30),
             events: mpsc::channel(EVENT_QUEUE),
+            metrics: mcp_metrics::Metrics::new().server("s"),
         },
         ServerStatus::Starting,
     )
@@ -354,12 +355,31 @@ async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
     let script = Arc::new(Script::default());
     script.plan(&[Plan::Serve, Plan::Serve]);
     let sup = supervisor(&script, Duration::from_secs(10));
+    /// Renews one subscription on every new session, and counts the sessions.
+    struct Renew(std::sync::atomic::AtomicUsize);
+    #[async_trait::async_trait]
+    impl crate::resources::SessionRenewal for Renew {
+        async fn renew(&self, session: &ClientSession, deadline: Instant) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let options = RequestOptions::new().with_deadline(deadline);
+            session
+                .subscribe_resource("data://b", options)
+                .await
+                .unwrap();
+        }
+    }
+    let renew = Arc::new(Renew(std::sync::atomic::AtomicUsize::new(0)));
+    let renewal: Arc<dyn crate::resources::SessionRenewal> = renew.clone();
+    sup.renew_with(&renewal);
     let recorder = Arc::new(Recorder::default());
     sup.start(recorder.clone());
     wait_until(&sup, ServerStatus::is_ready).await;
-    sup.remember_subscription("data://a", true);
-    sup.remember_subscription("data://b", true);
-    sup.remember_subscription("data://a", false);
+    assert_eq!(
+        renew.0.load(Ordering::SeqCst),
+        1,
+        "before the first session was ready"
+    );
+    lock(&script.subscribed).clear();
     let before = mark(&sup);
     script.kill_live_server();
     wait_for_history(&sup, before, ServerStatus::is_ready).await;
@@ -368,6 +388,7 @@ async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
         ["reconnecting (attempt 1)", "ready"]
     );
     assert_eq!(*lock(&script.subscribed), ["data://b"]);
+    assert_eq!(renew.0.load(Ordering::SeqCst), 2);
     assert_eq!(script.tools_lists.load(Ordering::SeqCst), 2);
     assert_eq!(recorder.tools_changed.load(Ordering::SeqCst), 2);
 }

@@ -25,6 +25,7 @@ struct Seen {
     params: Option<Value>,
     progress_token: Option<i64>,
     modern: bool,
+    trace_context: Option<TraceContext>,
 }
 
 type Script = dyn Fn(&Request) -> Option<InPlaceAnswer> + Send + Sync;
@@ -87,6 +88,7 @@ impl TransportSender for ScriptedSender {
             modern: meta.modern.is_some_and(|m| {
                 m.get(crate::types::meta::PROTOCOL_VERSION) == Some(&json!("2026-07-28"))
             }),
+            trace_context: meta.trace_context.cloned(),
         });
         Ok(answer)
     }
@@ -165,7 +167,37 @@ async fn an_answer_given_in_place_is_the_result_and_meta_comes_as_values() {
     );
     assert!(call.progress_token.is_some());
     assert!(!call.modern);
+    assert_eq!(call.trace_context, None);
     assert_eq!(session.pending_requests(), 0);
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_trace_context_comes_as_a_value_in_place_and_the_params_stay_untouched() {
+    let (session, mut end, seen) = connect(
+        script(|_| answered(echo_result())),
+        SessionOptions::default(),
+    )
+    .await;
+    let _initialized = end.incoming.recv().await.unwrap();
+    let trace = TraceContext::new(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("congo=t61rcWkgMzE".into()),
+    );
+    session
+        .call_tool(
+            "echo",
+            Some(json!({"text": "x"})),
+            RequestOptions::new().with_trace_context(trace.clone()),
+        )
+        .await
+        .unwrap();
+    let call = lock(&seen)[1].clone();
+    assert_eq!(call.trace_context, Some(trace));
+    assert_eq!(
+        call.params,
+        Some(json!({"name": "echo", "arguments": {"text": "x"}}))
+    );
     session.close().await;
 }
 

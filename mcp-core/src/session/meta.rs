@@ -1,5 +1,6 @@
-//! The `_meta` every request carries: the progress token and, in the modern era, the protocol
-//! version, client capabilities, client info and log level — added in one place
+//! The `_meta` every request carries: the progress token, the caller's W3C trace context when
+//! it gave one, and, in the modern era, the protocol version, client capabilities, client info
+//! and log level — added in one place
 //! ([`with_request_meta`]), spliced as text into raw parameters (or, for a transport that
 //! answers in place, handed over as values: [`MetaAdditions::as_values`]).
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::SessionShared;
+use super::{SessionShared, TraceContext};
 use crate::error::{Delivery, Error, ErrorKind};
 use crate::jsonrpc::Payload;
 use crate::service::encode_error;
@@ -48,6 +49,8 @@ pub(super) struct MetaAdditions<'a> {
     pub(super) modern: Option<&'a ModernMeta>,
     /// `io.modelcontextprotocol/logLevel` (modern only).
     pub(super) log_level: Option<LoggingLevel>,
+    /// `traceparent` and `tracestate` (both eras), from the request's options.
+    pub(super) trace: Option<&'a TraceContext>,
 }
 
 impl MetaAdditions<'_> {
@@ -57,11 +60,12 @@ impl MetaAdditions<'_> {
             progress_token: self.progress_token,
             modern: self.modern.map(|m| &m.members),
             log_level: self.modern.and(self.log_level),
+            trace_context: self.trace,
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.progress_token.is_none() && self.modern.is_none()
+        self.progress_token.is_none() && self.modern.is_none() && self.trace.is_none()
     }
 
     /// The members as object-member text (no braces).
@@ -79,6 +83,16 @@ impl MetaAdditions<'_> {
             if let Some(level) = self.log_level {
                 let level = serde_json::to_string(&level).unwrap_or_else(|_| "\"info\"".into());
                 let _ = write!(text, ",\"{}\":{level}", meta::LOG_LEVEL);
+            }
+        }
+        if let Some(trace) = self.trace {
+            for (key, value) in trace_members(trace) {
+                if !text.is_empty() {
+                    text.push(',');
+                }
+                // Escaped as a JSON string whatever the caller gave.
+                let value = Value::from(value).to_string();
+                let _ = write!(text, "\"{key}\":{value}");
             }
         }
         text
@@ -103,7 +117,22 @@ impl MetaAdditions<'_> {
                     .or_insert_with(|| serde_json::to_value(level).unwrap_or(Value::Null));
             }
         }
+        if let Some(trace) = self.trace {
+            for (key, value) in trace_members(trace) {
+                target.entry(key).or_insert_with(|| Value::from(value));
+            }
+        }
     }
+}
+
+/// The `_meta` members of a trace context: `traceparent`, and `tracestate` when there is one.
+fn trace_members(trace: &TraceContext) -> impl Iterator<Item = (&'static str, &str)> {
+    std::iter::once((meta::TRACEPARENT, trace.traceparent.as_str())).chain(
+        trace
+            .tracestate
+            .as_deref()
+            .map(|state| (meta::TRACESTATE, state)),
+    )
 }
 
 /// Adds `additions` to a request's `params._meta` (creating both if absent). Raw parameters get
@@ -191,12 +220,14 @@ fn has_top_level_meta(object_text: &str) -> bool {
 
 impl SessionShared {
     /// The `_meta` additions of one request.
-    pub(super) fn meta_additions(
-        &self,
+    pub(super) fn meta_additions<'a>(
+        &'a self,
         progress_token: Option<i64>,
         modern: bool,
-    ) -> MetaAdditions<'_> {
+        trace: Option<&'a TraceContext>,
+    ) -> MetaAdditions<'a> {
         MetaAdditions {
+            trace,
             progress_token,
             modern: modern.then_some(&self.modern_meta),
             log_level: if modern {

@@ -54,7 +54,7 @@ pub use era::EraMemo;
 pub use handler::{ClientHandler, StaticRoots};
 pub use modern::result_type;
 pub use notifications::{NotificationEvent, NotificationStream, ServerNotification};
-pub use options::{ProgressCallback, RequestOptions, SessionOptions};
+pub use options::{ProgressCallback, RequestOptions, SessionOptions, TraceContext};
 
 use crate::error::{Delivery, Error};
 use crate::jsonrpc::{Notification, Payload, RequestId};

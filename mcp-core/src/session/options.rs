@@ -184,6 +184,33 @@ pub struct RequestOptions {
     /// its input requests) within the request's deadline. Set by
     /// [`TasksExt::wait_for_task`](crate::extensions::tasks::TasksExt).
     pub wait_for_task: bool,
+    /// The W3C trace context the request carries to the server as `params._meta.traceparent`
+    /// (and `tracestate`), as the OpenTelemetry MCP conventions propose; set by a tracing
+    /// layer. A `traceparent` or `tracestate` the caller put in `_meta` itself is kept.
+    /// Default: none (nothing is added).
+    pub trace_context: Option<TraceContext>,
+}
+
+/// A W3C trace context (<https://www.w3.org/TR/trace-context/>) as the two strings a request
+/// carries in `params._meta`: `traceparent` (`00-<trace id>-<parent id>-<flags>`) and, when
+/// there is one, `tracestate`. The session writes them as given (escaped as JSON strings);
+/// whoever builds them makes them valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceContext {
+    /// The `traceparent` value.
+    pub traceparent: String,
+    /// The `tracestate` value, if any.
+    pub tracestate: Option<String>,
+}
+
+impl TraceContext {
+    /// A trace context of `traceparent` and, when given, `tracestate`.
+    pub fn new(traceparent: impl Into<String>, tracestate: Option<String>) -> Self {
+        TraceContext {
+            traceparent: traceparent.into(),
+            tracestate,
+        }
+    }
 }
 
 impl RequestOptions {
@@ -245,6 +272,12 @@ impl RequestOptions {
         self.wait_for_task = true;
         self
     }
+
+    /// Sets the [`trace_context`](Self::trace_context) the request carries in `_meta`.
+    pub fn with_trace_context(mut self, trace_context: TraceContext) -> Self {
+        self.trace_context = Some(trace_context);
+        self
+    }
 }
 
 impl fmt::Debug for RequestOptions {
@@ -258,6 +291,7 @@ impl fmt::Debug for RequestOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("return_task", &self.return_task)
             .field("wait_for_task", &self.wait_for_task)
+            .field("trace_context", &self.trace_context)
             .finish()
     }
 }

@@ -82,7 +82,11 @@ impl ClientSession {
         let mut deadline = deadline_after(started, timeout).min(hard_deadline);
 
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let additions = shared.meta_additions(shape.progress_token.then_some(id), shape.modern);
+        let additions = shared.meta_additions(
+            shape.progress_token.then_some(id),
+            shape.modern,
+            options.trace_context.as_ref(),
+        );
         let progress = (reset || options.on_progress.is_some())
             .then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
         // A transport may answer in the caller's task instead (in_place.rs): an in-process one

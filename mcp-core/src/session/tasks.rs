@@ -192,7 +192,7 @@ impl Drop for CancelGuard {
             return;
         };
         let cancel = task_operation(TASKS_CANCEL, &self.task_id, None);
-        let additions = shared.meta_additions(None, true);
+        let additions = shared.meta_additions(None, true, None);
         let params = match super::meta::with_request_meta(cancel.params, &additions) {
             Ok(params) => params,
             Err(e) => {

@@ -20,6 +20,7 @@ fn with_progress_token(params: Option<Payload>, id: i64) -> Result<Payload, Erro
         progress_token: Some(id),
         modern: None,
         log_level: None,
+        trace: None,
     };
     meta::with_request_meta(params, &additions).map(|p| p.expect("params are created"))
 }
@@ -1253,6 +1254,136 @@ async fn a_handler_that_never_answers_is_cut_off_and_duplicate_ids_are_refused()
         error.message
     );
     assert_eq!(Instant::now() - started, Duration::from_secs(2));
+}
+
+/// The trace-context part of the one `_meta` function.
+fn with_trace(params: Option<Payload>, trace: &TraceContext) -> Result<Option<Payload>, Error> {
+    let additions = meta::MetaAdditions {
+        progress_token: None,
+        modern: None,
+        log_level: None,
+        trace: Some(trace),
+    };
+    meta::with_request_meta(params, &additions)
+}
+
+#[test]
+fn a_trace_context_is_spliced_into_every_params_shape() {
+    let raw = |s: &str| {
+        Some(Payload::Raw(
+            serde_json::value::RawValue::from_string(s.to_owned()).unwrap(),
+        ))
+    };
+    let v = |p: Option<Payload>| p.expect("params").into_value().unwrap();
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let trace = TraceContext::new(PARENT, Some("rojo=00f067aa0ba902b7".into()));
+    let both = json!({"traceparent": PARENT, "tracestate": "rojo=00f067aa0ba902b7"});
+    assert_eq!(v(with_trace(None, &trace).unwrap()), json!({"_meta": both}));
+    // Raw parameters get it spliced in as text (no value tree), values get it inserted.
+    let spliced = with_trace(raw(r#"{"name":"echo","arguments":{"a":1}}"#), &trace).unwrap();
+    assert!(matches!(spliced, Some(Payload::Shared(_))));
+    assert_eq!(
+        v(spliced),
+        json!({"name": "echo", "arguments": {"a": 1}, "_meta": both})
+    );
+    assert_eq!(
+        v(with_trace(Some(Payload::Value(json!({"name": "echo"}))), &trace).unwrap()),
+        json!({"name": "echo", "_meta": both})
+    );
+    // A `_meta` of the caller's own keeps its members, its own traceparent included.
+    assert_eq!(
+        v(with_trace(raw(r#"{"_meta":{"x":1,"traceparent":"mine"}}"#), &trace).unwrap()),
+        json!({"_meta": {"x": 1, "traceparent": "mine", "tracestate": "rojo=00f067aa0ba902b7"}})
+    );
+    // Without a tracestate only the traceparent is added; whatever the strings hold, the
+    // result is valid JSON.
+    let odd = TraceContext::new("a\"b", None);
+    assert_eq!(
+        v(with_trace(raw("{}"), &odd).unwrap()),
+        json!({"_meta": {"traceparent": "a\"b"}})
+    );
+    // With the progress token and the modern members, all in one `_meta`.
+    let modern = ModernMeta::new(json!({}), json!({"name": "c", "version": "1"}));
+    let additions = meta::MetaAdditions {
+        progress_token: Some(3),
+        modern: Some(&modern),
+        log_level: None,
+        trace: Some(&trace),
+    };
+    let all = v(meta::with_request_meta(raw(r#"{"a":1}"#), &additions).unwrap());
+    assert_eq!(all["_meta"]["progressToken"], 3);
+    assert_eq!(all["_meta"]["traceparent"], PARENT);
+    assert_eq!(
+        all["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    // As values (for a transport answering in place): the same context, nothing spliced.
+    let values = additions.as_values();
+    assert_eq!(values.trace_context, Some(&trace));
+}
+
+#[test]
+fn without_a_trace_context_nothing_is_added() {
+    let additions = meta::MetaAdditions {
+        progress_token: None,
+        modern: None,
+        log_level: None,
+        trace: None,
+    };
+    let text = r#"{"name":"echo","arguments":{"a":1}}"#;
+    let raw = Payload::Raw(serde_json::value::RawValue::from_string(text.into()).unwrap());
+    let params = meta::with_request_meta(Some(raw), &additions)
+        .unwrap()
+        .unwrap();
+    assert!(matches!(params, Payload::Raw(_)));
+    assert_eq!(params.to_json_string(), text);
+    assert!(meta::with_request_meta(None, &additions).unwrap().is_none());
+    assert_eq!(additions.as_values().trace_context, None);
+    // The progress token alone: no trace members.
+    let params = v_of(with_progress_token(None, 1).unwrap());
+    assert_eq!(params, json!({"_meta": {"progressToken": 1}}));
+}
+
+fn v_of(payload: Payload) -> Value {
+    payload.into_value().unwrap()
+}
+
+#[tokio::test]
+async fn a_request_with_a_trace_context_carries_it_in_its_meta() {
+    let (session, mut server) = connect().await;
+    const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move {
+            let options = RequestOptions::new().with_trace_context(TraceContext::new(PARENT, None));
+            session
+                .call_tool("echo", Some(json!({"text": "x"})), options)
+                .await
+        }
+    });
+    let request = server.expect_request("tools/call").await;
+    let params = request.params.clone().unwrap().into_value().unwrap();
+    assert_eq!(params["_meta"]["traceparent"], PARENT);
+    assert!(params["_meta"].get("tracestate").is_none());
+    assert!(params["_meta"]["progressToken"].is_i64());
+    server
+        .respond(
+            request.id,
+            json!({"content": [{"type": "text", "text": "x"}]}),
+        )
+        .await;
+    call.await.unwrap().unwrap();
+    // The next request without one carries none.
+    let listing = tokio::spawn({
+        let session = session.clone();
+        async move { session.list_tools(None, RequestOptions::new()).await }
+    });
+    let request = server.expect_request("tools/list").await;
+    let params = request.params.clone().unwrap().into_value().unwrap();
+    assert!(params["_meta"].get("traceparent").is_none());
+    server.respond(request.id, json!({"tools": []})).await;
+    listing.await.unwrap().unwrap();
+    session.close().await;
 }
 
 #[test]

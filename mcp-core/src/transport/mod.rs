@@ -83,8 +83,9 @@ pub type InPlaceAnswer = Pin<
 /// What the session adds to a request's `params._meta`, as values: handed to
 /// [`TransportSender::answer_in_place`] instead of spliced into the parameters. A server reads
 /// the request's own `params._meta` (what the caller put there) together with it, as if
-/// spliced: the caller's `progressToken` and log level win, the session's protocol members
-/// win.
+/// spliced: the caller's `progressToken`, log level and trace context win, the session's
+/// protocol members win. A transport that passes the request on to another process must put
+/// these members into its `_meta`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestMeta<'a> {
     /// `progressToken`: the request's own id (every request but `initialize`).
@@ -95,6 +96,9 @@ pub struct RequestMeta<'a> {
     pub modern: Option<&'a Arc<Map<String, Value>>>,
     /// Modern era: `io.modelcontextprotocol/logLevel`, once `logging/setLevel` chose one.
     pub log_level: Option<LoggingLevel>,
+    /// Both eras: `traceparent` and `tracestate`, when the request's options carry a
+    /// [`TraceContext`](crate::session::TraceContext).
+    pub trace_context: Option<&'a crate::session::TraceContext>,
 }
 
 /// A connected transport, ready to be split into its two halves.

@@ -20,6 +20,10 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     /// The `subscriptions/listen` request a notification belongs to.
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// A request's W3C `traceparent` (both eras; the OpenTelemetry MCP conventions' key).
+    pub const TRACEPARENT: &str = "traceparent";
+    /// A request's W3C `tracestate` (both eras), next to its `traceparent`.
+    pub const TRACESTATE: &str = "tracestate";
 }
 
 /// The JSON-RPC error codes the MCP specification reserves (-32020 to -32099).

@@ -1,0 +1,205 @@
+//! `mcph stats`: calls through each server's full call stack (timeout, retry, breaker, pool …)
+//! and shows what the client's metrics saw — per server and per operation: calls, QPS,
+//! p50/p99, errors by kind, breaker, pool, cache hits. In a terminal the view is redrawn in
+//! place every interval; `--json` prints one snapshot per line; `--once` prints one snapshot
+//! after a short warm-up and exits.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use mcp_client::metrics::{LatencySummary, MetricsSnapshot, ServerSnapshot};
+use mcp_client::McpClient;
+use mcp_core::{McpServiceExt, RequestOptions};
+use serde_json::Value;
+
+use crate::commands::warn_unavailable;
+use crate::errors::CliError;
+use crate::output::{self, Table};
+
+/// What `mcph stats` does.
+#[derive(Debug, Clone)]
+pub struct StatsOptions {
+    /// The tool to call (a qualified name) and its arguments; without one, every ready server
+    /// is pinged through its stack.
+    pub call: Option<(String, Value)>,
+    /// Calls (or ping rounds) per second.
+    pub rate: u32,
+    /// How often the view is redrawn.
+    pub interval: Duration,
+    /// Print one snapshot after `warmup` calls and stop.
+    pub once: bool,
+    /// Calls (or ping rounds) before the one snapshot of `--once`.
+    pub warmup: u32,
+}
+
+/// Runs until Ctrl-C (handled by the caller), or once.
+pub async fn run(client: &McpClient, options: StatsOptions, json: bool) -> Result<(), CliError> {
+    warn_unavailable(client, "stats");
+    if let Some((name, _)) = &options.call {
+        if client.tools().get(name).is_none() {
+            return Err(crate::commands::missing_entry(
+                client,
+                name,
+                crate::commands::Missing::Tool,
+            ));
+        }
+    }
+    let pause = Duration::from_secs_f64(1.0 / f64::from(options.rate.max(1)));
+    if options.once {
+        for _ in 0..options.warmup.max(1) {
+            one_round(client, &options).await;
+            tokio::time::sleep(pause).await;
+        }
+        return show(&client.metrics(), json, false);
+    }
+    let live = !json && std::io::stdout().is_terminal();
+    let mut calls = tokio::time::interval(pause);
+    let mut redraw = tokio::time::interval(options.interval);
+    loop {
+        tokio::select! {
+            _ = calls.tick() => one_round(client, &options).await,
+            _ = redraw.tick() => show(&client.metrics(), json, live)?,
+        }
+    }
+}
+
+/// One call of the tool, or one ping of every ready server, through the call stacks; failures
+/// are what the view counts, not errors of the command.
+async fn one_round(client: &McpClient, options: &StatsOptions) {
+    match &options.call {
+        Some((name, arguments)) => {
+            let _ = client.call_tool(name, Some(arguments.clone())).await;
+        }
+        None => {
+            for report in client.servers() {
+                if !report.status.is_ready() {
+                    continue;
+                }
+                if let Some(service) = client.service(&report.name) {
+                    let _ = service.ping(RequestOptions::new()).await;
+                }
+            }
+        }
+    }
+}
+
+fn show(snapshot: &MetricsSnapshot, json: bool, live: bool) -> Result<(), CliError> {
+    if json {
+        let mut line = serde_json::to_string(snapshot)
+            .map_err(|e| CliError::Other(format!("cannot write JSON: {e}")))?;
+        line.push('\n');
+        return output::print(&line);
+    }
+    let mut text = String::new();
+    if live {
+        // Home and clear: the view is redrawn in place.
+        text.push_str("\x1b[H\x1b[2J");
+    }
+    text.push_str(&render(snapshot));
+    output::print(&text)
+}
+
+/// The human view: one row per server, then one per operation.
+pub fn render(snapshot: &MetricsSnapshot) -> String {
+    let mut servers = Table::new(&[
+        "SERVER",
+        "CALLS",
+        "QPS",
+        "P50",
+        "P99",
+        "ERRORS",
+        "BREAKER",
+        "POOL",
+        "CACHE HITS",
+        "RECONNECTS",
+    ]);
+    for server in &snapshot.servers {
+        servers.row(vec![
+            server.name.clone(),
+            server.calls.to_string(),
+            format!("{:.1}", server.qps),
+            millis(&server.latency, |l| l.p50_us),
+            millis(&server.latency, |l| l.p99_us),
+            errors(server),
+            server.breaker.clone().unwrap_or_else(|| "-".into()),
+            server
+                .pool
+                .as_ref()
+                .map(|p| format!("{} busy/{} idle, {} waits", p.in_use, p.idle, p.waits))
+                .unwrap_or_else(|| "-".into()),
+            server
+                .cache
+                .hit_rate
+                .map(|rate| {
+                    format!(
+                        "{:.0}% ({}/{})",
+                        rate * 100.0,
+                        server.cache.hits,
+                        server.cache.hits + server.cache.misses
+                    )
+                })
+                .unwrap_or_else(|| "-".into()),
+            server.reconnects.to_string(),
+        ]);
+    }
+    let mut operations = Table::new(&[
+        "SERVER",
+        "OPERATION",
+        "CALLS",
+        "QPS",
+        "P50",
+        "P90",
+        "P99",
+        "MAX",
+        "ERRORS BY KIND",
+    ]);
+    for server in &snapshot.servers {
+        for op in &server.operations {
+            let name = match &op.tool {
+                Some(tool) => format!("{} {tool}", op.method),
+                None => op.method.clone(),
+            };
+            let kinds = if op.errors_by_type.is_empty() {
+                "-".to_owned()
+            } else {
+                op.errors_by_type
+                    .iter()
+                    .map(|(kind, n)| format!("{kind}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            operations.row(vec![
+                server.name.clone(),
+                name,
+                op.calls.to_string(),
+                format!("{:.1}", op.qps),
+                millis(&op.latency, |l| l.p50_us),
+                millis(&op.latency, |l| l.p90_us),
+                millis(&op.latency, |l| l.p99_us),
+                millis(&op.latency, |l| l.max_us),
+                kinds,
+            ]);
+        }
+    }
+    format!(
+        "{}\n{}(QPS over the last {} s; latency in ms)\n",
+        servers.render(),
+        operations.render(),
+        snapshot.qps_window_seconds
+    )
+}
+
+fn millis(latency: &LatencySummary, pick: impl Fn(&LatencySummary) -> u64) -> String {
+    if latency.count == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.2}", pick(latency) as f64 / 1000.0)
+    }
+}
+
+fn errors(server: &ServerSnapshot) -> String {
+    if server.calls == 0 {
+        return "-".to_owned();
+    }
+    format!("{} ({:.1}%)", server.errors, server.error_rate * 100.0)
+}

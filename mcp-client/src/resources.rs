@@ -1,0 +1,204 @@
+//! Each server's resources: reads, subscriptions renewed on every new session, and — with the
+//! `resources` feature (`professional` and up) — [`mcp_resources::ResourceManager`]: the
+//! per-URI state machine (UNKNOWN → SUBSCRIBED → CACHED → STALE …), contents cached within
+//! their TTL in a byte-bounded cache, update observers.
+//!
+//! Wiring (the manager owns no task and no session):
+//! - reads go through the server's call stack (timeout, retry, breaker, pool);
+//! - subscriptions go to the supervised session, where the server sends its updates: on every
+//!   new session the supervisor calls [`SessionRenewal::renew`] before the session is ready,
+//!   which hands the manager the new session and its capabilities (cached contents go STALE,
+//!   subscriptions are made again);
+//! - the server's notifications reach the manager through the [`NotificationRelay`] in the
+//!   session's handler;
+//! - stopping the server closes the manager (everything UNSUBSCRIBED, bounded).
+//!
+//! Without the feature (`minimal`), reads go through the stack uncached and the subscribed URIs
+//! are a set, subscribed again on every new session.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_core::types::ReadResourceResult;
+use mcp_core::{BoxService, ClientSession, Error};
+#[cfg(not(feature = "resources"))]
+use mcp_core::{McpServiceExt, RequestOptions};
+use tokio::time::Instant;
+
+use crate::config::ServerConfig;
+
+#[cfg(feature = "resources")]
+pub use mcp_resources::NotificationRelay;
+
+/// What a supervisor renews on every new session before it is ready.
+#[async_trait]
+pub(crate) trait SessionRenewal: Send + Sync {
+    /// Renews what the previous session had (within `deadline`; failures are logged).
+    async fn renew(&self, session: &ClientSession, deadline: Instant);
+}
+
+/// One server's resources.
+pub(crate) struct ServerResources {
+    server: String,
+    /// Where cache hits and misses of resource contents are counted.
+    metrics: mcp_metrics::ServerHandle,
+    /// The server's call stack: reads go through it.
+    #[cfg(not(feature = "resources"))]
+    reads: BoxService,
+    #[cfg(not(feature = "resources"))]
+    request_timeout: std::time::Duration,
+    #[cfg(feature = "resources")]
+    manager: mcp_resources::ResourceManager,
+    #[cfg(not(feature = "resources"))]
+    subscriptions: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl ServerResources {
+    /// Resources of `config`'s server, read through `reads`; with the `resources` feature the
+    /// manager is attached to `relay` (the server's notifications).
+    pub(crate) fn new(
+        config: &ServerConfig,
+        reads: BoxService,
+        metrics: mcp_metrics::ServerHandle,
+        #[cfg(feature = "resources")] relay: &NotificationRelay,
+    ) -> ServerResources {
+        #[cfg(feature = "resources")]
+        let manager = {
+            let resource_config =
+                mcp_resources::ResourceConfig::default().with_request_timeout(config.tool_timeout);
+            // Subscriptions are offered (or not) by each session: `renew` says.
+            let manager = mcp_resources::ResourceManager::new(
+                reads.clone(),
+                &mcp_core::types::ServerCapabilities::default(),
+                resource_config,
+            );
+            relay.attach(&manager);
+            manager
+        };
+        ServerResources {
+            server: config.name.clone(),
+            metrics,
+            #[cfg(not(feature = "resources"))]
+            reads,
+            #[cfg(not(feature = "resources"))]
+            request_timeout: config.tool_timeout,
+            #[cfg(feature = "resources")]
+            manager,
+            #[cfg(not(feature = "resources"))]
+            subscriptions: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+        }
+    }
+
+    /// The manager (feature `resources`).
+    #[cfg(feature = "resources")]
+    pub(crate) fn manager(&self) -> &mcp_resources::ResourceManager {
+        &self.manager
+    }
+
+    /// Reads `uri`: from the manager's cache while it is fresh (feature `resources`), through
+    /// the call stack otherwise.
+    pub(crate) async fn read(&self, uri: &str) -> Result<Arc<ReadResourceResult>, Error> {
+        #[cfg(feature = "resources")]
+        {
+            let (result, source) = self.manager.read_with_source(uri).await?;
+            let hit = source == mcp_resources::ReadSource::Cache;
+            self.metrics
+                .cache(mcp_metrics::CacheKind::ResourceContents, hit);
+            Ok(result)
+        }
+        #[cfg(not(feature = "resources"))]
+        {
+            // Nothing is kept: every read is a miss.
+            self.metrics
+                .cache(mcp_metrics::CacheKind::ResourceContents, false);
+            self.reads
+                .read_resource(uri, RequestOptions::new())
+                .await
+                .map(Arc::new)
+        }
+    }
+
+    /// Subscribes to `uri` on `session` (the supervised one) and keeps the subscription across
+    /// sessions.
+    pub(crate) async fn subscribe(&self, session: &ClientSession, uri: &str) -> Result<(), Error> {
+        #[cfg(feature = "resources")]
+        {
+            let _ = session;
+            self.manager.subscribe(uri).await
+        }
+        #[cfg(not(feature = "resources"))]
+        {
+            let options = RequestOptions::new().with_timeout(self.request_timeout);
+            session.subscribe_resource(uri, options).await?;
+            mcp_core::sync::lock(&self.subscriptions).insert(uri.to_owned());
+            Ok(())
+        }
+    }
+
+    /// Ends the subscription to `uri`.
+    pub(crate) async fn unsubscribe(
+        &self,
+        session: &ClientSession,
+        uri: &str,
+    ) -> Result<(), Error> {
+        #[cfg(feature = "resources")]
+        {
+            let _ = session;
+            self.manager.unsubscribe(uri).await
+        }
+        #[cfg(not(feature = "resources"))]
+        {
+            mcp_core::sync::lock(&self.subscriptions).remove(uri);
+            let options = RequestOptions::new().with_timeout(self.request_timeout);
+            session.unsubscribe_resource(uri, options).await
+        }
+    }
+
+    /// The server is going away for good: subscriptions end (bounded), contents are dropped.
+    pub(crate) async fn close(&self) {
+        #[cfg(feature = "resources")]
+        self.manager.close().await;
+        #[cfg(not(feature = "resources"))]
+        mcp_core::sync::lock(&self.subscriptions).clear();
+    }
+}
+
+#[async_trait]
+impl SessionRenewal for ServerResources {
+    async fn renew(&self, session: &ClientSession, deadline: Instant) {
+        #[cfg(feature = "resources")]
+        {
+            let renewal = mcp_resources::SessionRenewal::new()
+                .subscription_service(Arc::new(session.clone()))
+                .capabilities(&session.server_info().capabilities);
+            match tokio::time::timeout_at(deadline, self.manager.reconnected(renewal)).await {
+                Ok(Ok(report)) => {
+                    for (uri, e) in report.failed {
+                        tracing::warn!(server = %self.server, uri, error = %e, "could not renew a resource subscription");
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(server = %self.server, error = %e, "could not renew the resource subscriptions")
+                }
+                Err(_) => {
+                    tracing::warn!(server = %self.server, "renewing the resource subscriptions ran out of time")
+                }
+            }
+        }
+        #[cfg(not(feature = "resources"))]
+        {
+            let uris: Vec<String> = mcp_core::sync::lock(&self.subscriptions)
+                .iter()
+                .cloned()
+                .collect();
+            for uri in uris {
+                let options = RequestOptions::new()
+                    .with_timeout(self.request_timeout)
+                    .with_deadline(deadline);
+                if let Err(e) = session.subscribe_resource(&uri, options).await {
+                    tracing::warn!(server = %self.server, uri, error = %e, "could not renew a resource subscription");
+                }
+            }
+        }
+    }
+}

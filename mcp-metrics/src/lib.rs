@@ -1,0 +1,80 @@
+//! `mcp-metrics`: what every MCP call did — per server, method and tool — as a layer around
+//! any [`mcp_core::McpService`], readable in process and exported through OpenTelemetry and
+//! Prometheus.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`registry`] | [`Metrics`], the registry (one per client; a cheap `Clone`), and [`ServerHandle`], what the facade records a server's reconnects, token refreshes, cache lookups, sessions, protocol version and address through |
+//! | [`layer`] | [`MetricsLayer`]: per call, its count, outcome (errors by [`ErrorKind`](mcp_core::ErrorKind) name; `tool_error` for a result with `isError: true`; `cancelled`), latency and rate |
+//! | [`gauges`] | [`GaugeSource`]: breaker state and pool occupancy, read at snapshot time |
+//! | [`cache`] | [`CacheKind`]: the facade's caches |
+//! | [`snapshot`] | [`MetricsSnapshot`]: servers in registration order, each with a summary over its operations and its operations sorted |
+//! | `otel` | (feature `opentelemetry`) `mcp.client.operation.duration`, `mcp.client.session.duration`, client spans and the W3C trace context in `params._meta` |
+//! | `prometheus` | (feature `prometheus`) `Metrics::render_prometheus` and `PrometheusEndpoint` |
+//! | `latency`, `window`, `series`, `server`, `outcome` | (private) hdrhistogram at µs resolution, the lock-free QPS window, one series, one server, how a call ended |
+//!
+//! # Using it
+//!
+//! ```
+//! # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+//! use std::time::Duration;
+//! use mcp_core::{Layer, McpServiceExt, RequestOptions};
+//! use mcp_metrics::{CacheKind, Metrics};
+//!
+//! let metrics = Metrics::new();
+//! // Outermost in the server's stack: one call as its caller sees it.
+//! let github = metrics.layer("github", "tcp").layer(session);
+//! github.call_tool("search", None, RequestOptions::new()).await?;
+//!
+//! // What the layer cannot see, the facade tells the server's handle.
+//! let handle = metrics.server("github");
+//! handle.set_protocol_version(Some("2025-11-25"));
+//! handle.cache(CacheKind::Tools, true);
+//! handle.reconnected();
+//! handle.session_ended(Duration::from_secs(600), Some("network_error"));
+//!
+//! let snapshot = metrics.snapshot();
+//! let server = snapshot.server("github").expect("registered");
+//! println!("{} calls, {:.1}% errors, p99 {} µs", server.calls, server.error_rate * 100.0, server.latency.p99_us);
+//! # Ok(()) }
+//! ```
+//!
+//! # Costs
+//!
+//! A call through the layer costs a lookup by borrowed keys in a lock-free table, two clock
+//! reads, one short mutex (counts and the histogram record), one compare-and-swap (the QPS
+//! window) and its boxed future — the `layer_call` bench measures it against the same call
+//! without the layer (target: < 100 ns). Each (server, method, tool) series holds a
+//! histogram of about 16 KiB once it has seen latencies from microseconds to seconds; each
+//! server's table takes 32 KiB up front for its 1024 series (the default cap). Nothing here
+//! spawns a task but the Prometheus endpoint, whose handle owns it.
+
+#![warn(missing_docs)]
+
+pub mod cache;
+mod config;
+pub mod gauges;
+mod latency;
+pub mod layer;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
+mod outcome;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
+pub mod registry;
+mod series;
+mod server;
+pub mod snapshot;
+mod window;
+
+pub use cache::CacheKind;
+pub use config::MetricsConfig;
+pub use gauges::{GaugeSource, PoolGauges, ServerGauges};
+pub use latency::LatencySummary;
+pub use layer::{MetricsLayer, MetricsService};
+#[cfg(feature = "prometheus")]
+pub use prometheus::PrometheusEndpoint;
+pub use registry::{Metrics, ServerHandle};
+pub use snapshot::{
+    CacheRow, CacheSnapshot, MetricsSnapshot, OperationSnapshot, ServerSnapshot, SessionSnapshot,
+};

@@ -1,0 +1,169 @@
+//! What the server offers — its resources and resource templates ([`Discovery`]) — and the
+//! listing cache that keeps it until `notifications/resources/list_changed` or a reconnect.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use mcp_core::sync::lock;
+use mcp_core::types::{Resource, ResourceTemplate};
+
+use crate::template::UriTemplate;
+
+/// A server's resources and resource templates, as
+/// [`discover_resources`](crate::ResourceManager::discover_resources) returns them.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    /// Each template parsed (`None`: malformed, never matched).
+    parsed: Vec<Option<UriTemplate>>,
+}
+
+/// A URI matched against one of the server's templates
+/// ([`Discovery::template_for`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateMatch {
+    /// The server's template.
+    pub template: ResourceTemplate,
+    /// Its URI template, parsed.
+    pub uri_template: UriTemplate,
+    /// The values of its variables in the URI.
+    pub variables: BTreeMap<String, String>,
+}
+
+impl Discovery {
+    /// A discovery of `resources` and `templates` (templates that do not parse are kept in
+    /// [`templates`](Self::templates) but never match).
+    pub fn new(resources: Vec<Resource>, templates: Vec<ResourceTemplate>) -> Self {
+        let parsed = templates
+            .iter()
+            .map(|t| match UriTemplate::parse(&t.uri_template) {
+                Ok(parsed) => Some(parsed),
+                Err(e) => {
+                    tracing::debug!(template = %t.uri_template, error = %e, "a resource template does not parse; it will match nothing");
+                    None
+                }
+            })
+            .collect();
+        Discovery {
+            resources,
+            templates,
+            parsed,
+        }
+    }
+
+    /// The resources (`resources/list`, every page).
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// The resource templates (`resources/templates/list`, every page; empty when the server
+    /// does not implement the method).
+    pub fn templates(&self) -> &[ResourceTemplate] {
+        &self.templates
+    }
+
+    /// The listed resource with this URI.
+    pub fn resource(&self, uri: &str) -> Option<&Resource> {
+        self.resources.iter().find(|r| r.uri == uri)
+    }
+
+    /// The template `uri` is an instance of, with its variables. When several match, the
+    /// most specific wins (the most literal characters), then the server's order.
+    pub fn template_for(&self, uri: &str) -> Option<TemplateMatch> {
+        let mut best: Option<(
+            usize,
+            &ResourceTemplate,
+            &UriTemplate,
+            BTreeMap<String, String>,
+        )> = None;
+        for (template, parsed) in self.templates.iter().zip(&self.parsed) {
+            let Some(parsed) = parsed else { continue };
+            let Some(variables) = parsed.matches(uri) else {
+                continue;
+            };
+            let specificity = parsed.literal_len();
+            if best.as_ref().is_none_or(|(s, ..)| specificity > *s) {
+                best = Some((specificity, template, parsed, variables));
+            }
+        }
+        best.map(|(_, template, uri_template, variables)| TemplateMatch {
+            template: template.clone(),
+            uri_template: uri_template.clone(),
+            variables,
+        })
+    }
+}
+
+/// The kept discovery and the generation that invalidations bump: a fetch that started in
+/// an older generation is returned to its callers but not kept.
+#[derive(Default)]
+pub(crate) struct ListingCache {
+    state: Mutex<Listing>,
+}
+
+#[derive(Default)]
+struct Listing {
+    kept: Option<Arc<Discovery>>,
+    generation: u64,
+}
+
+impl ListingCache {
+    pub(crate) fn kept(&self) -> Option<Arc<Discovery>> {
+        lock(&self.state).kept.clone()
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        lock(&self.state).generation
+    }
+
+    /// Keeps `discovery` if nothing invalidated the listing since `generation`.
+    pub(crate) fn keep(&self, generation: u64, discovery: &Arc<Discovery>) -> bool {
+        let mut state = lock(&self.state);
+        if state.generation != generation {
+            return false;
+        }
+        state.kept = Some(discovery.clone());
+        true
+    }
+
+    pub(crate) fn invalidate(&self) {
+        let mut state = lock(&self.state);
+        state.kept = None;
+        state.generation += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(uri_template: &str, name: &str) -> ResourceTemplate {
+        serde_json::from_value(serde_json::json!({"uriTemplate": uri_template, "name": name}))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_most_specific_template_wins() {
+        let discovery = Discovery::new(
+            Vec::new(),
+            vec![
+                template("docs://{+path}", "any"),
+                template("docs://api/{name}", "api"),
+                template("docs://{broken", "broken"),
+            ],
+        );
+        let api = discovery.template_for("docs://api/Vec").unwrap();
+        assert_eq!(api.template.name, "api");
+        assert_eq!(api.variables["name"], "Vec");
+        let any = discovery.template_for("docs://guide/intro").unwrap();
+        assert_eq!(any.template.name, "any");
+        assert_eq!(any.variables["path"], "guide/intro");
+        assert!(discovery.template_for("other://x").is_none());
+        assert_eq!(
+            discovery.templates().len(),
+            3,
+            "a broken template is kept, unmatched"
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! Single flight: concurrent callers asking for the same key share one fetch.
+//!
+//! The first caller (the leader) runs the fetch in its own task; the others wait for its
+//! outcome on a `watch` channel, each until its own deadline. Nothing is locked across an
+//! await: the map of flights is locked only to join or leave one. A leader that is dropped
+//! mid-fetch (its caller gave up) leaves the map first and then drops its sender, so the
+//! waiting callers wake up and one of them leads a new fetch.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use mcp_core::sync::lock;
+use mcp_core::Error;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+type Outcome<T> = Option<Result<T, Error>>;
+
+/// Who ran a fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// This caller ran it.
+    Leader,
+    /// This caller waited for another's.
+    Follower,
+}
+
+/// Flights by key.
+pub(crate) struct SingleFlight<T> {
+    flights: Mutex<HashMap<String, Flight<T>>>,
+    next_id: AtomicU64,
+}
+
+struct Flight<T> {
+    id: u64,
+    outcome: watch::Receiver<Outcome<T>>,
+}
+
+/// The leader's hold on its flight: leaves the map when dropped, before the sender goes.
+struct Leading<'a, T> {
+    flights: &'a Mutex<HashMap<String, Flight<T>>>,
+    key: &'a str,
+    id: u64,
+    sender: watch::Sender<Outcome<T>>,
+}
+
+impl<T> Drop for Leading<'_, T> {
+    fn drop(&mut self) {
+        let mut flights = lock(self.flights);
+        if flights.get(self.key).is_some_and(|f| f.id == self.id) {
+            flights.remove(self.key);
+        }
+        // `sender` drops after this body: waiters find the map without this flight.
+    }
+}
+
+enum Joined<'a, T> {
+    Leader(Leading<'a, T>),
+    Follower(watch::Receiver<Outcome<T>>),
+}
+
+impl<T: Clone> SingleFlight<T> {
+    pub(crate) fn new() -> Self {
+        SingleFlight {
+            flights: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether a fetch for `key` is under way.
+    pub(crate) fn is_running(&self, key: &str) -> bool {
+        lock(&self.flights).contains_key(key)
+    }
+
+    fn join<'a>(&'a self, key: &'a str) -> Joined<'a, T> {
+        let mut flights = lock(&self.flights);
+        if let Some(flight) = flights.get(key) {
+            // A sender that is gone without an outcome belongs to a leader that is leaving.
+            if flight.outcome.has_changed().is_ok() || flight.outcome.borrow().is_some() {
+                return Joined::Follower(flight.outcome.clone());
+            }
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, outcome) = watch::channel(None);
+        flights.insert(key.to_owned(), Flight { id, outcome });
+        Joined::Leader(Leading {
+            flights: &self.flights,
+            key,
+            id,
+            sender,
+        })
+    }
+
+    /// Runs `fetch` for `key`, or waits (until `deadline`) for the fetch another caller is
+    /// running. `timed_out` makes the error of a follower that waited until its deadline.
+    pub(crate) async fn run<F, Fut>(
+        &self,
+        key: &str,
+        deadline: Instant,
+        fetch: F,
+        timed_out: impl Fn() -> Error,
+    ) -> (Result<T, Error>, Role)
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let mut fetch = Some(fetch);
+        loop {
+            match self.join(key) {
+                Joined::Leader(leading) => {
+                    let Some(fetch) = fetch.take() else {
+                        // Unreachable: a caller leads at most once, and returns then.
+                        return (Err(timed_out()), Role::Leader);
+                    };
+                    let outcome = fetch().await;
+                    leading.sender.send_replace(Some(outcome.clone()));
+                    drop(leading);
+                    return (outcome, Role::Leader);
+                }
+                Joined::Follower(mut outcome) => {
+                    let waited =
+                        tokio::time::timeout_at(deadline, outcome.wait_for(Option::is_some)).await;
+                    match waited {
+                        Ok(Ok(done)) => {
+                            if let Some(result) = done.as_ref() {
+                                return (result.clone(), Role::Follower);
+                            }
+                        }
+                        // The leader gave up without an outcome: lead a new fetch (or join
+                        // the one another waiter started).
+                        Ok(Err(_)) => continue,
+                        Err(_) => return (Err(timed_out()), Role::Follower),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn timed_out() -> Error {
+        Error::timeout("waited too long")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_callers_share_one_fetch() {
+        let flights = Arc::new(SingleFlight::<u32>::new());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (release, released) = watch::channel(false);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut tasks = Vec::new();
+        for _ in 0..5 {
+            let flights = flights.clone();
+            let runs = runs.clone();
+            let mut released = released.clone();
+            tasks.push(tokio::spawn(async move {
+                flights
+                    .run(
+                        "k",
+                        deadline,
+                        || async move {
+                            runs.fetch_add(1, Ordering::SeqCst);
+                            let _ = released.wait_for(|r| *r).await;
+                            Ok(7)
+                        },
+                        timed_out,
+                    )
+                    .await
+            }));
+        }
+        tokio::task::yield_now().await;
+        assert!(flights.is_running("k"));
+        release.send_replace(true);
+        let mut leaders = 0;
+        for task in tasks {
+            let (result, role) = task.await.unwrap();
+            assert_eq!(result.unwrap(), 7);
+            leaders += usize::from(role == Role::Leader);
+        }
+        assert_eq!(leaders, 1);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert!(!flights.is_running("k"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_leader_hands_the_fetch_to_a_waiter() {
+        let flights = Arc::new(SingleFlight::<u32>::new());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let stuck = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                flights
+                    .run("k", deadline, std::future::pending, timed_out)
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        let follower = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                flights
+                    .run("k", deadline, || async { Ok(1) }, timed_out)
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        stuck.abort();
+        let (result, role) = follower.await.unwrap();
+        assert_eq!(result.unwrap(), 1);
+        assert_eq!(role, Role::Leader, "the waiter ran its own fetch");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_gives_up_at_its_deadline() {
+        let flights = Arc::new(SingleFlight::<u32>::new());
+        let far = Instant::now() + Duration::from_secs(100);
+        let _stuck = {
+            let flights = flights.clone();
+            tokio::spawn(
+                async move { flights.run("k", far, std::future::pending, timed_out).await },
+            )
+        };
+        tokio::task::yield_now().await;
+        let started = Instant::now();
+        let near = started + Duration::from_secs(3);
+        let (result, role) = flights.run("k", near, || async { Ok(1) }, timed_out).await;
+        assert_eq!(role, Role::Follower);
+        assert_eq!(result.unwrap_err().kind(), mcp_core::ErrorKind::Timeout);
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+}

@@ -1,0 +1,128 @@
+//! `mcp-resources`: one MCP server's resources kept fresh for a harness (R-RES), on any
+//! [`McpService`](mcp_core::McpService) — a session, or a stack of layers around one.
+//!
+//! - **The manager** ([`ResourceManager`], `manager.rs`; its request paths in `requests.rs`): [`read`](ResourceManager::read)
+//!   (from the cache within the TTL, one fetch shared by concurrent readers),
+//!   [`subscribe`](ResourceManager::subscribe) / [`unsubscribe`](ResourceManager::unsubscribe),
+//!   [`discover_resources`](ResourceManager::discover_resources) (resources and templates,
+//!   kept until the list changes), [`on_update`](ResourceManager::on_update) observers,
+//!   [`handle_notification`](ResourceManager::handle_notification),
+//!   [`reconnected`](ResourceManager::reconnected) (subscriptions survive a new session),
+//!   [`close`](ResourceManager::close), [`state`](ResourceManager::state),
+//!   [`stats`](ResourceManager::stats) ([`ResourceStats`], `stats.rs`: hits, misses, bytes)
+//!   and [`transitions`](ResourceManager::transitions). [`SessionRenewal`] and
+//!   [`RenewalReport`] (`renewal.rs`) describe a reconnect; [`offers_subscriptions`] reads a
+//!   server's capabilities.
+//! - **The state machine** (`state.rs` the names, `table.rs` the rules): [`ResourceState`],
+//!   [`Trigger`], [`Transition`] — below.
+//! - **The cache** (`content.rs`, internal): a moka `sync::Cache` weighed in bytes
+//!   ([`ResourceConfig::max_bytes`]), least recently used out first.
+//! - **Single flight** (`flight.rs`, internal): concurrent callers of one URI (or of the
+//!   listing) share one request, each waiting within its own deadline.
+//! - **Observers** (`observers.rs`): URI → callbacks, removed when their [`UpdateGuard`]
+//!   drops; a panicking callback is caught.
+//! - **Discovery and templates** (`discovery.rs`, `template.rs`): [`Discovery`] (with
+//!   [`template_for`](Discovery::template_for) → [`TemplateMatch`]) and RFC 6570
+//!   [`UriTemplate`]s (parse, [`expand`](UriTemplate::expand),
+//!   [`matches`](UriTemplate::matches)).
+//! - **Wiring** (`handler.rs`): [`ResourceHandler`], a `ClientHandler` that relays a
+//!   session's notifications to a manager through a [`NotificationRelay`].
+//! - **Configuration** (`config.rs`): [`ResourceConfig`]; errors (`error.rs`) are
+//!   `mcp_core::Error`s naming the URI.
+//!
+//! # The state of one URI
+//!
+//! ```text
+//!             subscribe · first read (the server offers subscriptions)
+//!   UNKNOWN ────────────────────────────────────────────────► SUBSCRIBED
+//!    │   ▲                                                      │     ▲
+//!    │   │ evicted, not subscribed                         read │     │ evicted
+//!    │   │                                                      ▼     │
+//!    │   └───────────────────────────────────────────────── CACHED ───┘
+//!    │                                                      ▲ │  ▲
+//!    └──── read, no subscription (fresh by the TTL only) ───┘ │  │ read
+//!                                                             │  │
+//!       updated · TTL expired · reconnected · missed updates  ▼  │
+//!                                                            STALE
+//!
+//!   any state ── unsubscribe · close ──► UNSUBSCRIBED ── subscribe ──► SUBSCRIBED
+//!   SUBSCRIBED ── reconnected, subscribing again failed ──► UNKNOWN
+//! ```
+//!
+//! | from | trigger | to |
+//! |---|---|---|
+//! | UNKNOWN | [`subscribe`](ResourceManager::subscribe), or the first [`read`](ResourceManager::read) when the server offers `resources.subscribe` and [`auto_subscribe`](ResourceConfig::auto_subscribe) is on | SUBSCRIBED ([`Trigger::Subscribe`]) |
+//! | UNKNOWN | a read without a subscription (the server offers none, `auto_subscribe` off, or the server refused it): freshness relies on the TTL alone | CACHED ([`Trigger::Read`]) |
+//! | SUBSCRIBED, STALE | a read that fetched and kept the content | CACHED ([`Trigger::Read`]) |
+//! | CACHED | `notifications/resources/updated` for the URI | STALE ([`Trigger::Updated`]) |
+//! | CACHED | the TTL ran out, noticed when the URI is next read or its state asked for (on tokio's clock) | STALE ([`Trigger::TtlExpired`]) |
+//! | CACHED | a new session ([`reconnected`](ResourceManager::reconnected)) | STALE ([`Trigger::Reconnected`]) |
+//! | CACHED | the owner's notification stream lagged ([`notifications_missed`](ResourceManager::notifications_missed)) | STALE ([`Trigger::NotificationsMissed`]) |
+//! | CACHED | evicted to stay within [`max_bytes`](ResourceConfig::max_bytes): the content is dropped, the subscription kept | SUBSCRIBED ([`Trigger::Evicted`]); UNKNOWN when not subscribed |
+//! | SUBSCRIBED | a new session on which the subscription could not be renewed | UNKNOWN ([`Trigger::ResubscribeFailed`]) |
+//! | any | [`unsubscribe`](ResourceManager::unsubscribe) | UNSUBSCRIBED ([`Trigger::Unsubscribe`]) |
+//! | any | [`close`](ResourceManager::close): the session ended | UNSUBSCRIBED ([`Trigger::Closed`]) |
+//! | UNSUBSCRIBED | [`subscribe`](ResourceManager::subscribe) | SUBSCRIBED ([`Trigger::Subscribe`]) |
+//!
+//! A trigger that does not change the state is no transition: an update of a URI holding no
+//! content, a read whose result is not kept (it raced an update, reconnect or unsubscribe; it
+//! is heavier than the cache; its TTL is zero; the URI is UNSUBSCRIBED and read through), a
+//! subscribe of a URI that holds content. A URI that ends up UNKNOWN is forgotten.
+//!
+//! # Wiring it to a session
+//!
+//! The manager owns no task and no session. Its owner:
+//! 1. builds it over the service reads go through and, when subscriptions must use another
+//!    one (the primary session, while reads go through a pool),
+//!    [`with_subscription_service`](ResourceManager::with_subscription_service);
+//! 2. feeds it the session's notifications — from its `ClientHandler`'s `on_notification`
+//!    ([`ResourceHandler`] does it), or a task running [`follow`](ResourceManager::follow);
+//! 3. calls [`reconnected`](ResourceManager::reconnected) after every new session (with the
+//!    new subscription service if it changed) and [`close`](ResourceManager::close) when the
+//!    server goes away for good.
+//!
+//! ```no_run
+//! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
+//! use mcp_core::{ClientSession, SessionOptions};
+//! use mcp_resources::{ResourceConfig, ResourceHandler, ResourceManager};
+//! let handler = ResourceHandler::new(());
+//! let relay = handler.relay();
+//! let session = ClientSession::connect(transport, handler, SessionOptions::default()).await?;
+//! let resources = ResourceManager::for_session(&session, ResourceConfig::default());
+//! relay.attach(&resources);
+//!
+//! let _guard = resources.on_update("fixture://counter", |update| println!("{} changed", update.uri));
+//! let counter = resources.read("fixture://counter").await?; // SUBSCRIBED, then CACHED
+//! for content in &counter.contents {
+//!     println!("{}", content.text.as_deref().unwrap_or("<binary>"));
+//! }
+//! resources.close().await; // UNSUBSCRIBED
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod config;
+mod content;
+mod discovery;
+mod error;
+mod flight;
+mod handler;
+mod manager;
+mod observers;
+mod renewal;
+mod requests;
+mod state;
+mod stats;
+mod table;
+mod template;
+
+pub use config::ResourceConfig;
+pub use discovery::{Discovery, TemplateMatch};
+pub use handler::{NotificationRelay, ResourceHandler};
+pub use manager::{offers_subscriptions, ReadSource, ResourceManager};
+pub use observers::UpdateGuard;
+pub use renewal::{RenewalReport, SessionRenewal};
+pub use state::{ResourceState, Transition, Trigger};
+pub use stats::ResourceStats;
+pub use template::{TemplateError, UriTemplate};
