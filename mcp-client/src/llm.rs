@@ -14,9 +14,8 @@
 //!   catalog and format and hands out the same `Arc` until the catalog changes.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::catalog::{Catalog, CatalogTool};
 
@@ -61,18 +60,19 @@ impl LlmToolList {
         format: LlmToolFormat,
     ) -> LlmToolList {
         let mut names = Vec::new();
-        let mut members = String::new();
+        let mut members = Vec::new();
         for tool in tools {
             if !members.is_empty() {
-                members.push(',');
+                members.push(b',');
             }
-            write_canonical(&mut members, &definition(tool, format));
+            write_definition(&mut members, tool, format);
             names.push(tool.qualified_name.clone());
         }
         LlmToolList {
             format,
             names,
-            members,
+            // Only JSON text was written, from valid strings.
+            members: String::from_utf8(members).unwrap_or_default(),
         }
     }
 
@@ -104,107 +104,130 @@ impl LlmToolList {
     /// One JSON array: the harness's own tool definitions first (as given, written
     /// canonically), then the MCP tools — the exact bytes to send as a request's `tools`.
     pub fn after_harness_tools(&self, harness_tools: &[Value]) -> String {
-        let mut out = String::with_capacity(self.members.len() + 2 + 256 * harness_tools.len());
-        out.push('[');
+        let mut out = Vec::with_capacity(self.members.len() + 2 + 256 * harness_tools.len());
+        out.push(b'[');
         for (i, tool) in harness_tools.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
             write_canonical(&mut out, tool);
         }
         if !harness_tools.is_empty() && !self.members.is_empty() {
-            out.push(',');
+            out.push(b',');
         }
-        out.push_str(&self.members);
-        out.push(']');
-        out
+        out.extend_from_slice(self.members.as_bytes());
+        out.push(b']');
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
-/// One tool's definition in `format`.
-fn definition(tool: &CatalogTool, format: LlmToolFormat) -> Value {
+/// A member's value: text, or JSON written canonically.
+enum Member<'a> {
+    Text(&'a str),
+    Json(&'a Value),
+    Object(Vec<(&'static str, Member<'a>)>),
+}
+
+/// Writes one tool's definition in `format`, members sorted by key.
+fn write_definition(out: &mut Vec<u8>, tool: &CatalogTool, format: LlmToolFormat) {
     let description = tool
         .tool
         .description
-        .clone()
-        .or_else(|| tool.tool.title.clone())
+        .as_deref()
+        .or(tool.tool.title.as_deref())
         .unwrap_or_default();
-    let name = Value::String(tool.qualified_name.clone());
+    let name = Member::Text(&tool.qualified_name);
+    let schema = Member::Json(&tool.tool.input_schema);
     match format {
-        LlmToolFormat::Anthropic => object([
-            ("name", name),
-            ("description", Value::String(description)),
-            ("input_schema", tool.tool.input_schema.clone()),
-        ]),
-        LlmToolFormat::OpenAi => object([
-            ("type", Value::from("function")),
-            (
-                "function",
-                object([
-                    ("name", name),
-                    ("description", Value::String(description)),
-                    ("parameters", tool.tool.input_schema.clone()),
-                ]),
-            ),
-        ]),
+        LlmToolFormat::Anthropic => write_members(
+            out,
+            vec![
+                ("name", name),
+                ("description", Member::Text(description)),
+                ("input_schema", schema),
+            ],
+        ),
+        LlmToolFormat::OpenAi => write_members(
+            out,
+            vec![
+                ("type", Member::Text("function")),
+                (
+                    "function",
+                    Member::Object(vec![
+                        ("name", name),
+                        ("description", Member::Text(description)),
+                        ("parameters", schema),
+                    ]),
+                ),
+            ],
+        ),
         LlmToolFormat::Mcp => {
+            // Every member the server gave (unknown ones too), under the qualified name.
             let mut value = serde_json::to_value(&tool.tool).unwrap_or(Value::Null);
             if let Value::Object(members) = &mut value {
-                members.insert("name".into(), name);
+                members.insert("name".into(), Value::String(tool.qualified_name.clone()));
             }
-            value
+            write_canonical(out, &value);
         }
     }
 }
 
-fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
-    Value::Object(
-        members
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect::<Map<String, Value>>(),
-    )
+fn write_members(out: &mut Vec<u8>, mut members: Vec<(&'static str, Member<'_>)>) {
+    members.sort_unstable_by_key(|(key, _)| *key);
+    out.push(b'{');
+    for (i, (key, member)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(out, key);
+        out.push(b':');
+        match member {
+            Member::Text(text) => write_string(out, text),
+            Member::Json(value) => write_canonical(out, value),
+            Member::Object(inner) => write_members(out, inner),
+        }
+    }
+    out.push(b'}');
 }
 
 /// Writes `value` with object members sorted by key at every depth and no whitespace (whatever
 /// order `serde_json`'s map keeps).
-pub(crate) fn write_canonical(out: &mut String, value: &Value) {
+pub(crate) fn write_canonical(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Object(members) => {
             let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
             sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (key, member)) in sorted.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_string(out, key);
-                out.push(':');
+                out.push(b':');
                 write_canonical(out, member);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(out, item);
             }
-            out.push(']');
+            out.push(b']');
         }
-        Value::String(s) => write_string(out, s),
-        // Null, booleans and numbers: serde_json's own text.
+        // Strings, numbers, booleans and null: serde_json's own text (writing to a Vec cannot
+        // fail).
         other => {
-            let _ = write!(out, "{other}");
+            let _ = serde_json::to_writer(&mut *out, other);
         }
     }
 }
 
-fn write_string(out: &mut String, s: &str) {
-    // A string always serializes (serde_json escapes it).
-    out.push_str(&Value::String(s.to_owned()).to_string());
+fn write_string(out: &mut Vec<u8>, s: &str) {
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// The place of every tool in the model's list: the catalog's order at first sight, later
@@ -397,11 +420,14 @@ mod tests {
 
     #[test]
     fn canonical_text_sorts_nested_keys_and_escapes() {
-        let mut out = String::new();
+        let mut out = Vec::new();
         write_canonical(
             &mut out,
             &json!({"b": [1, {"d": null, "c": true}], "a": "q\"\n", "n": 1.5}),
         );
-        assert_eq!(out, r#"{"a":"q\"\n","b":[1,{"c":true,"d":null}],"n":1.5}"#);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":"q\"\n","b":[1,{"c":true,"d":null}],"n":1.5}"#
+        );
     }
 }

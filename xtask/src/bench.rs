@@ -10,7 +10,8 @@
 //! A full run (not `--quick`) then runs the transports the driver has no peer for — in-process,
 //! WebSocket, gRPC — through their crates' criterion benches, each against its own floor
 //! measured in the same run (a direct call; a raw tokio-tungstenite echo; a raw tonic bidi
-//! echo), and appends their rows to the report.
+//! echo), and appends their rows to the report; then the facade's own costs (the discovery
+//! cache's lookup and model tool list, the metrics layer per call).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -59,11 +60,16 @@ const TRANSPORT_BENCHES: [(&str, &str); 3] = [
     ("mcp-transport-grpc", "grpc_call"),
 ];
 
-/// Runs each transport bench's summary (a criterion filter that matches no benchmark skips
-/// the criterion group) and returns its lines.
-fn transport_rows(root: &Path) -> Result<Vec<String>, String> {
+/// The facade's own costs, as (crate, criterion bench): the discovery cache (a tool lookup,
+/// building the model's tool list for 1,000 tools) and the metrics layer per call.
+const FACADE_BENCHES: [(&str, &str); 2] =
+    [("mcp-client", "discovery"), ("mcp-metrics", "layer_call")];
+
+/// Runs each bench's summary (a criterion filter that matches no benchmark skips the
+/// criterion group) and returns its lines.
+fn bench_rows(root: &Path, benches: &[(&str, &str)]) -> Result<Vec<String>, String> {
     let mut rows = Vec::new();
-    for (package, bench) in TRANSPORT_BENCHES {
+    for &(package, bench) in benches {
         let mut cmd = shell::command(
             shell::cargo(),
             &[
@@ -99,8 +105,8 @@ fn transport_rows(root: &Path) -> Result<Vec<String>, String> {
     Ok(rows)
 }
 
-/// Appends the transport rows to the driver's report.
-fn append_transport_rows(report: &Path, rows: &[String]) -> Result<(), String> {
+/// Appends the transport rows and the facade's rows to the driver's report.
+fn append_rows(report: &Path, rows: &[String], facade: &[String]) -> Result<(), String> {
     let mut text = std::fs::read_to_string(report)
         .map_err(|e| format!("cannot read {}: {e}", report.display()))?;
     text.push_str(
@@ -111,6 +117,16 @@ fn append_transport_rows(report: &Path, rows: &[String]) -> Result<(), String> {
          (`grpc_call`). Medians of 5 loops; rmcp has none of these transports.\n\n",
     );
     for row in rows {
+        text.push_str(&format!("- {row}\n"));
+    }
+    text.push_str(
+        "\n## Discovery cache and metrics\n\n\
+         The facade's own costs: a tool lookup in the catalog on a cache hit and building the \
+         model's tool list for 1,000 tools (`discovery`, mcp-client), and the metrics layer per \
+         call over a no-op service (`layer_call`, mcp-metrics). Targets: < 100 ns per lookup and \
+         per layer call.\n\n",
+    );
+    for row in facade {
         text.push_str(&format!("- {row}\n"));
     }
     std::fs::write(report, text).map_err(|e| format!("cannot write {}: {e}", report.display()))
@@ -130,11 +146,12 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         if quick {
             return Ok(());
         }
-        let rows = transport_rows(root)?;
-        for row in &rows {
+        let rows = bench_rows(root, &TRANSPORT_BENCHES)?;
+        let facade = bench_rows(root, &FACADE_BENCHES)?;
+        for row in rows.iter().chain(&facade) {
             println!("{row}");
         }
-        append_transport_rows(&out.join("report.md"), &rows)
+        append_rows(&out.join("report.md"), &rows, &facade)
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
