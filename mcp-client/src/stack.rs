@@ -338,6 +338,20 @@ fn pool_for(
     ))
 }
 
+/// Whether an operation must use the supervised session even when the server is pooled:
+/// resource subscriptions are session state, updates arrive on the session that subscribed,
+/// and the resource manager's cached contents are fresh only as long as that session's
+/// subscriptions say — so reads go there too. (A tool call on a pooled session that changes
+/// state the server keeps per session is not seen by the supervised one: the trade-off of
+/// pooling a legacy-era server; a server whose state matters across calls is configured with
+/// `pool: {max: 1}` or without a pool.)
+fn on_the_supervised_session(operation: &Operation) -> bool {
+    matches!(
+        operation.method.as_ref(),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+    )
+}
+
 /// The innermost service: the supervisor's session, or the pool, once the server is there.
 struct ServerGate {
     supervisor: Arc<Supervisor>,
@@ -366,7 +380,9 @@ impl McpService for ServerGate {
         // session carries every call at once (HTTP connections are pooled underneath).
         #[cfg(feature = "pool")]
         let result = match &self.pool {
-            Some(pool) if !session.is_modern() => pool.call(operation).await,
+            Some(pool) if !session.is_modern() && !on_the_supervised_session(&operation) => {
+                pool.call(operation).await
+            }
             _ => session.call(operation).await,
         };
         #[cfg(not(feature = "pool"))]
