@@ -173,6 +173,7 @@ cache hits and reconnects, and per operation the latency quantiles and errors by
 terminal the view is redrawn in place every --interval; with --json one snapshot per line;\n\
 with --once one snapshot after --warmup rounds.\n\n\
 Examples: mcph stats --once\n\
+          mcph stats --prometheus 127.0.0.1:9464\n\
           mcph stats --call fixture__add --arg a=1 --arg b=2 --rate 50"
     )]
     Stats {
@@ -197,6 +198,10 @@ Examples: mcph stats --once\n\
         /// With --once: rounds before the snapshot
         #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         warmup: u32,
+        /// Also serve the metrics for Prometheus at http://ADDR/metrics while running (loopback
+        /// addresses only, e.g. 127.0.0.1:9464; port 0 picks one, printed on stderr)
+        #[arg(long, value_name = "ADDR", conflicts_with = "once")]
+        prometheus: Option<std::net::SocketAddr>,
     },
 
     /// Serve a configured server to others over another transport, until Ctrl-C

@@ -254,6 +254,7 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
             rate,
             interval,
             warmup,
+            prometheus,
         } => {
             let options = commands::stats::StatsOptions {
                 call: call.as_ref().map(|name| {
@@ -266,6 +267,7 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
                 interval: *interval,
                 once: *once,
                 warmup: *warmup,
+                prometheus: *prometheus,
             };
             commands::stats::run(client, options, json).await
         }

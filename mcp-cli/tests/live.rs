@@ -111,3 +111,71 @@ fn stats_once_shows_what_the_calls_did() {
     let run = env.run(&["stats", "--once", "--call", "fixture__nope"]);
     run.assert_code(5);
 }
+
+#[test]
+fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let env = Env::new();
+    let mut child = env
+        .command(&[
+            "stats",
+            "--json",
+            "--rate",
+            "50",
+            "--prometheus",
+            "127.0.0.1:0",
+        ])
+        .spawn()
+        .expect("spawn mcph");
+    // The address is announced on stderr.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("serving Prometheus metrics at http://") {
+                let _ = tx.send(url.trim_end_matches("/metrics").to_owned());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(DEADLINE)
+        .expect("the endpoint is announced");
+    // Scrape until the pings show up (the client calls 50 times a second).
+    let deadline = std::time::Instant::now() + DEADLINE;
+    let body = loop {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        if response.contains(r#"mcp_client_calls_total{server="fixture",method="ping"}"#) {
+            break response;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pings counted: {response}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(body.contains("# TYPE mcp_client_operation_duration_seconds summary"));
+    assert!(body.contains(r#"quantile="0.99""#));
+    // SAFETY: kill(2) on the pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_until(&mut child, DEADLINE).expect("mcph ends on Ctrl-C");
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "the endpoint is gone with the process"
+    );
+    // A non-loopback address is refused.
+    let run = env.run(&["stats", "--prometheus", "0.0.0.0:0"]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("beyond loopback"), "{}", run.stderr);
+}

@@ -30,6 +30,8 @@ pub struct StatsOptions {
     pub once: bool,
     /// Calls (or ping rounds) before the one snapshot of `--once`.
     pub warmup: u32,
+    /// Serve `GET /metrics` for Prometheus here while running (loopback only).
+    pub prometheus: Option<std::net::SocketAddr>,
 }
 
 /// Runs until Ctrl-C (handled by the caller), or once.
@@ -52,6 +54,11 @@ pub async fn run(client: &McpClient, options: StatsOptions, json: bool) -> Resul
         }
         return show(&client.metrics(), json, false);
     }
+    // Owned here: stops when the command ends.
+    let _endpoint = match options.prometheus {
+        Some(addr) => Some(serve_prometheus(client, addr).await?),
+        None => None,
+    };
     let live = !json && std::io::stdout().is_terminal();
     let mut calls = tokio::time::interval(pause);
     let mut redraw = tokio::time::interval(options.interval);
@@ -61,6 +68,30 @@ pub async fn run(client: &McpClient, options: StatsOptions, json: bool) -> Resul
             _ = redraw.tick() => show(&client.metrics(), json, live)?,
         }
     }
+}
+
+/// Serves the client's metrics for Prometheus on a loopback address.
+async fn serve_prometheus(
+    client: &McpClient,
+    addr: std::net::SocketAddr,
+) -> Result<mcp_client::metrics::PrometheusEndpoint, CliError> {
+    if !addr.ip().is_loopback() {
+        return Err(CliError::Other(format!(
+            "refusing to serve metrics on {addr}, which is beyond loopback: listen on 127.0.0.1 \
+             (or ::1) and put a proxy in front to expose them"
+        )));
+    }
+    let endpoint =
+        mcp_client::metrics::PrometheusEndpoint::serve(client.metrics_registry().clone(), addr)
+            .await
+            .map_err(|e| {
+                CliError::Other(format!("cannot serve Prometheus metrics on {addr}: {e}"))
+            })?;
+    eprintln!(
+        "serving Prometheus metrics at http://{}/metrics",
+        endpoint.local_addr()
+    );
+    Ok(endpoint)
 }
 
 /// One call of the tool, or one ping of every ready server, through the call stacks; failures
