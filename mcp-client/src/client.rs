@@ -30,7 +30,7 @@ use crate::routing::{pick_resource_server, Fetched, ResourceIndex};
 use crate::server::{ManagedServer, ServerContext};
 use crate::stack::StackPolicy;
 use crate::status::{ServerReport, ServerStatus};
-use crate::supervisor::{SupervisionPolicy, SupervisorListener};
+use crate::supervisor::{Lists, SupervisionPolicy, SupervisorListener};
 
 /// How the client presents itself and treats its servers.
 #[derive(Debug, Clone)]
@@ -129,9 +129,9 @@ impl SupervisorListener for Listener {
         }
     }
 
-    fn lists_changed(&self, server: &str) {
+    fn lists_changed(&self, server: &str, which: Lists) {
         if let Some(inner) = self.0.upgrade() {
-            Inner::lists_changed(&inner, server);
+            Inner::lists_changed(&inner, server, which);
         }
     }
 }
@@ -391,30 +391,40 @@ impl McpClient {
         result.map(|(value, _)| value)
     }
 
-    /// Resources of every ready server, in configuration order.
+    /// Resources of every ready server, in configuration order. Each server's list is kept
+    /// until it announces a change or reconnects (the same list `read_resource` routes by).
     pub async fn resources(&self) -> Gathered<Vec<CatalogResource>> {
-        let gathered = self
-            .gather("resources/list", |server| async move {
-                server
-                    .stack
-                    .service
-                    .list_all_resources(RequestOptions::new())
-                    .await
-            })
-            .await;
+        let gathered = self.resource_indexes().await;
         Gathered {
             items: gathered
                 .items
                 .into_iter()
-                .flat_map(|(server, resources)| {
-                    resources.into_iter().map(move |resource| CatalogResource {
-                        server: server.clone(),
-                        resource,
-                    })
+                .flat_map(|(server, index)| {
+                    index
+                        .resources
+                        .iter()
+                        .map(|resource| CatalogResource {
+                            server: server.clone(),
+                            resource: resource.clone(),
+                        })
+                        .collect::<Vec<_>>()
                 })
                 .collect(),
             errors: gathered.errors,
         }
+    }
+
+    /// Every ready server's resource index, kept or listed.
+    async fn resource_indexes(&self) -> Gathered<Vec<(String, Arc<ResourceIndex>)>> {
+        let inner = self.inner.clone();
+        self.gather("resources/list", move |server| {
+            let inner = inner.clone();
+            async move {
+                let fetched = server.resource_index().await?;
+                Ok(inner.noted_resources(&server, fetched))
+            }
+        })
+        .await
     }
 
     /// Reads a resource. With `server`, from that server; without, from the one ready server
@@ -542,16 +552,7 @@ impl McpClient {
     }
 
     async fn find_resource_server(&self, uri: &str) -> Result<String, Error> {
-        let inner = self.inner.clone();
-        let indexes = self
-            .gather("resources/list", move |server| {
-                let inner = inner.clone();
-                async move {
-                    let fetched = server.resource_index().await?;
-                    Ok(inner.noted_resources(&server, fetched))
-                }
-            })
-            .await;
+        let indexes = self.resource_indexes().await;
         let offers: Vec<_> = indexes
             .items
             .iter()
@@ -621,11 +622,19 @@ impl McpClient {
     /// report. Fails when a server of that name exists.
     pub async fn add_server(&self, config: ServerConfig) -> Result<ServerReport, Error> {
         let name = config.name.clone();
+        let exists = |servers: &[Arc<ManagedServer>]| servers.iter().any(|s| s.config.name == name);
+        // Checked before building too: building registers the server's metrics under its name.
+        if exists(&read(&self.inner.servers)) {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("a server named {name:?} already exists"),
+            ));
+        }
         let server = self.inner.build_server(config);
         {
             // Checked and added under one lock: two concurrent adds of a name cannot both win.
             let mut servers = write(&self.inner.servers);
-            if servers.iter().any(|s| s.config.name == name) {
+            if exists(&servers) {
                 return Err(Error::new(
                     ErrorKind::InvalidParams,
                     format!("a server named {name:?} already exists"),
@@ -656,10 +665,11 @@ impl McpClient {
                         format!("no server named {name:?} is configured"),
                     )
                 })?;
+            // Under the same lock: a server added again by this name registers anew.
+            self.inner.metrics.remove_server(name);
             servers.remove(index)
         };
         removed.stop(self.inner.options.shutdown_timeout).await;
-        self.inner.metrics.remove_server(name);
         self.inner.rebuild_tools();
         Ok(())
     }
@@ -778,38 +788,53 @@ impl Inner {
     /// A server's prompts or resources may have changed: the lists are forgotten, and those
     /// that were kept (someone uses them) are listed again after a short pause (a burst of
     /// notifications costs one listing), their differences reported on `list_changes`.
-    fn lists_changed(inner: &Arc<Inner>, name: &str) {
+    fn lists_changed(inner: &Arc<Inner>, name: &str, which: Lists) {
         let Some(server) = inner.server(name) else {
             return;
         };
-        let kept = server.lists_changed();
-        if !(kept.prompts || kept.resources) {
+        let kept = server.lists_changed(which);
+        if kept.is_empty() {
             return;
         }
         let weak = Arc::downgrade(inner);
         let pause = inner.supervision.list_changed_debounce;
         let name = name.to_owned();
         server.refresh_lists_with(async move {
-            tokio::time::sleep(pause).await;
-            let Some((inner, server)) = weak
-                .upgrade()
-                .and_then(|inner| inner.server(&name).map(|server| (inner, server)))
-            else {
-                return;
-            };
-            if !server.is_ready() {
-                return;
-            }
-            if kept.prompts {
-                match server.prompt_list().await {
-                    Ok(fetched) => drop(inner.noted_prompts(&server, fetched)),
-                    Err(e) => tracing::debug!(server = %name, error = %e, "listing prompts again failed"),
+            // A listing that a newer change overtook is not kept: list again after another
+            // pause (a few times at most; the next change starts over).
+            for _ in 0..4 {
+                tokio::time::sleep(pause).await;
+                let Some((inner, server)) = weak
+                    .upgrade()
+                    .and_then(|inner| inner.server(&name).map(|server| (inner, server)))
+                else {
+                    return;
+                };
+                // Away: the new session's own change lists them again.
+                if !server.is_ready() {
+                    return;
                 }
-            }
-            if kept.resources {
-                match server.resource_index().await {
-                    Ok(fetched) => drop(inner.noted_resources(&server, fetched)),
-                    Err(e) => tracing::debug!(server = %name, error = %e, "listing resources again failed"),
+                let mut overtaken = false;
+                if kept.prompts {
+                    match server.prompt_list().await {
+                        Ok(fetched) => {
+                            overtaken |= !fetched.kept;
+                            drop(inner.noted_prompts(&server, fetched));
+                        }
+                        Err(e) => tracing::debug!(server = %name, error = %e, "listing prompts again failed"),
+                    }
+                }
+                if kept.resources {
+                    match server.resource_index().await {
+                        Ok(fetched) => {
+                            overtaken |= !fetched.kept;
+                            drop(inner.noted_resources(&server, fetched));
+                        }
+                        Err(e) => tracing::debug!(server = %name, error = %e, "listing resources again failed"),
+                    }
+                }
+                if !overtaken {
+                    return;
                 }
             }
         });

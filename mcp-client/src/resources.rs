@@ -41,6 +41,7 @@ pub(crate) trait SessionRenewal: Send + Sync {
 pub(crate) struct ServerResources {
     server: String,
     /// Where cache hits and misses of resource contents are counted.
+    #[cfg(feature = "resources")]
     metrics: mcp_metrics::ServerHandle,
     /// The server's call stack: reads go through it.
     #[cfg(not(feature = "resources"))]
@@ -62,6 +63,8 @@ impl ServerResources {
         metrics: mcp_metrics::ServerHandle,
         #[cfg(feature = "resources")] relay: &NotificationRelay,
     ) -> ServerResources {
+        #[cfg(not(feature = "resources"))]
+        let _ = metrics;
         #[cfg(feature = "resources")]
         let manager = {
             let resource_config =
@@ -77,6 +80,7 @@ impl ServerResources {
         };
         ServerResources {
             server: config.name.clone(),
+            #[cfg(feature = "resources")]
             metrics,
             #[cfg(not(feature = "resources"))]
             reads,
@@ -108,9 +112,7 @@ impl ServerResources {
         }
         #[cfg(not(feature = "resources"))]
         {
-            // Nothing is kept: every read is a miss.
-            self.metrics
-                .cache(mcp_metrics::CacheKind::ResourceContents, false);
+            // No cache here: nothing to count.
             self.reads
                 .read_resource(uri, RequestOptions::new())
                 .await

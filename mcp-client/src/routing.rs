@@ -28,6 +28,8 @@ pub(crate) struct Fetched<T> {
     pub(crate) list: Arc<T>,
     /// True when it was kept (no request was made).
     pub(crate) hit: bool,
+    /// True when the cache holds it now (a hit, or a fetch no change overtook).
+    pub(crate) kept: bool,
     /// When this fetch replaced a list an invalidation dropped: that list, to compare.
     pub(crate) replaced: Option<Arc<T>>,
 }
@@ -49,18 +51,16 @@ impl<T> ListCache<T> {
         mcp_core::sync::lock(&self.slot)
     }
 
-    /// Forgets the list (the server changed it, or a new session started). Returns whether a
-    /// list was kept.
+    /// Forgets the list (the server changed it, or a new session started). Returns whether
+    /// the list is in use: one was kept, or one an earlier change dropped has not been
+    /// replaced yet (a listing under way lost its race, or the server was away).
     pub(crate) fn invalidate(&self) -> bool {
         let mut slot = self.lock();
         slot.generation += 1;
-        match slot.kept.take() {
-            Some(kept) => {
-                slot.dropped = Some(kept);
-                true
-            }
-            None => false,
+        if let Some(kept) = slot.kept.take() {
+            slot.dropped = Some(kept);
         }
+        slot.dropped.is_some()
     }
 
     /// Forgets the list and what it was (the server stopped).
@@ -82,6 +82,7 @@ impl<T> ListCache<T> {
                 return Ok(Fetched {
                     list: list.clone(),
                     hit: true,
+                    kept: true,
                     replaced: None,
                 });
             }
@@ -90,13 +91,15 @@ impl<T> ListCache<T> {
         let list = Arc::new(fetch.await?);
         let mut slot = self.lock();
         let mut replaced = None;
-        if slot.generation == generation {
+        let kept = slot.generation == generation;
+        if kept {
             slot.kept = Some(list.clone());
             replaced = slot.dropped.take();
         }
         Ok(Fetched {
             list,
             hit: false,
+            kept,
             replaced,
         })
     }
@@ -202,7 +205,10 @@ mod tests {
         cache.invalidate();
         let failed: Result<Vec<u32>, Error> = Err(Error::network("down"));
         assert!(cache.get_or_fetch(async { failed }).await.is_err());
-        assert!(!cache.invalidate(), "nothing was kept");
+        assert!(
+            cache.invalidate(),
+            "the list the last change dropped was never replaced"
+        );
         cache.get_or_fetch(fetch()).await.unwrap();
         assert_eq!(fetches.load(Ordering::SeqCst), 3);
     }

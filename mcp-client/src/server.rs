@@ -18,7 +18,9 @@ use crate::resources::{ServerResources, SessionRenewal};
 use crate::routing::{Fetched, ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
-use crate::supervisor::{SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts};
+use crate::supervisor::{
+    Lists, SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts,
+};
 
 /// Everything the client keeps per server.
 pub(crate) struct ManagedServer {
@@ -36,13 +38,6 @@ pub(crate) struct ManagedServer {
     pub(crate) metrics: mcp_metrics::ServerHandle,
     /// The pending re-listing of kept prompt and resource lists after a change.
     list_refresh: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-/// Which lists were kept when they were invalidated.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct KeptLists {
-    pub(crate) prompts: bool,
-    pub(crate) resources: bool,
 }
 
 /// What building a server needs from the client.
@@ -180,12 +175,11 @@ impl ManagedServer {
         self.supervisor.snapshot().status.is_ready()
     }
 
-    /// Forgets the prompt and resource lists; returns which of them were kept (and so are
-    /// worth listing again at once: someone uses them).
-    pub(crate) fn lists_changed(&self) -> KeptLists {
-        KeptLists {
-            prompts: self.prompts.invalidate(),
-            resources: self.resource_list.invalidate(),
+    /// Forgets the `which` lists; returns those in use (worth listing again at once).
+    pub(crate) fn lists_changed(&self, which: Lists) -> Lists {
+        Lists {
+            prompts: which.prompts && self.prompts.invalidate(),
+            resources: which.resources && self.resource_list.invalidate(),
         }
     }
 
@@ -204,10 +198,18 @@ impl ManagedServer {
         self.resource_list
             .get_or_fetch(async move {
                 let resources = service.list_all_resources(RequestOptions::new()).await?;
-                let templates = service
+                // A server without templates answers "method not found"; any other failure
+                // is not an empty list.
+                let templates = match service
                     .list_all_resource_templates(RequestOptions::new())
                     .await
-                    .unwrap_or_default();
+                {
+                    Ok(templates) => templates,
+                    Err(e) if e.code() == Some(mcp_core::jsonrpc::codes::METHOD_NOT_FOUND) => {
+                        Vec::new()
+                    }
+                    Err(e) => return Err(e),
+                };
                 Ok(ResourceIndex {
                     resources,
                     templates,
@@ -236,6 +238,7 @@ impl ManagedServer {
         }
         // While the session is there: subscriptions end on the server too (bounded).
         let _ = tokio::time::timeout(limit, self.resources.close()).await;
+        self.metrics.clear_gauges();
         self.supervisor.stop(limit).await;
         #[cfg(feature = "pool")]
         if let Some(pool) = &self.stack.pool {

@@ -134,22 +134,40 @@ pub(crate) struct StackGauges {
     pool: Option<mcp_pool::SessionPool>,
 }
 
-impl mcp_metrics::GaugeSource for StackGauges {
+/// The gauges as the metrics registry holds them: weakly, so that a registry the harness keeps
+/// (or that the stack's own layers reach) never keeps a server's pool and connector alive.
+struct WeakGauges(std::sync::Weak<StackGauges>);
+
+impl mcp_metrics::GaugeSource for WeakGauges {
     fn gauges(&self) -> mcp_metrics::ServerGauges {
-        mcp_metrics::ServerGauges {
-            breaker: self.breaker_status().map(|b| b.label().into()),
-            pool: self.pool_report().map(|p| mcp_metrics::PoolGauges {
-                connections: u64::from(p.connections),
-                in_use: u64::from(p.in_use),
-                idle: u64::from(p.idle),
-                waiting: 0,
-                waits: p.waits,
-            }),
-        }
+        self.0
+            .upgrade()
+            .map(|gauges| gauges.read())
+            .unwrap_or_default()
     }
 }
 
 impl StackGauges {
+    fn read(&self) -> mcp_metrics::ServerGauges {
+        #[cfg(feature = "pool")]
+        let pool = self.pool.as_ref().map(|pool| {
+            let stats = pool.stats();
+            mcp_metrics::PoolGauges {
+                connections: u64::from(stats.connections),
+                in_use: u64::from(stats.in_use),
+                idle: u64::from(stats.idle),
+                waiting: u64::from(stats.waiting),
+                waits: stats.waits,
+            }
+        });
+        #[cfg(not(feature = "pool"))]
+        let pool = None;
+        mcp_metrics::ServerGauges {
+            breaker: self.breaker_status().map(|b| b.label().into()),
+            pool,
+        }
+    }
+
     /// The server breaker's state, for status displays.
     pub(crate) fn breaker_status(&self) -> Option<BreakerStatus> {
         use mcp_resilience::BreakerState;
@@ -297,7 +315,7 @@ pub(crate) fn build(
         #[cfg(feature = "pool")]
         pool: pool_handle,
     });
-    metrics.set_gauges(gauges.clone());
+    metrics.set_gauges(Arc::new(WeakGauges(Arc::downgrade(&gauges))));
     ServerStack {
         service,
         #[cfg(feature = "pool")]
@@ -345,6 +363,7 @@ fn pool_for(
 /// state the server keeps per session is not seen by the supervised one: the trade-off of
 /// pooling a legacy-era server; a server whose state matters across calls is configured with
 /// `pool: {max: 1}` or without a pool.)
+#[cfg(feature = "pool")]
 fn on_the_supervised_session(operation: &Operation) -> bool {
     matches!(
         operation.method.as_ref(),

@@ -79,7 +79,41 @@ pub(crate) trait SupervisorListener: Send + Sync + 'static {
     /// The server's tool list (or status) changed: rebuild the catalog.
     fn tools_changed(&self, server: &str);
     /// The server's prompts or resources may have changed (a notification, or a new session).
-    fn lists_changed(&self, server: &str);
+    fn lists_changed(&self, server: &str, which: Lists);
+}
+
+/// Which of a server's prompt and resource lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Lists {
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
+}
+
+impl Lists {
+    /// Both lists.
+    pub(crate) const BOTH: Lists = Lists {
+        prompts: true,
+        resources: true,
+    };
+
+    fn of(event: &SupervisorEvent) -> Lists {
+        Lists {
+            prompts: matches!(event, SupervisorEvent::PromptsChanged),
+            resources: matches!(event, SupervisorEvent::ResourcesChanged),
+        }
+    }
+
+    fn or(self, other: Lists) -> Lists {
+        Lists {
+            prompts: self.prompts || other.prompts,
+            resources: self.resources || other.resources,
+        }
+    }
+
+    /// True when neither.
+    pub(crate) fn is_empty(self) -> bool {
+        !(self.prompts || self.resources)
+    }
 }
 
 /// The server's state as calls and status displays see it.
@@ -368,7 +402,7 @@ impl Supervisor {
                     });
                     tracing::info!(server = %self.name, "MCP server ready");
                     listener.tools_changed(&self.name);
-                    listener.lists_changed(&self.name);
+                    listener.lists_changed(&self.name, Lists::BOTH);
                     let lost = self.follow(&session, &mut inbox, listener.as_ref()).await;
                     tracing::warn!(server = %self.name, reason = %lost, "MCP server session lost; reconnecting");
                     self.note_error(&lost);
@@ -481,8 +515,6 @@ impl Supervisor {
         let connecting = async {
             let session = self.connector.connect().await?;
             let setup = async {
-                // The tool list is not kept across sessions: this listing is a cache miss.
-                self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
                 if let Some(renewal) = self.renewal.get().and_then(std::sync::Weak::upgrade) {
                     renewal.renew(&session, deadline).await;
                 }
@@ -490,6 +522,8 @@ impl Supervisor {
                     .list_all_tools_with_hints(RequestOptions::new().with_deadline(deadline))
                     .await
                     .map(|(tools, hints)| {
+                        // The tool list is not kept across sessions: a listing is a miss.
+                        self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
                         self.note_freshness(&hints);
                         tools
                     })
@@ -543,14 +577,16 @@ impl Supervisor {
                             return lost;
                         }
                     }
-                    if more.lists {
-                        listener.lists_changed(&self.name);
+                    if !more.lists.is_empty() {
+                        listener.lists_changed(&self.name, more.lists);
                     }
                     self.refresh_tools(session, listener, Refresh::Announced)
                         .await;
                 }
-                Some(SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged) => {
-                    listener.lists_changed(&self.name);
+                Some(
+                    event @ (SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged),
+                ) => {
+                    listener.lists_changed(&self.name, Lists::of(&event));
                 }
                 Some(SupervisorEvent::Suspect) => {
                     drain(inbox);
@@ -571,9 +607,9 @@ impl Supervisor {
         why: Refresh,
     ) {
         let options = RequestOptions::new().with_timeout(self.request_timeout);
-        self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
         match session.list_all_tools_with_hints(options).await {
             Ok((tools, hints)) => {
+                self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
                 self.note_freshness(&hints);
                 tracing::debug!(server = %self.name, tools = tools.len(), "tool list refreshed");
                 let mut changed = true;
@@ -641,7 +677,7 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 #[derive(Default)]
 struct Drained {
     suspect: bool,
-    lists: bool,
+    lists: Lists,
 }
 
 fn drain(inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Drained {
@@ -650,7 +686,7 @@ fn drain(inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Drained {
         match event {
             SupervisorEvent::Suspect => drained.suspect = true,
             SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged => {
-                drained.lists = true
+                drained.lists = drained.lists.or(Lists::of(&event))
             }
             SupervisorEvent::ToolsChanged => {}
         }

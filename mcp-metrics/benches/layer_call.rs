@@ -7,7 +7,7 @@
 //! - `bare/tools_call`, `layer/tools_call`: a `tools/call` of one tool, answered with an
 //!   in-memory result (the layer looks up the tool's series and the result's `isError`).
 //! - `bare/tools_call_raw_1k`, `layer/tools_call_raw_1k`: the same answered with 1 KiB of raw
-//!   JSON without `isError` (the layer's substring search over it).
+//!   JSON without `isError` (the layer's search for the key over it).
 //! - With `--features opentelemetry`: `otel_follow/tools_call` (the feature's default: nothing
 //!   configured, the caller's context looked at for an active span on every call),
 //!   `otel_meter/tools_call` (the semantic-convention histogram recorded on an SDK meter too)

@@ -18,9 +18,16 @@ pub(crate) struct Latency {
     sum: u64,
     /// Exact (the histogram's own maximum is its bucket's upper end).
     max: u64,
-    /// Nanoseconds per recorded unit.
-    unit_nanos: u64,
+    unit: Unit,
     longest: u64,
+}
+
+/// The unit a histogram records in: a closed set, so converting a duration divides by a
+/// constant (a multiply), not by a run-time value.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Micros,
+    Millis,
 }
 
 impl Latency {
@@ -28,15 +35,15 @@ impl Latency {
     /// outside are clamped) of each. The histogram starts small and grows to the range it is
     /// given.
     pub(crate) fn micros(significant_figures: u8) -> Latency {
-        Latency::new(significant_figures, 1_000, LONGEST_CALL_US)
+        Latency::new(significant_figures, Unit::Micros, LONGEST_CALL_US)
     }
 
     /// Session durations in milliseconds.
     pub(crate) fn millis(significant_figures: u8) -> Latency {
-        Latency::new(significant_figures, 1_000_000, LONGEST_SESSION_MS)
+        Latency::new(significant_figures, Unit::Millis, LONGEST_SESSION_MS)
     }
 
-    fn new(significant_figures: u8, unit_nanos: u64, longest: u64) -> Latency {
+    fn new(significant_figures: u8, unit: Unit, longest: u64) -> Latency {
         let histogram = Histogram::new(significant_figures.clamp(1, 5))
             .or_else(|_| Histogram::new(2))
             .unwrap_or_else(|_| unreachable_histogram());
@@ -44,16 +51,26 @@ impl Latency {
             histogram,
             sum: 0,
             max: 0,
-            unit_nanos,
+            unit,
             longest,
         }
     }
 
     /// Records one duration.
     pub(crate) fn record(&mut self, duration: Duration) {
-        let units = u64::try_from(duration.as_nanos() / u128::from(self.unit_nanos))
-            .unwrap_or(u64::MAX)
-            .min(self.longest);
+        // Saturating at 584 years, far past the cap.
+        self.record_nanos(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Records one duration given in nanoseconds (the layer's clock's unit).
+    #[inline]
+    pub(crate) fn record_nanos(&mut self, nanos: u64) {
+        // By a constant: a multiply, not a division.
+        let units = match self.unit {
+            Unit::Micros => nanos / 1_000,
+            Unit::Millis => nanos / 1_000_000,
+        }
+        .min(self.longest);
         // Grows the histogram to a new range (an allocation, once per doubling); cannot
         // otherwise fail below the cap, and if it did the value would be saturated.
         if self.histogram.record(units).is_err() {

@@ -11,7 +11,8 @@
 //! | [`snapshot`] | [`MetricsSnapshot`]: servers in registration order, each with a summary over its operations and its operations sorted |
 //! | `otel` | (feature `opentelemetry`) `mcp.client.operation.duration`, `mcp.client.session.duration`, client spans and the W3C trace context in `params._meta` |
 //! | `prometheus` | (feature `prometheus`) `Metrics::render_prometheus` and `PrometheusEndpoint` |
-//! | `latency`, `window`, `series`, `server`, `outcome` | (private) hdrhistogram at µs resolution, the lock-free QPS window, one series, one server, how a call ended |
+//! | `latency`, `window`, `series`, `server`, `outcome` | (private) hdrhistogram at µs resolution, the QPS window, one series, one server, how a call ended |
+//! | `clock` | (private) the registry's clock: the CPU's counter, or tokio's clock when a test has paused it |
 //!
 //! # Using it
 //!
@@ -41,10 +42,10 @@
 //!
 //! # Costs
 //!
-//! A call through the layer costs a lookup by borrowed keys in a lock-free table, two clock
-//! reads, one short mutex (counts and the histogram record), one compare-and-swap (the QPS
-//! window) and its boxed future — the `layer_call` bench measures it against the same call
-//! without the layer (target: < 100 ns). Each (server, method, tool) series holds a
+//! A call through the layer costs a lookup by borrowed keys in a lock-free table, two reads of
+//! the CPU's counter, one short spin lock (counts, the histogram record and the QPS window)
+//! and its boxed future — the `layer_call` bench measures it against the same call without
+//! the layer (target: < 100 ns). Each (server, method, tool) series holds a
 //! histogram of about 16 KiB once it has seen latencies from microseconds to seconds; each
 //! server's table takes 32 KiB up front for its 1024 series (the default cap). Nothing here
 //! spawns a task but the Prometheus endpoint, whose handle owns it.
@@ -52,6 +53,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+mod clock;
 mod config;
 pub mod gauges;
 mod latency;

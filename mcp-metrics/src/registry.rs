@@ -4,8 +4,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
+use crate::clock::Clock;
 use crate::gauges::GaugeSource;
 use crate::layer::MetricsLayer;
 use crate::server::{read, write, ServerMetrics};
@@ -44,23 +43,6 @@ pub(crate) struct Registry {
     pub(crate) telemetry: Option<crate::otel::Telemetry>,
 }
 
-/// Seconds since the registry was made, on tokio's clock (so tests drive the QPS window with
-/// a paused clock).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Clock {
-    epoch: Instant,
-}
-
-impl Clock {
-    pub(crate) fn second(self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.epoch).as_secs()
-    }
-
-    pub(crate) fn now_second(self) -> u64 {
-        self.second(Instant::now())
-    }
-}
-
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
@@ -73,17 +55,17 @@ impl Metrics {
         Metrics::with_config(MetricsConfig::default())
     }
 
-    /// A registry configured by `config`. Its QPS clock starts now (tokio's clock: make it
-    /// inside the runtime whose clock a test pauses).
+    /// A registry configured by `config`. Its clock starts now: the CPU's counter, or — when
+    /// tokio's clock is paused as the registry is made — tokio's clock, so a test drives
+    /// latencies and the QPS window by advancing time (make the registry inside the runtime
+    /// whose clock the test pauses, after pausing it: a `start_paused` test does both).
     pub fn with_config(config: MetricsConfig) -> Metrics {
         Metrics {
             registry: Arc::new(Registry {
                 #[cfg(feature = "opentelemetry")]
                 telemetry: crate::otel::Telemetry::new(&config.telemetry),
                 config,
-                clock: Clock {
-                    epoch: Instant::now(),
-                },
+                clock: Clock::new(),
                 servers: RwLock::default(),
             }),
         }

@@ -125,7 +125,7 @@ impl SupervisorListener for Recorder {
     fn tools_changed(&self, _server: &str) {
         self.tools_changed.fetch_add(1, Ordering::SeqCst);
     }
-    fn lists_changed(&self, _server: &str) {}
+    fn lists_changed(&self, _server: &str, _which: Lists) {}
 }
 
 fn supervisor(script: &Arc<Script>, connect_timeout: Duration) -> Arc<Supervisor> {
