@@ -168,6 +168,11 @@ impl ServerResources {
 #[async_trait]
 impl SessionRenewal for ServerResources {
     async fn renew(&self, session: &ClientSession, deadline: Instant) {
+        // At most half the time left: a slow server (or many subscriptions) must not cost the
+        // session itself, which still has its tools to list; what is not renewed in time is
+        // logged, and its cached contents are stale anyway.
+        let now = Instant::now();
+        let deadline = now + deadline.saturating_duration_since(now) / 2;
         #[cfg(feature = "resources")]
         {
             let renewal = mcp_resources::SessionRenewal::new()

@@ -363,6 +363,13 @@ impl Supervisor {
         }
     }
 
+    /// Renews what a new session must hold (resource subscriptions) before `deadline`.
+    async fn renew(&self, session: &ClientSession, deadline: Instant) {
+        if let Some(renewal) = self.renewal.get().and_then(std::sync::Weak::upgrade) {
+            renewal.renew(session, deadline).await;
+        }
+    }
+
     /// Records how long the session that just ended lived (`error_type` when it was lost).
     fn session_ended(&self, error_type: Option<&str>) {
         if let Some(started) = lock(&self.session_started).take() {
@@ -515,9 +522,7 @@ impl Supervisor {
         let connecting = async {
             let session = self.connector.connect().await?;
             let setup = async {
-                if let Some(renewal) = self.renewal.get().and_then(std::sync::Weak::upgrade) {
-                    renewal.renew(&session, deadline).await;
-                }
+                self.renew(&session, deadline).await;
                 session
                     .list_all_tools_with_hints(RequestOptions::new().with_deadline(deadline))
                     .await
@@ -553,10 +558,18 @@ impl Supervisor {
         inbox: &mut mpsc::Receiver<SupervisorEvent>,
         listener: &dyn SupervisorListener,
     ) -> Error {
+        let mut renewals = session.renewals();
         loop {
             let stale_at = *lock(&self.tools_stale_at);
             let event = tokio::select! {
                 reason = session.closed() => return reason,
+                Ok(()) = renewals.changed() => {
+                    // The server forgot the session and it was made anew in place: what the
+                    // old one held (resource subscriptions) is renewed on it.
+                    tracing::debug!(server = %self.name, "the session was made anew; renewing its subscriptions");
+                    self.renew(session, Instant::now() + self.connect_timeout).await;
+                    continue;
+                }
                 event = inbox.recv() => event,
                 () = sleep_until_some(stale_at) => {
                     tracing::debug!(server = %self.name, "the tool list's ttlMs ran out; listing again");

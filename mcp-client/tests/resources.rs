@@ -138,3 +138,115 @@ async fn a_resource_is_cached_made_stale_by_updates_and_renewed_after_a_restart(
     assert_eq!((stats.hits, stats.misses), (1, 3));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `POST /control/expire-sessions` on the HTTP fixture: every session is forgotten.
+async fn expire_http_sessions(base_url: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = base_url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "POST /control/expire-sessions HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = String::new();
+    tokio::time::timeout(DEADLINE, stream.read_to_string(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(response.starts_with("HTTP/1.1 2"), "{response}");
+}
+
+#[tokio::test]
+async fn subscriptions_are_renewed_when_an_http_session_is_made_anew() {
+    use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
+    use mcp_client::{McpClient, StackPolicy};
+    use mcp_core::{McpServiceExt, RequestOptions};
+    use mcp_testkit::options::{parse_args, CliCommand};
+    use ResourceState::*;
+    let marker = unique_marker("renewed");
+    let dir = std::env::temp_dir().join(&marker);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("events.jsonl");
+    let Ok(CliCommand::Run(options)) = parse_args(
+        ["--http-control", "--event-log", log.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string()),
+    ) else {
+        panic!("fixture options")
+    };
+    let http = mcp_testkit::http::serve_http(options, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("the HTTP fixture listens");
+    let config = ClientConfig {
+        servers: vec![ServerConfig::new(
+            "fx",
+            TransportConfig::Http {
+                url: http.url(),
+                headers: Default::default(),
+            },
+        )],
+        source: None,
+    };
+    let client = tokio::time::timeout(
+        DEADLINE,
+        McpClient::builder(config)
+            .stack_policy(StackPolicy {
+                pools: false,
+                ..StackPolicy::default()
+            })
+            .start(),
+    )
+    .await
+    .unwrap();
+    let manager = client.resource_manager("fx").unwrap();
+    let mut transitions = manager.transitions();
+    let (updates_tx, mut updates) = mpsc::unbounded_channel();
+    let (_, _guard) = client
+        .on_resource_update(None, COUNTER, move |update| {
+            let _ = updates_tx.send(update.uri.clone());
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut transitions).await,
+        (Unknown, Subscribed, Trigger::Subscribe)
+    );
+    client.read_resource(None, COUNTER).await.unwrap();
+    assert_eq!(
+        next(&mut transitions).await,
+        (Subscribed, Cached, Trigger::Read)
+    );
+    assert_eq!(requests(&log, "resources/subscribe"), 1);
+
+    // The server forgets every session; the next request makes it anew in place (same
+    // transport, a new initialize), and the subscription follows.
+    expire_http_sessions(&http.base_url()).await;
+    let session = client.session("fx").unwrap();
+    session.ping(RequestOptions::new()).await.unwrap();
+    assert_eq!(
+        next(&mut transitions).await,
+        (Cached, Stale, Trigger::Reconnected)
+    );
+    wait_until("the subscription is renewed", || {
+        requests(&log, "resources/subscribe") == 2
+    })
+    .await;
+    session
+        .call_tool("bump_resource", None, RequestOptions::new())
+        .await
+        .unwrap();
+    let uri = tokio::time::timeout(DEADLINE, updates.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(uri, COUNTER);
+    let fresh = client.read_resource(None, COUNTER).await.unwrap();
+    assert_eq!(fresh.contents[0].text.as_deref(), Some("counter = 1"));
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -125,4 +125,4 @@ pub use observers::UpdateGuard;
 pub use renewal::{RenewalReport, SessionRenewal};
 pub use state::{ResourceState, Transition, Trigger};
 pub use stats::ResourceStats;
-pub use template::{TemplateError, UriTemplate};
+pub use template::{TemplateError, UriTemplate, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS};

@@ -170,6 +170,17 @@ impl UriTemplate {
     /// Parses `template`. Refuses unclosed or empty expressions, the operators RFC 6570
     /// reserves for the future (`=`, `,`, `!`, `@`, `|`) and malformed variable names.
     pub fn parse(template: &str) -> Result<UriTemplate, TemplateError> {
+        // Matching recurses once per part: a server's template must not be able to exhaust the
+        // stack (or the matcher's budget) by its size alone.
+        if template.len() > MAX_TEMPLATE_BYTES {
+            return Err(template_error(
+                MAX_TEMPLATE_BYTES,
+                format!(
+                    "the template is {} bytes long, more than the {MAX_TEMPLATE_BYTES} accepted",
+                    template.len()
+                ),
+            ));
+        }
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut rest = template.char_indices();
@@ -188,6 +199,14 @@ impl UriTemplate {
                         parts.push(Part::Literal(std::mem::take(&mut literal)));
                     }
                     parts.push(Part::Expression(parse_expression(body, body_start)?));
+                    if parts.len() > MAX_TEMPLATE_PARTS {
+                        return Err(template_error(
+                            at,
+                            format!(
+                                "more than {MAX_TEMPLATE_PARTS} parts (literals and expressions)"
+                            ),
+                        ));
+                    }
                     // Skip the body and the closing brace.
                     for _ in 0..body.chars().count() + 1 {
                         rest.next();
@@ -283,6 +302,11 @@ impl std::str::FromStr for UriTemplate {
         UriTemplate::parse(s)
     }
 }
+
+/// The longest template accepted, in bytes.
+pub const MAX_TEMPLATE_BYTES: usize = 8 * 1024;
+/// The most parts (literals and expressions) a template may have.
+pub const MAX_TEMPLATE_PARTS: usize = 256;
 
 fn parse_expression(body: &str, offset: usize) -> Result<Expression, TemplateError> {
     let mut chars = body.chars();
@@ -617,6 +641,19 @@ fn read_named(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oversized_templates_are_refused_before_matching() {
+        let many = "{a}x".repeat(MAX_TEMPLATE_PARTS);
+        let err = UriTemplate::parse(&many).unwrap_err();
+        assert!(err.message.contains("parts"), "{err}");
+        let long = format!("file:///{}", "a".repeat(MAX_TEMPLATE_BYTES));
+        let err = UriTemplate::parse(&long).unwrap_err();
+        assert!(err.message.contains("bytes"), "{err}");
+        // The limits leave room for any real template.
+        let fine = "{a}/".repeat(100);
+        assert!(UriTemplate::parse(&fine).is_ok());
+    }
 
     fn rfc_variables() -> BTreeMap<String, String> {
         [

@@ -111,6 +111,8 @@ struct SessionShared {
     closed: watch::Sender<Option<Error>>,
     /// Counts re-initializations after session expiry.
     session_generation: AtomicU64,
+    /// Tells [`ClientSession::renewals`] watchers the generation of a remade session.
+    renewed: tokio::sync::watch::Sender<u64>,
     /// Serializes re-initialization (rare; never on the normal message path).
     reinitializing: tokio::sync::Mutex<()>,
     /// Handshakes started by `reinitialize` (callers queued behind a failed one give up).
@@ -228,6 +230,7 @@ impl ClientSession {
             listen_acks: watch::channel(0).0,
             closed: closed_tx,
             session_generation: AtomicU64::new(0),
+            renewed: tokio::sync::watch::channel(0).0,
             reinitializing: tokio::sync::Mutex::new(()),
             reinitialize_attempts: AtomicU64::new(0),
         });
@@ -324,9 +327,12 @@ impl ClientSession {
         // Boxed: `initialize` sends requests, which could (by type, never at run time: the
         // handshake itself is not replayed) come back here.
         Box::pin(self.initialize()).await?;
-        self.shared
+        let generation = self
+            .shared
             .session_generation
-            .fetch_add(1, Ordering::AcqRel);
+            .fetch_add(1, Ordering::AcqRel)
+            + 1;
+        self.shared.renewed.send_replace(generation);
         Ok(())
     }
 
@@ -387,6 +393,14 @@ impl ClientSession {
             .initialize_result
             .get()
             .expect("a connected session has completed initialize")
+    }
+
+    /// Changes every time the session made itself anew with the server after the server
+    /// forgot it (an expired HTTP session: a new `initialize` on the same transport). What the
+    /// old server-side session held — resource subscriptions, the logging level — is gone:
+    /// whoever set it sets it again (the facade renews its subscriptions).
+    pub fn renewals(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.renewed.subscribe()
     }
 
     /// The negotiated protocol version (its [`era`](ProtocolVersion::era) is the session's).
