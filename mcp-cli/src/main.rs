@@ -178,6 +178,11 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         _ = &mut ctrl_c => Err(CliError::Interrupted),
         outcome = dispatch(&client, cli) => outcome,
     };
+    // Ctrl-C is how a live view (`watch`, `tools --watch`, `stats`) is meant to end.
+    let outcome = match outcome {
+        Err(CliError::Interrupted) if is_live(&cli.command) => Ok(()),
+        outcome => outcome,
+    };
 
     // Graceful shutdown; a second Ctrl-C skips it (the process groups are killed on drop).
     tokio::select! {
@@ -186,6 +191,20 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         () = client.shutdown() => {}
     }
     outcome
+}
+
+/// Commands that run until Ctrl-C.
+fn is_live(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Watch { count: None, .. }
+            | Command::Tools {
+                watch: true,
+                count: None,
+                ..
+            }
+            | Command::Stats { once: false, .. }
+    )
 }
 
 async fn auth(

@@ -178,11 +178,17 @@ pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<String, CliError> {
 
 /// Writes to stdout; a closed pipe (`mcph tools | head`) is not an error.
 pub fn print(text: &str) -> Result<(), CliError> {
+    print_or_closed(text).map(|_| ())
+}
+
+/// Like [`print`], saying whether stdout is still open: `false` once the reader went away
+/// (`mcph stats --json | head -1`), so a live command stops instead of working for nobody.
+pub fn print_or_closed(text: &str) -> Result<bool, CliError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(CliError::Other(format!("cannot write the output: {e}"))),
     }
 }

@@ -169,7 +169,7 @@ fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
     // SAFETY: kill(2) on the pid of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_until(&mut child, DEADLINE).expect("mcph ends on Ctrl-C");
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.code(), Some(0), "Ctrl-C is how a live view ends");
     assert!(
         std::net::TcpStream::connect(&addr).is_err(),
         "the endpoint is gone with the process"
@@ -178,4 +178,23 @@ fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
     let run = env.run(&["stats", "--prometheus", "0.0.0.0:0"]);
     run.assert_code(1);
     assert!(run.stderr.contains("beyond loopback"), "{}", run.stderr);
+}
+
+#[test]
+fn stats_stops_when_its_reader_goes_away() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let mut child = env
+        .command(&["stats", "--json", "--interval", "0.1"])
+        .spawn()
+        .expect("spawn mcph");
+    // `mcph stats --json | head -1`: one line, then the pipe closes.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let snapshot: Value = serde_json::from_str(&line).unwrap();
+    assert!(snapshot["servers"].is_array());
+    drop(stdout);
+    let status = wait_until(&mut child, DEADLINE).expect("mcph stops once nobody reads");
+    assert_eq!(status.code(), Some(0));
 }

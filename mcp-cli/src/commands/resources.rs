@@ -74,7 +74,9 @@ pub async fn watch(
         })
         .await?;
     let started = std::time::Instant::now();
-    show_update(client, &server, uri, 0, started, json).await?;
+    if !show_update(client, &server, uri, 0, started, json).await? {
+        return Ok(());
+    }
     if !json {
         eprintln!("watching for updates (Ctrl-C to stop)");
     }
@@ -86,12 +88,15 @@ pub async fn watch(
         // Several updates before we got to read cost one read.
         while updates.try_recv().is_ok() {}
         shown += 1;
-        show_update(client, &server, uri, shown, started, json).await?;
+        if !show_update(client, &server, uri, shown, started, json).await? {
+            return Ok(());
+        }
     }
     Ok(())
 }
 
-/// Reads the resource (fetched again after an update) and prints it.
+/// Reads the resource (fetched again after an update) and prints it; `false` when stdout was
+/// closed.
 async fn show_update(
     client: &McpClient,
     server: &str,
@@ -99,7 +104,7 @@ async fn show_update(
     update: u64,
     started: std::time::Instant,
     json: bool,
-) -> Result<(), CliError> {
+) -> Result<bool, CliError> {
     let result = client.read_resource(Some(server), uri).await?;
     if json {
         let mut line = serde_json::to_string(&json!({
@@ -110,7 +115,7 @@ async fn show_update(
         }))
         .map_err(|e| CliError::Other(format!("cannot write JSON: {e}")))?;
         line.push('\n');
-        return output::print(&line);
+        return output::print_or_closed(&line);
     }
     let what = if update == 0 {
         "read".to_owned()
@@ -120,5 +125,5 @@ async fn show_update(
     let seconds = started.elapsed().as_secs_f64();
     let mut text = format!("[+{seconds:.1}s] {what} of {uri} ({server}):\n");
     text.push_str(&output::render_resource_contents(&result.contents));
-    output::print(&text)
+    output::print_or_closed(&text)
 }

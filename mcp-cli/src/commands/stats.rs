@@ -52,7 +52,7 @@ pub async fn run(client: &McpClient, options: StatsOptions, json: bool) -> Resul
             one_round(client, &options).await;
             tokio::time::sleep(pause).await;
         }
-        return show(&client.metrics(), json, false);
+        return show(&client.metrics(), json, false).map(|_| ());
     }
     // Owned here: stops when the command ends.
     let _endpoint = match options.prometheus {
@@ -60,13 +60,39 @@ pub async fn run(client: &McpClient, options: StatsOptions, json: bool) -> Resul
         None => None,
     };
     let live = !json && std::io::stdout().is_terminal();
-    let mut calls = tokio::time::interval(pause);
+    // The calls run on their own (a slow server must not hold up the view), owned here:
+    // aborted when the command ends.
+    let caller = {
+        let client = client.clone();
+        let options = options.clone();
+        tokio::spawn(async move {
+            let mut calls = tokio::time::interval(pause);
+            // A round slower than the pause delays the next one; no burst to catch up.
+            calls.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                calls.tick().await;
+                one_round(&client, &options).await;
+            }
+        })
+    };
+    let _caller = AbortOnDrop(caller);
     let mut redraw = tokio::time::interval(options.interval);
+    redraw.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            _ = calls.tick() => one_round(client, &options).await,
-            _ = redraw.tick() => show(&client.metrics(), json, live)?,
+        redraw.tick().await;
+        if !show(&client.metrics(), json, live)? {
+            // Nobody reads the output any more.
+            return Ok(());
         }
+    }
+}
+
+/// Aborts the task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -114,12 +140,13 @@ async fn one_round(client: &McpClient, options: &StatsOptions) {
     }
 }
 
-fn show(snapshot: &MetricsSnapshot, json: bool, live: bool) -> Result<(), CliError> {
+/// Prints a snapshot; `false` when stdout was closed.
+fn show(snapshot: &MetricsSnapshot, json: bool, live: bool) -> Result<bool, CliError> {
     if json {
         let mut line = serde_json::to_string(snapshot)
             .map_err(|e| CliError::Other(format!("cannot write JSON: {e}")))?;
         line.push('\n');
-        return output::print(&line);
+        return output::print_or_closed(&line);
     }
     let mut text = String::new();
     if live {
@@ -127,7 +154,7 @@ fn show(snapshot: &MetricsSnapshot, json: bool, live: bool) -> Result<(), CliErr
         text.push_str("\x1b[H\x1b[2J");
     }
     text.push_str(&render(snapshot));
-    output::print(&text)
+    output::print_or_closed(&text)
 }
 
 /// The human view: one row per server, then one per operation.

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use mcp_client::{CatalogChange, LlmToolFormat, McpClient};
+use mcp_client::{Catalog, CatalogChange, CatalogTool, LlmToolFormat, McpClient};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -65,10 +65,15 @@ pub async fn watch(
 ) -> Result<(), CliError> {
     // Subscribed before the first listing, so no change falls between the two.
     let mut changes = client.catalog_changes();
+    if let Some(name) = server {
+        require_ready(client, name)?;
+    }
     if !json {
         run(client, server, false)?;
         eprintln!("watching for changes (Ctrl-C to stop)");
     }
+    // Which server each tool belongs to, before and after a change.
+    let mut before = client.tools();
     let started = Instant::now();
     let mut shown = 0;
     while count.is_none_or(|limit| shown < limit) {
@@ -80,7 +85,9 @@ pub async fn watch(
             }
             Err(RecvError::Closed) => return Ok(()),
         };
-        let change = only_server(change, server);
+        let after = client.tools();
+        let change = only_server(change, server, &before, &after);
+        before = after;
         if change.is_empty() {
             continue;
         }
@@ -97,18 +104,28 @@ pub async fn watch(
         } else {
             diff_lines(&change, started.elapsed().as_secs_f64())
         };
-        output::print(&text)?;
+        if !output::print_or_closed(&text)? {
+            return Ok(());
+        }
     }
     Ok(())
 }
 
-/// The part of a change that concerns `server` (all of it without one).
-fn only_server(mut change: CatalogChange, server: Option<&str>) -> CatalogChange {
+/// The part of a change that concerns `server` (all of it without one): tools that are there
+/// are looked up in the catalog `after` the change, removed ones in the one `before`.
+fn only_server(
+    mut change: CatalogChange,
+    server: Option<&str>,
+    before: &Catalog<CatalogTool>,
+    after: &Catalog<CatalogTool>,
+) -> CatalogChange {
     if let Some(name) = server {
-        let prefix = crate::commands::qualified_prefix(name);
-        for list in [&mut change.added, &mut change.removed, &mut change.changed] {
-            list.retain(|tool| tool.starts_with(&prefix));
-        }
+        let of = |catalog: &Catalog<CatalogTool>, tool: &String| {
+            catalog.get(tool).is_some_and(|t| t.server == name)
+        };
+        change.added.retain(|tool| of(after, tool));
+        change.changed.retain(|tool| of(after, tool));
+        change.removed.retain(|tool| of(before, tool));
     }
     change
 }
@@ -143,8 +160,23 @@ mod tests {
             diff_lines(&change, 1.25),
             "[+1.2s] + a__x\n[+1.2s] - b__y\n[+1.2s] ~ a__z\n"
         );
-        let only_b = only_server(change, Some("b"));
+        let tool = |server: &str, name: &str| CatalogTool {
+            qualified_name: String::new(),
+            server: server.into(),
+            tool: serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}}))
+                .unwrap(),
+        };
+        // Server `a__b`'s tools start with `a__` too: the catalog says whose they are.
+        let before = Catalog::build(vec![tool("b", "y"), tool("a", "z"), tool("a__b", "w")]);
+        let after = Catalog::build(vec![tool("a", "x"), tool("a", "z"), tool("a__b", "w")]);
+        let only_b = only_server(change.clone(), Some("b"), &before, &after);
         assert_eq!(only_b.removed, ["b__y"]);
         assert!(only_b.added.is_empty() && only_b.changed.is_empty());
+        let only_a = only_server(change, Some("a"), &before, &after);
+        assert_eq!(
+            (only_a.added, only_a.changed),
+            (vec!["a__x".to_owned()], vec!["a__z".to_owned()])
+        );
+        assert!(only_a.removed.is_empty());
     }
 }
