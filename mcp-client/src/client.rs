@@ -185,7 +185,7 @@ impl McpClient {
         }
         while starting.join_next().await.is_some() {}
         // The model's list starts in catalog order, whichever server was ready first.
-        lock(&inner.llm).order.reset();
+        lock(&inner.llm).reset();
         inner.rebuild_tools();
         McpClient { inner }
     }
@@ -928,7 +928,12 @@ impl Inner {
         let catalog = Arc::new(Catalog::build(entries));
         let previous = std::mem::replace(&mut *write(&self.tools), catalog.clone());
         let change = CatalogChange::between(&previous, &catalog);
-        lock(&self.llm).catalog_changed(&catalog);
+        let mut lists = lock(&self.llm);
+        // The same tools again (a listing that changed nothing): the lists handed out stay.
+        if !change.is_empty() || lists.is_empty() {
+            lists.catalog_changed(&catalog);
+        }
+        drop(lists);
         if !change.is_empty() {
             tracing::debug!(?change, "tool catalog changed");
             let _ = self.catalog_changes.send(change);

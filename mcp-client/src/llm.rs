@@ -305,9 +305,20 @@ impl LlmLists {
         list
     }
 
-    /// The catalog was replaced: places follow it, and lists are built again on demand.
+    /// The catalog changed: places follow it, and lists are built again on demand.
     pub(crate) fn catalog_changed(&mut self, catalog: &Catalog<CatalogTool>) {
         self.order.arrange(catalog);
+        self.built.clear();
+    }
+
+    /// True when no list was built and no tool placed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.built.is_empty() && self.order.places.is_empty()
+    }
+
+    /// Forgets every place and list (the next ones follow the catalog's order).
+    pub(crate) fn reset(&mut self) {
+        self.order.reset();
         self.built.clear();
     }
 }

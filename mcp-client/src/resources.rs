@@ -6,7 +6,7 @@
 //! Wiring (the manager owns no task and no session):
 //! - reads go through the server's call stack (timeout, retry, breaker, pool);
 //! - subscriptions go to the supervised session, where the server sends its updates: on every
-//!   new session the supervisor calls [`SessionRenewal::renew`] before the session is ready,
+//!   new session the supervisor calls [`SubscriptionRenewal::renew`] before the session is ready,
 //!   which hands the manager the new session and its capabilities (cached contents go STALE,
 //!   subscriptions are made again);
 //! - the server's notifications reach the manager through the [`NotificationRelay`] in the
@@ -32,7 +32,7 @@ pub use mcp_resources::NotificationRelay;
 
 /// What a supervisor renews on every new session before it is ready.
 #[async_trait]
-pub(crate) trait SessionRenewal: Send + Sync {
+pub(crate) trait SubscriptionRenewal: Send + Sync {
     /// Renews what the previous session had (within `deadline`; failures are logged).
     async fn renew(&self, session: &ClientSession, deadline: Instant);
 }
@@ -166,7 +166,7 @@ impl ServerResources {
 }
 
 #[async_trait]
-impl SessionRenewal for ServerResources {
+impl SubscriptionRenewal for ServerResources {
     async fn renew(&self, session: &ClientSession, deadline: Instant) {
         // At most half the time left: a slow server (or many subscriptions) must not cost the
         // session itself, which still has its tools to list; what is not renewed in time is

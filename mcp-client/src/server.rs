@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::config::ServerConfig;
 use crate::connect::{ServerConnector, SessionSetup, TransportRegistry};
 use crate::handler::{ClientNotification, FacadeHandler};
-use crate::resources::{ServerResources, SessionRenewal};
+use crate::resources::{ServerResources, SubscriptionRenewal};
 use crate::routing::{Fetched, ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
@@ -131,7 +131,7 @@ impl ManagedServer {
             #[cfg(feature = "resources")]
             &relay,
         ));
-        let renewal: Arc<dyn SessionRenewal> = resources.clone();
+        let renewal: Arc<dyn SubscriptionRenewal> = resources.clone();
         supervisor.renew_with(&renewal);
         Arc::new(ManagedServer {
             config,

@@ -144,7 +144,7 @@ pub(crate) struct Supervisor {
     inbox: Mutex<Option<mpsc::Receiver<SupervisorEvent>>>,
     /// What every new session renews before it is ready (resource subscriptions); weak: it
     /// reaches back to the supervisor through the call stack.
-    renewal: std::sync::OnceLock<std::sync::Weak<dyn crate::resources::SessionRenewal>>,
+    renewal: std::sync::OnceLock<std::sync::Weak<dyn crate::resources::SubscriptionRenewal>>,
     reconnects: AtomicU64,
     last_error: Mutex<Option<String>>,
     /// The last [`HISTORY`] status changes, with when they happened.
@@ -269,7 +269,7 @@ impl Supervisor {
     }
 
     /// Sets what every new session renews before it is ready (once, before [`start`]).
-    pub(crate) fn renew_with(&self, renewal: &Arc<dyn crate::resources::SessionRenewal>) {
+    pub(crate) fn renew_with(&self, renewal: &Arc<dyn crate::resources::SubscriptionRenewal>) {
         let _ = self.renewal.set(Arc::downgrade(renewal));
     }
 

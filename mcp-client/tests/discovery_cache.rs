@@ -166,7 +166,7 @@ async fn the_model_tool_list_keeps_its_bytes_and_puts_new_tools_last() {
 async fn resource_list_changes_are_reported_as_diffs() {
     let (config, log, _) = logged_fixture("resource-diff");
     let client = start(vec![config]).await;
-    // Nothing kept yet: a change costs nothing.
+    // Routing the read lists the server's resources once, and keeps the list.
     client
         .read_resource(None, "fixture://static/hello")
         .await

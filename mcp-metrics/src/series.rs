@@ -488,7 +488,8 @@ mod tests {
             .read(8, &mut Latency::micros(2));
         assert_eq!(reading.calls, 80_000);
         assert_eq!(reading.latency.count, 80_000);
-        assert_eq!(reading.qps, 8_000.0);
+        // All in second 7, read at second 8: a one-second-old series.
+        assert_eq!(reading.qps, 80_000.0);
     }
 
     #[test]

@@ -15,7 +15,8 @@ use crate::MetricsConfig;
 /// Every server's metrics at one moment ([`Metrics::snapshot`](crate::Metrics::snapshot)).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricsSnapshot {
-    /// The window the `qps` fields are measured over.
+    /// The window the `qps` fields are measured over (a series younger than the window: its
+    /// calls so far over its age in whole seconds, at least one).
     pub qps_window_seconds: u64,
     /// Servers in registration order.
     pub servers: Vec<ServerSnapshot>,

@@ -17,6 +17,9 @@ pub(crate) struct RateWindow {
     /// `window + 1` buckets: the current second's and the window's.
     buckets: Box<[u64]>,
     window: u64,
+    /// The second of the first call: until the window has passed since, the rate is the calls
+    /// so far over the series' age (a new series is not diluted over a window it did not live).
+    first: Option<u64>,
     /// `u64::MAX / buckets.len() + 1`: finds a second's bucket with two multiplies instead
     /// of a division (see [`RateWindow::index`]).
     reciprocal: u64,
@@ -31,6 +34,7 @@ impl RateWindow {
         RateWindow {
             buckets,
             window,
+            first: None,
             reciprocal,
         }
     }
@@ -38,6 +42,9 @@ impl RateWindow {
     /// Counts one call in second `second`.
     #[inline]
     pub(crate) fn record(&mut self, second: u64) {
+        if self.first.is_none() {
+            self.first = Some(second);
+        }
         let Some(bucket) = self.bucket(second) else {
             return;
         };
@@ -68,9 +75,26 @@ impl RateWindow {
             .sum()
     }
 
-    /// Calls per second over the window before second `now`.
+    /// Calls per second: over the window's whole seconds before second `now`; for a series
+    /// younger than the window, its calls so far (the current second's included) over its
+    /// age in whole seconds, at least one.
     pub(crate) fn rate(&self, now: u64) -> f64 {
-        self.count(now) as f64 / self.window as f64
+        match self.first {
+            Some(first) if now.saturating_sub(first) < self.window => {
+                let so_far: u64 = self
+                    .buckets
+                    .iter()
+                    .copied()
+                    .filter(|word| {
+                        let second = word >> COUNT_BITS;
+                        second >= first && second <= now
+                    })
+                    .map(|word| word & COUNT_MASK)
+                    .sum();
+                so_far as f64 / (now - first).max(1) as f64
+            }
+            _ => self.count(now) as f64 / self.window as f64,
+        }
     }
 
     #[inline]
@@ -115,7 +139,10 @@ mod tests {
         assert_eq!(window.count(0), 0);
         assert_eq!(window.count(1), 5);
         assert_eq!(window.count(4), 20);
-        assert_eq!(window.rate(4), 2.0);
+        // Younger than the window: its calls over its age.
+        assert_eq!(window.rate(0), 5.0);
+        assert_eq!(window.rate(4), 5.0);
+        assert_eq!(window.rate(10), 2.0);
         // Second 0 leaves the window at 11, second 3 at 14.
         assert_eq!(window.count(10), 20);
         assert_eq!(window.count(11), 15);

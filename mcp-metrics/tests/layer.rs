@@ -181,18 +181,18 @@ async fn qps_is_measured_over_the_sliding_window_and_rolls_over() {
     for _ in 0..20 {
         service.call(tool_call("echo")).await.unwrap();
     }
-    // The second in progress is not counted yet.
-    assert_eq!(qps(&metrics), 0.0);
+    // A series younger than the window: its calls so far over its age (at least a second).
+    assert_eq!(qps(&metrics), 20.0);
     tokio::time::advance(at(1.0) - tokio::time::Instant::now()).await;
-    assert_eq!(qps(&metrics), 2.0);
+    assert_eq!(qps(&metrics), 20.0);
 
     tokio::time::advance(at(5.5) - tokio::time::Instant::now()).await;
     for _ in 0..10 {
         service.call(tool_call("echo")).await.unwrap();
     }
     tokio::time::advance(at(6.0) - tokio::time::Instant::now()).await;
-    assert_eq!(qps(&metrics), 3.0);
-    // Seconds 0 and 5 are both in the window [0, 10) until second 10 ends.
+    assert_eq!(qps(&metrics), 5.0);
+    // From now on the window's whole seconds: seconds 0 and 5 are both in the window [0, 10) until second 10 ends.
     tokio::time::advance(at(10.999) - tokio::time::Instant::now()).await;
     assert_eq!(qps(&metrics), 3.0);
     tokio::time::advance(at(11.0) - tokio::time::Instant::now()).await;

@@ -1,6 +1,7 @@
 //! Single flight: concurrent callers asking for the same key share one fetch.
 //!
-//! The first caller (the leader) runs the fetch in its own task; the others wait for its
+//! The first caller (the leader) runs the fetch in its own future (no task is spawned); the
+//! others wait for its
 //! outcome on a `watch` channel, each until its own deadline. Nothing is locked across an
 //! await: the map of flights is locked only to join or leave one. A leader that is dropped
 //! mid-fetch (its caller gave up) leaves the map first and then drops its sender, so the

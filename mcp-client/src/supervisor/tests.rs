@@ -358,7 +358,7 @@ async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
     /// Renews one subscription on every new session, and counts the sessions.
     struct Renew(std::sync::atomic::AtomicUsize);
     #[async_trait::async_trait]
-    impl crate::resources::SessionRenewal for Renew {
+    impl crate::resources::SubscriptionRenewal for Renew {
         async fn renew(&self, session: &ClientSession, deadline: Instant) {
             self.0.fetch_add(1, Ordering::SeqCst);
             let options = RequestOptions::new().with_deadline(deadline);
@@ -369,7 +369,7 @@ async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
         }
     }
     let renew = Arc::new(Renew(std::sync::atomic::AtomicUsize::new(0)));
-    let renewal: Arc<dyn crate::resources::SessionRenewal> = renew.clone();
+    let renewal: Arc<dyn crate::resources::SubscriptionRenewal> = renew.clone();
     sup.renew_with(&renewal);
     let recorder = Arc::new(Recorder::default());
     sup.start(recorder.clone());

@@ -117,9 +117,13 @@ impl MetaAdditions<'_> {
                     .or_insert_with(|| serde_json::to_value(level).unwrap_or(Value::Null));
             }
         }
-        if let Some(trace) = self.trace {
+        // A trace context the caller put there is kept whole: a `tracestate` belongs to its
+        // own `traceparent`, never to ours.
+        let callers_own =
+            target.contains_key(meta::TRACEPARENT) || target.contains_key(meta::TRACESTATE);
+        if let (Some(trace), false) = (self.trace, callers_own) {
             for (key, value) in trace_members(trace) {
-                target.entry(key).or_insert_with(|| Value::from(value));
+                target.insert(key.to_owned(), Value::from(value));
             }
         }
     }

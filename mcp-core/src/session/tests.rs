@@ -1290,10 +1290,19 @@ fn a_trace_context_is_spliced_into_every_params_shape() {
         v(with_trace(Some(Payload::Value(json!({"name": "echo"}))), &trace).unwrap()),
         json!({"name": "echo", "_meta": both})
     );
-    // A `_meta` of the caller's own keeps its members, its own traceparent included.
+    // A `_meta` of the caller's own keeps its members, and a trace context of its own whole
+    // (our tracestate does not belong to its traceparent).
     assert_eq!(
         v(with_trace(raw(r#"{"_meta":{"x":1,"traceparent":"mine"}}"#), &trace).unwrap()),
-        json!({"_meta": {"x": 1, "traceparent": "mine", "tracestate": "rojo=00f067aa0ba902b7"}})
+        json!({"_meta": {"x": 1, "traceparent": "mine"}})
+    );
+    assert_eq!(
+        v(with_trace(raw(r#"{"_meta":{"tracestate":"theirs"}}"#), &trace).unwrap()),
+        json!({"_meta": {"tracestate": "theirs"}})
+    );
+    assert_eq!(
+        v(with_trace(raw(r#"{"_meta":{"x":1}}"#), &trace).unwrap()),
+        json!({"_meta": {"x": 1, "traceparent": PARENT, "tracestate": "rojo=00f067aa0ba902b7"}})
     );
     // Without a tracestate only the traceparent is added; whatever the strings hold, the
     // result is valid JSON.
