@@ -181,7 +181,7 @@ pub fn print(text: &str) -> Result<(), CliError> {
     print_or_closed(text).map(|_| ())
 }
 
-/// Like [`print`], saying whether stdout is still open: `false` once the reader went away
+/// Like [`print()`], saying whether stdout is still open: `false` once the reader went away
 /// (`mcph stats --json | head -1`), so a live command stops instead of working for nobody.
 pub fn print_or_closed(text: &str) -> Result<bool, CliError> {
     let stdout = std::io::stdout();
