@@ -27,6 +27,25 @@ fn requests(log: &Path, method: &str) -> usize {
         .count()
 }
 
+/// A client whose debounce (500 ms) comfortably holds a burst of notifications even on a
+/// loaded machine: the tests count listings exactly.
+async fn start_with_wide_debounce(config: mcp_client::ServerConfig) -> McpClient {
+    let config = mcp_client::ClientConfig {
+        servers: vec![config],
+        source: None,
+    };
+    let policy = mcp_client::SupervisionPolicy {
+        list_changed_debounce: std::time::Duration::from_millis(500),
+        ..Default::default()
+    };
+    tokio::time::timeout(
+        DEADLINE,
+        McpClient::builder(config).supervision(policy).start(),
+    )
+    .await
+    .expect("start is bounded by the startup timeout")
+}
+
 async fn cleanup(client: McpClient, log: &Path) {
     client.shutdown().await;
     if let Some(dir) = log.parent() {
@@ -60,7 +79,7 @@ async fn tool_calls_never_list_tools() {
 #[tokio::test]
 async fn a_burst_of_list_changed_costs_one_listing() {
     let (config, log, _) = logged_fixture("burst");
-    let client = start(vec![config]).await;
+    let client = start_with_wide_debounce(config).await;
     let mut changes = client.catalog_changes();
     client
         .call_tool("fx__trigger_list_changed", Some(json!({"times": 25})))
@@ -165,7 +184,7 @@ async fn the_model_tool_list_keeps_its_bytes_and_puts_new_tools_last() {
 #[tokio::test]
 async fn resource_list_changes_are_reported_as_diffs() {
     let (config, log, _) = logged_fixture("resource-diff");
-    let client = start(vec![config]).await;
+    let client = start_with_wide_debounce(config).await;
     // Routing the read lists the server's resources once, and keeps the list.
     client
         .read_resource(None, "fixture://static/hello")
