@@ -172,20 +172,29 @@ fn write_definition(out: &mut Vec<u8>, tool: &CatalogTool, format: LlmToolFormat
     }
 }
 
-fn write_members(out: &mut Vec<u8>, mut members: Vec<(&'static str, Member<'_>)>) {
-    members.sort_unstable_by_key(|(key, _)| *key);
+fn write_members(out: &mut Vec<u8>, members: Vec<(&'static str, Member<'_>)>) {
+    write_object(out, members, |out, member| match member {
+        Member::Text(text) => write_string(out, text),
+        Member::Json(value) => write_canonical(out, value),
+        Member::Object(inner) => write_members(out, inner),
+    });
+}
+
+/// Writes an object of `members` sorted by key, each value by `write`.
+fn write_object<K: AsRef<str> + Ord, V>(
+    out: &mut Vec<u8>,
+    mut members: Vec<(K, V)>,
+    write: impl Fn(&mut Vec<u8>, V),
+) {
+    members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out.push(b'{');
     for (i, (key, member)) in members.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write_string(out, key);
+        write_string(out, key.as_ref());
         out.push(b':');
-        match member {
-            Member::Text(text) => write_string(out, text),
-            Member::Json(value) => write_canonical(out, value),
-            Member::Object(inner) => write_members(out, inner),
-        }
+        write(out, member);
     }
     out.push(b'}');
 }
@@ -194,20 +203,7 @@ fn write_members(out: &mut Vec<u8>, mut members: Vec<(&'static str, Member<'_>)>
 /// order `serde_json`'s map keeps).
 pub(crate) fn write_canonical(out: &mut Vec<u8>, value: &Value) {
     match value {
-        Value::Object(members) => {
-            let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (i, (key, member)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(out, key);
-                out.push(b':');
-                write_canonical(out, member);
-            }
-            out.push(b'}');
-        }
+        Value::Object(members) => write_object(out, members.iter().collect(), write_canonical),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
