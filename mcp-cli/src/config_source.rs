@@ -62,6 +62,7 @@ pub fn embedded_default(exe: &Path) -> ClientConfig {
     ClientConfig {
         servers: vec![ServerConfig::new(EMBEDDED_SERVER, transport)],
         source: None,
+        region: None,
     }
 }
 

@@ -51,7 +51,7 @@ pub use auth::OAuthPolicy;
 pub use builder::{McpClientBuilder, SessionOptionsHook};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient};
-pub use config::{ClientConfig, ServerConfig, TransportConfig};
+pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use connect::TransportRegistry;
 pub use handler::ClientNotification;
 pub use llm::{LlmToolFormat, LlmToolList};

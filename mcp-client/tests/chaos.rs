@@ -532,6 +532,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     let client = McpClient::builder(ClientConfig {
         servers,
         source: None,
+        region: None,
     })
     .shutdown_timeout(Duration::from_secs(3))
     .start()

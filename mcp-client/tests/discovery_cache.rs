@@ -33,6 +33,7 @@ async fn start_with_wide_debounce(config: mcp_client::ServerConfig) -> McpClient
     let config = mcp_client::ClientConfig {
         servers: vec![config],
         source: None,
+        region: None,
     };
     let policy = mcp_client::SupervisionPolicy {
         list_changed_debounce: std::time::Duration::from_millis(500),

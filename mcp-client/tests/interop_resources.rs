@@ -448,6 +448,7 @@ async fn start_with(servers: Vec<ServerConfig>, policy: StackPolicy) -> McpClien
     let config = ClientConfig {
         servers,
         source: None,
+        region: None,
     };
     tokio::time::timeout(
         DEADLINE,

@@ -63,6 +63,7 @@ async fn start(servers: Vec<ServerConfig>, policy: &OAuthPolicy) -> McpClient {
     let config = ClientConfig {
         servers,
         source: None,
+        region: None,
     };
     tokio::time::timeout(
         DEADLINE,

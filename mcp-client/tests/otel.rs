@@ -56,6 +56,7 @@ async fn calls_are_exported_with_the_mcp_semantic_conventions() {
     let config = ClientConfig {
         servers: vec![fixture("fx", &[], &marker)],
         source: None,
+        region: None,
     };
     let client = tokio::time::timeout(
         DEADLINE,

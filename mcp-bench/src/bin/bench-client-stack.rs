@@ -49,6 +49,7 @@ async fn bench(args: &ClientArgs, transport: TransportConfig) -> Result<(), Stri
     let config = ClientConfig {
         servers: vec![ServerConfig::new("bench", transport)],
         source: None,
+        region: None,
     };
     let client = McpClient::builder(config)
         .options(ClientOptions::default())

@@ -40,6 +40,7 @@ pub fn parse_codex_with_env(
     let mut config = ClientConfig {
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
+        region: None,
     };
     let Some(servers) = top.object(&ctx, "mcp_servers")? else {
         return Ok(config);

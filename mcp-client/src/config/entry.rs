@@ -10,7 +10,8 @@ use super::model::{DpopSetting, OAuthSettings, ServerConfig, TransportConfig};
 use super::node::Node;
 use super::settings::{
     BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+    DEFAULT_FAILBACK_AFTER, DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
 };
 
 /// Which format's entry shape to expect.
@@ -258,6 +259,9 @@ fn read_extras(obj: &Obj<'_>, ctx: &Ctx<'_>, server: &mut ServerConfig) -> Resul
         probe_interval: obj
             .duration(ctx, "probe_interval_sec", 1.0)?
             .unwrap_or(DEFAULT_PROBE_INTERVAL),
+        failback_after: obj
+            .duration(ctx, "failback_after_sec", 1.0)?
+            .unwrap_or(DEFAULT_FAILBACK_AFTER),
     };
     server.oauth = read_oauth(obj, ctx)?;
     server.era = read_era(obj, ctx)?;

@@ -38,10 +38,13 @@ pub use discover::{
 pub use error::{ConfigError, ConfigErrorKind};
 pub use expand::EnvLookup;
 pub use load::{load, load_with_env, parse, parse_format_with_env, parse_with_env, ConfigFormat};
-pub use model::{ClientConfig, DpopSetting, OAuthSettings, ServerConfig, TransportConfig};
+pub use model::{
+    ClientConfig, DpopSetting, EndpointConfig, OAuthSettings, ServerConfig, TransportConfig,
+};
 pub use settings::{
     BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
+    DEFAULT_FAILBACK_AFTER, DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
 };
 pub use vscode::{parse_vscode, parse_vscode_with_env};
 

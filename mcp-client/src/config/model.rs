@@ -17,6 +17,11 @@ pub struct ClientConfig {
     pub servers: Vec<ServerConfig>,
     /// The file the configuration came from.
     pub source: Option<PathBuf>,
+    /// The client's own region (the file's top-level `"region"`): servers that list
+    /// [`endpoints`](ServerConfig::endpoints) prefer the endpoints of this region. The
+    /// builder's `region(..)` and `MCPH_REGION` are the other sources (see
+    /// `McpClientBuilder::region`).
+    pub region: Option<String>,
 }
 
 impl ClientConfig {
@@ -56,6 +61,34 @@ pub struct ServerConfig {
     pub oauth: OAuthSettings,
     /// The protocol era to speak: `None` detects it (the default); config key `era`.
     pub era: Option<mcp_core::Era>,
+    /// Several endpoints of one remote server (`endpoints`), in configuration order; empty
+    /// for a server with one `url`. The [`transport`](Self::transport) then holds the kind,
+    /// the server's own headers and the first endpoint's URL; [`at_endpoint`](Self::at_endpoint)
+    /// gives each endpoint as a server of its own.
+    pub endpoints: Vec<EndpointConfig>,
+}
+
+/// One endpoint of a server that lists several (`endpoints: [{ url, region, headers }]`): the
+/// same MCP server (the same tools) served at another address, usually in another region.
+/// `Debug` never prints header values or the URL's user info and query.
+#[derive(Clone, PartialEq)]
+pub struct EndpointConfig {
+    /// The endpoint's URL (its scheme picks the transport where the entry has no `type`).
+    pub url: String,
+    /// Its region label (`region`), compared with the client's own.
+    pub region: Option<String>,
+    /// Headers of this endpoint only, sent over the server's `headers` (values are secret).
+    pub headers: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for EndpointConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EndpointConfig")
+            .field("url", &mcp_core::auth::redact_url(&self.url))
+            .field("region", &self.region)
+            .field("headers", &Redacted(&self.headers))
+            .finish()
+    }
 }
 
 /// A server's `oauth` settings, matching what Claude Code and Codex configs allow:
@@ -138,7 +171,41 @@ impl ServerConfig {
             settings: HarnessSettings::default(),
             oauth: OAuthSettings::default(),
             era: None,
+            endpoints: Vec::new(),
         }
+    }
+
+    /// Whether the server lists more than one endpoint (and so is routed among them).
+    pub fn is_routed(&self) -> bool {
+        self.endpoints.len() > 1
+    }
+
+    /// Endpoint `index` as a server of its own: the same entry with that endpoint's URL, its
+    /// headers merged over the server's (a header named in both — compared without case —
+    /// takes the endpoint's value), and no `endpoints`. `None` past the last endpoint; a
+    /// server without endpoints is its own endpoint 0.
+    pub fn at_endpoint(&self, index: usize) -> Option<ServerConfig> {
+        if self.endpoints.is_empty() {
+            return (index == 0).then(|| self.clone());
+        }
+        let endpoint = self.endpoints.get(index)?;
+        let mut server = self.clone();
+        server.endpoints = Vec::new();
+        let merge = |url: &mut String, headers: &mut BTreeMap<String, String>| {
+            url.clone_from(&endpoint.url);
+            for (name, value) in &endpoint.headers {
+                headers.retain(|k, _| !k.eq_ignore_ascii_case(name));
+                headers.insert(name.clone(), value.clone());
+            }
+        };
+        match &mut server.transport {
+            TransportConfig::Http { url, headers }
+            | TransportConfig::Sse { url, headers }
+            | TransportConfig::Url { url, headers }
+            | TransportConfig::Remote { url, headers, .. } => merge(url, headers),
+            TransportConfig::Stdio { .. } | TransportConfig::InProcess => return None,
+        }
+        Some(server)
     }
 
     /// Whether the tool lists let `tool` through: on the allow-list (when there is one) and not
@@ -309,7 +376,7 @@ mod tests {
         };
         let config = ClientConfig {
             servers: vec![ServerConfig::new("a", stdio), ServerConfig::new("b", http)],
-            source: None,
+            ..ClientConfig::default()
         };
         for text in [format!("{config:?}"), format!("{config:#?}")] {
             assert!(!text.contains("ghp_secret123"), "{text}");
@@ -326,6 +393,49 @@ mod tests {
             text.contains("https://<redacted>@example.com/mcp"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn endpoints_merge_their_headers_over_the_servers() {
+        let mut server = ServerConfig::new(
+            "search",
+            TransportConfig::Http {
+                url: "https://eu.example.com/mcp".into(),
+                headers: BTreeMap::from([
+                    ("Authorization".into(), "Bearer server".into()),
+                    ("X-Team".into(), "a".into()),
+                ]),
+            },
+        );
+        assert_eq!(server.at_endpoint(0).as_ref(), Some(&server));
+        assert_eq!(server.at_endpoint(1), None);
+        server.endpoints = vec![
+            EndpointConfig {
+                url: "https://eu.example.com/mcp".into(),
+                region: Some("eu-west".into()),
+                headers: BTreeMap::new(),
+            },
+            EndpointConfig {
+                url: "https://us.example.com/mcp".into(),
+                region: Some("us-east".into()),
+                headers: BTreeMap::from([("authorization".into(), "Bearer us-secret".into())]),
+            },
+        ];
+        assert!(server.is_routed());
+        let us = server.at_endpoint(1).expect("endpoint 1");
+        assert!(us.endpoints.is_empty());
+        assert_eq!(us.transport.url(), Some("https://us.example.com/mcp"));
+        let headers = us.transport.headers().expect("remote");
+        assert_eq!(
+            headers.get("authorization").map(String::as_str),
+            Some("Bearer us-secret")
+        );
+        assert_eq!(headers.get("Authorization"), None);
+        assert_eq!(headers.get("X-Team").map(String::as_str), Some("a"));
+        assert_eq!(server.at_endpoint(2), None);
+        let shown = format!("{server:?}");
+        assert!(!shown.contains("us-secret"), "{shown}");
+        assert!(shown.contains("us-east"), "{shown}");
     }
 
     #[test]

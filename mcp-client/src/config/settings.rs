@@ -11,7 +11,8 @@
 //! | `breaker.failure_threshold` / `window_sec` / `cooldown_sec` / `half_open_max_requests` | 5 / 60 s / 30 s / 3 |
 //! | `breaker.per_tool` | false (one breaker per server) |
 //! | `rate_limit.calls_per_sec` / `burst` / `wait` | none (no limit) / = calls_per_sec / true |
-//! | `probe_interval_sec` | 30 s (how often an unavailable server is tried again) |
+//! | `probe_interval_sec` | 30 s (how often an unavailable server is tried again, and how often each endpoint of a server with `endpoints` is probed) |
+//! | `failback_after_sec` | 30 s (how long an endpoint that failed must answer probes before traffic moves back to it) |
 //!
 //! Which of these apply depends on the profile (see `StackPolicy` in the facade): `minimal`
 //! tries 3 times in all (2 retries) with a fixed 1 s wait and has no breaker or pool; `professional` adds
@@ -28,6 +29,8 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default time between attempts at bringing an unavailable server back.
 pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_secs(30);
+/// Default time an endpoint that failed must answer its probes before traffic moves back.
+pub const DEFAULT_FAILBACK_AFTER: Duration = Duration::from_secs(30);
 
 /// Per-server harness settings beyond the transport.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +45,12 @@ pub struct HarnessSettings {
     pub breaker: BreakerSettings,
     /// Client-side rate limit (`rate_limit`); `None`: no limit.
     pub rate_limit: Option<RateLimitSettings>,
-    /// How often an unavailable server is tried again (`probe_interval_sec`, default 30 s).
+    /// How often an unavailable server is tried again, and each endpoint of a server with
+    /// `endpoints` is probed (`probe_interval_sec`, default 30 s).
     pub probe_interval: Duration,
+    /// How long an endpoint that failed must answer its probes before traffic moves back to
+    /// it (`failback_after_sec`, default 30 s; servers with `endpoints` only).
+    pub failback_after: Duration,
 }
 
 impl Default for HarnessSettings {
@@ -55,6 +62,7 @@ impl Default for HarnessSettings {
             breaker: BreakerSettings::default(),
             rate_limit: None,
             probe_interval: DEFAULT_PROBE_INTERVAL,
+            failback_after: DEFAULT_FAILBACK_AFTER,
         }
     }
 }

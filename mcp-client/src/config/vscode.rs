@@ -70,6 +70,7 @@ pub(crate) fn from_node(
     let mut config = ClientConfig {
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
+        region: None,
     };
     for (name, entry) in servers.entries() {
         let ctx = ctx.for_server(name);

@@ -93,6 +93,7 @@ pub async fn start(servers: Vec<ServerConfig>) -> McpClient {
     let config = ClientConfig {
         servers,
         source: None,
+        region: None,
     };
     tokio::time::timeout(DEADLINE, McpClient::start(config, ClientOptions::default()))
         .await
