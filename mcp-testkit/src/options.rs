@@ -90,6 +90,17 @@ pub struct ServerOptions {
     /// `notifications/resources/updated` when it is subscribed) (`--churn-every-ms N`) — a
     /// server that changes on its own, for watchers.
     pub churn_every_ms: Option<u64>,
+    /// List one more tool, `instance` (read-only, idempotent, no arguments), answering one text
+    /// block with exactly this label (`--instance LABEL`, non-empty; default none: no such
+    /// tool) — which of several fixture servers answered, for routing tests.
+    pub instance: Option<String>,
+    /// List one more echo-like tool per name, after the others and in this order
+    /// (`--extra-tool NAME`, repeatable; default none): input schema
+    /// `{"type":"object","properties":{"text":{"type":"string"}}}`, answering one text block
+    /// `NAME: <text>` — a server whose tool list differs from its siblings'. `parse_args` takes
+    /// only names that pass [`check_extra_tool_name`], each once; set in process, the names
+    /// are the caller's to check.
+    pub extra_tools: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -126,6 +137,8 @@ impl Default for ServerOptions {
             http_bearer: None,
             oauth: None,
             http_control: false,
+            instance: None,
+            extra_tools: Vec::new(),
         }
     }
 }
@@ -176,6 +189,12 @@ FLAGS:
                             per executed tools/call ({\"event\":\"call\",\"id\",\"tool\",\"call_id\"}),
                             per notifications/cancelled received ({\"event\":\"cancelled\",\"id\"})
                             and per HTTP fault ({\"event\":\"fault\",\"fault\",\"id\"}) to PATH.
+    --instance LABEL        List one more tool, `instance` (read-only, idempotent, no arguments),
+                            answering one text block with exactly LABEL (non-empty): which of
+                            several servers answered.
+    --extra-tool NAME       List one more tool NAME (after the others; repeatable, in order),
+                            echo-like ({text}), answering one text block \"NAME: <text>\".
+                            NAME: 1 to 64 of A-Z a-z 0-9 _ -, not a built-in tool's name, once.
 
 HTTP (instead of stdio):
     --http ADDR             Serve HTTP on ADDR (loopback only, e.g. 127.0.0.1:0) instead of stdio:
@@ -402,10 +421,55 @@ where
                 no_value(&flag)?;
                 options.http_control = true;
             }
+            "--instance" => {
+                let label = value(&flag)?;
+                if label.is_empty() {
+                    return Err(format!(
+                        "flag {flag}: invalid value {label:?} (the label must not be empty)"
+                    ));
+                }
+                options.instance = Some(label);
+            }
+            "--extra-tool" => {
+                let name = value(&flag)?;
+                check_extra_tool_name(&name)
+                    .map_err(|why| format!("flag {flag}: invalid value {name:?} ({why})"))?;
+                if options.extra_tools.contains(&name) {
+                    return Err(format!("flag {flag}: invalid value {name:?} (given twice)"));
+                }
+                options.extra_tools.push(name);
+            }
             other => return Err(format!("unknown argument: {other} (see --help)")),
         }
     }
     Ok(CliCommand::Run(options))
+}
+
+/// Longest name of an `--extra-tool`.
+pub const MAX_EXTRA_TOOL_NAME_LEN: usize = 64;
+
+/// Whether `name` can be an `--extra-tool`: 1 to [`MAX_EXTRA_TOOL_NAME_LEN`] characters of
+/// `[A-Za-z0-9_-]`, and not the name of a built-in tool ([`crate::tools::TOOL_NAMES`],
+/// [`crate::tools::DYNAMIC_TOOL`], [`crate::tools::INSTANCE_TOOL`]). The error says why not.
+pub fn check_extra_tool_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a tool name must not be empty".to_owned());
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err("a tool name is made of A-Z, a-z, 0-9, _ and -".to_owned());
+    }
+    if name.len() > MAX_EXTRA_TOOL_NAME_LEN {
+        return Err(format!(
+            "a tool name has at most {MAX_EXTRA_TOOL_NAME_LEN} characters"
+        ));
+    }
+    if crate::tools::is_built_in(name) {
+        return Err("a built-in tool has this name".to_owned());
+    }
+    Ok(())
 }
 
 fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
@@ -486,6 +550,59 @@ mod tests {
         assert_eq!(options.http_fail_first, 2);
         assert_eq!(options.http_delay_ms, 9);
         assert_eq!(options.ws, Some("127.0.0.1:0".parse().expect("addr")));
+        assert_eq!(options.instance, None);
+        assert!(options.extra_tools.is_empty());
+    }
+
+    #[test]
+    fn instance_and_extra_tools() {
+        let longest = "z".repeat(MAX_EXTRA_TOOL_NAME_LEN);
+        let options = run(&[
+            "--instance",
+            "eu west (1)",
+            "--extra-tool",
+            "beta",
+            "--extra-tool=Alpha_2-x",
+            "--extra-tool",
+            longest.as_str(),
+        ]);
+        assert_eq!(options.instance.as_deref(), Some("eu west (1)"));
+        assert_eq!(options.extra_tools, ["beta", "Alpha_2-x", longest.as_str()]);
+        assert_eq!(run(&["--instance=a=b"]).instance.as_deref(), Some("a=b"));
+
+        let refused = |args: &[&str], flag: &str, value: &str| {
+            let message = parse_args(args.iter().copied()).expect_err("refused");
+            assert!(message.contains(flag), "{message}");
+            assert!(message.contains(&format!("{value:?}")), "{message}");
+        };
+        refused(&["--instance", ""], "--instance", "");
+        refused(&["--instance="], "--instance", "");
+        assert!(parse_args(["--instance"]).is_err());
+        let long = "x".repeat(MAX_EXTRA_TOOL_NAME_LEN + 1);
+        for bad in [
+            "",
+            "a b",
+            "dots.no",
+            "slash/no",
+            "é",
+            long.as_str(),
+            "echo",
+            "slow_stats",
+        ] {
+            refused(&["--extra-tool", bad], "--extra-tool", bad);
+        }
+        refused(
+            &["--extra-tool=dynamic_tool"],
+            "--extra-tool",
+            "dynamic_tool",
+        );
+        refused(&["--extra-tool", "instance"], "--extra-tool", "instance");
+        refused(
+            &["--extra-tool", "twice", "--extra-tool", "twice"],
+            "--extra-tool",
+            "twice",
+        );
+        assert!(parse_args(["--extra-tool"]).is_err());
     }
 
     #[test]
@@ -575,6 +692,8 @@ mod tests {
             "--oauth-dpop-refuse-proofs",
             "--oauth-token-ttl",
             "--oauth-required-scope",
+            "--instance",
+            "--extra-tool",
         ] {
             assert!(HELP.contains(flag), "help lacks {flag}");
         }

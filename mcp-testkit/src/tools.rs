@@ -47,6 +47,14 @@ pub const TOOL_NAMES: &[&str] = &[
 /// Name of the tool toggled by `trigger_list_changed`.
 pub const DYNAMIC_TOOL: &str = "dynamic_tool";
 
+/// Name of the tool listed with `--instance LABEL` (answers LABEL).
+pub const INSTANCE_TOOL: &str = "instance";
+
+/// Whether `name` is a built-in tool's: always present, toggled, or listed with `--instance`.
+pub fn is_built_in(name: &str) -> bool {
+    TOOL_NAMES.contains(&name) || name == DYNAMIC_TOOL || name == INSTANCE_TOOL
+}
+
 fn schema(properties: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required })
 }
@@ -258,19 +266,54 @@ fn dynamic_tool() -> &'static Value {
     })
 }
 
-/// `tools/list`.
+/// The `instance` tool of `--instance`.
+fn instance_tool() -> &'static Value {
+    static TOOL: OnceLock<Value> = OnceLock::new();
+    TOOL.get_or_init(|| {
+        with(
+            tool(
+                INSTANCE_TOOL,
+                "Instance",
+                "Answers this server's --instance label, to tell which of several servers answered.",
+                schema(json!({}), &[]),
+            ),
+            "annotations",
+            json!({ "readOnlyHint": true, "idempotentHint": true }),
+        )
+    })
+}
+
+/// An `--extra-tool NAME`: echo-like, answers `NAME: <text>`.
+fn extra_tool(name: &str) -> Value {
+    tool(
+        name,
+        name,
+        &format!("An extra tool (--extra-tool): answers \"{name}: <text>\"."),
+        json!({ "type": "object", "properties": { "text": { "type": "string" } } }),
+    )
+}
+
+/// `tools/list`: the always-present tools, then `instance` (`--instance`), `dynamic_tool`
+/// (while toggled on) and the `--extra-tool`s in order.
 pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<Value, RpcError> {
     let params = params_object(params)?;
-    let page_size = server.options().page_size;
-    if server.dynamic_tool_present() {
-        let mut all: Vec<Value> = base_tools().to_vec();
-        all.push(dynamic_tool().clone());
-        let (page, next) = paginate(&all, page_size, &params)?;
-        Ok(page_result("tools", page, next))
-    } else {
+    let options = server.options();
+    let page_size = options.page_size;
+    let dynamic = server.dynamic_tool_present();
+    if !dynamic && options.instance.is_none() && options.extra_tools.is_empty() {
         let (page, next) = paginate(base_tools(), page_size, &params)?;
-        Ok(page_result("tools", page, next))
+        return Ok(page_result("tools", page, next));
     }
+    let mut all: Vec<Value> = base_tools().to_vec();
+    if options.instance.is_some() {
+        all.push(instance_tool().clone());
+    }
+    if dynamic {
+        all.push(dynamic_tool().clone());
+    }
+    all.extend(options.extra_tools.iter().map(|name| extra_tool(name)));
+    let (page, next) = paginate(&all, page_size, &params)?;
+    Ok(page_result("tools", page, next))
 }
 
 /// `tools/call` params, borrowed from the input line.
@@ -382,6 +425,12 @@ pub(crate) fn call(
         DYNAMIC_TOOL if server.dynamic_tool_present() => {
             Ok(Dispatch::result(text_result("dynamic")))
         }
+        INSTANCE_TOOL if server.options().instance.is_some() => Ok(Dispatch::result(text_result(
+            server.options().instance.as_deref().unwrap_or_default(),
+        ))),
+        name if server.options().extra_tools.iter().any(|t| t == name) => {
+            extra_tool_call(name, &args)
+        }
         other => Err(RpcError::invalid_params(format!("Unknown tool: {other}"))),
     };
     outcome.unwrap_or_else(Dispatch::error)
@@ -400,6 +449,12 @@ fn echo(id: &RawValue, arguments: Option<&RawValue>) -> Dispatch {
             Dispatch::error(error)
         }
     }
+}
+
+/// An `--extra-tool NAME` call: `NAME: <text>` (no `text`: empty).
+fn extra_tool_call(name: &str, args: &Map<String, Value>) -> Result<Dispatch, RpcError> {
+    let text = opt_str(args, "text")?.unwrap_or_default();
+    Ok(Dispatch::result(text_result(format!("{name}: {text}"))))
 }
 
 fn add(args: &Map<String, Value>) -> Result<Dispatch, RpcError> {
@@ -712,6 +767,41 @@ mod tests {
             assert!(tool["description"].is_string());
         }
         assert!(base_tools()[1]["outputSchema"].is_object());
+        for name in TOOL_NAMES.iter().chain(&[DYNAMIC_TOOL, INSTANCE_TOOL]) {
+            assert!(is_built_in(name), "{name}");
+        }
+        assert!(!is_built_in("eu-west"));
+    }
+
+    #[test]
+    fn instance_and_extra_tool_definitions() {
+        let instance = instance_tool();
+        assert_eq!(instance["name"], INSTANCE_TOOL);
+        assert_eq!(instance["inputSchema"]["type"], "object");
+        assert_eq!(
+            instance["annotations"],
+            json!({ "readOnlyHint": true, "idempotentHint": true })
+        );
+        let extra = extra_tool("eu_tool");
+        assert_eq!(extra["name"], "eu_tool");
+        assert_eq!(
+            extra["inputSchema"],
+            json!({ "type": "object", "properties": { "text": { "type": "string" } } })
+        );
+        assert!(extra["description"].is_string());
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let text = |d: Dispatch| match d {
+            Dispatch::Now(Reply::Result(v)) => v["content"][0]["text"].clone(),
+            _ => panic!("unexpected dispatch"),
+        };
+        let answer = extra_tool_call("eu_tool", &args(json!({"text": "hi"}))).expect("ok");
+        assert_eq!(text(answer), "eu_tool: hi");
+        let answer = extra_tool_call("eu_tool", &args(json!({}))).expect("ok");
+        assert_eq!(text(answer), "eu_tool: ");
+        let err = extra_tool_call("eu_tool", &args(json!({"text": 1})))
+            .err()
+            .expect("error");
+        assert!(err.message.contains("`text`"), "{}", err.message);
     }
 
     #[test]

@@ -51,8 +51,13 @@ async fn post(
     session: Option<&str>,
     body: String,
 ) -> Response {
+    post_url(client, &fixture.url(), session, body).await
+}
+
+/// [`post`] to any `/mcp` URL (a fixture in another process).
+async fn post_url(client: &Client, url: &str, session: Option<&str>, body: String) -> Response {
     let mut request = client
-        .post(fixture.url())
+        .post(url)
         .header("accept", ACCEPT_BOTH)
         .header("content-type", "application/json")
         .body(body);
@@ -193,15 +198,44 @@ impl Sse {
 
 /// Initializes over Streamable HTTP (SSE answer) and sends `notifications/initialized`.
 async fn initialize(client: &Client, fixture: &HttpFixture) -> String {
-    let response = post(client, fixture, None, initialize_body(0)).await;
+    initialize_at(client, &fixture.url()).await
+}
+
+/// [`initialize`] at any `/mcp` URL.
+async fn initialize_at(client: &Client, url: &str) -> String {
+    let response = post_url(client, url, None, initialize_body(0)).await;
     let session = session_id(&response);
     let mut sse = Sse::new(response);
     let events = sse.rest().await;
     assert_eq!(events.last().expect("response").json()["id"], 0);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let response = post(client, fixture, Some(&session), initialized).await;
+    let response = post_url(client, url, Some(&session), initialized).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     session
+}
+
+/// POSTs one request in the session at `url` and returns its answer (from the SSE stream).
+async fn request_at(client: &Client, url: &str, session: &str, body: String) -> Value {
+    let response = post_url(client, url, Some(session), body).await;
+    Sse::new(response)
+        .next_message()
+        .await
+        .expect("answer")
+        .json()
+}
+
+fn list_body(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}}).to_string()
+}
+
+/// The tool names of a `tools/list` answer, in order.
+fn tool_names(answer: &Value) -> Vec<String> {
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {answer}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
 }
 
 #[tokio::test]
@@ -990,4 +1024,166 @@ async fn refuses_non_loopback_addresses() {
         .await
         .expect_err("refused");
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[tokio::test]
+async fn instance_and_extra_tools_over_streamable_http_and_legacy_sse() {
+    let client = Client::new();
+    let plain = start(ServerOptions::default()).await;
+    let session = initialize(&client, &plain).await;
+    let answer = request_at(&client, &plain.url(), &session, list_body(1)).await;
+    let names = tool_names(&answer);
+    assert_eq!(names.len(), 15, "{names:?}");
+    assert!(!names.iter().any(|n| n == "instance"), "{names:?}");
+
+    let fixture = start(ServerOptions {
+        instance: Some("us-east".into()),
+        extra_tools: vec!["gamma".into(), "delta".into()],
+        ..ServerOptions::default()
+    })
+    .await;
+    let url = fixture.url();
+    let session = initialize(&client, &fixture).await;
+    let answer = request_at(&client, &url, &session, list_body(1)).await;
+    assert_eq!(tool_names(&answer)[15..], ["instance", "gamma", "delta"]);
+    let answer = request_at(&client, &url, &session, call_body(2, "instance", json!({}))).await;
+    assert_eq!(
+        answer["result"],
+        json!({"content": [{"type": "text", "text": "us-east"}]})
+    );
+    let body = call_body(3, "delta", json!({"text": "hi"}));
+    let answer = request_at(&client, &url, &session, body).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "delta: hi");
+
+    // Legacy HTTP+SSE: the same tools on /sse.
+    let response = within(
+        "GET /sse",
+        client
+            .get(fixture.sse_url())
+            .header("accept", "text/event-stream")
+            .send(),
+    )
+    .await
+    .expect("GET /sse");
+    let mut sse = Sse::new(response);
+    let endpoint = sse.next().await.expect("endpoint event");
+    let post_url = format!("{}{}", fixture.base_url(), endpoint.data);
+    let send = |body: String| {
+        client
+            .post(&post_url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    for body in [
+        initialize_body(1),
+        list_body(2),
+        call_body(3, "instance", json!({})),
+        call_body(4, "gamma", json!({"text": "legacy"})),
+    ] {
+        let response = within("POST /message", send(body)).await.expect("POST");
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+    }
+    let mut answers = Vec::new();
+    while answers.len() < 4 {
+        let message = sse.next().await.expect("a message event").json();
+        if message.get("id").is_some() {
+            answers.push(message);
+        }
+    }
+    answers.sort_by_key(|a| a["id"].as_u64());
+    assert_eq!(
+        tool_names(&answers[1])[15..],
+        ["instance", "gamma", "delta"]
+    );
+    assert_eq!(answers[2]["result"]["content"][0]["text"], "us-east");
+    assert_eq!(answers[3]["result"]["content"][0]["text"], "gamma: legacy");
+    fixture.shutdown().await;
+}
+
+/// POSTs `body` to a `--http-json` fixture at `url`; returns the session id header and the
+/// JSON answer.
+async fn json_request(
+    client: &Client,
+    url: &str,
+    session: Option<&str>,
+    body: String,
+) -> (Option<String>, Value) {
+    let response = post_url(client, url, session, body).await;
+    assert!(content_type(&response).starts_with("application/json"));
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let bytes = within("body", response.bytes()).await.expect("body");
+    (session, serde_json::from_slice(&bytes).expect("json"))
+}
+
+/// Starts the binary with `args` and `--http 127.0.0.1:0`; returns it and its `/mcp` URL.
+async fn spawn_http_binary(args: &[&str]) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-fixture-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn fixture");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = within("listening line", lines.next_line())
+        .await
+        .expect("read")
+        .expect("a line");
+    let base = line.strip_prefix("listening on ").expect("prefix");
+    (child, format!("{base}/mcp"))
+}
+
+#[tokio::test]
+async fn binaries_per_region_tell_which_answered_and_differ_in_tools() {
+    let client = Client::new();
+    let (mut a, url_a) = spawn_http_binary(&["--instance", "region-a"]).await;
+    let (mut b, url_b) = spawn_http_binary(&[
+        "--instance=region-b",
+        "--extra-tool",
+        "only_b",
+        "--http-json",
+    ])
+    .await;
+    let session_a = initialize_at(&client, &url_a).await;
+    let answer = request_at(
+        &client,
+        &url_a,
+        &session_a,
+        call_body(1, "instance", json!({})),
+    )
+    .await;
+    assert_eq!(answer["result"]["content"][0]["text"], "region-a");
+    let answer = request_at(&client, &url_a, &session_a, list_body(2)).await;
+    assert_eq!(tool_names(&answer)[15..], ["instance"]);
+
+    // b answers with application/json (--http-json).
+    let (session_b, _) = json_request(&client, &url_b, None, initialize_body(1)).await;
+    let session_b = session_b.expect("a session id");
+    let in_b = Some(session_b.as_str());
+    let (_, answer) = json_request(&client, &url_b, in_b, list_body(2)).await;
+    assert_eq!(tool_names(&answer)[15..], ["instance", "only_b"]);
+    let (_, answer) =
+        json_request(&client, &url_b, in_b, call_body(3, "instance", json!({}))).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "region-b");
+    let body = call_body(4, "only_b", json!({"text": "x"}));
+    let (_, answer) = json_request(&client, &url_b, in_b, body).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "only_b: x");
+    let answer = request_at(
+        &client,
+        &url_a,
+        &session_a,
+        call_body(5, "only_b", json!({"text": "x"})),
+    )
+    .await;
+    assert_eq!(answer["error"]["message"], "Unknown tool: only_b");
+    a.kill().await.expect("kill a");
+    b.kill().await.expect("kill b");
 }

@@ -591,3 +591,162 @@ async fn cancelling_ask_roots_cancels_towards_client() {
     assert!(f.request("ping", json!({})).await["result"].is_object());
     assert!(f.take_stashed(|v| v["id"] == call).is_empty());
 }
+
+/// The tool names of a `tools/list` response, in order.
+fn tool_names(response: &Value) -> Vec<&str> {
+    response["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {response}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect()
+}
+
+/// The tool named `name` in a `tools/list` response.
+fn listed<'a>(response: &'a Value, name: &str) -> &'a Value {
+    response["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == name))
+        .unwrap_or_else(|| panic!("no tool {name} in {response}"))
+}
+
+#[tokio::test]
+async fn instance_and_extra_tools_appear_only_with_their_flags() {
+    let mut plain = Fixture::initialized(&[]).await;
+    let names = tool_names(&plain.request("tools/list", json!({})).await).len();
+    assert_eq!(names, 15);
+    let r = plain.call_tool("instance", json!({})).await;
+    assert_eq!(r["error"]["message"], "Unknown tool: instance");
+
+    let mut f = Fixture::initialized(&[
+        "--instance",
+        "eu-west-1 (primary)",
+        "--extra-tool",
+        "beta",
+        "--extra-tool=alpha",
+    ])
+    .await;
+    let r = f.request("tools/list", json!({})).await;
+    let names = tool_names(&r);
+    assert_eq!(names.len(), 18, "{names:?}");
+    assert_eq!(names[15..], ["instance", "beta", "alpha"]);
+    let instance = listed(&r, "instance");
+    assert_eq!(
+        instance["annotations"],
+        json!({"readOnlyHint": true, "idempotentHint": true})
+    );
+    assert_eq!(instance["inputSchema"]["type"], "object");
+    assert_eq!(
+        listed(&r, "beta")["inputSchema"],
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    );
+
+    let r = f.call_tool("instance", json!({})).await;
+    assert_eq!(
+        r["result"],
+        json!({"content": [{"type": "text", "text": "eu-west-1 (primary)"}]})
+    );
+    let r = f.call_tool("beta", json!({"text": "hi \"there\""})).await;
+    assert_eq!(
+        r["result"],
+        json!({"content": [{"type": "text", "text": "beta: hi \"there\""}]})
+    );
+    assert_eq!(
+        tool_text(&f.call_tool("alpha", json!({"text": "x"})).await),
+        "alpha: x"
+    );
+    let r = f.call_tool("alpha", json!({"text": 1})).await;
+    assert_eq!(r["error"]["code"], -32602);
+
+    // The extra tools stay last when dynamic_tool comes and goes.
+    f.call_tool("trigger_list_changed", json!({})).await;
+    let r = f.request("tools/list", json!({})).await;
+    assert_eq!(
+        tool_names(&r)[15..],
+        ["instance", "dynamic_tool", "beta", "alpha"]
+    );
+
+    // Each flag on its own.
+    let mut only_extra = Fixture::initialized(&["--extra-tool", "gamma"]).await;
+    let r = only_extra.request("tools/list", json!({})).await;
+    assert_eq!(tool_names(&r)[15..], ["gamma"]);
+    let r = only_extra.call_tool("instance", json!({})).await;
+    assert_eq!(r["error"]["message"], "Unknown tool: instance");
+    let mut only_instance = Fixture::initialized(&["--instance=b"]).await;
+    let r = only_instance.request("tools/list", json!({})).await;
+    assert_eq!(tool_names(&r)[15..], ["instance"]);
+    let r = only_instance.call_tool("gamma", json!({"text": "x"})).await;
+    assert_eq!(r["error"]["message"], "Unknown tool: gamma");
+}
+
+#[tokio::test]
+async fn instance_and_extra_tools_in_the_modern_era() {
+    let mut f = Fixture::spawn(&[
+        "--era",
+        "modern",
+        "--instance",
+        "m1",
+        "--extra-tool",
+        "beta",
+    ])
+    .await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let r = f.request("tools/list", json!({"_meta": meta})).await;
+    assert_eq!(tool_names(&r)[15..], ["instance", "beta"], "{r}");
+    let r = f
+        .request(
+            "tools/call",
+            json!({"name": "instance", "arguments": {}, "_meta": meta}),
+        )
+        .await;
+    assert_eq!(tool_text(&r), "m1");
+    let r = f
+        .request(
+            "tools/call",
+            json!({"name": "beta", "arguments": {"text": "now"}, "_meta": meta}),
+        )
+        .await;
+    assert_eq!(tool_text(&r), "beta: now");
+}
+
+#[tokio::test]
+async fn bad_instance_and_extra_tool_values_are_refused() {
+    let long = "n".repeat(65);
+    for (args, flag) in [
+        (vec!["--instance", ""], "--instance"),
+        (vec!["--instance="], "--instance"),
+        (vec!["--extra-tool", ""], "--extra-tool"),
+        (vec!["--extra-tool", long.as_str()], "--extra-tool"),
+        (vec!["--extra-tool", "has space"], "--extra-tool"),
+        (vec!["--extra-tool=a.b"], "--extra-tool"),
+        (vec!["--extra-tool", "echo"], "--extra-tool"),
+        (vec!["--extra-tool", "instance"], "--extra-tool"),
+        (vec!["--extra-tool", "dynamic_tool"], "--extra-tool"),
+    ] {
+        let message =
+            mcp_testkit::parse_args(args.iter().copied()).expect_err(&format!("{args:?} refused"));
+        assert!(message.contains(flag), "{args:?}: {message}");
+        let value = args
+            .last()
+            .map(|a| a.split_once('=').map_or(*a, |(_, v)| v))
+            .expect("a value");
+        assert!(
+            message.contains(&format!("{value:?}")),
+            "{args:?}: {message}"
+        );
+    }
+    assert!(mcp_testkit::parse_args(["--extra-tool", "ok-name_1"]).is_ok());
+    assert!(mcp_testkit::parse_args(["--extra-tool", &"n".repeat(64)]).is_ok());
+
+    // The binary refuses them before serving: exit code 2, the message on stderr.
+    let mut f = Fixture::spawn(&["--extra-tool", "echo"]).await;
+    assert_eq!(f.wait_exit().await.code(), Some(2));
+    let line = f.stderr_line().await.expect("a message");
+    assert!(
+        line.contains("--extra-tool") && line.contains("\"echo\""),
+        "{line}"
+    );
+}

@@ -153,6 +153,55 @@ async fn messages_are_text_frames_and_each_connection_is_a_session() {
 }
 
 #[tokio::test]
+async fn instance_and_extra_tools_are_served() {
+    let options = ServerOptions {
+        instance: Some("ws-1".into()),
+        extra_tools: vec!["beta".into()],
+        ..ServerOptions::default()
+    };
+    let fixture = fixture(options).await;
+    let mut client = connect(&fixture).await;
+    client.send(Message::text(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#))
+        .await
+        .unwrap();
+    assert!(next_json(&mut client).await["result"].is_object());
+    client
+        .send(Message::text(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        ))
+        .await
+        .unwrap();
+    let tools = next_json(&mut client).await;
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names[crate::tools::TOOL_NAMES.len()..],
+        [crate::tools::INSTANCE_TOOL, "beta"]
+    );
+    client
+        .send(Message::text(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"instance"}}"#,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_json(&mut client).await["result"]["content"][0]["text"],
+        "ws-1"
+    );
+    client.send(Message::text(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"beta","arguments":{"text":"t"}}}"#))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_json(&mut client).await["result"]["content"][0]["text"],
+        "beta: t"
+    );
+}
+
+#[tokio::test]
 async fn a_binary_frame_is_refused_with_1003() {
     let fixture = fixture(ServerOptions::default()).await;
     let mut client = connect(&fixture).await;
