@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mcp_client::config::{
     discover_with_env, load_with_env, parse_with_env, BreakerSettings, ClientConfig, ConfigError,
-    ConfigErrorKind, DpopSetting, HarnessSettings, PoolSettings, RetrySettings, ServerConfig,
-    TransportConfig,
+    ConfigErrorKind, DpopSetting, EndpointConfig, HarnessSettings, PoolSettings, RetrySettings,
+    ServerConfig, TransportConfig, DEFAULT_FAILBACK_AFTER,
 };
 
 fn sample(name: &str) -> PathBuf {
@@ -1039,4 +1039,559 @@ fn oauth_settings() {
         assert!(shown.contains(says), "{shown}");
         assert!(!shown.contains("s3cr3t"), "{shown}");
     }
+}
+
+// ---------------------------------------------------------------- endpoints and region
+
+fn endpoint(url: &str, region: Option<&str>, headers: &[(&str, &str)]) -> EndpointConfig {
+    EndpointConfig {
+        url: url.to_owned(),
+        region: region.map(str::to_owned),
+        headers: map(headers),
+    }
+}
+
+/// The transport endpoint `index` of `server` is reached by (its URL and merged headers).
+fn transport_at(server: &ServerConfig, index: usize) -> TransportConfig {
+    match server.at_endpoint(index) {
+        Some(at) => {
+            assert!(at.endpoints.is_empty(), "{at:?}");
+            at.transport
+        }
+        None => panic!("{}: no endpoint {index}", server.name),
+    }
+}
+
+/// Asserts a bad sample's error: its kind, location and message, and that no secret shows.
+fn assert_endpoint_error(
+    err: &ConfigError,
+    kind: ConfigErrorKind,
+    file: &str,
+    (server, field): (Option<&str>, &str),
+    message: &str,
+    secrets: &[&str],
+) {
+    assert_eq!(err.kind(), kind, "{err}");
+    assert_located(err, file, server, Some(field));
+    assert_eq!(err.message(), message, "{err}");
+    let shown = format!("{err} {err:?}");
+    for secret in secrets {
+        assert!(!shown.contains(secret), "{secret} shown: {shown}");
+    }
+}
+
+#[test]
+fn claude_endpoints_regions_and_the_clients_region() {
+    let config = load(
+        "endpoints.mcp.json",
+        &[
+            ("TOKEN", "tok-envsecret0800"),
+            ("US_KEY", "usk-envsecret0801"),
+        ],
+    );
+    assert_eq!(config.region.as_deref(), Some("eu-west"));
+    assert_eq!(names(&config), ["search", "events", "single", "plain"]);
+
+    // The transport: the kind as written, the first endpoint's URL, the server's own headers.
+    let search = config.server("search").unwrap();
+    assert_eq!(
+        search.transport,
+        TransportConfig::Http {
+            url: "https://eu.example.com/mcp".into(),
+            headers: map(&[("Authorization", "Bearer tok-envsecret0800")]),
+        }
+    );
+    assert_eq!(
+        search.endpoints,
+        vec![
+            endpoint("https://eu.example.com/mcp", Some("eu-west"), &[]),
+            endpoint(
+                "https://us.example.com/mcp",
+                Some("us-east"),
+                &[("X-Region-Key", "usk-envsecret0801")],
+            ),
+            endpoint("https://ap.example.com/mcp", None, &[]),
+        ]
+    );
+    assert!(search.is_routed());
+    assert_eq!(search.settings.failback_after, Duration::from_secs(5));
+    assert_eq!(search.settings.probe_interval, Duration::from_secs(2));
+    // Each endpoint as a server of its own: its URL, its headers over the server's.
+    assert_eq!(
+        transport_at(search, 1),
+        TransportConfig::Http {
+            url: "https://us.example.com/mcp".into(),
+            headers: map(&[
+                ("Authorization", "Bearer tok-envsecret0800"),
+                ("X-Region-Key", "usk-envsecret0801"),
+            ]),
+        }
+    );
+    assert_eq!(
+        transport_at(search, 2),
+        TransportConfig::Http {
+            url: "https://ap.example.com/mcp".into(),
+            headers: map(&[("Authorization", "Bearer tok-envsecret0800")]),
+        }
+    );
+    assert_eq!(search.at_endpoint(3), None);
+
+    // No `type`: each endpoint's scheme picks its transport later.
+    let events = config.server("events").unwrap();
+    assert_eq!(events.transport.kind(), "url");
+    assert_eq!(
+        events.transport.url(),
+        Some("wss://events-eu.example.com/mcp")
+    );
+    assert_eq!(
+        transport_at(events, 1),
+        TransportConfig::Url {
+            url: "https://events-us.example.com/mcp".into(),
+            headers: BTreeMap::new(),
+        }
+    );
+    let regions: Vec<_> = events
+        .endpoints
+        .iter()
+        .map(|e| e.region.as_deref())
+        .collect();
+    assert_eq!(regions, [Some("eu-west"), Some("us-east")]);
+
+    // One endpoint is allowed: it is just that endpoint.
+    let single = config.server("single").unwrap();
+    assert_eq!(single.transport.kind(), "sse");
+    assert_eq!(
+        single.transport.url(),
+        Some("https://single.example.com/sse")
+    );
+    assert_eq!(single.endpoints.len(), 1);
+    assert!(!single.is_routed());
+
+    let plain = config.server("plain").unwrap();
+    assert!(plain.endpoints.is_empty());
+    assert_eq!(plain.settings.failback_after, DEFAULT_FAILBACK_AFTER);
+
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("envsecret080"), "{debug}");
+    assert!(debug.contains("us-east"), "{debug}");
+}
+
+#[test]
+fn claude_endpoint_urls_and_regions_expand_variables() {
+    let config = load(
+        "endpoints.mcp.json",
+        &[
+            ("TOKEN", "t"),
+            ("US_KEY", "k"),
+            ("US_HOST", "us2.example.com"),
+            ("EVENTS_REGION", "us-west"),
+        ],
+    );
+    let search = config.server("search").unwrap();
+    assert_eq!(search.endpoints[1].url, "https://us2.example.com/mcp");
+    assert_eq!(
+        config.server("events").unwrap().endpoints[1]
+            .region
+            .as_deref(),
+        Some("us-west")
+    );
+    // An endpoint's header variable is as required as any other.
+    let err = load_err("endpoints.mcp.json", &[("TOKEN", "t")]);
+    assert_eq!(err.kind(), ConfigErrorKind::UnsetVariable);
+    assert_located(
+        &err,
+        "endpoints.mcp.json",
+        Some("search"),
+        Some("endpoints[1].headers.X-Region-Key"),
+    );
+}
+
+#[test]
+fn vscode_endpoints_and_the_clients_region() {
+    let config = load(
+        "endpoints.vscode.json",
+        &[
+            ("CLIENT_REGION", "us-east"),
+            ("TOKEN", "tok-envsecret0810"),
+            ("US_TOKEN", "us-envsecret0811"),
+        ],
+    );
+    assert_eq!(config.region.as_deref(), Some("us-east"));
+    assert_eq!(names(&config), ["search", "socket"]);
+    let search = config.server("search").unwrap();
+    assert_eq!(
+        search.transport,
+        TransportConfig::Http {
+            url: "https://eu.example.com/mcp".into(),
+            headers: map(&[
+                ("Authorization", "Bearer tok-envsecret0810"),
+                ("X-Team", "core"),
+            ]),
+        }
+    );
+    assert_eq!(
+        search.endpoints,
+        vec![
+            endpoint("https://eu.example.com/mcp", Some("eu-west"), &[]),
+            endpoint(
+                "https://us.example.com/mcp",
+                Some("us-east"),
+                &[("Authorization", "Bearer us-envsecret0811")],
+            ),
+        ]
+    );
+    // The endpoint's `Authorization` replaces the server's; the rest is kept.
+    assert_eq!(
+        transport_at(search, 1),
+        TransportConfig::Http {
+            url: "https://us.example.com/mcp".into(),
+            headers: map(&[
+                ("Authorization", "Bearer us-envsecret0811"),
+                ("X-Team", "core"),
+            ]),
+        }
+    );
+    let socket = config.server("socket").unwrap();
+    assert_eq!(socket.transport.kind(), "ws");
+    assert_eq!(socket.transport.url(), Some("wss://ws-eu.example.com/mcp"));
+    assert_eq!(
+        transport_at(socket, 1).url(),
+        Some("wss://ws-us.example.com/mcp")
+    );
+    assert_eq!(transport_at(socket, 1).kind(), "ws");
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("envsecret081"), "{debug}");
+}
+
+#[test]
+fn codex_endpoints_inline_and_as_tables() {
+    let config = load(
+        "endpoints.toml",
+        &[
+            ("SEARCH_TOKEN", "tok-envsecret0820"),
+            ("US_KEY", "usk-envsecret0821"),
+        ],
+    );
+    assert_eq!(config.region.as_deref(), Some("us-east"));
+    assert_eq!(names(&config), ["search", "mirror", "docs"]);
+    let search = config.server("search").unwrap();
+    assert_eq!(
+        search.transport,
+        TransportConfig::Http {
+            url: "https://eu.example.com/mcp".into(),
+            headers: map(&[
+                ("X-Team", "core"),
+                ("Authorization", "Bearer tok-envsecret0820"),
+            ]),
+        }
+    );
+    assert_eq!(
+        search.endpoints,
+        vec![
+            endpoint("https://eu.example.com/mcp", Some("eu-west"), &[]),
+            endpoint(
+                "https://us.example.com/mcp",
+                Some("us-east"),
+                &[("X-Region-Key", "usk-envsecret0821")],
+            ),
+        ]
+    );
+    assert_eq!(search.settings.failback_after, Duration::from_secs(5));
+    assert_eq!(
+        transport_at(search, 1),
+        TransportConfig::Http {
+            url: "https://us.example.com/mcp".into(),
+            headers: map(&[
+                ("X-Team", "core"),
+                ("Authorization", "Bearer tok-envsecret0820"),
+                ("X-Region-Key", "usk-envsecret0821"),
+            ]),
+        }
+    );
+
+    let mirror = config.server("mirror").unwrap();
+    assert_eq!(
+        *mirror,
+        ServerConfig {
+            startup_timeout: Duration::from_secs(15),
+            endpoints: vec![
+                endpoint(
+                    "https://mirror-a.example.com/mcp",
+                    Some("eu-west"),
+                    &[("X-Mirror", "a")],
+                ),
+                endpoint("https://mirror-b.example.com/mcp", None, &[]),
+            ],
+            ..ServerConfig::new(
+                "mirror",
+                TransportConfig::Http {
+                    url: "https://mirror-a.example.com/mcp".into(),
+                    headers: BTreeMap::new(),
+                },
+            )
+        }
+    );
+    assert_eq!(
+        transport_at(mirror, 0).headers(),
+        Some(&map(&[("X-Mirror", "a")]))
+    );
+    assert_eq!(
+        config.server("docs").unwrap().transport,
+        stdio("docs-server", &[], &[], None)
+    );
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("envsecret082"), "{debug}");
+}
+
+#[test]
+fn url_and_endpoints_together_are_refused() {
+    let err = load_err("bad_endpoints_and_url.json", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::Invalid,
+        "bad_endpoints_and_url.json",
+        (Some("search"), "endpoints"),
+        "expected either `url` or `endpoints`, found both",
+        &["hdrsecret0701"],
+    );
+}
+
+#[test]
+fn empty_endpoints_are_refused() {
+    let err = load_err("bad_endpoints_empty.json", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::Invalid,
+        "bad_endpoints_empty.json",
+        (Some("search"), "endpoints"),
+        "expected at least one endpoint ({ url, region, headers }), found an empty array",
+        &["hdrsecret0702"],
+    );
+}
+
+#[test]
+fn endpoint_region_of_the_wrong_type_is_refused() {
+    let err = load_err("bad_endpoint_region.json", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::WrongType,
+        "bad_endpoint_region.json",
+        (Some("search"), "endpoints[2].region"),
+        "expected a region name (a non-empty string), found a number",
+        &["hdrsecret0703"],
+    );
+}
+
+#[test]
+fn endpoint_without_url_is_refused() {
+    let err = load_err("bad_endpoint_no_url.toml", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::Missing,
+        "bad_endpoint_no_url.toml",
+        (Some("search"), "endpoints[1].url"),
+        "an endpoint needs `url` (an http://, https://, ws:// or wss:// address), found none",
+        &["hdrsecret0704", "hdrsecret0705"],
+    );
+}
+
+#[test]
+fn duplicate_endpoint_urls_are_refused_without_echoing_them() {
+    let err = load_err("bad_endpoints_duplicate.json", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::Invalid,
+        "bad_endpoints_duplicate.json",
+        (Some("search"), "endpoints[2].url"),
+        "expected a URL no other endpoint has, found the URL of endpoints[0]",
+        &["urlsecret0706", "hdrsecret0707"],
+    );
+}
+
+#[test]
+fn command_and_endpoints_together_are_refused() {
+    let err = load_err("bad_endpoints_command.json", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::Invalid,
+        "bad_endpoints_command.json",
+        (Some("search"), "endpoints"),
+        "expected either `command` (a stdio server) or `endpoints` (the addresses of a remote \
+         server), found both",
+        &["envsecret0708"],
+    );
+}
+
+#[test]
+fn client_region_of_the_wrong_type_is_refused() {
+    for (file, found) in [
+        ("bad_region.json", "an array"),
+        ("bad_region.toml", "a number"),
+    ] {
+        let err = load_err(file, &[]);
+        assert_endpoint_error(
+            &err,
+            ConfigErrorKind::WrongType,
+            file,
+            (None, "region"),
+            &format!("expected a region name (a non-empty string), found {found}"),
+            &[],
+        );
+    }
+}
+
+/// `endpoints` works with every remote `type` and without one; the transport keeps the kind.
+#[test]
+fn endpoints_with_every_remote_type() {
+    let config = parse_json(
+        r#"{"mcpServers": {
+            "h": {"type": "streamableHttp", "endpoints": [{"url": "https://a/mcp"}, {"url": "https://b/mcp"}]},
+            "s": {"type": "sse", "endpoints": [{"url": "http://a/sse"}, {"url": "http://b/sse"}]},
+            "w": {"type": "websocket", "endpoints": [{"url": "wss://a/mcp"}, {"url": "ws://b/mcp"}]},
+            "g": {"type": "grpc", "endpoints": [{"url": "https://a:50051"}, {"url": "https://b:50051"}]},
+            "p": {"type": "carrier-pigeon", "endpoints": [{"url": "coop://a"}, {"url": "coop://b"}]},
+            "u": {"endpoints": [{"url": "wss://a/mcp"}, {"url": "https://b/mcp"}]}}}"#,
+        &[],
+    )
+    .unwrap();
+    let seen: Vec<(&str, Option<&str>, usize)> = config
+        .servers
+        .iter()
+        .map(|s| (s.transport.kind(), s.transport.url(), s.endpoints.len()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("http", Some("https://a/mcp"), 2),
+            ("sse", Some("http://a/sse"), 2),
+            ("ws", Some("wss://a/mcp"), 2),
+            ("grpc", Some("https://a:50051"), 2),
+            ("carrier-pigeon", Some("coop://a"), 2),
+            ("url", Some("wss://a/mcp"), 2),
+        ]
+    );
+    for server in &config.servers {
+        let second = server.at_endpoint(1).unwrap();
+        assert_eq!(second.transport.kind(), server.transport.kind());
+        assert_eq!(second.transport.url(), Some(&*server.endpoints[1].url));
+    }
+}
+
+#[test]
+fn endpoint_shapes_and_values_are_checked() {
+    let cases: &[(&str, ConfigErrorKind, &str, &str)] = &[
+        (
+            r#"{"type": "http", "endpoints": "https://a/mcp"}"#,
+            ConfigErrorKind::WrongType,
+            "endpoints",
+            "expected an array of endpoints ({ url, region, headers }), found a string",
+        ),
+        (
+            r#"{"type": "http", "endpoints": ["https://a/mcp"]}"#,
+            ConfigErrorKind::WrongType,
+            "endpoints[0]",
+            "expected an endpoint object ({ url, region, headers }), found a string",
+        ),
+        (
+            r#"{"type": "stdio", "endpoints": [{"url": "https://a/mcp"}]}"#,
+            ConfigErrorKind::Invalid,
+            "endpoints",
+            "expected a remote `type` with `endpoints` (\"http\", \"sse\", \"ws\", …), found \"stdio\"",
+        ),
+        (
+            r#"{"type": "sse", "endpoints": [{"url": "https://a/sse"}, {"url": "wss://b/sse?t=sekrit-0901"}]}"#,
+            ConfigErrorKind::Invalid,
+            "endpoints[1].url",
+            "expected an http:// or https:// URL with a host, found a URL with scheme `wss`",
+        ),
+        (
+            r#"{"type": "grpc", "endpoints": [{"url": "sekrit-0902.example.com"}]}"#,
+            ConfigErrorKind::Invalid,
+            "endpoints[0].url",
+            "expected a URL with a host (http://, https://, ws://, wss://, …), found text without a scheme",
+        ),
+        (
+            r#"{"endpoints": [{"url": "https://a/mcp", "region": " "}]}"#,
+            ConfigErrorKind::Invalid,
+            "endpoints[0].region",
+            "expected a region name (such as \"eu-west\"), found an empty string",
+        ),
+        (
+            r#"{"endpoints": [{"url": "https://a/mcp", "region": {"name": "eu"}}]}"#,
+            ConfigErrorKind::WrongType,
+            "endpoints[0].region",
+            "expected a region name (a non-empty string), found an object",
+        ),
+        (
+            r#"{"endpoints": [{"url": "https://a/mcp", "headers": {"K": "sekrit-0903", "N": 1}}]}"#,
+            ConfigErrorKind::WrongType,
+            "endpoints[0].headers.N",
+            "expected a string, found a number",
+        ),
+        (
+            r#"{"endpoints": [{"url": 5}]}"#,
+            ConfigErrorKind::WrongType,
+            "endpoints[0].url",
+            "expected a string, found a number",
+        ),
+    ];
+    for (entry, kind, field, message) in cases {
+        let err = parse_err(&format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#));
+        let shown = format!("{err} {err:?}");
+        assert_eq!(err.kind(), *kind, "{shown}");
+        assert_eq!(err.server(), Some("s"), "{shown}");
+        assert_eq!(err.field(), Some(*field), "{shown}");
+        assert_eq!(err.message(), *message, "{shown}");
+        assert!(!shown.contains("sekrit"), "{shown}");
+    }
+}
+
+#[test]
+fn codex_endpoints_errors_name_the_element() {
+    let env = env_of(&[]);
+    let cases = [
+        (
+            "[mcp_servers.s]\nurl = \"https://a/mcp\"\nendpoints = [{ url = \"https://b/mcp\" }]\n",
+            "endpoints",
+            "expected either `url` or `endpoints`, found both",
+        ),
+        (
+            "[mcp_servers.s]\nendpoints = [{ url = \"https://a/mcp\", region = 1 }]\n",
+            "endpoints[0].region",
+            "expected a region name (a non-empty string), found a number",
+        ),
+        (
+            "[mcp_servers.s]\nendpoints = [{ url = \"ws://a/mcp\" }]\n",
+            "endpoints[0].url",
+            "expected an http:// or https:// URL with a host, found a URL with scheme `ws`",
+        ),
+        (
+            "region = \"\"\n[mcp_servers.s]\nurl = \"https://a/mcp\"\n",
+            "region",
+            "expected a region name (such as \"eu-west\"), found an empty string",
+        ),
+    ];
+    for (text, field, message) in cases {
+        let err = parse_with_env(text, Path::new("config.toml"), &env).unwrap_err();
+        assert_eq!(err.field(), Some(field), "{err}");
+        assert_eq!(err.message(), message, "{err}");
+    }
+}
+
+#[test]
+fn vscode_settings_file_takes_the_region_in_mcp() {
+    let env = env_of(&[]);
+    let text = r#"{"editor.fontSize": 14, "mcp": {"region": "eu-west", "servers": {
+        "s": {"type": "http", "endpoints": [{"url": "https://a/mcp", "region": "eu-west"},
+                                            {"url": "https://b/mcp", "region": "us-east"}]}}}}"#;
+    let config = parse_with_env(text, Path::new("/ws/.vscode/settings.json"), &env).unwrap();
+    assert_eq!(config.region.as_deref(), Some("eu-west"));
+    assert_eq!(config.servers[0].endpoints.len(), 2);
+    let text = r#"{"mcp": {"region": 3, "servers": {}}}"#;
+    let err = parse_with_env(text, Path::new("/ws/.vscode/settings.json"), &env).unwrap_err();
+    assert_eq!(err.kind(), ConfigErrorKind::WrongType);
+    assert_eq!((err.server(), err.field()), (None, Some("mcp.region")));
+    // No region: none.
+    let config = parse_json(r#"{"mcpServers": {}}"#, &[]).unwrap();
+    assert_eq!(config.region, None);
 }

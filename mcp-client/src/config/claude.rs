@@ -3,12 +3,15 @@
 //!
 //! An entry is stdio (`command`, `args`, `env`, optional `cwd`, optional `type: "stdio"`) or remote
 //! (`type: "http"` / `"streamable-http"` / `"streamableHttp"` / `"sse"` with `url` and `headers`; a
-//! `url` without `type` is detected when connecting). `"disabled": true` turns a server off.
+//! `url` without `type` is detected when connecting). Instead of `url`, a remote entry may list
+//! `endpoints` (`[{ "url", "region", "headers" }]`: the same server at several addresses); the
+//! top-level `"region"` is the client's own. `"disabled": true` turns a server off.
 //! String values expand `${VAR}` and `${VAR:-default}`; `envFile` (Cursor) is an error. Fields of
 //! other tools (`autoApprove`, …) are ignored and logged at debug.
 
 use std::path::Path;
 
+use super::endpoints::read_region;
 use super::entry::{read_server, Flavor};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::EnvLookup;
@@ -54,7 +57,7 @@ pub(crate) fn from_node(
     let mut config = ClientConfig {
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
-        region: None,
+        region: read_region(&top, &ctx)?,
     };
     for (name, entry) in servers.entries() {
         let ctx = ctx.for_server(name);

@@ -3,13 +3,17 @@
 //! Stdio: `command`, `args`, `env` (table), `env_vars` (names passed through from the harness's
 //! environment), `cwd`. Remote (Streamable HTTP): `url`, `http_headers`, `env_http_headers`
 //! (header → variable; unset ones skipped), `bearer_token_env_var` (→ `Authorization: Bearer …`,
-//! read at load; unset is an error). Both: `startup_timeout_sec` / `startup_timeout_ms`,
-//! `tool_timeout_sec`, `enabled`, `enabled_tools`, `disabled_tools`, plus the harness extras.
-//! String values expand `${VAR}` and `${VAR:-default}`. Other top-level keys (`model`, …) are
-//! ignored.
+//! read at load; unset is an error). Instead of `url`, `endpoints` lists the same server at several
+//! addresses: `[{ url, region, headers }]` inline or as `[[mcp_servers.<name>.endpoints]]` tables
+//! (an endpoint's headers may also be called `http_headers`). Both: `startup_timeout_sec` /
+//! `startup_timeout_ms`, `tool_timeout_sec`, `enabled`, `enabled_tools`, `disabled_tools`, plus
+//! the harness extras.
+//! String values expand `${VAR}` and `${VAR:-default}`. A top-level `region = "…"` is the
+//! client's own; other top-level keys (`model`, …) are ignored.
 
 use std::path::Path;
 
+use super::endpoints::read_region;
 use super::entry::{read_server, Flavor};
 use super::error::ConfigError;
 use super::expand::EnvLookup;
@@ -40,7 +44,7 @@ pub fn parse_codex_with_env(
     let mut config = ClientConfig {
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
-        region: None,
+        region: read_region(&top, &ctx)?,
     };
     let Some(servers) = top.object(&ctx, "mcp_servers")? else {
         return Ok(config);

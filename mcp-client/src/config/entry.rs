@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::endpoints::{check_endpoint_urls, read_endpoints};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::fields::{Ctx, Obj};
 use super::model::{DpopSetting, OAuthSettings, ServerConfig, TransportConfig};
@@ -33,11 +34,15 @@ pub(crate) fn read_server(
     flavor: Flavor,
 ) -> Result<ServerConfig, ConfigError> {
     let obj = Obj::new(node, ctx, "", "an object describing the server")?;
+    let endpoints = read_endpoints(&obj, ctx, flavor)?;
+    // With `endpoints`, the transport's URL is the first endpoint's.
+    let first_url = endpoints.first().map(|e| e.url.as_str());
     let transport = match flavor {
-        Flavor::Claude | Flavor::VsCode => typed_transport(&obj, ctx, flavor)?,
-        Flavor::Codex => codex_transport(&obj, ctx)?,
+        Flavor::Claude | Flavor::VsCode => typed_transport(&obj, ctx, flavor, first_url)?,
+        Flavor::Codex => codex_transport(&obj, ctx, first_url)?,
     };
     let mut server = ServerConfig::new(name, transport);
+    server.endpoints = endpoints;
     read_extras(&obj, ctx, &mut server)?;
     validate(&server, ctx)?;
     obj.log_unknown(ctx);
@@ -45,11 +50,12 @@ pub(crate) fn read_server(
 }
 
 /// Claude / Cursor / VS Code: `type` selects the transport; without it `command` means stdio and
-/// `url` means "detect when connecting".
+/// `url` (or `endpoints`, whose first URL is `first_url`) means "detect when connecting".
 fn typed_transport(
     obj: &Obj<'_>,
     ctx: &Ctx<'_>,
     flavor: Flavor,
+    first_url: Option<&str>,
 ) -> Result<TransportConfig, ConfigError> {
     // VS Code and Cursor can load a dotenv file; ignoring it would start the server without
     // its variables, so say so instead.
@@ -69,13 +75,18 @@ fn typed_transport(
     }
     let kind = obj.string(ctx, "type")?;
     match kind.as_deref() {
+        Some("stdio") if first_url.is_some() => Err(ctx.error(
+            ConfigErrorKind::Invalid,
+            "endpoints",
+            "expected a remote `type` with `endpoints` (\"http\", \"sse\", \"ws\", …), found \"stdio\"",
+        )),
         Some("stdio") => stdio(obj, ctx),
         Some("http" | "streamable-http" | "streamableHttp") => {
-            let (url, headers) = remote(obj, ctx, "headers")?;
+            let (url, headers) = remote(obj, ctx, "headers", first_url)?;
             Ok(TransportConfig::Http { url, headers })
         }
         Some("sse") => {
-            let (url, headers) = remote(obj, ctx, "headers")?;
+            let (url, headers) = remote(obj, ctx, "headers", first_url)?;
             Ok(TransportConfig::Sse { url, headers })
         }
         // Any other transport is a registered factory's (`ws`, `grpc`, a downstream crate's);
@@ -89,17 +100,17 @@ fn typed_transport(
                 ));
             }
             let kind = if other == "websocket" { "ws" } else { other };
-            let (url, headers) = remote(obj, ctx, "headers")?;
+            let (url, headers) = remote(obj, ctx, "headers", first_url)?;
             Ok(TransportConfig::Remote {
                 kind: kind.to_owned(),
                 url,
                 headers,
             })
         }
-        None => match (obj.has("command"), obj.has("url")) {
+        None => match (obj.has("command"), obj.has("url") || first_url.is_some()) {
             (true, false) => stdio(obj, ctx),
             (false, true) => {
-                let (url, headers) = remote(obj, ctx, "headers")?;
+                let (url, headers) = remote(obj, ctx, "headers", first_url)?;
                 Ok(TransportConfig::Url { url, headers })
             }
             (true, true) => Err(both(ctx)),
@@ -108,9 +119,14 @@ fn typed_transport(
     }
 }
 
-/// Codex: `command` is a stdio server, `url` a Streamable HTTP one.
-fn codex_transport(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<TransportConfig, ConfigError> {
-    match (obj.has("command"), obj.has("url")) {
+/// Codex: `command` is a stdio server, `url` (or `endpoints`, whose first URL is `first_url`) a
+/// Streamable HTTP one.
+fn codex_transport(
+    obj: &Obj<'_>,
+    ctx: &Ctx<'_>,
+    first_url: Option<&str>,
+) -> Result<TransportConfig, ConfigError> {
+    match (obj.has("command"), obj.has("url") || first_url.is_some()) {
         (true, false) => {
             let mut transport = stdio(obj, ctx)?;
             // `env_vars`: names of variables passed through from the harness's environment.
@@ -133,7 +149,7 @@ fn codex_transport(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<TransportConfig, Conf
             Ok(transport)
         }
         (false, true) => {
-            let (url, mut headers) = remote(obj, ctx, "http_headers")?;
+            let (url, mut headers) = remote(obj, ctx, "http_headers", first_url)?;
             // `env_http_headers`: header name → variable; unset variables are skipped (as Codex does).
             if let Some(map) = obj.string_map(ctx, "env_http_headers", false)? {
                 for (header, variable) in map {
@@ -206,12 +222,18 @@ fn stdio(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<TransportConfig, ConfigError> {
     })
 }
 
+/// The URL (`url`, or `first_url`, the first of `endpoints`) and the server's own headers.
 fn remote(
     obj: &Obj<'_>,
     ctx: &Ctx<'_>,
     headers_key: &str,
+    first_url: Option<&str>,
 ) -> Result<(String, BTreeMap<String, String>), ConfigError> {
-    let url = obj.expanded(ctx, "url")?.ok_or_else(|| {
+    let url = match first_url {
+        Some(url) => Some(url.to_owned()),
+        None => obj.expanded(ctx, "url")?,
+    };
+    let url = url.ok_or_else(|| {
         ctx.error(
             ConfigErrorKind::Missing,
             "url",
@@ -473,6 +495,8 @@ fn validate(server: &ServerConfig, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
                 ));
             }
         }
+        // The URL is the first endpoint's: checked (and named) as `endpoints[0].url` below.
+        _ if !server.endpoints.is_empty() => check_endpoint_urls(server, ctx)?,
         TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. } => {
             check_url(url).map_err(|m| ctx.error(ConfigErrorKind::Invalid, "url", m))?;
         }

@@ -13,6 +13,11 @@
 //! `node.rs`; typed field reading with error paths is `fields.rs`; one server entry is `entry.rs`;
 //! [`ConfigError`] is `error.rs`.
 //!
+//! A remote server may list several addresses instead of one `url`: `endpoints: [{ url, region,
+//! headers }]` (the same server, usually in other regions), read into
+//! [`ServerConfig::endpoints`], and every format takes a top-level `region`, the client's own
+//! ([`ClientConfig::region`]), that the endpoints' regions are compared with (`endpoints.rs`).
+//!
 //! Secrets: `env` and `headers` values never appear in `Debug` output or in error messages.
 //! Every `*_with_env` function reads variables through a closure instead of the process
 //! environment (for tests and embedders).
@@ -20,6 +25,7 @@
 mod claude;
 mod codex;
 mod discover;
+mod endpoints;
 mod entry;
 mod error;
 mod expand;

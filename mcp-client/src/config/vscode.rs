@@ -2,13 +2,16 @@
 //! (`{"mcp": {"servers": {...}}}`). Files may carry comments and trailing commas.
 //!
 //! Entries: `type` (`stdio` / `http` / `sse`), `command`, `args`, `env`, `cwd`, `url`, `headers`,
-//! plus the harness extras. Variables: `${workspaceFolder}` (the parent of the `.vscode` folder
+//! or instead of `url` `endpoints` (`[{ "url", "region", "headers" }]`, the same server at several
+//! addresses), plus the harness extras. `"region"` next to `servers` (`mcp.region` in a settings
+//! file) is the client's own. Variables: `${workspaceFolder}` (the parent of the `.vscode` folder
 //! holding the file, else the file's folder), `${workspaceFolderBasename}`, `${userHome}`,
 //! `${env:VAR}` (an unset variable is an error), `${pathSeparator}`. `${input:...}` needs an
 //! interactive prompt and `envFile` is not supported: both are clear errors.
 
 use std::path::{Path, PathBuf};
 
+use super::endpoints::read_region;
 use super::entry::{read_server, Flavor};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::{EnvLookup, VsCodeVars};
@@ -57,11 +60,12 @@ pub(crate) fn from_node(
         vars: &vars,
     };
     let top = Obj::new(node, &ctx, "", "an object with `servers`")?;
-    let servers = match top.object(&ctx, "servers")? {
-        Some(servers) => servers,
+    // The client's region sits next to the servers: top level, or `mcp.region` in a settings file.
+    let (servers, region) = match top.object(&ctx, "servers")? {
+        Some(servers) => (servers, read_region(&top, &ctx)?),
         None => match top.object(&ctx, "mcp")? {
             Some(mcp) => match mcp.object(&ctx, "servers")? {
-                Some(servers) => servers,
+                Some(servers) => (servers, read_region(&mcp, &ctx)?),
                 None => return Err(missing_servers(&ctx)),
             },
             None => return Err(missing_servers(&ctx)),
@@ -70,7 +74,7 @@ pub(crate) fn from_node(
     let mut config = ClientConfig {
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
-        region: None,
+        region,
     };
     for (name, entry) in servers.entries() {
         let ctx = ctx.for_server(name);
