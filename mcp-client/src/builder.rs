@@ -31,6 +31,8 @@ pub struct McpClientBuilder {
     pub(crate) metrics: mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: crate::auth::OAuthPolicy,
+    pub(crate) region: Option<String>,
+    pub(crate) routing: crate::router::RoutingPolicy,
 }
 
 impl McpClientBuilder {
@@ -46,6 +48,8 @@ impl McpClientBuilder {
             metrics: mcp_metrics::Metrics::new(),
             #[cfg(feature = "oauth")]
             oauth: crate::auth::OAuthPolicy::default(),
+            region: None,
+            routing: crate::router::RoutingPolicy::default(),
         }
     }
 
@@ -135,6 +139,23 @@ impl McpClientBuilder {
     /// The reconnect schedule and health checks (default: immediate, 1 s, 2 s, 4 s, 8 s).
     pub fn supervision(mut self, policy: SupervisionPolicy) -> Self {
         self.supervision = policy;
+        self
+    }
+
+    /// The client's own region: servers with several `endpoints` send their calls to an
+    /// endpoint of this region when one is healthy. It wins over the configuration's top-level
+    /// `"region"`, which wins over the `MCPH_REGION` environment variable; with none of them
+    /// there is no region preference (the lowest latency decides).
+    pub fn region(mut self, region: impl Into<String>) -> Self {
+        self.region = Some(region.into());
+        self
+    }
+
+    /// How servers with several endpoints weigh them (default: another endpoint of the same
+    /// region tier must answer its probes 25 % faster, over at least 3 probes, before the calls
+    /// move to it).
+    pub fn routing(mut self, policy: crate::router::RoutingPolicy) -> Self {
+        self.routing = policy;
         self
     }
 

@@ -26,11 +26,16 @@ use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListCha
 use crate::config::{ClientConfig, ServerConfig};
 use crate::handler::ClientNotification;
 use crate::llm::{LlmLists, LlmToolFormat, LlmToolList};
+use crate::router::Failover;
 use crate::routing::{pick_resource_server, Fetched, ResourceIndex};
 use crate::server::{ManagedServer, ServerContext};
 use crate::stack::StackPolicy;
 use crate::status::{ServerReport, ServerStatus};
 use crate::supervisor::{Lists, SupervisionPolicy, SupervisorListener};
+
+/// The environment variable naming the client's region when neither the builder nor the
+/// configuration does.
+pub const REGION_VARIABLE: &str = "MCPH_REGION";
 
 /// How the client presents itself and treats its servers.
 #[derive(Debug, Clone)]
@@ -107,6 +112,10 @@ struct Inner {
     metrics: mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     oauth: crate::auth::OAuthPolicy,
+    /// The client's own region: the builder's, else the configuration's, else `MCPH_REGION`.
+    region: Option<String>,
+    routing: crate::router::RoutingPolicy,
+    failovers: broadcast::Sender<Failover>,
 }
 
 use mcp_core::sync::lock;
@@ -152,6 +161,12 @@ impl McpClient {
         let (catalog_changes, _) = broadcast::channel(64);
         let (notifications, _) = broadcast::channel(1024);
         let (list_changes, _) = broadcast::channel(64);
+        let (failovers, _) = broadcast::channel(64);
+        let region = builder
+            .region
+            .or_else(|| builder.config.region.clone())
+            .or_else(|| std::env::var(REGION_VARIABLE).ok())
+            .filter(|r| !r.trim().is_empty());
         let inner = Arc::new(Inner {
             servers: RwLock::new(Vec::new()),
             tools: RwLock::new(Arc::new(Catalog::default())),
@@ -169,6 +184,9 @@ impl McpClient {
             metrics: builder.metrics,
             #[cfg(feature = "oauth")]
             oauth: builder.oauth,
+            region,
+            routing: builder.routing,
+            failovers,
         });
         let servers: Vec<Arc<ManagedServer>> = builder
             .config
@@ -249,6 +267,20 @@ impl McpClient {
     /// your own ([`McpClientBuilder::metrics`]) to export to OpenTelemetry.
     pub fn metrics_registry(&self) -> &mcp_metrics::Metrics {
         &self.inner.metrics
+    }
+
+    /// Every move of a server's calls from one endpoint to another from now on (servers with
+    /// several `endpoints`): where from, where to, and why. Counted in the metrics too
+    /// (`failovers` of the server's snapshot).
+    pub fn failovers(&self) -> broadcast::Receiver<Failover> {
+        self.inner.failovers.subscribe()
+    }
+
+    /// The client's own region, which servers with several endpoints prefer: the builder's
+    /// [`region`](McpClientBuilder::region), else the configuration's top-level `"region"`,
+    /// else the `MCPH_REGION` environment variable; `None` when none says (no preference).
+    pub fn region(&self) -> Option<&str> {
+        self.inner.region.as_deref()
     }
 
     /// Every notification of every server from now on, tagged with the server's name (across
@@ -781,6 +813,9 @@ impl Inner {
                 metrics: &self.metrics,
                 #[cfg(feature = "oauth")]
                 oauth: &self.oauth,
+                region: self.region.as_deref(),
+                routing: &self.routing,
+                failovers: self.failovers.clone(),
             },
         )
     }

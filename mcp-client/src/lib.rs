@@ -9,6 +9,9 @@
 //!   unavailable and probed, needs credentials — with [`SupervisionPolicy`].
 //! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool or
 //!   session), chosen by [`StackPolicy`].
+//! - `router/` (`enterprise`): a server with several endpoints — the nearest healthy one
+//!   serves ([`RoutingPolicy`]); sessions pinned to an endpoint, failover and failback
+//!   reported as [`Failover`] events.
 //! - `routing.rs`: which server offers a resource or prompt, from lists kept until they change.
 //! - `resources.rs`: each server's resources — reads, subscriptions renewed on every new
 //!   session, and (feature `resources`) [`mcp_resources`]' state machine and cache.
@@ -40,6 +43,7 @@ mod handler;
 pub mod llm;
 pub mod naming;
 mod resources;
+mod router;
 mod routing;
 mod server;
 mod stack;
@@ -50,13 +54,16 @@ mod supervisor;
 pub use auth::OAuthPolicy;
 pub use builder::{McpClientBuilder, SessionOptionsHook};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
-pub use client::{CatalogResource, ClientOptions, Gathered, McpClient};
+pub use client::{CatalogResource, ClientOptions, Gathered, McpClient, REGION_VARIABLE};
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use connect::TransportRegistry;
 pub use handler::ClientNotification;
 pub use llm::{LlmToolFormat, LlmToolList};
+pub use router::{EndpointRef, Failover, FailoverReason, RoutingPolicy};
 pub use stack::{RetryStyle, StackPolicy};
-pub use status::{BreakerStatus, PoolReport, ServerReport, ServerStatus};
+pub use status::{
+    BreakerStatus, EndpointReport, EndpointState, PoolReport, ServerReport, ServerStatus,
+};
 pub use supervisor::SupervisionPolicy;
 
 /// The metrics crate: the snapshot types [`McpClient::metrics`] returns, the registry,

@@ -15,6 +15,7 @@ use crate::config::ServerConfig;
 use crate::connect::{ServerConnector, SessionSetup, TransportRegistry};
 use crate::handler::{ClientNotification, FacadeHandler};
 use crate::resources::{ServerResources, SubscriptionRenewal};
+use crate::router::{Endpoint, EndpointParts, Failover, Router, RouterParts, RoutingPolicy};
 use crate::routing::{Fetched, ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
@@ -36,6 +37,8 @@ pub(crate) struct ManagedServer {
     pub(crate) resources: Arc<ServerResources>,
     /// Where this server's calls, caches, sessions and reconnects are counted.
     pub(crate) metrics: mcp_metrics::ServerHandle,
+    /// A server with several endpoints: where its sessions are opened and its calls go.
+    router: Option<Arc<Router>>,
     /// The pending re-listing of kept prompt and resource lists after a change.
     list_refresh: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -51,6 +54,10 @@ pub(crate) struct ServerContext<'a> {
     pub(crate) metrics: &'a mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     pub(crate) oauth: &'a crate::auth::OAuthPolicy,
+    /// The client's own region (servers with endpoints prefer its endpoints).
+    pub(crate) region: Option<&'a str>,
+    pub(crate) routing: &'a RoutingPolicy,
+    pub(crate) failovers: broadcast::Sender<Failover>,
 }
 
 impl ManagedServer {
@@ -61,9 +68,9 @@ impl ManagedServer {
         let relay = crate::resources::NotificationRelay::new();
         let handler = Arc::new(FacadeHandler {
             server: config.name.clone(),
-            harness: context.harness,
+            harness: context.harness.clone(),
             supervisor: events_tx.clone(),
-            notifications: context.notifications,
+            notifications: context.notifications.clone(),
             #[cfg(feature = "resources")]
             resources: relay.clone(),
         });
@@ -83,30 +90,81 @@ impl ManagedServer {
         }
         #[cfg(not(feature = "oauth"))]
         let auth: crate::connect::ServerAuth = ();
+        // A routed server's own connector is its first endpoint's (the router opens its
+        // sessions; this one names the transport).
+        let first = config.at_endpoint(0).unwrap_or_else(|| config.clone());
         let server_connector = ServerConnector::new(
-            config.clone(),
+            first,
             context.transports,
-            handler,
+            handler.clone(),
             context.session_options.clone(),
             setup.clone(),
-            auth,
+            auth.clone(),
         );
+        let endpoints = (config.is_routed() && context.stack.routing).then(|| {
+            endpoints(
+                &config,
+                &context,
+                &metrics,
+                |endpoint_config: ServerConfig| {
+                    Arc::new(ServerConnector::new(
+                        endpoint_config,
+                        context.transports,
+                        handler.clone(),
+                        context.session_options.clone(),
+                        setup.clone(),
+                        auth.clone(),
+                    ))
+                },
+            )
+        });
+        let unreachable = match &endpoints {
+            // Unreachable only when no endpoint can be reached at all.
+            Some(endpoints) => endpoints
+                .iter()
+                .all(|e| e.connector.unreachable().is_some())
+                .then(|| endpoints.first().and_then(|e| e.connector.unreachable()))
+                .flatten()
+                .map(str::to_owned),
+            None if config.is_routed() => Some(format!(
+                "server \"{}\" lists {} endpoints: routing across endpoints is in the \
+                 `enterprise` profile (this client's stack policy does not route; features: {})",
+                config.name,
+                config.endpoints.len(),
+                crate::PROFILE
+            )),
+            None => server_connector.unreachable().map(str::to_owned),
+        };
         let initial = if !config.enabled {
             ServerStatus::Disabled
-        } else if let Some(reason) = server_connector.unreachable() {
-            ServerStatus::Unavailable {
-                reason: reason.to_owned(),
-            }
+        } else if let Some(reason) = unreachable {
+            ServerStatus::Unavailable { reason }
         } else {
             ServerStatus::Starting
         };
         let transport_name = server_connector.transport_name();
         metrics.set_network_transport(transport_name);
         let connector: Arc<dyn mcp_core::Connector> = Arc::new(server_connector);
+        let router = endpoints.map(|endpoints| {
+            Router::new(RouterParts {
+                server: config.name.clone(),
+                endpoints,
+                policy: context.routing.clone(),
+                failback_after: config.settings.failback_after,
+                probe_interval: config.settings.probe_interval,
+                connect_timeout: config.startup_timeout,
+                ping_timeout: context.supervision.health_check_timeout,
+                drain_limit: config.tool_timeout,
+                supervisor: events_tx.clone(),
+                failovers: context.failovers.clone(),
+                metrics: metrics.clone(),
+            })
+        });
         let supervisor = Supervisor::new(
             SupervisorParts {
                 name: config.name.clone(),
                 connector: connector.clone(),
+                router: router.clone(),
                 policy: context.supervision.clone(),
                 connect_timeout: config.startup_timeout,
                 request_timeout: config.tool_timeout,
@@ -123,6 +181,7 @@ impl ManagedServer {
             supervisor.clone(),
             connector,
             &metrics,
+            router.clone(),
         );
         let resources = Arc::new(ServerResources::new(
             &config,
@@ -137,6 +196,7 @@ impl ManagedServer {
             config,
             resources,
             metrics,
+            router,
             supervisor,
             stack,
             transport_name,
@@ -158,6 +218,9 @@ impl ManagedServer {
         self.supervisor
             .started(self.config.startup_timeout + Duration::from_secs(1))
             .await;
+        if let Some(router) = &self.router {
+            router.start_probing(&self.supervisor);
+        }
     }
 
     /// The primary session, when the server is ready.
@@ -239,7 +302,13 @@ impl ManagedServer {
         // While the session is there: subscriptions end on the server too (bounded).
         let _ = tokio::time::timeout(limit, self.resources.close()).await;
         self.metrics.clear_gauges();
+        if let Some(router) = &self.router {
+            router.stop_probing();
+        }
         self.supervisor.stop(limit).await;
+        if let Some(router) = &self.router {
+            router.stop(limit).await;
+        }
         #[cfg(feature = "pool")]
         if let Some(pool) = &self.stack.pool {
             let _ = tokio::time::timeout(limit, pool.close()).await;
@@ -263,6 +332,7 @@ impl ManagedServer {
             reconnects: self.supervisor.reconnects(),
             last_error: self.supervisor.last_error(),
             pool: self.stack.gauges.pool_report(),
+            endpoints: self.stack.gauges.endpoint_reports(),
         }
     }
 
@@ -278,13 +348,56 @@ impl Drop for ManagedServer {
         if let Some(task) = lock(&self.list_refresh).take() {
             task.abort();
         }
+        if let Some(router) = &self.router {
+            router.stop_probing();
+        }
         self.supervisor.abort();
     }
 }
 
+/// The endpoints of a routed server, each with its own connector (from `connector`, given
+/// the endpoint's own entry), breakers and metrics.
+fn endpoints(
+    config: &ServerConfig,
+    context: &ServerContext<'_>,
+    metrics: &mcp_metrics::ServerHandle,
+    connector: impl Fn(ServerConfig) -> Arc<ServerConnector>,
+) -> Vec<Endpoint> {
+    config
+        .endpoints
+        .iter()
+        .enumerate()
+        .filter_map(|(index, endpoint)| {
+            let own = config.at_endpoint(index)?;
+            let (address, port) = host_and_port(&endpoint.url).unzip();
+            let url = mcp_core::auth::redact_url(&endpoint.url);
+            let label = match &endpoint.region {
+                Some(region) => format!("{} [{region}]", config.name),
+                None => format!("{} [{url}]", config.name),
+            };
+            Some(Endpoint::new(EndpointParts {
+                index,
+                region: endpoint.region.clone(),
+                local: context.region.is_none() || endpoint.region.as_deref() == context.region,
+                breakers: stack::breakers_for(config, context.stack, label),
+                metrics: metrics.endpoint(mcp_metrics::EndpointInfo {
+                    url,
+                    address: address.map(str::to_owned),
+                    port: port.flatten(),
+                    region: endpoint.region.clone(),
+                }),
+                #[cfg(feature = "pool")]
+                pooled: stack::wants_pool(&own, context.stack),
+                connector: connector(own.clone()),
+                config: own,
+            }))
+        })
+        .collect()
+}
+
 /// The host and port of a server URL (`scheme://[user@]host[:port]/…`), for the
 /// `server.address` and `server.port` attributes.
-fn host_and_port(url: &str) -> Option<(&str, Option<u16>)> {
+pub(crate) fn host_and_port(url: &str) -> Option<(&str, Option<u16>)> {
     let rest = url.split_once("://")?.1;
     let authority = rest.split(['/', '?', '#']).next()?;
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);

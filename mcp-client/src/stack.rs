@@ -22,6 +22,10 @@
 //!   `pool`): one pooled session per call — for legacy-era servers. A 2026-07-28 server keeps no
 //!   session state, so its calls all share the supervised session (and the HTTP connections
 //!   pooled under it); its pool stays empty.
+//!
+//! A server with several endpoints (`enterprise`: [`StackPolicy::routing`]) has the router's
+//! gate instead of the breaker and the gate: one breaker and one pool per endpoint, in the
+//! router (`router/`).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -37,6 +41,7 @@ use tokio::time::Instant;
 use crate::config::ServerConfig;
 #[cfg(feature = "pool")]
 use crate::config::TransportConfig;
+use crate::router::{RoutedGate, Router};
 use crate::status::{BreakerStatus, PoolReport};
 use crate::supervisor::{Supervisor, SupervisorEvent};
 
@@ -67,6 +72,10 @@ pub struct StackPolicy {
     pub breaker: bool,
     /// The configured rate limits (needs the `rate-limit` feature; ignored without it).
     pub rate_limit: bool,
+    /// Servers with several `endpoints` are routed among them (the client's region first,
+    /// then the lowest latency, failing over when one goes down). Without it such a server
+    /// is unavailable, with a reason saying so.
+    pub routing: bool,
 }
 
 impl StackPolicy {
@@ -78,6 +87,7 @@ impl StackPolicy {
             load_sized_pools: false,
             breaker: false,
             rate_limit: false,
+            routing: false,
         }
     }
 
@@ -90,7 +100,8 @@ impl StackPolicy {
         }
     }
 
-    /// The `enterprise` profile: + breakers, rate limits, load-sized pools.
+    /// The `enterprise` profile: + breakers, rate limits, load-sized pools, routing across
+    /// endpoints.
     pub const fn enterprise() -> StackPolicy {
         StackPolicy {
             retry: RetryStyle::Backoff,
@@ -98,6 +109,7 @@ impl StackPolicy {
             load_sized_pools: true,
             breaker: true,
             rate_limit: true,
+            routing: true,
         }
     }
 
@@ -132,6 +144,8 @@ pub(crate) struct StackGauges {
     breakers: Option<CircuitBreakerLayer>,
     #[cfg(feature = "pool")]
     pool: Option<mcp_pool::SessionPool>,
+    /// A routed server's breakers and pools are its endpoints'.
+    router: Option<Arc<Router>>,
 }
 
 /// The gauges as the metrics registry holds them: weakly, so that a registry the harness keeps
@@ -150,61 +164,76 @@ impl mcp_metrics::GaugeSource for WeakGauges {
 impl StackGauges {
     fn read(&self) -> mcp_metrics::ServerGauges {
         #[cfg(feature = "pool")]
-        let pool = self.pool.as_ref().map(|pool| {
-            let stats = pool.stats();
-            mcp_metrics::PoolGauges {
-                connections: u64::from(stats.connections),
-                in_use: u64::from(stats.in_use),
-                idle: u64::from(stats.idle),
-                waiting: u64::from(stats.waiting),
-                waits: stats.waits,
-            }
+        let pool = self.pool_stats().map(|stats| mcp_metrics::PoolGauges {
+            connections: u64::from(stats.connections),
+            in_use: u64::from(stats.in_use),
+            idle: u64::from(stats.idle),
+            waiting: u64::from(stats.waiting),
+            waits: stats.waits,
         });
         #[cfg(not(feature = "pool"))]
         let pool = None;
         mcp_metrics::ServerGauges {
             breaker: self.breaker_status().map(|b| b.label().into()),
             pool,
+            endpoints: self
+                .router
+                .as_ref()
+                .map(|router| router.gauges())
+                .unwrap_or_default(),
         }
     }
 
-    /// The server breaker's state, for status displays.
+    /// The server breaker's state (a routed server's: the active endpoint's), for status
+    /// displays.
     pub(crate) fn breaker_status(&self) -> Option<BreakerStatus> {
-        use mcp_resilience::BreakerState;
+        if let Some(router) = &self.router {
+            let active = router.active().and_then(|i| router.endpoint(i))?;
+            return active.breaker_status();
+        }
         self.breakers
             .as_ref()
-            .map(|b| match b.server_breaker().state() {
-                BreakerState::Closed => BreakerStatus::Closed,
-                BreakerState::Open { remaining } => BreakerStatus::Open {
-                    retry_in: remaining,
-                },
-                BreakerState::HalfOpen => BreakerStatus::HalfOpen,
-            })
+            .map(|b| BreakerStatus::of(b.server_breaker().state()))
+    }
+
+    /// The pool's statistics (a routed server's: the active endpoint's).
+    #[cfg(feature = "pool")]
+    fn pool_stats(&self) -> Option<mcp_pool::PoolStats> {
+        if let Some(router) = &self.router {
+            let active = router.active().and_then(|i| router.endpoint(i))?;
+            return active.pool_stats();
+        }
+        self.pool.as_ref().map(mcp_pool::SessionPool::stats)
     }
 
     /// The pool's counters, for status displays.
     pub(crate) fn pool_report(&self) -> Option<PoolReport> {
         #[cfg(feature = "pool")]
         {
-            self.pool.as_ref().map(|pool| {
-                let stats = pool.stats();
-                PoolReport {
-                    connections: stats.connections,
-                    in_use: stats.in_use,
-                    idle: stats.idle,
-                    waits: stats.waits,
-                }
+            self.pool_stats().map(|stats| PoolReport {
+                connections: stats.connections,
+                in_use: stats.in_use,
+                idle: stats.idle,
+                waits: stats.waits,
             })
         }
         #[cfg(not(feature = "pool"))]
         None
+    }
+
+    /// A routed server's endpoints, for status displays (empty for other servers).
+    pub(crate) fn endpoint_reports(&self) -> Vec<crate::status::EndpointReport> {
+        self.router
+            .as_ref()
+            .map(|router| router.reports())
+            .unwrap_or_default()
     }
 }
 
 /// Whether the breaker counts an error: the server failing (connection, timeout), not the
 /// request being wrong, not the supervisor saying the server is away, and not time spent
 /// inside the client (waiting for a reconnect or a pooled connection: never sent).
-fn breaker_counts(error: &Error) -> bool {
+pub(crate) fn breaker_counts(error: &Error) -> bool {
     match error.kind() {
         ErrorKind::Network => true,
         ErrorKind::Timeout => !error.was_never_sent(),
@@ -212,33 +241,14 @@ fn breaker_counts(error: &Error) -> bool {
     }
 }
 
-/// Builds the stack of `config`'s server around its supervisor.
-pub(crate) fn build(
+/// The breakers of a server (or of one endpoint), labelled `label`, when the profile has them.
+pub(crate) fn breakers_for(
     config: &ServerConfig,
     policy: &StackPolicy,
-    session: &mcp_core::SessionOptions,
-    supervisor: Arc<Supervisor>,
-    connector: Arc<dyn mcp_core::Connector>,
-    metrics: &mcp_metrics::ServerHandle,
-) -> ServerStack {
-    let settings = &config.settings;
-    #[cfg(feature = "pool")]
-    let pool = pool_for(config, policy, connector);
-    #[cfg(not(feature = "pool"))]
-    let _ = connector;
-
-    let gate = ServerGate {
-        supervisor,
-        default_timeout: config.tool_timeout,
-        #[cfg(feature = "pool")]
-        pool: pool.clone(),
-    };
-    let mut service: BoxService = Arc::new(gate);
-    #[cfg(feature = "pool")]
-    let pool_handle = pool.clone();
-
-    let breakers = policy.breaker.then(|| {
-        let b = &settings.breaker;
+    label: String,
+) -> Option<CircuitBreakerLayer> {
+    policy.breaker.then(|| {
+        let b = &config.settings.breaker;
         let mut breaker_policy = BreakerPolicy::default()
             .with_failure_threshold(b.failure_threshold)
             .with_window(b.window)
@@ -248,11 +258,58 @@ pub(crate) fn build(
         if b.per_tool {
             breaker_policy = breaker_policy.per_tool();
         }
-        CircuitBreakerLayer::for_server(config.name.clone(), breaker_policy)
-    });
-    if let Some(breakers) = &breakers {
-        service = BoxLayer(breakers.clone()).layer(service);
-    }
+        CircuitBreakerLayer::for_server(label, breaker_policy)
+    })
+}
+
+/// Builds the stack of `config`'s server around its supervisor (and its router, for a server
+/// with several endpoints).
+pub(crate) fn build(
+    config: &ServerConfig,
+    policy: &StackPolicy,
+    session: &mcp_core::SessionOptions,
+    supervisor: Arc<Supervisor>,
+    connector: Arc<dyn mcp_core::Connector>,
+    metrics: &mcp_metrics::ServerHandle,
+    router: Option<Arc<Router>>,
+) -> ServerStack {
+    let settings = &config.settings;
+    #[cfg(feature = "pool")]
+    let pool = match router {
+        Some(_) => None,
+        None => pool_for(config, policy, connector),
+    };
+    #[cfg(not(feature = "pool"))]
+    let _ = connector;
+
+    let (mut service, breakers): (BoxService, _) = match &router {
+        Some(router) => (
+            Arc::new(RoutedGate {
+                supervisor,
+                router: router.clone(),
+                default_timeout: config.tool_timeout,
+                #[cfg(feature = "pool")]
+                stack: *policy,
+            }),
+            None,
+        ),
+        None => {
+            let gate: BoxService = Arc::new(ServerGate {
+                supervisor,
+                default_timeout: config.tool_timeout,
+                #[cfg(feature = "pool")]
+                pool: pool.clone(),
+            });
+            let breakers = breakers_for(config, policy, config.name.clone());
+            let service = match &breakers {
+                Some(breakers) => BoxLayer(breakers.clone()).layer(gate),
+                None => gate,
+            };
+            (service, breakers)
+        }
+    };
+    #[cfg(feature = "pool")]
+    let pool_handle = pool.clone();
 
     #[cfg(feature = "rate-limit")]
     if policy.rate_limit {
@@ -314,6 +371,7 @@ pub(crate) fn build(
         breakers,
         #[cfg(feature = "pool")]
         pool: pool_handle,
+        router,
     });
     metrics.set_gauges(Arc::new(WeakGauges(Arc::downgrade(&gauges))));
     ServerStack {
@@ -324,14 +382,11 @@ pub(crate) fn build(
     }
 }
 
-/// A pool for servers whose connections are cheap to multiply: Streamable HTTP (and `url`
-/// servers, detected), and stdio servers whose entry asks for one.
+/// Whether `config`'s server gets a pool: one whose connections are cheap to multiply
+/// (Streamable HTTP and `url` servers, detected; WebSocket and gRPC), or a stdio server whose
+/// entry asks for one — when the profile has pools.
 #[cfg(feature = "pool")]
-fn pool_for(
-    config: &ServerConfig,
-    policy: &StackPolicy,
-    connector: Arc<dyn mcp_core::Connector>,
-) -> Option<mcp_pool::SessionPool> {
+pub(crate) fn wants_pool(config: &ServerConfig, policy: &StackPolicy) -> bool {
     let settings = &config.settings;
     let wanted = match &config.transport {
         TransportConfig::Http { .. }
@@ -340,9 +395,21 @@ fn pool_for(
         TransportConfig::Stdio { .. } => settings.pool.configured && settings.pool.max > 1,
         TransportConfig::Sse { .. } | TransportConfig::InProcess => false,
     };
-    if !(policy.pools && wanted) {
+    policy.pools && wanted
+}
+
+/// A pool for servers whose connections are cheap to multiply: Streamable HTTP (and `url`
+/// servers, detected), and stdio servers whose entry asks for one.
+#[cfg(feature = "pool")]
+pub(crate) fn pool_for(
+    config: &ServerConfig,
+    policy: &StackPolicy,
+    connector: Arc<dyn mcp_core::Connector>,
+) -> Option<mcp_pool::SessionPool> {
+    if !wants_pool(config, policy) {
         return None;
     }
+    let settings = &config.settings;
     let pool_config = mcp_pool::PoolConfig::new()
         .with_min_idle(settings.pool.min)
         .with_max_size(settings.pool.max)
@@ -364,7 +431,7 @@ fn pool_for(
 /// pooling a legacy-era server; a server whose state matters across calls is configured with
 /// `pool: {max: 1}` or without a pool.)
 #[cfg(feature = "pool")]
-fn on_the_supervised_session(operation: &Operation) -> bool {
+pub(crate) fn on_the_supervised_session(operation: &Operation) -> bool {
     matches!(
         operation.method.as_ref(),
         "resources/read" | "resources/subscribe" | "resources/unsubscribe"

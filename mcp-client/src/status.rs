@@ -113,6 +113,17 @@ pub enum BreakerStatus {
 }
 
 impl BreakerStatus {
+    /// The display of a breaker's state.
+    pub(crate) fn of(state: mcp_resilience::BreakerState) -> BreakerStatus {
+        match state {
+            mcp_resilience::BreakerState::Closed => BreakerStatus::Closed,
+            mcp_resilience::BreakerState::Open { remaining } => BreakerStatus::Open {
+                retry_in: remaining,
+            },
+            mcp_resilience::BreakerState::HalfOpen => BreakerStatus::HalfOpen,
+        }
+    }
+
     /// `closed`, `open` or `half-open`.
     pub fn label(&self) -> &'static str {
         match self {
@@ -157,6 +168,62 @@ pub struct ServerReport {
     pub reconnects: u64,
     /// The last failure seen (start-up, connection, health check), if any.
     pub last_error: Option<String>,
-    /// The server's connection pool, when it has one.
+    /// The server's connection pool, when it has one (a routed server's: the active
+    /// endpoint's).
     pub pool: Option<PoolReport>,
+    /// A server with several endpoints: each one, in configuration order (empty otherwise).
+    /// Its `breaker` above is the active endpoint's.
+    pub endpoints: Vec<EndpointReport>,
+}
+
+/// Where one endpoint of a routed server stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointState {
+    /// It carries the server's calls.
+    Active,
+    /// Healthy, ready to take over.
+    Standby,
+    /// Not yet probed, or answering its probes again after a failure but not yet for the
+    /// failback period.
+    Probing,
+    /// It failed (a connect, a probe, a call that never reached it) or its breaker is open.
+    Down,
+}
+
+impl EndpointState {
+    /// `active`, `standby`, `probing` or `down`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            EndpointState::Active => "active",
+            EndpointState::Standby => "standby",
+            EndpointState::Probing => "probing",
+            EndpointState::Down => "down",
+        }
+    }
+}
+
+impl std::fmt::Display for EndpointState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One endpoint of a routed server, for status displays.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointReport {
+    /// Its URL without user info, query or fragment.
+    pub url: String,
+    /// Its region label.
+    pub region: Option<String>,
+    /// Where it stands.
+    pub state: EndpointState,
+    /// Whether it carries the server's calls (its state is `active` unless it was just found
+    /// down and the calls are moving).
+    pub active: bool,
+    /// Its smoothed probe round trip (what endpoints are compared by), once probed.
+    pub latency: Option<Duration>,
+    /// Its circuit breaker, when the profile has one.
+    pub breaker: Option<BreakerStatus>,
+    /// Why it is down, when it is.
+    pub down_reason: Option<String>,
 }

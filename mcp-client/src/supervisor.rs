@@ -17,6 +17,13 @@
 //!   (remote sessions do not end by themselves when the server goes away); if the ping fails
 //!   too, the session counts as lost.
 //!
+//! - **Routed servers** (several endpoints): the session is opened where the server's
+//!   [`Router`] says and stays on that endpoint for its life; a lost session marks its
+//!   endpoint down, and reconnects go to the next one. When the router asks
+//!   ([`SupervisorEvent::Reroute`]) and names a better endpoint, a new session is opened there
+//!   (subscriptions renewed, tools listed) and swapped in; the old one is handed to the router,
+//!   which closes it once its calls are over.
+//!
 //! A call that arrives while the server is starting, reconnecting or probing waits for it within
 //! its own deadline ([`Supervisor::ready_session`]).
 
@@ -32,6 +39,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::router::Router;
 use crate::status::ServerStatus;
 
 /// The reconnect schedule and health checks of every server's supervisor.
@@ -72,6 +80,8 @@ pub(crate) enum SupervisorEvent {
     ResourcesChanged,
     /// A call failed with a network error: is the session still alive?
     Suspect,
+    /// (Routed servers) another endpoint may be better: ask the router, and move if it says so.
+    Reroute,
 }
 
 /// What a supervisor tells the client.
@@ -124,17 +134,30 @@ pub(crate) struct Snapshot {
     /// The last tool list the server gave (kept while it is away, so its tools stay in the
     /// catalog and calls get "unavailable" rather than "does not exist").
     pub(crate) tools: Option<Arc<Vec<Tool>>>,
+    /// The endpoint the session is on (0 for a server with one).
+    pub(crate) endpoint: usize,
 }
 
 /// How one connection attempt went.
 enum Attempt {
-    Connected(ClientSession, Vec<Tool>),
+    /// A session (on that endpoint) and its tools.
+    Connected(ClientSession, Vec<Tool>, usize),
     Failed(Error),
+}
+
+/// How following a session ended.
+enum Followed {
+    /// It was lost, for this reason.
+    Lost(Error),
+    /// The router asked to move, and a session on the better endpoint is ready.
+    Moved(ClientSession, Vec<Tool>, usize),
 }
 
 pub(crate) struct Supervisor {
     name: String,
     connector: Arc<dyn Connector>,
+    /// Where sessions are opened, for a server with several endpoints.
+    router: Option<Arc<Router>>,
     policy: SupervisionPolicy,
     connect_timeout: Duration,
     request_timeout: Duration,
@@ -166,6 +189,9 @@ use mcp_core::sync::lock;
 pub(crate) struct SupervisorParts {
     pub(crate) name: String,
     pub(crate) connector: Arc<dyn Connector>,
+    /// For a server with several endpoints: where its sessions are opened (then `connector`
+    /// is not used).
+    pub(crate) router: Option<Arc<Router>>,
     pub(crate) policy: SupervisionPolicy,
     pub(crate) connect_timeout: Duration,
     pub(crate) request_timeout: Duration,
@@ -190,11 +216,13 @@ impl Supervisor {
             status: initial,
             session: None,
             tools: None,
+            endpoint: 0,
         });
         let (events, inbox) = parts.events;
         Arc::new(Supervisor {
             name: parts.name,
             connector: parts.connector,
+            router: parts.router,
             policy: parts.policy,
             connect_timeout: parts.connect_timeout,
             request_timeout: parts.request_timeout,
@@ -287,15 +315,27 @@ impl Supervisor {
     /// server is starting, reconnecting or probing; fails at once when it is unavailable, needs
     /// credentials, or is stopped. Errors say the call was never sent.
     pub(crate) async fn ready_session(&self, deadline: Instant) -> Result<ClientSession, Error> {
-        if let Some(session) = self.ready_now() {
-            return Ok(session);
+        self.ready_session_at(deadline)
+            .await
+            .map(|(session, _)| session)
+    }
+
+    /// [`ready_session`](Self::ready_session), with the endpoint the session is on.
+    pub(crate) async fn ready_session_at(
+        &self,
+        deadline: Instant,
+    ) -> Result<(ClientSession, usize), Error> {
+        if let Some(ready) = self.ready_now_at() {
+            return Ok(ready);
         }
         let mut rx = self.state.subscribe();
         loop {
             let snapshot = rx.borrow_and_update().clone();
             let status = snapshot.status;
             let error = match (&status, snapshot.session) {
-                (ServerStatus::Ready, Some(session)) if !session.is_closed() => return Ok(session),
+                (ServerStatus::Ready, Some(session)) if !session.is_closed() => {
+                    return Ok((session, snapshot.endpoint))
+                }
                 (status, _) if status.is_connecting() || status.is_ready() => {
                     // Ready with a closed session: the supervisor is about to notice.
                     match tokio::time::timeout_at(deadline, rx.changed()).await {
@@ -338,6 +378,24 @@ impl Supervisor {
             (ServerStatus::Ready, Some(session)) if !session.is_closed() => Some(session.clone()),
             _ => None,
         }
+    }
+
+    /// [`ready_now`](Self::ready_now), with the endpoint the session is on.
+    pub(crate) fn ready_now_at(&self) -> Option<(ClientSession, usize)> {
+        let state = self.state.borrow();
+        match (&state.status, &state.session) {
+            (ServerStatus::Ready, Some(session)) if !session.is_closed() => {
+                Some((session.clone(), state.endpoint))
+            }
+            _ => None,
+        }
+    }
+
+    /// Waits until the state changes, or `until`.
+    pub(crate) async fn changed_before(&self, until: Instant) {
+        let mut rx = self.state.subscribe();
+        rx.borrow_and_update();
+        let _ = tokio::time::timeout_at(until, rx.changed()).await;
     }
 
     /// Stops supervising: the task ends, the state becomes `Stopped`, and the primary session is
@@ -397,23 +455,47 @@ impl Supervisor {
         let mut outcome = self.start_up().await;
         loop {
             match outcome {
-                Attempt::Connected(session, tools) => {
+                Attempt::Connected(session, tools, endpoint) => {
                     self.metrics
                         .set_protocol_version(Some(session.protocol_version().as_str()));
                     *lock(&self.session_started) = Some(Instant::now());
+                    // The router learns where the calls go before any call sees the session.
+                    if let Some(router) = &self.router {
+                        router.activated(endpoint);
+                    }
                     self.remember(&ServerStatus::Ready);
                     self.state.send_modify(|s| {
                         s.status = ServerStatus::Ready;
                         s.session = Some(session.clone());
                         s.tools = Some(Arc::new(tools));
+                        s.endpoint = endpoint;
                     });
                     tracing::info!(server = %self.name, "MCP server ready");
                     listener.tools_changed(&self.name);
                     listener.lists_changed(&self.name, Lists::BOTH);
-                    let lost = self.follow(&session, &mut inbox, listener.as_ref()).await;
+                    let lost = match self
+                        .follow(&session, endpoint, &mut inbox, listener.as_ref())
+                        .await
+                    {
+                        Followed::Moved(new, tools, to) => {
+                            // The old session goes on serving the calls in flight on it; the
+                            // router closes it after them.
+                            self.session_ended(None);
+                            if let Some(router) = &self.router {
+                                router.retire(endpoint, Some(session));
+                            }
+                            outcome = Attempt::Connected(new, tools, to);
+                            continue;
+                        }
+                        Followed::Lost(lost) => lost,
+                    };
                     tracing::warn!(server = %self.name, reason = %lost, "MCP server session lost; reconnecting");
                     self.note_error(&lost);
                     self.session_ended(Some(lost.kind().as_str()));
+                    if let Some(router) = &self.router {
+                        router.endpoint_failed(endpoint, lost.message());
+                        router.retire(endpoint, None);
+                    }
                     // No call may take the lost session while it is being closed.
                     self.set_status(ServerStatus::Reconnecting { attempt: 1 });
                     let _ = tokio::time::timeout(Duration::from_secs(2), session.close()).await;
@@ -469,11 +551,11 @@ impl Supervisor {
                 ))
                 .await
             {
-                Attempt::Connected(session, tools) => {
+                connected @ Attempt::Connected(..) => {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                     self.metrics.reconnected();
                     tracing::info!(server = %self.name, attempt, "MCP server reconnected");
-                    return Attempt::Connected(session, tools);
+                    return connected;
                 }
                 Attempt::Failed(e) if is_credentials_error(&e) => return Attempt::Failed(e),
                 Attempt::Failed(e) => {
@@ -499,11 +581,11 @@ impl Supervisor {
                 ))
                 .await
             {
-                Attempt::Connected(session, tools) => {
+                connected @ Attempt::Connected(..) => {
                     self.reconnects.fetch_add(1, Ordering::Relaxed);
                     self.metrics.reconnected();
                     tracing::info!(server = %self.name, "MCP server is back");
-                    return Attempt::Connected(session, tools);
+                    return connected;
                 }
                 Attempt::Failed(e) if is_credentials_error(&e) => return Attempt::Failed(e),
                 Attempt::Failed(e) => {
@@ -519,8 +601,17 @@ impl Supervisor {
 
     /// Connects, renews subscriptions and lists the tools, all before `deadline`.
     async fn attempt(&self, deadline: Instant) -> Attempt {
+        self.attempt_leaving(deadline, None).await
+    }
+
+    /// [`attempt`](Self::attempt); a routed server's session is opened where its router says,
+    /// never on `leaving` (the endpoint a move goes away from).
+    async fn attempt_leaving(&self, deadline: Instant, leaving: Option<usize>) -> Attempt {
         let connecting = async {
-            let session = self.connector.connect().await?;
+            let (session, endpoint) = match &self.router {
+                Some(router) => router.connect(deadline, leaving).await?,
+                None => (self.connector.connect().await?, 0),
+            };
             let setup = async {
                 self.renew(&session, deadline).await;
                 session
@@ -534,7 +625,7 @@ impl Supervisor {
                     })
             };
             match setup.await {
-                Ok(tools) => Ok((session, tools)),
+                Ok(tools) => Ok((session, tools, endpoint)),
                 Err(e) => {
                     session.close().await;
                     Err(e)
@@ -542,7 +633,7 @@ impl Supervisor {
             }
         };
         match tokio::time::timeout_at(deadline, connecting).await {
-            Ok(Ok((session, tools))) => Attempt::Connected(session, tools),
+            Ok(Ok((session, tools, endpoint))) => Attempt::Connected(session, tools, endpoint),
             Ok(Err(e)) => Attempt::Failed(e),
             Err(_) => Attempt::Failed(Error::timeout(format!(
                 "the server did not complete start-up (initialize and tools/list) within the startup timeout ({})",
@@ -551,18 +642,20 @@ impl Supervisor {
         }
     }
 
-    /// Follows a ready session until it is lost; returns why.
+    /// Follows a ready session (on `endpoint`) until it is lost, or a routed server moves to
+    /// a better endpoint.
     async fn follow(
         &self,
         session: &ClientSession,
+        endpoint: usize,
         inbox: &mut mpsc::Receiver<SupervisorEvent>,
         listener: &dyn SupervisorListener,
-    ) -> Error {
+    ) -> Followed {
         let mut renewals = session.renewals();
         loop {
             let stale_at = *lock(&self.tools_stale_at);
             let event = tokio::select! {
-                reason = session.closed() => return reason,
+                reason = session.closed() => return Followed::Lost(reason),
                 Ok(()) = renewals.changed() => {
                     // The server forgot the session and it was made anew in place: what the
                     // old one held (resource subscriptions) is renewed on it.
@@ -580,14 +673,14 @@ impl Supervisor {
             };
             match event {
                 // Unreachable while the supervisor holds its own sender; be safe anyway.
-                None => return session.closed().await,
+                None => return Followed::Lost(session.closed().await),
                 Some(SupervisorEvent::ToolsChanged) => {
                     // A burst of notifications costs one refresh.
                     tokio::time::sleep(self.policy.list_changed_debounce).await;
                     let more = drain(inbox);
                     if more.suspect {
                         if let Some(lost) = self.health_check(session).await {
-                            return lost;
+                            return Followed::Lost(lost);
                         }
                     }
                     if !more.lists.is_empty() {
@@ -595,6 +688,11 @@ impl Supervisor {
                     }
                     self.refresh_tools(session, listener, Refresh::Announced)
                         .await;
+                    if more.reroute {
+                        if let Some(moved) = self.reroute(endpoint).await {
+                            return moved;
+                        }
+                    }
                 }
                 Some(
                     event @ (SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged),
@@ -602,11 +700,45 @@ impl Supervisor {
                     listener.lists_changed(&self.name, Lists::of(&event));
                 }
                 Some(SupervisorEvent::Suspect) => {
-                    drain(inbox);
+                    let more = drain(inbox);
                     if let Some(lost) = self.health_check(session).await {
-                        return lost;
+                        return Followed::Lost(lost);
+                    }
+                    if more.reroute {
+                        if let Some(moved) = self.reroute(endpoint).await {
+                            return moved;
+                        }
                     }
                 }
+                Some(SupervisorEvent::Reroute) => {
+                    let more = drain(inbox);
+                    if more.suspect {
+                        if let Some(lost) = self.health_check(session).await {
+                            return Followed::Lost(lost);
+                        }
+                    }
+                    if let Some(moved) = self.reroute(endpoint).await {
+                        return moved;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Opens a session on the endpoint the router prefers to `current`, if it prefers one and
+    /// the session opens; otherwise the current session stays.
+    async fn reroute(&self, current: usize) -> Option<Followed> {
+        let router = self.router.as_ref()?;
+        let target = router.move_from(current)?;
+        tracing::debug!(server = %self.name, from = current, to = target, "moving to another endpoint");
+        let deadline = mcp_core::time::deadline_after(Instant::now(), self.connect_timeout);
+        match self.attempt_leaving(deadline, Some(current)).await {
+            Attempt::Connected(session, tools, endpoint) => {
+                Some(Followed::Moved(session, tools, endpoint))
+            }
+            Attempt::Failed(e) => {
+                tracing::debug!(server = %self.name, error = %e, "moving to another endpoint failed; staying");
+                None
             }
         }
     }
@@ -690,6 +822,7 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 #[derive(Default)]
 struct Drained {
     suspect: bool,
+    reroute: bool,
     lists: Lists,
 }
 
@@ -698,6 +831,7 @@ fn drain(inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Drained {
     while let Ok(event) = inbox.try_recv() {
         match event {
             SupervisorEvent::Suspect => drained.suspect = true,
+            SupervisorEvent::Reroute => drained.reroute = true,
             SupervisorEvent::PromptsChanged | SupervisorEvent::ResourcesChanged => {
                 drained.lists = drained.lists.or(Lists::of(&event))
             }

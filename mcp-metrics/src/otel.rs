@@ -11,11 +11,14 @@
 //!   `prompts/get`), `error.type` (a failed call: the error kind's name, `tool_error` for a
 //!   result with `isError: true`, `cancelled` for a call its caller gave up on),
 //!   `network.transport`, and — when the facade told the server's handle —
-//!   `mcp.protocol.version`, `server.address`, `server.port`.
+//!   `mcp.protocol.version`, `server.address`, `server.port` and, for a server routed over
+//!   several endpoints, `cloud.region` (the region of the endpoint serving the call:
+//!   [`ServerHandle::set_region`](crate::ServerHandle::set_region)).
 //! - `mcp.client.session.duration` (histogram, `s`): every
 //!   [`ServerHandle::session_ended`](crate::ServerHandle::session_ended), with
 //!   `network.transport`, `mcp.protocol.version`, `server.address`, `server.port` and
-//!   `error.type`.
+//!   `error.type` (not `cloud.region`: a session's end is seen after the failover that ended
+//!   it may have changed the region already).
 //!
 //! Both also carry `mcp.server.name`, the configured server name (not a convention
 //! attribute, but a client of many servers cannot tell them apart otherwise — a stdio server
@@ -78,6 +81,9 @@ pub mod names {
     pub const SERVER_ADDRESS: &str = "server.address";
     /// The server's port.
     pub const SERVER_PORT: &str = "server.port";
+    /// The region the called endpoint is deployed in (the conventions' `cloud.region`, which
+    /// for a call to a service names the destination's region).
+    pub const CLOUD_REGION: &str = "cloud.region";
 }
 
 use names::*;
@@ -198,8 +204,14 @@ impl Telemetry {
         })
     }
 
-    /// The server's attributes (transport, version, address, name).
-    fn server_attributes(&self, server: &ServerMetrics, into: &mut Vec<KeyValue>) {
+    /// The server's attributes (transport, version, address, name) and, when `with_region`
+    /// (a call's: see the module docs), the region of the endpoint serving it.
+    fn server_attributes(
+        &self,
+        server: &ServerMetrics,
+        with_region: bool,
+        into: &mut Vec<KeyValue>,
+    ) {
         let info = server.info();
         if let Some(transport) = info.network_transport {
             into.push(KeyValue::new(NETWORK_TRANSPORT, Value::from(transport)));
@@ -212,6 +224,9 @@ impl Telemetry {
         }
         if let Some(port) = info.port {
             into.push(KeyValue::new(SERVER_PORT, i64::from(port)));
+        }
+        if let Some(region) = info.region.filter(|_| with_region) {
+            into.push(KeyValue::new(CLOUD_REGION, Value::from(region)));
         }
         if self.server_name_attribute {
             into.push(KeyValue::new(
@@ -236,7 +251,8 @@ impl Telemetry {
                 context: None,
             };
         }
-        let mut attributes = Vec::with_capacity(8);
+        // Method, tool (two) or prompt, five of the server's, and room for `error.type`.
+        let mut attributes = Vec::with_capacity(10);
         attributes.push(KeyValue::new(
             MCP_METHOD_NAME,
             Value::from(operation.method.clone()),
@@ -253,7 +269,7 @@ impl Telemetry {
             }
             _ => None,
         };
-        self.server_attributes(server, &mut attributes);
+        self.server_attributes(server, true, &mut attributes);
         let context = tracer.map(|tracer| {
             let name = match target {
                 Some(target) => format!("{} {target}", operation.method),
@@ -305,7 +321,7 @@ impl Telemetry {
             return;
         };
         let mut attributes = Vec::with_capacity(6);
-        self.server_attributes(server, &mut attributes);
+        self.server_attributes(server, false, &mut attributes);
         if let Some(error_type) = error_type {
             attributes.push(KeyValue::new(ERROR_TYPE, error_type.to_owned()));
         }

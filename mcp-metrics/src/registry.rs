@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::clock::Clock;
+use crate::endpoint::{EndpointHandle, EndpointInfo};
 use crate::gauges::GaugeSource;
 use crate::layer::MetricsLayer;
 use crate::server::{read, write, ServerMetrics};
@@ -171,8 +172,10 @@ impl std::fmt::Debug for Metrics {
 }
 
 /// One server's part of a [`Metrics`] registry: what the facade tells it besides calls —
-/// reconnects, token refreshes, cache lookups, ended sessions, the negotiated protocol
-/// version and address — and its [`layer`](Self::layer). Cheap to clone and keep.
+/// reconnects, token refreshes, failovers, cache lookups, ended sessions, the negotiated
+/// protocol version, address and region — its [`layer`](Self::layer) and, for a server routed
+/// over several endpoints, each [`endpoint`](Self::endpoint)'s record. Cheap to clone and
+/// keep.
 #[derive(Clone)]
 pub struct ServerHandle {
     pub(crate) server: Arc<ServerMetrics>,
@@ -198,6 +201,19 @@ impl ServerHandle {
     /// Counts a refreshed access token.
     pub fn token_refreshed(&self) {
         self.server.token_refreshed();
+    }
+
+    /// Counts a failover: the server's traffic moved from one endpoint to another.
+    pub fn failover(&self) {
+        self.server.failed_over();
+    }
+
+    /// The record of the server's endpoint at `info.url`, registered on first use (after the
+    /// endpoints already there; the same URL again gives the same record, and the `info` it
+    /// was first registered with). A server keeps 64 endpoints: one registered beyond them
+    /// gets a handle that records into a record no snapshot or export shows.
+    pub fn endpoint(&self, info: EndpointInfo) -> EndpointHandle {
+        EndpointHandle::new(self.server.endpoint(info))
     }
 
     /// Counts a lookup in one of the facade's caches.
@@ -242,6 +258,14 @@ impl ServerHandle {
             info.address = address;
             info.port = port;
         });
+    }
+
+    /// Sets the region of the endpoint now serving the server's calls (`cloud.region` on its
+    /// calls' metrics and spans), or forgets it. The facade sets it beside
+    /// [`set_server_address`](Self::set_server_address) whenever the active endpoint changes.
+    pub fn set_region(&self, region: Option<&str>) {
+        let region = region.map(Arc::from);
+        self.server.update_info(|info| info.region = region);
     }
 
     /// Sets the server's `network.transport`.

@@ -1,6 +1,6 @@
 //! One server's metrics: its operation series, its own counters (reconnects, token refreshes,
-//! caches, sessions), what the facade told it (transport, protocol version, address) and its
-//! gauge source.
+//! failovers, caches, sessions), its endpoints, what the facade told it (transport, protocol
+//! version, address, region) and its gauge source.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +10,7 @@ use std::time::Duration;
 use mcp_core::sync::lock;
 
 use crate::cache::CacheCounters;
+use crate::endpoint::{EndpointInfo, EndpointRecord, MAX_ENDPOINTS_PER_SERVER};
 use crate::latency::Latency;
 use crate::series::{OperationSeries, SeriesTable, OTHER_ERROR};
 use crate::MetricsConfig;
@@ -28,6 +29,8 @@ pub(crate) struct ServerInfo {
     pub(crate) address: Option<Arc<str>>,
     /// OpenTelemetry `server.port`.
     pub(crate) port: Option<u16>,
+    /// OpenTelemetry `cloud.region`: the region of the endpoint serving the calls now.
+    pub(crate) region: Option<Arc<str>>,
 }
 
 /// How the server's sessions ended.
@@ -46,6 +49,10 @@ pub(crate) struct ServerMetrics {
     series: SeriesTable,
     pub(crate) reconnects: AtomicU64,
     pub(crate) token_refreshes: AtomicU64,
+    /// Moves of the server's traffic from one endpoint to another.
+    pub(crate) failovers: AtomicU64,
+    /// In registration order, at most [`MAX_ENDPOINTS_PER_SERVER`] (few: a scan finds one).
+    endpoints: Mutex<Vec<Arc<EndpointRecord>>>,
     pub(crate) caches: CacheCounters,
     pub(crate) sessions: Mutex<SessionStats>,
     pub(crate) gauges: RwLock<Option<Arc<dyn crate::GaugeSource>>>,
@@ -63,6 +70,8 @@ impl ServerMetrics {
             ),
             reconnects: AtomicU64::new(0),
             token_refreshes: AtomicU64::new(0),
+            failovers: AtomicU64::new(0),
+            endpoints: Mutex::default(),
             caches: CacheCounters::default(),
             sessions: Mutex::new(SessionStats {
                 ended: 0,
@@ -91,6 +100,35 @@ impl ServerMetrics {
 
     pub(crate) fn token_refreshed(&self) {
         self.token_refreshes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn failed_over(&self) {
+        self.failovers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The record of the endpoint at `info.url`, made on its first registration; past the
+    /// cap, a record of its own that no snapshot shows.
+    pub(crate) fn endpoint(&self, info: EndpointInfo) -> Arc<EndpointRecord> {
+        let mut endpoints = lock(&self.endpoints);
+        if let Some(record) = endpoints.iter().find(|e| e.info.url == info.url) {
+            return record.clone();
+        }
+        let record = Arc::new(EndpointRecord::new(info));
+        if endpoints.len() < MAX_ENDPOINTS_PER_SERVER {
+            endpoints.push(record.clone());
+        } else {
+            tracing::warn!(
+                server = &*self.name,
+                url = %record.info.url,
+                "more than {MAX_ENDPOINTS_PER_SERVER} endpoints: this one's metrics are not kept"
+            );
+        }
+        record
+    }
+
+    /// The endpoints, in registration order.
+    pub(crate) fn endpoints(&self) -> Vec<Arc<EndpointRecord>> {
+        lock(&self.endpoints).clone()
     }
 
     pub(crate) fn session_ended(&self, duration: Duration, error_type: Option<&str>) {

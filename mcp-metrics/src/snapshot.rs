@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cache::CacheKind;
-use crate::gauges::{PoolGauges, ServerGauges};
+use crate::endpoint::EndpointRecord;
+use crate::gauges::{EndpointGauges, PoolGauges, ServerGauges};
 use crate::latency::{Latency, LatencySummary};
 use crate::server::ServerMetrics;
 use crate::MetricsConfig;
@@ -43,6 +44,8 @@ pub struct ServerSnapshot {
     pub server_address: Option<String>,
     /// Its port, when the facade said.
     pub server_port: Option<u16>,
+    /// The region of the endpoint serving its calls, when the facade said (a routed server).
+    pub region: Option<String>,
     /// Calls that ended, over all operations (cancelled ones included).
     pub calls: u64,
     /// Calls that failed (tool errors included).
@@ -65,8 +68,12 @@ pub struct ServerSnapshot {
     pub reconnects: u64,
     /// Access tokens refreshed.
     pub token_refreshes: u64,
+    /// Moves of its traffic from one endpoint to another.
+    pub failovers: u64,
     /// Ended sessions.
     pub sessions: SessionSnapshot,
+    /// Its endpoints, in registration order (none unless it is routed over several).
+    pub endpoints: Vec<EndpointSnapshot>,
     /// Per method and tool, sorted by method then tool.
     pub operations: Vec<OperationSnapshot>,
 }
@@ -93,6 +100,68 @@ pub struct OperationSnapshot {
     pub qps: f64,
     /// Latency of the calls that ended (successes and errors).
     pub latency: LatencySummary,
+}
+
+/// One endpoint of a routed server: what its record holds and, when the gauge source gave
+/// them, its routing state. Latencies are exponentially weighted averages (see
+/// [`EndpointHandle`](crate::EndpointHandle)), in whole microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EndpointSnapshot {
+    /// Its URL (redacted by the facade).
+    pub url: String,
+    /// Its host.
+    pub server_address: Option<String>,
+    /// Its port.
+    pub server_port: Option<u16>,
+    /// The region it is deployed in.
+    pub region: Option<String>,
+    /// The router's state for it (`active`, `standby`, `probing`, `down`), from the gauge
+    /// source.
+    pub state: Option<String>,
+    /// Whether it serves the server's calls now (false without gauges).
+    pub active: bool,
+    /// Its breaker's state, from the gauge source.
+    pub breaker: Option<String>,
+    /// Attempts sent to it that ended.
+    pub calls: u64,
+    /// Those that failed.
+    pub errors: u64,
+    /// The successful attempts' average latency, `None` before the first.
+    pub call_latency_ewma_us: Option<u64>,
+    /// Health probes that ended.
+    pub probes: u64,
+    /// Those that failed.
+    pub probe_failures: u64,
+    /// The answered probes' average round trip, `None` before the first.
+    pub probe_latency_ewma_us: Option<u64>,
+    /// Answered probes in that average.
+    pub probe_samples: u64,
+}
+
+impl EndpointSnapshot {
+    fn of(record: &EndpointRecord, gauges: Option<&EndpointGauges>) -> EndpointSnapshot {
+        let reading = record.read();
+        let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let info = &record.info;
+        EndpointSnapshot {
+            url: info.url.clone(),
+            server_address: info.address.clone(),
+            server_port: info.port,
+            region: info.region.clone(),
+            state: gauges
+                .filter(|g| !g.state.is_empty())
+                .map(|g| g.state.to_string()),
+            active: gauges.is_some_and(|g| g.active),
+            breaker: gauges.and_then(|g| g.breaker.as_deref().map(str::to_owned)),
+            calls: reading.calls,
+            errors: reading.errors,
+            call_latency_ewma_us: reading.call_latency.map(micros),
+            probes: reading.probes,
+            probe_failures: reading.probe_failures,
+            probe_latency_ewma_us: reading.probe_latency.map(micros),
+            probe_samples: reading.probe_samples,
+        }
+    }
 }
 
 /// A server's cache lookups.
@@ -203,10 +272,22 @@ impl ServerSnapshot {
         let seconds = |ms: u64| ms as f64 / 1_000.0;
 
         // Outside every lock: the source may take its own.
-        let ServerGauges { breaker, pool } = server
+        let ServerGauges {
+            breaker,
+            pool,
+            endpoints: endpoint_gauges,
+        } = server
             .gauge_source()
             .map(|source| source.gauges())
             .unwrap_or_default();
+        let endpoints = server
+            .endpoints()
+            .iter()
+            .map(|record| {
+                let gauges = endpoint_gauges.iter().find(|g| g.url == record.info.url);
+                EndpointSnapshot::of(record, gauges)
+            })
+            .collect();
         let info = server.info();
         let text = |s: &Option<std::sync::Arc<str>>| s.as_deref().map(str::to_owned);
         ServerSnapshot {
@@ -215,6 +296,7 @@ impl ServerSnapshot {
             protocol_version: text(&info.protocol_version),
             server_address: text(&info.address),
             server_port: info.port,
+            region: text(&info.region),
             calls,
             errors,
             cancelled,
@@ -233,6 +315,7 @@ impl ServerSnapshot {
             token_refreshes: server
                 .token_refreshes
                 .load(std::sync::atomic::Ordering::Relaxed),
+            failovers: server.failovers.load(std::sync::atomic::Ordering::Relaxed),
             sessions: SessionSnapshot {
                 ended: sessions.ended,
                 errors: sessions.by_error_type.values().sum(),
@@ -245,8 +328,14 @@ impl ServerSnapshot {
                 duration_p50_seconds: seconds(durations.p50_us),
                 duration_max_seconds: seconds(durations.max_us),
             },
+            endpoints,
             operations,
         }
+    }
+
+    /// The endpoint at `url`.
+    pub fn endpoint(&self, url: &str) -> Option<&EndpointSnapshot> {
+        self.endpoints.iter().find(|e| e.url == url)
     }
 
     /// The operation `method` (and `tool`).

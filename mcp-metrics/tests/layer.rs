@@ -264,6 +264,7 @@ async fn gauges_are_read_when_a_snapshot_is_taken() {
                     waiting: 0,
                     waits: 7,
                 }),
+                ..Default::default()
             }
         })
     });
@@ -494,8 +495,10 @@ async fn the_snapshot_serializes_with_stable_field_names() {
             "cache",
             "calls",
             "cancelled",
+            "endpoints",
             "error_rate",
             "errors",
+            "failovers",
             "latency",
             "name",
             "network_transport",
@@ -504,6 +507,7 @@ async fn the_snapshot_serializes_with_stable_field_names() {
             "protocol_version",
             "qps",
             "reconnects",
+            "region",
             "server_address",
             "server_port",
             "sessions",

@@ -398,3 +398,72 @@ async fn nothing_is_traced_or_added_when_tracing_is_off() {
     // The registry still counts.
     assert_eq!(metrics.server_snapshot("fs").unwrap().calls, 1);
 }
+
+#[tokio::test]
+async fn calls_carry_the_active_endpoints_region_and_sessions_do_not() {
+    let fixture = MeterFixture::new();
+    let traces = TracerFixture::new();
+    let metrics = Metrics::with_config(
+        fixture
+            .config()
+            .with_tracer(traces.provider.tracer("mcp-metrics-test")),
+    );
+    let service = metrics.layer("github", "tcp").layer(Scripted::ok());
+    let handle = metrics.server("github");
+    // Before routing: no region.
+    service.call(tool_call("search")).await.unwrap();
+    // The router made eu-west-1 active, then failed over to us-east-1.
+    handle.set_server_address(Some("eu.example.com"), Some(443));
+    handle.set_region(Some("eu-west-1"));
+    service.call(tool_call("search")).await.unwrap();
+    handle.failover();
+    handle.set_server_address(Some("us.example.com"), Some(443));
+    handle.set_region(Some("us-east-1"));
+    service.call(tool_call("search")).await.unwrap();
+    handle.session_ended(Duration::from_secs(5), Some("network_error"));
+
+    let region = |attributes: &BTreeMap<String, String>| {
+        (
+            attributes.get("server.address").cloned(),
+            attributes.get("cloud.region").cloned(),
+        )
+    };
+    let mut seen: Vec<_> = fixture
+        .histogram("mcp.client.operation.duration")
+        .iter()
+        .map(|p| (region(&p.attributes), p.count))
+        .collect();
+    seen.sort();
+    let some = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        seen,
+        [
+            ((None, None), 1),
+            ((some("eu.example.com"), some("eu-west-1")), 1),
+            ((some("us.example.com"), some("us-east-1")), 1),
+        ]
+    );
+    // Each flush exports the cumulative points again: read the next one alone.
+    fixture.exporter.reset();
+    let sessions = fixture.histogram("mcp.client.session.duration");
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        region(&sessions[0].attributes),
+        (some("us.example.com"), None)
+    );
+
+    let spans = traces.spans();
+    let regions: Vec<_> = spans
+        .iter()
+        .map(|span| attribute(span, "cloud.region").cloned())
+        .collect();
+    assert_eq!(
+        regions,
+        [
+            None,
+            Some(Value::from("eu-west-1")),
+            Some(Value::from("us-east-1"))
+        ]
+    );
+    assert_eq!(metrics.server_snapshot("github").unwrap().failovers, 1);
+}

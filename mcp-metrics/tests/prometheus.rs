@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use mcp_core::{ErrorKind, Layer, McpService};
 use mcp_metrics::{
-    CacheKind, Metrics, MetricsConfig, PoolGauges, PrometheusEndpoint, ServerGauges,
+    CacheKind, EndpointGauges, EndpointInfo, Metrics, MetricsConfig, PoolGauges,
+    PrometheusEndpoint, ServerGauges,
 };
 use support::{error, tool_call, tool_result, Scripted, Step};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -95,6 +96,7 @@ async fn busy_metrics(config: MetricsConfig) -> Metrics {
                 waiting: 0,
                 waits: 5,
             }),
+            ..Default::default()
         }),
     );
     // A name that needs escaping, with nothing recorded but a refresh.
@@ -263,4 +265,175 @@ async fn dropping_the_handle_stops_the_endpoint() {
     drop(endpoint);
     wait_until_closed(&mut idle).await;
     wait_until_refused(addr).await;
+}
+
+/// A registry whose text is known byte for byte (tokio's clock paused): one server with calls,
+/// gauges and every per-server counter, and one with nothing.
+async fn golden_metrics() -> Metrics {
+    let metrics = Metrics::new();
+    let inner = Scripted::new(|op| match op.subject.as_deref() {
+        Some("missing") => Step::Answer(Err(error(ErrorKind::ToolNotFound))),
+        _ => Step::After(Duration::from_millis(40), Ok(tool_result())),
+    });
+    let service = metrics.layer("fs", "pipe").layer(inner);
+    service.call(tool_call("read")).await.unwrap();
+    service.call(tool_call("missing")).await.unwrap_err();
+    let fs = metrics.server("fs");
+    fs.set_protocol_version(Some("2025-11-25"));
+    fs.set_server_address(Some("fs.example.com"), Some(8443));
+    fs.cache(CacheKind::Prompts, true);
+    fs.session_ended(Duration::from_secs(2), None);
+    metrics.set_gauges(
+        "fs",
+        Arc::new(|| ServerGauges {
+            breaker: Some("closed".into()),
+            pool: Some(PoolGauges {
+                connections: 1,
+                in_use: 0,
+                idle: 1,
+                waiting: 0,
+                waits: 0,
+            }),
+            ..Default::default()
+        }),
+    );
+    metrics.server("idle");
+    metrics
+}
+
+#[tokio::test(start_paused = true)]
+async fn servers_without_endpoints_render_as_before_but_for_their_failovers() {
+    let metrics = golden_metrics().await;
+    let text = metrics.render_prometheus();
+    assert_well_formed(&text);
+    let failovers = [
+        "# HELP mcp_client_failovers_total Moves of a server's traffic from one endpoint to another.",
+        "# TYPE mcp_client_failovers_total counter",
+        r#"mcp_client_failovers_total{server="fs"} 0"#,
+        r#"mcp_client_failovers_total{server="idle"} 0"#,
+    ];
+    let (new, old): (Vec<&str>, Vec<&str>) = text
+        .lines()
+        .partition(|line| line.contains("mcp_client_failovers_total"));
+    assert_eq!(new, failovers);
+    // Byte for byte what this registry rendered before endpoints existed.
+    let before = include_str!("golden/no_endpoints.prom");
+    assert_eq!(old.join("\n") + "\n", before);
+    assert!(!text.contains("endpoint_"), "{text}");
+    assert!(!text.contains("region"), "{text}");
+}
+
+#[tokio::test]
+async fn endpoints_have_families_of_their_own_labelled_by_address_and_region() {
+    let metrics = Metrics::new();
+    let service = metrics.layer("gh", "tcp").layer(Scripted::ok());
+    service.call(tool_call("search")).await.unwrap();
+    let _fs = metrics.layer("fs", "pipe");
+    let gh = metrics.server("gh");
+    let endpoint = |url: &str, address: Option<&str>, region: Option<&str>| {
+        gh.endpoint(EndpointInfo {
+            url: url.into(),
+            address: address.map(Into::into),
+            port: address.map(|_| 443),
+            region: region.map(Into::into),
+        })
+    };
+    let eu = endpoint(
+        "https://eu.example.com/mcp",
+        Some("eu.example.com"),
+        Some("eu-west-1"),
+    );
+    let _us = endpoint(
+        "https://us.example.com/mcp",
+        Some("us.example.com"),
+        Some("us-east-1"),
+    );
+    let _backup = endpoint("https://backup.example/mcp", None, None);
+    eu.record_call(Duration::from_millis(10), true);
+    eu.record_call(Duration::from_millis(20), true);
+    eu.record_call(Duration::from_millis(900), false);
+    eu.record_probe(Some(Duration::from_millis(20)));
+    gh.failover();
+    gh.failover();
+    // The facade moved the server to eu-west-1: the per-server families do not say so.
+    gh.set_server_address(Some("eu.example.com"), Some(443));
+    gh.set_region(Some("eu-west-1"));
+    metrics.set_gauges(
+        "gh",
+        Arc::new(|| ServerGauges {
+            endpoints: vec![
+                EndpointGauges {
+                    url: "https://eu.example.com/mcp".into(),
+                    state: "active".into(),
+                    active: true,
+                    breaker: Some("closed".into()),
+                },
+                EndpointGauges {
+                    url: "https://us.example.com/mcp".into(),
+                    state: "down".into(),
+                    active: false,
+                    breaker: Some("open".into()),
+                },
+            ],
+            ..Default::default()
+        }),
+    );
+
+    let text = metrics.render_prometheus();
+    assert_well_formed(&text);
+    let eu = r#"server="gh",url="https://eu.example.com/mcp",server_address="eu.example.com",server_port="443",region="eu-west-1""#;
+    let us = r#"server="gh",url="https://us.example.com/mcp",server_address="us.example.com",server_port="443",region="us-east-1""#;
+    let backup = r#"server="gh",url="https://backup.example/mcp""#;
+    let expected = [
+        "# TYPE mcp_client_endpoint_calls_total counter".to_owned(),
+        format!("mcp_client_endpoint_calls_total{{{eu}}} 3"),
+        format!("mcp_client_endpoint_calls_total{{{us}}} 0"),
+        format!("mcp_client_endpoint_calls_total{{{backup}}} 0"),
+        "# TYPE mcp_client_endpoint_errors_total counter".to_owned(),
+        format!("mcp_client_endpoint_errors_total{{{eu}}} 1"),
+        "# TYPE mcp_client_endpoint_call_latency_seconds gauge".to_owned(),
+        // 10 ms, then 10 + (20 - 10) / 8; the failure leaves it alone.
+        format!("mcp_client_endpoint_call_latency_seconds{{{eu}}} 0.01125"),
+        "# TYPE mcp_client_endpoint_probe_latency_seconds gauge".to_owned(),
+        format!("mcp_client_endpoint_probe_latency_seconds{{{eu}}} 0.02"),
+        "# TYPE mcp_client_endpoint_active gauge".to_owned(),
+        format!("mcp_client_endpoint_active{{{eu}}} 1"),
+        format!("mcp_client_endpoint_active{{{us}}} 0"),
+        format!("mcp_client_endpoint_active{{{backup}}} 0"),
+        "# TYPE mcp_client_endpoint_up gauge".to_owned(),
+        format!("mcp_client_endpoint_up{{{eu}}} 1"),
+        format!("mcp_client_endpoint_up{{{us}}} 0"),
+        // Without gauges its state is unknown, not down.
+        format!("mcp_client_endpoint_up{{{backup}}} 1"),
+        "# TYPE mcp_client_failovers_total counter".to_owned(),
+        r#"mcp_client_failovers_total{server="gh"} 2"#.to_owned(),
+        r#"mcp_client_failovers_total{server="fs"} 0"#.to_owned(),
+    ];
+    for line in &expected {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    // No average before a first sample.
+    for family in ["call_latency_seconds", "probe_latency_seconds"] {
+        for endpoint in [us, backup] {
+            let absent = format!("mcp_client_endpoint_{family}{{{endpoint}}}");
+            assert!(!text.contains(&absent), "{absent} in\n{text}");
+        }
+    }
+    // Only endpoints carry a region, and only the routed server has endpoint samples.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        if line.contains("region=") {
+            assert!(line.starts_with("mcp_client_endpoint_"), "{line}");
+        }
+        if line.starts_with("mcp_client_endpoint_") {
+            assert!(line.contains(r#"{server="gh","#), "{line}");
+        }
+    }
+    assert!(
+        text.lines()
+            .any(|l| l
+                == r#"mcp_client_calls_total{server="gh",method="tools/call",tool="search"} 1"#)
+    );
 }

@@ -133,6 +133,7 @@ fn supervisor(script: &Arc<Script>, connect_timeout: Duration) -> Arc<Supervisor
         SupervisorParts {
             name: "s".into(),
             connector: Arc::new(Scripted(script.clone())),
+            router: None,
             policy: SupervisionPolicy::default(),
             connect_timeout,
             request_timeout: Duration::from_secs(30),

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::latency::LatencySummary;
-use crate::snapshot::{MetricsSnapshot, OperationSnapshot, ServerSnapshot};
+use crate::snapshot::{EndpointSnapshot, MetricsSnapshot, OperationSnapshot, ServerSnapshot};
 
 /// Renders `snapshot` with metric names starting with `prefix`.
 pub(crate) fn render(snapshot: &MetricsSnapshot, prefix: &str) -> String {
@@ -102,6 +102,13 @@ pub(crate) fn render(snapshot: &MetricsSnapshot, prefix: &str) -> String {
         "counter",
         "Access tokens refreshed.",
         |s| Some(s.token_refreshes as f64),
+    );
+    per_server(
+        &mut out,
+        "failovers_total",
+        "counter",
+        "Moves of a server's traffic from one endpoint to another.",
+        |s| Some(s.failovers as f64),
     );
     per_server(
         &mut out,
@@ -212,6 +219,71 @@ pub(crate) fn render(snapshot: &MetricsSnapshot, prefix: &str) -> String {
         "Checkouts that had to wait for a session.",
         |s| s.pool.map(|p| p.waits as f64),
     );
+    // Only routed servers have endpoints: nothing of these for any other.
+    let per_endpoint = |out: &mut Exposition,
+                        name: &str,
+                        kind: &str,
+                        help: &str,
+                        value: fn(&EndpointSnapshot) -> Option<f64>| {
+        out.family(name, kind, help, |f| {
+            for s in servers {
+                for e in &s.endpoints {
+                    if let Some(v) = value(e) {
+                        let port = e.server_port.map(|p| p.to_string());
+                        f.sample("", &endpoint_labels(s, e, port.as_deref()), v);
+                    }
+                }
+            }
+        });
+    };
+    per_endpoint(
+        &mut out,
+        "endpoint_calls_total",
+        "counter",
+        "Attempts sent to an endpoint of a routed server that ended.",
+        |e| Some(e.calls as f64),
+    );
+    per_endpoint(
+        &mut out,
+        "endpoint_errors_total",
+        "counter",
+        "Attempts sent to an endpoint that failed.",
+        |e| Some(e.errors as f64),
+    );
+    per_endpoint(
+        &mut out,
+        "endpoint_call_latency_seconds",
+        "gauge",
+        "Moving average (alpha 1/8) of the latency of an endpoint's successful attempts.",
+        |e| e.call_latency_ewma_us.map(micros_to_seconds),
+    );
+    per_endpoint(
+        &mut out,
+        "endpoint_probe_latency_seconds",
+        "gauge",
+        "Moving average (alpha 0.1, outliers clamped) of an endpoint's health probe round trips.",
+        |e| e.probe_latency_ewma_us.map(micros_to_seconds),
+    );
+    per_endpoint(
+        &mut out,
+        "endpoint_active",
+        "gauge",
+        "Whether the endpoint serves its server's calls now (1) or not (0).",
+        |e| Some(if e.active { 1.0 } else { 0.0 }),
+    );
+    per_endpoint(
+        &mut out,
+        "endpoint_up",
+        "gauge",
+        "Whether the endpoint is up (0 when the router holds it down, else 1).",
+        |e| {
+            Some(if e.state.as_deref() == Some("down") {
+                0.0
+            } else {
+                1.0
+            })
+        },
+    );
     out.family(
         "server_info",
         "gauge",
@@ -272,6 +344,30 @@ fn op_labels<'a>(
         labels.push(("tool", tool));
     }
     labels.extend_from_slice(extra);
+    labels
+}
+
+fn micros_to_seconds(us: u64) -> f64 {
+    us as f64 / 1e6
+}
+
+/// An endpoint's labels: its server and URL (which alone tell two endpoints at one host and
+/// port apart), then its host, port and region when known.
+fn endpoint_labels<'a>(
+    server: &'a ServerSnapshot,
+    endpoint: &'a EndpointSnapshot,
+    port: Option<&'a str>,
+) -> Vec<(&'a str, &'a str)> {
+    let mut labels = vec![("server", server.name.as_str()), ("url", &endpoint.url)];
+    if let Some(address) = &endpoint.server_address {
+        labels.push(("server_address", address));
+    }
+    if let Some(port) = port {
+        labels.push(("server_port", port));
+    }
+    if let Some(region) = &endpoint.region {
+        labels.push(("region", region));
+    }
     labels
 }
 

@@ -1,0 +1,215 @@
+//! [`RoutedGate`]: the innermost service of a routed server's stack (in place of the plain
+//! gate and the server's breaker layer).
+//!
+//! Each call takes the supervisor's session — pinned to the endpoint carrying the calls — and
+//! goes through that endpoint's breaker (and, for a pooled legacy-era server, its pool). A call
+//! never goes to an endpoint known to be down (or whose breaker is open) while another endpoint
+//! can take it: it asks the supervisor to move and waits for the new session, within its own
+//! deadline. What the call did is recorded on its endpoint (`mcp-metrics`), and a failure that
+//! proves the endpoint unreachable (a request that never left, a network error) or opened its
+//! breaker marks it down, which moves the traffic.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_core::{ClientSession, Delivery, Error, ErrorKind, McpService, Operation, Payload};
+use tokio::time::Instant;
+
+use super::Router;
+use crate::supervisor::{Supervisor, SupervisorEvent};
+
+/// How long a call waiting for the traffic to move looks again at whether it still must.
+const RECHECK: Duration = Duration::from_millis(50);
+
+/// The innermost service of a routed server (see the [module docs](self)).
+pub(crate) struct RoutedGate {
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) router: Arc<Router>,
+    pub(crate) default_timeout: Duration,
+    #[cfg(feature = "pool")]
+    pub(crate) stack: crate::stack::StackPolicy,
+}
+
+/// Where one call goes.
+enum Target {
+    Session(ClientSession),
+    #[cfg(feature = "pool")]
+    Pool(mcp_pool::SessionPool),
+}
+
+impl RoutedGate {
+    /// The session to send on and its endpoint: at once when the server is ready, else once it
+    /// is (within the call's deadline).
+    async fn session(
+        &self,
+        operation: &Operation,
+        deadline: &mut Option<Instant>,
+    ) -> Result<(ClientSession, usize), Error> {
+        if let Some(ready) = self.supervisor.ready_now_at() {
+            return Ok(ready);
+        }
+        let until = self.deadline(operation, deadline);
+        self.supervisor
+            .ready_session_at(until)
+            .await
+            .map_err(|e| operation.attach_subject(e))
+    }
+
+    fn deadline(&self, operation: &Operation, deadline: &mut Option<Instant>) -> Instant {
+        *deadline.get_or_insert_with(|| {
+            operation
+                .options
+                .deadline_from(Instant::now(), self.default_timeout)
+        })
+    }
+
+    /// Waits (a little, within the deadline) for the traffic to move off endpoint `index`.
+    async fn wait_for_move(
+        &self,
+        index: usize,
+        operation: &Operation,
+        deadline: &mut Option<Instant>,
+    ) -> Result<(), Error> {
+        self.router.reroute();
+        let until = self.deadline(operation, deadline);
+        let now = Instant::now();
+        if now >= until {
+            let name = self
+                .router
+                .endpoint(index)
+                .map(|e| e.url.as_str())
+                .unwrap_or_default();
+            return Err(operation.attach_subject(
+                Error::timeout(format!(
+                    "server \"{}\": the calls were moving away from endpoint {name}, which is \
+                     down, and no other endpoint took them within the call's deadline",
+                    self.router.server()
+                ))
+                .with_delivery(Delivery::NotSent),
+            ));
+        }
+        self.supervisor
+            .changed_before(until.min(now + RECHECK))
+            .await;
+        Ok(())
+    }
+
+    /// Where `operation` goes on endpoint `index` (its session, or its pool): `None` when the
+    /// endpoint stopped being the active one meanwhile.
+    fn target(
+        &self,
+        index: usize,
+        session: ClientSession,
+        operation: &Operation,
+    ) -> Option<Target> {
+        #[cfg(feature = "pool")]
+        {
+            let pooled = self.router.endpoint(index).is_some_and(|e| e.pooled);
+            if pooled && !session.is_modern() && !crate::stack::on_the_supervised_session(operation)
+            {
+                return self.router.pool(index, &self.stack).map(Target::Pool);
+            }
+        }
+        let _ = (index, operation);
+        Some(Target::Session(session))
+    }
+}
+
+#[async_trait]
+impl McpService for RoutedGate {
+    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
+        let mut deadline = None;
+        loop {
+            let (session, index) = self.session(&operation, &mut deadline).await?;
+            let Some(endpoint) = self.router.endpoint(index) else {
+                return Err(Error::new(
+                    ErrorKind::ServerUnavailable,
+                    format!(
+                        "server \"{}\" has no endpoint {index}",
+                        self.router.server()
+                    ),
+                )
+                .with_delivery(Delivery::NotSent));
+            };
+            if endpoint.is_down() && self.router.should_avoid(index) {
+                self.wait_for_move(index, &operation, &mut deadline).await?;
+                continue;
+            }
+            // Counted before the check that the endpoint still carries the calls: a move that
+            // happens after the check waits for this call before it closes the session.
+            let in_flight = endpoint.enter();
+            if self.router.active() != Some(index) {
+                drop(in_flight);
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let Some(target) = self.target(index, session, &operation) else {
+                drop(in_flight);
+                continue;
+            };
+            let breaker = endpoint
+                .breakers
+                .as_ref()
+                .map(|b| b.breaker_for(&operation));
+            let permit = match &breaker {
+                None => None,
+                Some(breaker) => match breaker.try_acquire(operation.options.deadline) {
+                    Ok(permit) => Some(permit),
+                    Err(rejection) => {
+                        drop(in_flight);
+                        let server_breaker = endpoint
+                            .breakers
+                            .as_ref()
+                            .is_some_and(|b| Arc::ptr_eq(b.server_breaker(), breaker));
+                        if server_breaker && rejection.phase == mcp_resilience::BreakerPhase::Open {
+                            self.router.breaker_opened(index);
+                            if self.router.should_avoid(index) {
+                                self.wait_for_move(index, &operation, &mut deadline).await?;
+                                continue;
+                            }
+                        }
+                        return Err(rejection.to_error(breaker, &operation));
+                    }
+                },
+            };
+            let started = std::time::Instant::now();
+            let result = match target {
+                Target::Session(session) => session.call(operation).await,
+                #[cfg(feature = "pool")]
+                Target::Pool(pool) => pool.call(operation).await,
+            };
+            endpoint
+                .metrics
+                .record_call(started.elapsed(), result.is_ok());
+            if let Some(permit) = permit {
+                permit.record(&result);
+            }
+            drop(in_flight);
+            if let Err(error) = &result {
+                self.noticed(index, error);
+            }
+            return result;
+        }
+    }
+}
+
+impl RoutedGate {
+    /// What a failed call says about its endpoint.
+    fn noticed(&self, index: usize, error: &Error) {
+        if error.kind() == ErrorKind::Network {
+            self.supervisor.tell(SupervisorEvent::Suspect);
+            if error.was_never_sent() {
+                self.router.endpoint_failed(index, error.message());
+                return;
+            }
+        }
+        let opened = self
+            .router
+            .endpoint(index)
+            .is_some_and(super::Endpoint::breaker_open);
+        if opened {
+            self.router.breaker_opened(index);
+        }
+    }
+}
