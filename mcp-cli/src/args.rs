@@ -38,6 +38,19 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// A region label (`--region`): non-empty, without whitespace or control characters.
+pub fn parse_region(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("expected a region label such as eu-west, found an empty string".to_owned());
+    }
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "expected a region label such as eu-west, found {text:?} (it contains whitespace)"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
 /// A model tool-list format: `anthropic`, `openai` or `mcp`.
 pub fn parse_llm_format(text: &str) -> Result<mcp_client::LlmToolFormat, String> {
     mcp_client::LlmToolFormat::from_name(text)

@@ -6,7 +6,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::args::{parse_json_object, parse_key_value, parse_llm_format, parse_seconds};
+use crate::args::{
+    parse_json_object, parse_key_value, parse_llm_format, parse_region, parse_seconds,
+};
 
 /// The exit codes, shown at the end of `--help`.
 pub const EXIT_CODES: &str = "\
@@ -49,6 +51,12 @@ pub struct Cli {
     /// Log what happens (client and server diagnostics) on stderr; RUST_LOG refines it
     #[arg(short, long, global = true)]
     pub verbose: bool,
+
+    /// The client's region: servers that list `endpoints` send their calls to an endpoint of
+    /// this region when one is healthy (default: the configuration's top-level "region", else
+    /// MCPH_REGION)
+    #[arg(long, global = true, value_name = "REGION", value_parser = parse_region)]
+    pub region: Option<String>,
 
     /// What to do.
     #[command(subcommand)]

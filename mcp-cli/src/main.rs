@@ -170,7 +170,13 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
     let client = tokio::select! {
         biased;
         _ = &mut ctrl_c => return Err(CliError::Interrupted),
-        client = McpClient::builder(config).options(options).oauth(oauth).start() => client,
+        client = {
+            let mut builder = McpClient::builder(config).options(options).oauth(oauth);
+            if let Some(region) = &cli.region {
+                builder = builder.region(region.clone());
+            }
+            builder.start()
+        } => client,
     };
 
     let outcome = tokio::select! {
@@ -230,7 +236,7 @@ async fn auth(
 async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
     let json = cli.json;
     match &cli.command {
-        Command::Servers => commands::servers::run(client, json),
+        Command::Servers => commands::servers::run(client, json).await,
         Command::Tools {
             llm: Some(format), ..
         } => commands::tools::llm(client, *format),

@@ -239,12 +239,60 @@ pub fn render(snapshot: &MetricsSnapshot) -> String {
             ]);
         }
     }
+    let endpoints = endpoint_table(snapshot);
     format!(
-        "{}\n{}(QPS over the last {} s; latency in ms)\n",
+        "{}\n{}{}(QPS over the last {} s; latency in ms)\n",
         servers.render(),
+        endpoints,
         operations.render(),
         snapshot.qps_window_seconds
     )
+}
+
+/// Servers with several endpoints: one row per endpoint (address, region, state, calls on it,
+/// the calls' and the probes' smoothed latency, breaker) and the server's failovers; empty
+/// when no server has endpoints.
+fn endpoint_table(snapshot: &MetricsSnapshot) -> String {
+    if snapshot.servers.iter().all(|s| s.endpoints.is_empty()) {
+        return String::new();
+    }
+    let mut table = Table::new(&[
+        "SERVER",
+        "ENDPOINT",
+        "REGION",
+        "STATE",
+        "CALLS",
+        "ERRORS",
+        "CALL EWMA",
+        "PROBE EWMA",
+        "BREAKER",
+        "FAILOVERS",
+    ]);
+    let ewma = |us: Option<u64>| {
+        us.map_or_else(|| "-".to_owned(), |us| format!("{:.2}", us as f64 / 1000.0))
+    };
+    for server in &snapshot.servers {
+        for endpoint in &server.endpoints {
+            let address = match (&endpoint.server_address, endpoint.server_port) {
+                (Some(host), Some(port)) => format!("{host}:{port}"),
+                (Some(host), None) => host.clone(),
+                _ => endpoint.url.clone(),
+            };
+            table.row(vec![
+                server.name.clone(),
+                address,
+                endpoint.region.clone().unwrap_or_else(|| "-".into()),
+                endpoint.state.clone().unwrap_or_else(|| "-".into()),
+                endpoint.calls.to_string(),
+                endpoint.errors.to_string(),
+                ewma(endpoint.call_latency_ewma_us),
+                ewma(endpoint.probe_latency_ewma_us),
+                endpoint.breaker.clone().unwrap_or_else(|| "-".into()),
+                server.failovers.to_string(),
+            ]);
+        }
+    }
+    format!("{}\n", table.render())
 }
 
 fn millis(latency: &LatencySummary, pick: impl Fn(&LatencySummary) -> u64) -> String {
