@@ -25,7 +25,7 @@ fn write_config(env: &Env, eu: &HttpFixtureProcess, us: &HttpFixtureProcess) {
     env.cwd.write(".mcp.json", &config.to_string());
 }
 
-fn endpoint<'a>(servers: &'a Value, index: usize) -> &'a Value {
+fn endpoint(servers: &Value, index: usize) -> &Value {
     &servers[0]["endpoints"][index]
 }
 

@@ -59,7 +59,7 @@ pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use connect::TransportRegistry;
 pub use handler::ClientNotification;
 pub use llm::{LlmToolFormat, LlmToolList};
-pub use router::{EndpointRef, Failover, FailoverReason, RoutingPolicy};
+pub use router::{EndpointRef, Failover, FailoverReason, RouteCandidate, RoutingPolicy};
 pub use stack::{RetryStyle, StackPolicy};
 pub use status::{
     BreakerStatus, EndpointReport, EndpointState, PoolReport, ServerReport, ServerStatus,

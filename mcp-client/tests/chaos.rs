@@ -2,6 +2,10 @@
 //! Streamable HTTP), the official Python SDK server (stdio and Streamable HTTP) and
 //! server-everything (stdio) — are killed with SIGKILL, frozen with SIGSTOP and thawed, have their
 //! connections dropped, answer bursts of 503 and forget their sessions, at seeded random points.
+//! One more server, `fx-multi`, is routed across three endpoints (fixtures over HTTP, one per
+//! "region", default breaker and probe settings): single endpoints are killed (and restarted on
+//! their port) and stalled; the report gives its failovers and the failover time (from the
+//! active endpoint's death to the first successful call on another, median).
 //!
 //! Asserted: no call outlives its deadline (plus a small slack); no child process, connection or
 //! task is left once the client is gone (counted through /proc, the proxy's live connections and
@@ -23,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
+use mcp_client::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use mcp_client::{BreakerStatus, McpClient, ServerStatus};
 use mcp_core::RequestOptions;
 use serde_json::{json, Value};
@@ -317,6 +321,147 @@ async fn spawn_http(
     (child, addr)
 }
 
+/// One endpoint of the routed server `fx-multi`: the fixture over HTTP on a port of its own
+/// (no proxy: a killed endpoint refuses connections, as a dead region does), restarted on the
+/// same port.
+struct Endpoint {
+    label: String,
+    port: u16,
+    marker: String,
+    event_log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Endpoint {
+    async fn start(label: &str, marker: &str, dir: &Path) -> Endpoint {
+        let mut endpoint = Endpoint {
+            label: label.to_owned(),
+            port: free_port(),
+            marker: marker.to_owned(),
+            event_log: dir.join(format!("{label}.events")),
+            child: None,
+        };
+        endpoint.restart().await;
+        endpoint
+    }
+
+    async fn restart(&mut self) {
+        self.kill();
+        let child = Command::new(mcp_testkit::fixture_server_bin())
+            .args(["--http", &format!("127.0.0.1:{}", self.port)])
+            .args(["--instance", &self.label, "--event-log"])
+            .arg(&self.event_log)
+            .env("MCP_CHAOS_MARKER", &self.marker)
+            .env("MCP_CHAOS_ROLE", &self.label)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the endpoint's fixture starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + DEADLINE;
+        while TcpStream::connect(("127.0.0.1", self.port)).await.is_err() {
+            assert!(Instant::now() < deadline, "{} never listened", self.label);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.id() as i32)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Established TCP connections from this machine to loopback `port` (the client's side of
+/// its connections to an endpoint), from /proc/net/tcp and /proc/net/tcp6.
+fn established_to(port: u16) -> usize {
+    let wanted = format!("{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .map(|text| {
+            text.lines()
+                .skip(1)
+                .filter(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let remote_port = fields.get(2).and_then(|a| a.rsplit(':').next());
+                    remote_port == Some(wanted.as_str()) && fields.get(3) == Some(&"01")
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// The routed server: three endpoints (`r1` in the client's region), default breaker and
+/// probe settings, the callers' deadline as its tool timeout.
+fn multi(endpoints: &[Endpoint]) -> ServerConfig {
+    let mut server = ServerConfig::new(
+        "fx-multi",
+        TransportConfig::Http {
+            url: endpoints[0].url(),
+            headers: BTreeMap::new(),
+        },
+    );
+    server.endpoints = endpoints
+        .iter()
+        .map(|e| EndpointConfig {
+            url: e.url(),
+            region: Some(e.label.clone()),
+            headers: BTreeMap::new(),
+        })
+        .collect();
+    server.tool_timeout = CALL_TIMEOUT;
+    server.startup_timeout = Duration::from_secs(10);
+    server
+}
+
+/// Which endpoint of `fx-multi` carries its calls now.
+fn active_endpoint(client: &McpClient) -> Option<usize> {
+    client
+        .servers()
+        .iter()
+        .find(|s| s.name == "fx-multi")
+        .and_then(|s| s.endpoints.iter().position(|e| e.active))
+}
+
+/// After the endpoint labelled `dead` died at `since`: how long until a call on another
+/// endpoint succeeded (`None` when none did within the deadline).
+async fn failover_time(client: &McpClient, dead: &str, since: Instant) -> Option<Duration> {
+    let deadline = since + DEADLINE;
+    while Instant::now() < deadline {
+        let answer = client
+            .call_tool_with(
+                "fx-multi__instance",
+                None,
+                RequestOptions::new().with_timeout(CALL_TIMEOUT),
+            )
+            .await;
+        if let Ok(result) = answer {
+            if !result.is_error() && result.text() != dead {
+                return Some(since.elapsed());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    None
+}
+
 // ------------------------------------------------------------------ the client
 
 fn stdio(role: &str, marker: &str, command: PathBuf, args: &[String]) -> ServerConfig {
@@ -374,7 +519,9 @@ struct Tally {
 /// One call of a caller: which server and tool, with what arguments.
 fn pick_call(rng: &mut fastrand::Rng, caller: usize, n: u64) -> (String, Value) {
     let call_id = format!("c{caller}-{n}");
-    match rng.u32(0..10) {
+    match rng.u32(0..12) {
+        10 => ("fx-multi__record".into(), json!({"call_id": call_id})),
+        11 => ("fx-multi__echo".into(), json!({"text": call_id})),
         0 | 1 => ("fx-stdio__record".into(), json!({"call_id": call_id})),
         2 => ("fx-stdio__echo".into(), json!({"text": call_id})),
         3 | 4 => ("fx-http__record".into(), json!({"call_id": call_id})),
@@ -497,6 +644,10 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
 
     let mut fx_http = HttpServer::start("fx-http", HttpKind::Fixture, &marker, &dir).await;
     let mut py_http = HttpServer::start("py-http", HttpKind::Python, &marker, &dir).await;
+    let mut regions = Vec::new();
+    for label in ["r1", "r2", "r3"] {
+        regions.push(Endpoint::start(label, &marker, &dir).await);
+    }
     let fx_stdio_log = dir.join("fx-stdio.events");
     let servers = vec![
         stdio(
@@ -525,6 +676,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
             interop.join("node/node_modules/.bin/mcp-server-everything"),
             &["stdio".into()],
         ),
+        multi(&regions),
     ];
     let baseline_tasks = tokio::runtime::Handle::current()
         .metrics()
@@ -532,11 +684,12 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     let client = McpClient::builder(ClientConfig {
         servers,
         source: None,
-        region: None,
+        region: Some("r1".into()),
     })
     .shutdown_timeout(Duration::from_secs(3))
     .start()
     .await;
+    let mut failover_events = client.failovers();
     let labels: Vec<(String, &str)> = client
         .servers()
         .iter()
@@ -557,10 +710,40 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
     let stdio_roles = ["fx-stdio", "py-stdio", "everything"];
+    let mut failover_times: Vec<Duration> = Vec::new();
     let run_started = Instant::now();
     for _ in 0..iterations {
         tokio::time::sleep(Duration::from_millis(rng.u64(100..600))).await;
-        match rng.u32(0..6) {
+        match rng.u32(0..8) {
+            6 => {
+                // Half the time the endpoint carrying the calls: its failover is timed.
+                let active = active_endpoint(&client);
+                let index = match active {
+                    Some(active) if rng.bool() => active,
+                    _ => rng.usize(0..regions.len()),
+                };
+                let killed = Instant::now();
+                regions[index].kill();
+                if active == Some(index) {
+                    let dead = regions[index].label.clone();
+                    if let Some(took) = failover_time(&client, &dead, killed).await {
+                        failover_times.push(took);
+                    }
+                    *faults.entry("sigkill the active endpoint").or_default() += 1;
+                } else {
+                    *faults.entry("sigkill a standby endpoint").or_default() += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(rng.u64(0..1500))).await;
+                regions[index].restart().await;
+            }
+            7 => {
+                let index = rng.usize(0..regions.len());
+                let pids: Vec<i32> = regions[index].pid().into_iter().collect();
+                signal(&pids, libc::SIGSTOP);
+                tokio::time::sleep(Duration::from_millis(rng.u64(200..2500))).await;
+                signal(&pids, libc::SIGCONT);
+                *faults.entry("sigstop an endpoint").or_default() += 1;
+            }
             0 => {
                 let role = stdio_roles[rng.usize(0..stdio_roles.len())];
                 signal(&processes(&marker, Some(role)), libc::SIGKILL);
@@ -622,6 +805,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
             .pid()
             .into_iter()
             .chain(py_http.pid())
+            .chain(regions.iter().filter_map(Endpoint::pid))
             .collect::<Vec<_>>(),
         libc::SIGCONT,
     );
@@ -632,6 +816,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         ("py-stdio__echo", json!({"text": "back"})),
         ("py-http__echo", json!({"text": "back"})),
         ("everything__echo", json!({"message": "back"})),
+        ("fx-multi__echo", json!({"text": "back"})),
     ] {
         let deadline = Instant::now() + DEADLINE;
         loop {
@@ -698,9 +883,26 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         "{reports:#?}"
     );
 
+    let multi_metrics = client.metrics();
+    let multi_metrics = multi_metrics.server("fx-multi").expect("registered");
+    let failovers = multi_metrics.failovers;
+    let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
+    while let Ok(event) = failover_events.try_recv() {
+        *reasons.entry(event.reason.to_string()).or_default() += 1;
+    }
+    let endpoint_calls: BTreeMap<String, u64> = multi_metrics
+        .endpoints
+        .iter()
+        .map(|e| (e.region.clone().unwrap_or_default(), e.calls))
+        .collect();
+
     // Phase 4: nothing is left once the client is gone.
     client.shutdown().await;
     drop(client);
+    wait_until("no connection to an endpoint of fx-multi is left", || {
+        regions.iter().all(|e| established_to(e.port) == 0)
+    })
+    .await;
     wait_until("no stdio server process is left", || {
         stdio_roles
             .iter()
@@ -718,12 +920,15 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
             <= baseline_tasks
     })
     .await;
-    let duplicates: Vec<(String, u64)> = executions(&[fx_stdio_log, fx_http.event_log.clone()])
+    let mut logs = vec![fx_stdio_log, fx_http.event_log.clone()];
+    logs.extend(regions.iter().map(|e| e.event_log.clone()));
+    let duplicates: Vec<(String, u64)> = executions(&logs)
         .into_iter()
         .filter(|(_, n)| *n > 1)
         .collect();
     drop(fx_http);
     drop(py_http);
+    drop(regions);
     wait_until("no server process at all is left", || {
         processes(&marker, None).is_empty()
     })
@@ -745,6 +950,13 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         "breaker_states_seen": breakers,
         "leaks": 0,
         "duplicate_executions": duplicates.len(),
+        "routed": {
+            "failovers": failovers,
+            "failover_reasons": reasons,
+            "calls_per_endpoint": endpoint_calls,
+            "failover_ms": failover_times.iter().map(|d| d.as_millis() as u64).collect::<Vec<_>>(),
+            "failover_ms_median": median_ms(&mut failover_times),
+        },
     });
     eprintln!("chaos report: {report}");
     if let Ok(path) = std::env::var("MCP_CHAOS_REPORT") {
@@ -763,4 +975,19 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         tally.outcomes.get("success").copied().unwrap_or(0) > 0,
         "{report}"
     );
+}
+
+/// The median of `times` in milliseconds (`None` without any).
+fn median_ms(times: &mut [Duration]) -> Option<f64> {
+    if times.is_empty() {
+        return None;
+    }
+    times.sort();
+    let middle = times.len() / 2;
+    let median = if times.len().is_multiple_of(2) {
+        (times[middle - 1] + times[middle]) / 2
+    } else {
+        times[middle]
+    };
+    Some(median.as_secs_f64() * 1000.0)
 }

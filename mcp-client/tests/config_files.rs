@@ -1,6 +1,6 @@
 //! Loads every sample file under `tests/configs/` and checks the full parsed structure; the bad
-//! ones must name the file, the server and the field and say what was expected — and never echo
-//! a secret.
+//! ones must name the file, the line and column, the server and the field and say what was
+//! expected — and never echo a secret.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -66,19 +66,32 @@ fn names(config: &ClientConfig) -> Vec<&str> {
     config.servers.iter().map(|s| s.name.as_str()).collect()
 }
 
-/// Asserts the error's location and that its text says `expected`.
-fn assert_located(err: &ConfigError, file: &str, server: Option<&str>, field: Option<&str>) {
+/// Asserts the error's location: the file, the 1-based line and column (`None`: an error about
+/// the whole file), the server and the field, each as a property and in the text, which reads
+/// `<file>: line L, column C: server "s": field `f`: <message>`.
+fn assert_located(
+    err: &ConfigError,
+    file: &str,
+    at: Option<(usize, usize)>,
+    server: Option<&str>,
+    field: Option<&str>,
+) {
     let text = err.to_string();
     assert!(err.file().ends_with(file), "{text}");
-    assert!(text.starts_with(&*sample(file).to_string_lossy()), "{text}");
+    assert_eq!(err.position(), at, "{text}");
     assert_eq!(err.server(), server, "{text}");
     assert_eq!(err.field(), field, "{text}");
+    let mut location = sample(file).display().to_string();
+    if let Some((line, column)) = at {
+        location += &format!(": line {line}, column {column}");
+    }
     if let Some(server) = server {
-        assert!(text.contains(&format!("server \"{server}\"")), "{text}");
+        location += &format!(": server \"{server}\"");
     }
     if let Some(field) = field {
-        assert!(text.contains(&format!("field `{field}`")), "{text}");
+        location += &format!(": field `{field}`");
     }
+    assert_eq!(text, format!("{location}: {}", err.message()));
 }
 
 // ---------------------------------------------------------------- good files
@@ -363,9 +376,11 @@ fn vscode_workspace_variables() {
 fn vscode_unset_env_variable_is_an_error() {
     let err = load_err("vscode_ws/.vscode/mcp.json", &[("HOME", "/home/dev")]);
     assert_eq!(err.kind(), ConfigErrorKind::UnsetVariable);
+    // JSONC: the comment and the trailing commas above do not move the position.
     assert_located(
         &err,
         "vscode_ws/.vscode/mcp.json",
+        Some((12, 52)),
         Some("fs"),
         Some("env.TOKEN"),
     );
@@ -487,7 +502,13 @@ fn toml_syntax_error_has_line_and_column() {
 fn wrong_type_names_the_element() {
     let err = load_err("bad_wrong_type.json", &[]);
     assert_eq!(err.kind(), ConfigErrorKind::WrongType);
-    assert_located(&err, "bad_wrong_type.json", Some("github"), Some("args[2]"));
+    assert_located(
+        &err,
+        "bad_wrong_type.json",
+        Some((5, 61)),
+        Some("github"),
+        Some("args[2]"),
+    );
     assert_eq!(err.message(), "expected a string, found a number");
 }
 
@@ -495,9 +516,11 @@ fn wrong_type_names_the_element() {
 fn missing_command() {
     let err = load_err("bad_missing_command.json", &[]);
     assert_eq!(err.kind(), ConfigErrorKind::Missing);
+    // An absent field: the server's key.
     assert_located(
         &err,
         "bad_missing_command.json",
+        Some((3, 5)),
         Some("broken"),
         Some("command"),
     );
@@ -508,7 +531,13 @@ fn missing_command() {
 fn bad_url_does_not_echo_the_url() {
     let err = load_err("bad_url.json", &[]);
     assert_eq!(err.kind(), ConfigErrorKind::Invalid);
-    assert_located(&err, "bad_url.json", Some("remote"), Some("url"));
+    assert_located(
+        &err,
+        "bad_url.json",
+        Some((5, 14)),
+        Some("remote"),
+        Some("url"),
+    );
     assert_eq!(
         err.message(),
         "expected an http:// or https:// URL with a host, found a URL with scheme `ftp`"
@@ -524,14 +553,15 @@ fn unset_variable_reads_as_documented() {
     assert_located(
         &err,
         "bad_unset_variable.json",
+        Some((12, 25)),
         Some("github"),
         Some("env.GITHUB_TOKEN"),
     );
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: server \"github\": field `env.GITHUB_TOKEN`: environment variable GITHUB_TOKEN \
-             is not set (write ${{GITHUB_TOKEN:-default}} to give a default)",
+            "{}: line 12, column 25: server \"github\": field `env.GITHUB_TOKEN`: environment \
+             variable GITHUB_TOKEN is not set (write ${{GITHUB_TOKEN:-default}} to give a default)",
             sample("bad_unset_variable.json").display()
         )
     );
@@ -542,7 +572,13 @@ fn unset_variable_reads_as_documented() {
 fn bad_pool() {
     let err = load_err("bad_pool.json", &[]);
     assert_eq!(err.kind(), ConfigErrorKind::Invalid);
-    assert_located(&err, "bad_pool.json", Some("busy"), Some("pool"));
+    assert_located(
+        &err,
+        "bad_pool.json",
+        Some((5, 15)),
+        Some("busy"),
+        Some("pool"),
+    );
     assert_eq!(
         err.message(),
         "expected pool.min ≤ pool.max, found min 5 > max 2"
@@ -556,6 +592,7 @@ fn vscode_input_variable() {
     assert_located(
         &err,
         "bad_input_variable.json",
+        Some((7, 37)),
         Some("remote"),
         Some("headers.Authorization"),
     );
@@ -569,14 +606,21 @@ fn vscode_input_variable() {
 fn vscode_env_file() {
     let err = load_err("bad_env_file.json", &[]);
     assert_eq!(err.kind(), ConfigErrorKind::Unsupported);
-    assert_located(&err, "bad_env_file.json", Some("local"), Some("envFile"));
+    assert_located(
+        &err,
+        "bad_env_file.json",
+        Some((6, 18)),
+        Some("local"),
+        Some("envFile"),
+    );
 }
 
 #[test]
 fn unknown_format_says_which_keys_were_expected() {
     let err = load_err("bad_unknown_format.json", &[]);
     assert_eq!(err.kind(), ConfigErrorKind::UnknownFormat);
-    assert_located(&err, "bad_unknown_format.json", None, None);
+    // About the whole file: no line.
+    assert_located(&err, "bad_unknown_format.json", None, None, None);
     let text = err.to_string();
     assert!(
         text.contains("`mcpServers`") && text.contains("`servers`"),
@@ -592,6 +636,7 @@ fn codex_bearer_token_variable_must_be_set() {
     assert_located(
         &err,
         "bad_codex_bearer.toml",
+        Some((3, 24)),
         Some("linear"),
         Some("bearer_token_env_var"),
     );
@@ -637,6 +682,7 @@ fn secrets_never_appear_in_errors() {
         let shown = format!("{err} {err:?}");
         assert!(!shown.contains("sekrit"), "{shown}");
         assert_eq!(err.server(), Some("s"), "{shown}");
+        assert!(err.position().is_some(), "{shown}");
     }
     let err = parse_err(cases[0]);
     assert_eq!(err.field(), Some("env.B"));
@@ -705,6 +751,7 @@ fn wrong_types_say_what_was_expected() {
         assert_eq!(err.server(), Some("s"), "{err}");
         assert_eq!(err.field(), Some(*field), "{err}");
         assert_eq!(err.message(), *message, "{err}");
+        assert!(err.position().is_some(), "{err}");
     }
     let err = parse_err(r#"{"mcpServers": {"s": "npx"}}"#);
     assert_eq!(err.field(), None);
@@ -789,6 +836,7 @@ fn value_rules() {
         let err = parse_err(&format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#));
         assert_eq!(err.field(), Some(*field), "{err}");
         assert_eq!(err.message(), *message, "{err}");
+        assert!(err.position().is_some(), "{err}");
     }
     let err = parse_err(r#"{"mcpServers": {"s": {"command": "x", "url": "http://h"}}}"#);
     assert_eq!(err.field(), None);
@@ -1062,17 +1110,18 @@ fn transport_at(server: &ServerConfig, index: usize) -> TransportConfig {
     }
 }
 
-/// Asserts a bad sample's error: its kind, location and message, and that no secret shows.
+/// Asserts a bad sample's error: its kind, location (line and column, server, field) and
+/// message, and that no secret shows.
 fn assert_endpoint_error(
     err: &ConfigError,
     kind: ConfigErrorKind,
     file: &str,
-    (server, field): (Option<&str>, &str),
+    (at, server, field): ((usize, usize), Option<&str>, &str),
     message: &str,
     secrets: &[&str],
 ) {
     assert_eq!(err.kind(), kind, "{err}");
-    assert_located(err, file, server, Some(field));
+    assert_located(err, file, Some(at), server, Some(field));
     assert_eq!(err.message(), message, "{err}");
     let shown = format!("{err} {err:?}");
     for secret in secrets {
@@ -1201,6 +1250,7 @@ fn claude_endpoint_urls_and_regions_expand_variables() {
     assert_located(
         &err,
         "endpoints.mcp.json",
+        Some((10, 40)),
         Some("search"),
         Some("endpoints[1].headers.X-Region-Key"),
     );
@@ -1350,7 +1400,7 @@ fn url_and_endpoints_together_are_refused() {
         &err,
         ConfigErrorKind::Invalid,
         "bad_endpoints_and_url.json",
-        (Some("search"), "endpoints"),
+        ((6, 20), Some("search"), "endpoints"),
         "expected either `url` or `endpoints`, found both",
         &["hdrsecret0701"],
     );
@@ -1363,7 +1413,7 @@ fn empty_endpoints_are_refused() {
         &err,
         ConfigErrorKind::Invalid,
         "bad_endpoints_empty.json",
-        (Some("search"), "endpoints"),
+        ((5, 20), Some("search"), "endpoints"),
         "expected at least one endpoint ({ url, region, headers }), found an empty array",
         &["hdrsecret0702"],
     );
@@ -1376,7 +1426,7 @@ fn endpoint_region_of_the_wrong_type_is_refused() {
         &err,
         ConfigErrorKind::WrongType,
         "bad_endpoint_region.json",
-        (Some("search"), "endpoints[2].region"),
+        ((8, 58), Some("search"), "endpoints[2].region"),
         "expected a region name (a non-empty string), found a number",
         &["hdrsecret0703"],
     );
@@ -1389,7 +1439,7 @@ fn endpoint_without_url_is_refused() {
         &err,
         ConfigErrorKind::Missing,
         "bad_endpoint_no_url.toml",
-        (Some("search"), "endpoints[1].url"),
+        ((7, 1), Some("search"), "endpoints[1].url"),
         "an endpoint needs `url` (an http://, https://, ws:// or wss:// address), found none",
         &["hdrsecret0704", "hdrsecret0705"],
     );
@@ -1402,7 +1452,7 @@ fn duplicate_endpoint_urls_are_refused_without_echoing_them() {
         &err,
         ConfigErrorKind::Invalid,
         "bad_endpoints_duplicate.json",
-        (Some("search"), "endpoints[2].url"),
+        ((7, 18), Some("search"), "endpoints[2].url"),
         "expected a URL no other endpoint has, found the URL of endpoints[0]",
         &["urlsecret0706", "hdrsecret0707"],
     );
@@ -1415,7 +1465,7 @@ fn command_and_endpoints_together_are_refused() {
         &err,
         ConfigErrorKind::Invalid,
         "bad_endpoints_command.json",
-        (Some("search"), "endpoints"),
+        ((6, 20), Some("search"), "endpoints"),
         "expected either `command` (a stdio server) or `endpoints` (the addresses of a remote \
          server), found both",
         &["envsecret0708"],
@@ -1424,19 +1474,105 @@ fn command_and_endpoints_together_are_refused() {
 
 #[test]
 fn client_region_of_the_wrong_type_is_refused() {
-    for (file, found) in [
-        ("bad_region.json", "an array"),
-        ("bad_region.toml", "a number"),
+    for (file, at, found) in [
+        ("bad_region.json", (5, 13), "an array"),
+        ("bad_region.toml", (1, 10), "a number"),
     ] {
         let err = load_err(file, &[]);
         assert_endpoint_error(
             &err,
             ConfigErrorKind::WrongType,
             file,
-            (None, "region"),
+            (at, None, "region"),
             &format!("expected a region name (a non-empty string), found {found}"),
             &[],
         );
+    }
+}
+
+#[test]
+fn jsonc_comments_strings_and_trailing_commas_do_not_move_the_line() {
+    let err = load_err("bad_endpoint_region.vscode.json", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::WrongType,
+        "bad_endpoint_region.vscode.json",
+        ((13, 58), Some("search"), "endpoints[1].region"),
+        "expected a region name (a non-empty string), found a number",
+        &["hdrsecret0710"],
+    );
+}
+
+#[test]
+fn codex_errors_have_the_line_in_every_table_form() {
+    // An inline array of endpoints in a `[mcp_servers.search]` table.
+    let err = load_err("bad_endpoint_region_inline.toml", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::WrongType,
+        "bad_endpoint_region_inline.toml",
+        ((8, 50), Some("search"), "endpoints[1].region"),
+        "expected a region name (a non-empty string), found a number",
+        &["hdrsecret0711"],
+    );
+    // Servers written as dotted keys under `[mcp_servers]`.
+    let err = load_err("bad_codex_dotted.toml", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::WrongType,
+        "bad_codex_dotted.toml",
+        ((5, 37), Some("docs"), "args[2]"),
+        "expected a string, found a number",
+        &["envsecret0712"],
+    );
+    // A server as an inline table: the endpoint without `url` is named where it starts.
+    let err = load_err("bad_codex_inline_server.toml", &[]);
+    assert_endpoint_error(
+        &err,
+        ConfigErrorKind::Missing,
+        "bad_codex_inline_server.toml",
+        ((6, 3), Some("search"), "endpoints[1].url"),
+        "an endpoint needs `url` (an http://, https://, ws:// or wss:// address), found none",
+        &["hdrsecret0713"],
+    );
+}
+
+/// Every `bad_*` sample's error names a line and column that exist in the file, at a character
+/// that is not a space (an unknown format is about the whole file), and shows no secret.
+#[test]
+fn every_bad_sample_names_its_line() {
+    let mut files: Vec<String> = std::fs::read_dir(sample(""))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("bad_"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 23, "{files:?}");
+    for file in &files {
+        let err = load_err(file, &[]);
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("secret0"), "{shown}");
+        if err.kind() == ConfigErrorKind::UnknownFormat {
+            assert_eq!(err.position(), None, "{err}");
+            continue;
+        }
+        let Some((line, column)) = err.position() else {
+            panic!("{file}: no position: {err}");
+        };
+        assert!(
+            err.to_string()
+                .contains(&format!(": line {line}, column {column}: ")),
+            "{err}"
+        );
+        if err.kind() == ConfigErrorKind::Syntax {
+            continue;
+        }
+        let text = std::fs::read_to_string(sample(file)).unwrap();
+        let at = text
+            .lines()
+            .nth(line - 1)
+            .and_then(|l| l.chars().nth(column - 1));
+        assert!(at.is_some_and(|c| !c.is_whitespace()), "{err}: {at:?}");
     }
 }
 
@@ -1543,6 +1679,7 @@ fn endpoint_shapes_and_values_are_checked() {
         assert_eq!(err.field(), Some(*field), "{shown}");
         assert_eq!(err.message(), *message, "{shown}");
         assert!(!shown.contains("sekrit"), "{shown}");
+        assert!(err.position().is_some(), "{shown}");
     }
 }
 
@@ -1552,30 +1689,53 @@ fn codex_endpoints_errors_name_the_element() {
     let cases = [
         (
             "[mcp_servers.s]\nurl = \"https://a/mcp\"\nendpoints = [{ url = \"https://b/mcp\" }]\n",
+            (3, 13),
             "endpoints",
             "expected either `url` or `endpoints`, found both",
         ),
         (
             "[mcp_servers.s]\nendpoints = [{ url = \"https://a/mcp\", region = 1 }]\n",
+            (2, 48),
             "endpoints[0].region",
             "expected a region name (a non-empty string), found a number",
         ),
         (
             "[mcp_servers.s]\nendpoints = [{ url = \"ws://a/mcp\" }]\n",
+            (2, 22),
             "endpoints[0].url",
             "expected an http:// or https:// URL with a host, found a URL with scheme `ws`",
         ),
         (
             "region = \"\"\n[mcp_servers.s]\nurl = \"https://a/mcp\"\n",
+            (1, 10),
             "region",
             "expected a region name (such as \"eu-west\"), found an empty string",
         ),
+        (
+            "[mcp_servers.s]\nurl = \"https://a/mcp\"\n\n[mcp_servers.s.pool]\nmin = 3\nmax = 2\n",
+            (4, 1),
+            "pool",
+            "expected pool.min ≤ pool.max, found min 3 > max 2",
+        ),
     ];
-    for (text, field, message) in cases {
+    for (text, at, field, message) in cases {
         let err = parse_with_env(text, Path::new("config.toml"), &env).unwrap_err();
         assert_eq!(err.field(), Some(field), "{err}");
         assert_eq!(err.message(), message, "{err}");
+        assert_eq!(err.position(), Some(at), "{err}");
     }
+    // No field (an entry with neither `command` nor `url`): the server's key in its header.
+    let err = parse_with_env(
+        "model = \"o3\"\n\n[mcp_servers.s]\nargs = []\n",
+        Path::new("config.toml"),
+        &env,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (err.field(), err.position()),
+        (None, Some((3, 14))),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1591,6 +1751,12 @@ fn vscode_settings_file_takes_the_region_in_mcp() {
     let err = parse_with_env(text, Path::new("/ws/.vscode/settings.json"), &env).unwrap_err();
     assert_eq!(err.kind(), ConfigErrorKind::WrongType);
     assert_eq!((err.server(), err.field()), (None, Some("mcp.region")));
+    assert_eq!(err.position(), Some((1, 20)), "{err}");
+    // A server's field in a settings file: found under `mcp.servers`.
+    let text = "{\"editor.fontSize\": 14,\n \"mcp\": {\"servers\": {\n  \"s\": {\"type\": \"http\", \"url\": 5}}}}";
+    let err = parse_with_env(text, Path::new("/ws/.vscode/settings.json"), &env).unwrap_err();
+    assert_eq!((err.server(), err.field()), (Some("s"), Some("url")));
+    assert_eq!(err.position(), Some((3, 32)), "{err}");
     // No region: none.
     let config = parse_json(r#"{"mcpServers": {}}"#, &[]).unwrap();
     assert_eq!(config.region, None);

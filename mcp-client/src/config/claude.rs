@@ -16,6 +16,7 @@ use super::entry::{read_server, Flavor};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::EnvLookup;
 use super::fields::{Ctx, Obj, Vars};
+use super::locate::Locator;
 use super::model::ClientConfig;
 use super::node::{parse_json, Node};
 
@@ -31,17 +32,22 @@ pub fn parse_claude_with_env(
     source: &Path,
     env: EnvLookup<'_>,
 ) -> Result<ClientConfig, ConfigError> {
-    from_node(&parse_json(text, source)?, source, env)
+    from_node(&parse_json(text, source)?, text, source, env)
 }
 
+/// Reads the tree `node` parsed from `text`.
 pub(crate) fn from_node(
     node: &Node,
+    text: &str,
     source: &Path,
     env: EnvLookup<'_>,
 ) -> Result<ClientConfig, ConfigError> {
     let vars = Vars::Shell;
+    let locator = Locator::json(text);
     let ctx = Ctx {
         file: source,
+        locator: &locator,
+        servers_at: &[],
         server: None,
         env,
         vars: &vars,
@@ -60,7 +66,7 @@ pub(crate) fn from_node(
         region: read_region(&top, &ctx)?,
     };
     for (name, entry) in servers.entries() {
-        let ctx = ctx.for_server(name);
+        let ctx = ctx.for_server(&["mcpServers"], name);
         config
             .servers
             .push(read_server(name, entry, &ctx, Flavor::Claude)?);

@@ -18,6 +18,7 @@ use super::entry::{read_server, Flavor};
 use super::error::ConfigError;
 use super::expand::EnvLookup;
 use super::fields::{Ctx, Obj, Vars};
+use super::locate::Locator;
 use super::model::ClientConfig;
 use super::node::{parse_toml, toml_server_order};
 
@@ -34,8 +35,11 @@ pub fn parse_codex_with_env(
 ) -> Result<ClientConfig, ConfigError> {
     let node = parse_toml(text, source)?;
     let vars = Vars::Shell;
+    let locator = Locator::toml(text);
     let ctx = Ctx {
         file: source,
+        locator: &locator,
+        servers_at: &[],
         server: None,
         env,
         vars: &vars,
@@ -54,7 +58,7 @@ pub fn parse_codex_with_env(
     let mut entries: Vec<_> = servers.entries().iter().collect();
     entries.sort_by_key(|(name, _)| order.iter().position(|n| n == name).unwrap_or(usize::MAX));
     for (name, entry) in entries {
-        let ctx = ctx.for_server(name);
+        let ctx = ctx.for_server(&["mcp_servers"], name);
         config
             .servers
             .push(read_server(name, entry, &ctx, Flavor::Codex)?);

@@ -32,12 +32,16 @@ pub enum ConfigErrorKind {
     UnknownFormat,
 }
 
-/// A configuration error: the file, optionally the line/column, the server and the field, and a
-/// message saying what was expected and what was found.
+/// A configuration error: the file, the line/column, the server and the field (each when known),
+/// and a message saying what was expected and what was found.
 ///
-/// Display: `<file>: server "github": field `env.GITHUB_TOKEN`: environment variable GITHUB_TOKEN
-/// is not set (write ${GITHUB_TOKEN:-default} to give a default)`; syntax errors read
-/// `<file>: line 3, column 7: expected `,` or `}``.
+/// Display: the location from the outside in, then the message, `: `-separated:
+/// `` <file>: line 12, column 20: server "search": field `endpoints[1].region`: expected a region
+/// name (a non-empty string), found a number ``. The line and column are those of the offending
+/// value in the file as written (1-based, columns in characters); for an absent field, of the
+/// closest enclosing entry that exists (the server's key, a nested object's key, an array
+/// element). Syntax errors read `` <file>: line 3, column 7: invalid JSON: expected `,` or `}` ``;
+/// errors about the whole file (unreadable, unknown format) name only the file.
 ///
 /// Boxed inside, so a `Result<_, ConfigError>` stays one pointer wide on the error side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +99,9 @@ impl ConfigError {
         &self.0.file
     }
 
-    /// 1-based (line, column), for syntax errors.
+    /// 1-based (line, column, in characters) of the problem: where the syntax error is, or the
+    /// value (for an absent field, the closest enclosing entry) the error is about. `None` for
+    /// errors about the whole file.
     pub fn position(&self) -> Option<(usize, usize)> {
         self.0.position
     }

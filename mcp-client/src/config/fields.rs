@@ -1,6 +1,6 @@
-//! Typed reading of fields from a [`Node`] object, with errors that name the file, the server and
-//! the field path (`env.GITHUB_TOKEN`, `args[2]`, `pool.min`), and debug logging of the fields
-//! nobody read.
+//! Typed reading of fields from a [`Node`] object, with errors that name the file, the line, the
+//! server and the field path (`env.GITHUB_TOKEN`, `args[2]`, `pool.min`), and debug logging of
+//! the fields nobody read.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::error::{wrong_type_message, ConfigError, ConfigErrorKind};
 use super::expand::{expand_shell, expand_vscode, EnvLookup, ExpandError, VsCodeVars};
+use super::locate::Locator;
 use super::node::Node;
 
 /// Which variable syntax string values use.
@@ -20,25 +21,33 @@ pub(crate) enum Vars {
     VsCode(VsCodeVars),
 }
 
-/// Where we are: the file, the server (once known), the environment and the variable syntax.
+/// Where we are: the file and its text, the server (once known), the environment and the
+/// variable syntax.
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     pub file: &'a Path,
+    /// Finds a field's line and column in the file's text, for errors.
+    pub locator: &'a Locator<'a>,
+    /// The keys of the object holding the servers (`["mcpServers"]`, `["mcp", "servers"]`);
+    /// set with the server by [`Ctx::for_server`].
+    pub servers_at: &'a [&'a str],
     pub server: Option<&'a str>,
     pub env: EnvLookup<'a>,
     pub vars: &'a Vars,
 }
 
 impl<'a> Ctx<'a> {
-    /// The same context, about server `name`.
-    pub(crate) fn for_server(&self, name: &'a str) -> Ctx<'a> {
+    /// The same context, about server `name`, an entry of the object at the keys `servers_at`.
+    pub(crate) fn for_server(&self, servers_at: &'a [&'a str], name: &'a str) -> Ctx<'a> {
         Ctx {
+            servers_at,
             server: Some(name),
             ..*self
         }
     }
 
-    /// An error at `field` (empty: no field) of the current server.
+    /// An error at `field` (empty: no field) of the current server (from the top of the file
+    /// when there is none), positioned at the field's value in the text (see `locate.rs`).
     pub(crate) fn error(
         &self,
         kind: ConfigErrorKind,
@@ -46,6 +55,9 @@ impl<'a> Ctx<'a> {
         message: impl Into<String>,
     ) -> ConfigError {
         let mut error = ConfigError::new(kind, self.file, message);
+        if let Some((line, column)) = self.locator.position(self.servers_at, self.server, field) {
+            error = error.with_position(line, column);
+        }
         if let Some(server) = self.server {
             error = error.with_server(server);
         }

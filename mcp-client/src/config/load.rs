@@ -53,8 +53,8 @@ pub fn parse_with_env(
     }
     let node = parse_json(text, source)?;
     match detect_json(&node) {
-        Some(ConfigFormat::Claude) => claude::from_node(&node, source, env),
-        Some(ConfigFormat::VsCode) => vscode::from_node(&node, source, env),
+        Some(ConfigFormat::Claude) => claude::from_node(&node, text, source, env),
+        Some(ConfigFormat::VsCode) => vscode::from_node(&node, text, source, env),
         Some(ConfigFormat::Codex) | None => Err(ConfigError::new(
             ConfigErrorKind::UnknownFormat,
             source,

@@ -9,9 +9,11 @@
 //! [`load`] / [`parse`] pick the format (`load.rs`); [`discover`] finds the file (`discover.rs`).
 //! Everything lands in [`ClientConfig`] → [`ServerConfig`] → [`TransportConfig`] (`model.rs`) with
 //! the harness extras in [`HarnessSettings`] (`settings.rs`, the seed's defaults). `${VAR}`
-//! expansion is `expand.rs`; the parsed tree (file order, duplicate keys, JSONC, line/column) is
-//! `node.rs`; typed field reading with error paths is `fields.rs`; one server entry is `entry.rs`;
-//! [`ConfigError`] is `error.rs`.
+//! expansion is `expand.rs`; the parsed tree (file order, duplicate keys, JSONC, line/column of
+//! syntax errors) is `node.rs`; typed field reading with error paths is `fields.rs`; one server
+//! entry is `entry.rs`; [`ConfigError`] is `error.rs`. Every error about a server or field names
+//! the line of the offending value: `locate.rs` follows the error's field path through a spanned
+//! mirror of the file (`spans.rs`), built only when an error needs it.
 //!
 //! A remote server may list several addresses instead of one `url`: `endpoints: [{ url, region,
 //! headers }]` (the same server, usually in other regions), read into
@@ -31,9 +33,11 @@ mod error;
 mod expand;
 mod fields;
 mod load;
+mod locate;
 mod model;
 mod node;
 mod settings;
+mod spans;
 mod vscode;
 
 pub use claude::{parse_claude, parse_claude_with_env};

@@ -183,7 +183,7 @@ pub(crate) fn toml_server_order(text: &str) -> Vec<String> {
 }
 
 /// 1-based line and column (in characters) of byte `offset`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
@@ -193,8 +193,10 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Replaces JSONC comments and trailing commas with spaces (newlines kept, so line numbers of
-/// errors stay true). Strict JSON comes back unchanged.
-fn strip_jsonc(text: &str) -> std::borrow::Cow<'_, str> {
+/// errors stay true). Every byte keeps its offset (each blanked byte becomes one space), so
+/// positions found in the result hold for `text` (`locate.rs` relies on it). Strict JSON comes
+/// back unchanged.
+pub(crate) fn strip_jsonc(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("//") && !text.contains("/*") && !text.contains(',') {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -317,6 +319,22 @@ mod tests {
         assert_eq!(
             node.get("s"),
             Some(&Node::Str("x // not, a comment".into()))
+        );
+    }
+
+    #[test]
+    fn stripping_comments_keeps_every_offset() {
+        let text = "{ /* ü { \" */ \"a\": [1, 2,], // ✓ }\n \"b\": \"//\", }";
+        let stripped = strip_jsonc(text);
+        assert_eq!(stripped.len(), text.len());
+        for (i, b) in text.bytes().enumerate() {
+            if b == b'\n' || b.is_ascii_digit() {
+                assert_eq!(stripped.as_bytes()[i], b, "byte {i}");
+            }
+        }
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&stripped).unwrap(),
+            serde_json::json!({"a": [1, 2], "b": "//"})
         );
     }
 

@@ -16,6 +16,7 @@ use super::entry::{read_server, Flavor};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::{EnvLookup, VsCodeVars};
 use super::fields::{Ctx, Obj, Vars};
+use super::locate::Locator;
 use super::model::ClientConfig;
 use super::node::{parse_json, Node};
 
@@ -31,7 +32,7 @@ pub fn parse_vscode_with_env(
     source: &Path,
     env: EnvLookup<'_>,
 ) -> Result<ClientConfig, ConfigError> {
-    from_node(&parse_json(text, source)?, source, env)
+    from_node(&parse_json(text, source)?, text, source, env)
 }
 
 /// The folder `${workspaceFolder}` stands for.
@@ -45,27 +46,32 @@ pub(crate) fn workspace_folder(source: &Path) -> PathBuf {
     }
 }
 
+/// Reads the tree `node` parsed from `text`.
 pub(crate) fn from_node(
     node: &Node,
+    text: &str,
     source: &Path,
     env: EnvLookup<'_>,
 ) -> Result<ClientConfig, ConfigError> {
     let vars = Vars::VsCode(VsCodeVars {
         workspace_folder: workspace_folder(source),
     });
+    let locator = Locator::json(text);
     let ctx = Ctx {
         file: source,
+        locator: &locator,
+        servers_at: &[],
         server: None,
         env,
         vars: &vars,
     };
     let top = Obj::new(node, &ctx, "", "an object with `servers`")?;
     // The client's region sits next to the servers: top level, or `mcp.region` in a settings file.
-    let (servers, region) = match top.object(&ctx, "servers")? {
-        Some(servers) => (servers, read_region(&top, &ctx)?),
+    let (servers, servers_at, region): (_, &[&str], _) = match top.object(&ctx, "servers")? {
+        Some(servers) => (servers, &["servers"], read_region(&top, &ctx)?),
         None => match top.object(&ctx, "mcp")? {
             Some(mcp) => match mcp.object(&ctx, "servers")? {
-                Some(servers) => (servers, read_region(&mcp, &ctx)?),
+                Some(servers) => (servers, &["mcp", "servers"], read_region(&mcp, &ctx)?),
                 None => return Err(missing_servers(&ctx)),
             },
             None => return Err(missing_servers(&ctx)),
@@ -77,7 +83,7 @@ pub(crate) fn from_node(
         region,
     };
     for (name, entry) in servers.entries() {
-        let ctx = ctx.for_server(name);
+        let ctx = ctx.for_server(servers_at, name);
         config
             .servers
             .push(read_server(name, entry, &ctx, Flavor::VsCode)?);

@@ -1,5 +1,5 @@
 //! The routing decision: which endpoint of a server should carry its calls — one small
-//! function of what is known about each endpoint, tested on its own.
+//! function of what is known about each endpoint ([`RoutingPolicy::choose`]), tested on its own.
 //!
 //! 1. Only usable endpoints are chosen (not known to be down, breaker not open).
 //! 2. The client's region first: an endpoint in it beats every endpoint outside it.
@@ -35,23 +35,47 @@ impl Default for RoutingPolicy {
     }
 }
 
-/// What the decision knows about one endpoint.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Candidate {
-    /// It may take calls: not known to be down, its breaker not open.
-    pub(crate) usable: bool,
-    /// It never failed, or it has answered its probes for the failback period since.
-    pub(crate) settled: bool,
-    /// In the client's region (every endpoint is when the client has none).
-    pub(crate) local: bool,
-    /// The smoothed probe latency, once it holds [`RoutingPolicy::min_samples`] samples.
-    pub(crate) latency: Option<Duration>,
+impl RoutingPolicy {
+    /// The decision: which of `candidates` (a server's endpoints, in configuration order)
+    /// should carry the calls, given the `current` one — `current` itself when nothing is
+    /// clearly better, `None` when none is usable. See the [module docs](self) for the rules.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_client::{RouteCandidate, RoutingPolicy};
+    ///
+    /// let ms = |n| Some(Duration::from_millis(n));
+    /// let home = RouteCandidate { usable: true, settled: true, local: true, latency: ms(80) };
+    /// let away = RouteCandidate { usable: true, settled: true, local: false, latency: ms(5) };
+    /// let policy = RoutingPolicy::default();
+    /// // The client's region wins over a faster endpoint elsewhere …
+    /// assert_eq!(policy.choose(&[away, home], None), Some(1));
+    /// // … until it is down.
+    /// let down = RouteCandidate { usable: false, ..home };
+    /// assert_eq!(policy.choose(&[away, down], Some(1)), Some(0));
+    /// ```
+    pub fn choose(&self, candidates: &[RouteCandidate], current: Option<usize>) -> Option<usize> {
+        choose(candidates, current, self)
+    }
 }
 
-impl Candidate {
+/// What the decision knows about one endpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RouteCandidate {
+    /// It may take calls: not known to be down, its breaker not open.
+    pub usable: bool,
+    /// It never failed, or it has answered its probes for the failback period since.
+    pub settled: bool,
+    /// In the client's region (every endpoint is when the client has none).
+    pub local: bool,
+    /// The smoothed probe latency, once it holds [`RoutingPolicy::min_samples`] samples.
+    pub latency: Option<Duration>,
+}
+
+impl RouteCandidate {
     /// Orders two endpoints of the same standing: region tier, then known latency (lower
     /// first), then configuration order (the index).
-    fn rank(&self, index: usize, other: &Candidate, other_index: usize) -> Ordering {
+    fn rank(&self, index: usize, other: &RouteCandidate, other_index: usize) -> Ordering {
         other
             .local
             .cmp(&self.local)
@@ -68,11 +92,11 @@ impl Candidate {
 /// The endpoint that should carry the calls, given the `current` one (if any): `current`
 /// itself when nothing is clearly better, `None` when no endpoint is usable.
 pub(crate) fn choose(
-    candidates: &[Candidate],
+    candidates: &[RouteCandidate],
     current: Option<usize>,
     policy: &RoutingPolicy,
 ) -> Option<usize> {
-    let best_of = |eligible: &dyn Fn(&Candidate) -> bool| {
+    let best_of = |eligible: &dyn Fn(&RouteCandidate) -> bool| {
         candidates
             .iter()
             .enumerate()
@@ -97,7 +121,7 @@ pub(crate) fn choose(
 }
 
 /// Whether `better`'s latency is at least the threshold lower than `now`'s (both known).
-fn clearly_faster(better: &Candidate, now: &Candidate, policy: &RoutingPolicy) -> bool {
+fn clearly_faster(better: &RouteCandidate, now: &RouteCandidate, policy: &RoutingPolicy) -> bool {
     match (better.latency, now.latency) {
         (Some(fast), Some(slow)) => {
             fast.as_secs_f64() <= slow.as_secs_f64() * (1.0 - policy.move_threshold)
@@ -111,11 +135,11 @@ fn clearly_faster(better: &Candidate, now: &Candidate, policy: &RoutingPolicy) -
 /// failed is still worth a try when nothing else answers) — `avoid` (the endpoint being left)
 /// never.
 pub(crate) fn connect_order(
-    candidates: &[Candidate],
+    candidates: &[RouteCandidate],
     chosen: Option<usize>,
     avoid: Option<usize>,
 ) -> Vec<usize> {
-    let standing = |c: &Candidate| (!c.usable, !c.settled);
+    let standing = |c: &RouteCandidate| (!c.usable, !c.settled);
     let mut order: Vec<usize> = (0..candidates.len())
         .filter(|&i| Some(i) != avoid)
         .collect();
@@ -137,8 +161,8 @@ mod tests {
         Some(Duration::from_millis(n))
     }
 
-    fn up(local: bool, latency: Option<Duration>) -> Candidate {
-        Candidate {
+    fn up(local: bool, latency: Option<Duration>) -> RouteCandidate {
+        RouteCandidate {
             usable: true,
             settled: true,
             local,
@@ -146,8 +170,8 @@ mod tests {
         }
     }
 
-    fn down(local: bool) -> Candidate {
-        Candidate {
+    fn down(local: bool) -> RouteCandidate {
+        RouteCandidate {
             usable: false,
             settled: false,
             local,
@@ -155,14 +179,14 @@ mod tests {
         }
     }
 
-    fn recovering(local: bool, latency: Option<Duration>) -> Candidate {
-        Candidate {
+    fn recovering(local: bool, latency: Option<Duration>) -> RouteCandidate {
+        RouteCandidate {
             settled: false,
             ..up(local, latency)
         }
     }
 
-    fn choose_default(c: &[Candidate], current: Option<usize>) -> Option<usize> {
+    fn choose_default(c: &[RouteCandidate], current: Option<usize>) -> Option<usize> {
         choose(c, current, &RoutingPolicy::default())
     }
 

@@ -9,7 +9,7 @@ use mcp_core::sync::lock;
 use mcp_resilience::{BreakerPhase, CircuitBreakerLayer};
 use tokio::time::Instant;
 
-use super::choice::Candidate;
+use super::choice::RouteCandidate;
 use super::failover::EndpointRef;
 use crate::config::ServerConfig;
 use crate::connect::ServerConnector;
@@ -192,7 +192,7 @@ impl Endpoint {
         now: Instant,
         failback_after: Duration,
         min_samples: u64,
-    ) -> Candidate {
+    ) -> RouteCandidate {
         let (usable, settled) = match &*lock(&self.health) {
             Health::Unknown => (true, true),
             Health::Up { since, recovered } => (
@@ -202,7 +202,7 @@ impl Endpoint {
             Health::Down { .. } => (false, false),
         };
         let usable = usable && !self.breaker_open();
-        Candidate {
+        RouteCandidate {
             usable,
             settled: usable && settled,
             local: self.local,
@@ -212,7 +212,7 @@ impl Endpoint {
 
     /// Its state for displays: down (failed, or breaker open), active, probing (not yet probed,
     /// or back but not yet for the failback period) or standby.
-    pub(crate) fn state(&self, active: bool, candidate: &Candidate) -> EndpointState {
+    pub(crate) fn state(&self, active: bool, candidate: &RouteCandidate) -> EndpointState {
         let known = !matches!(&*lock(&self.health), Health::Unknown);
         if !candidate.usable {
             EndpointState::Down
@@ -226,7 +226,7 @@ impl Endpoint {
     }
 
     /// Its report for displays.
-    pub(crate) fn report(&self, active: bool, candidate: &Candidate) -> EndpointReport {
+    pub(crate) fn report(&self, active: bool, candidate: &RouteCandidate) -> EndpointReport {
         EndpointReport {
             url: self.url.clone(),
             region: self.region.clone(),

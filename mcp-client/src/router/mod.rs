@@ -42,8 +42,8 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-pub use choice::RoutingPolicy;
-pub(crate) use choice::{choose, connect_order, Candidate};
+pub(crate) use choice::{choose, connect_order};
+pub use choice::{RouteCandidate, RoutingPolicy};
 pub(crate) use endpoint::{Endpoint, EndpointParts};
 pub use failover::{EndpointRef, Failover, FailoverReason};
 pub(crate) use gate::RoutedGate;
@@ -142,7 +142,7 @@ impl Router {
     }
 
     /// What the decision knows of every endpoint now.
-    pub(crate) fn candidates(&self) -> Vec<Candidate> {
+    pub(crate) fn candidates(&self) -> Vec<RouteCandidate> {
         let now = Instant::now();
         self.endpoints
             .iter()
