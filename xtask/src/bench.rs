@@ -11,7 +11,8 @@
 //! WebSocket, gRPC — through their crates' criterion benches, each against its own floor
 //! measured in the same run (a direct call; a raw tokio-tungstenite echo; a raw tonic bidi
 //! echo), and appends their rows to the report; then the facade's own costs (the discovery
-//! cache's lookup and model tool list, the metrics layer per call).
+//! cache's lookup and model tool list, the metrics layer per call, routing across endpoints:
+//! the decision and what it adds per call).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,37 +53,35 @@ pub fn run_driver(root: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// The transports `mcp-bench` does not drive, as (crate, criterion bench): each bench prints
-/// one `<bench>: <row> …` line per row, its floor first.
-const TRANSPORT_BENCHES: [(&str, &str); 3] = [
-    ("mcp-transport-local", "local_call"),
-    ("mcp-transport-ws", "ws_call"),
-    ("mcp-transport-grpc", "grpc_call"),
+/// The transports `mcp-bench` does not drive, as (crate, criterion bench, features): each
+/// bench prints one `<bench>: <row> …` line per row, its floor first.
+const TRANSPORT_BENCHES: [(&str, &str, &str); 3] = [
+    ("mcp-transport-local", "local_call", ""),
+    ("mcp-transport-ws", "ws_call", ""),
+    ("mcp-transport-grpc", "grpc_call", ""),
 ];
 
-/// The facade's own costs, as (crate, criterion bench): the discovery cache (a tool lookup,
-/// building the model's tool list for 1,000 tools) and the metrics layer per call.
-const FACADE_BENCHES: [(&str, &str); 2] =
-    [("mcp-client", "discovery"), ("mcp-metrics", "layer_call")];
+/// The facade's own costs, as (crate, criterion bench, features): the discovery cache (a tool
+/// lookup, building the model's tool list for 1,000 tools), the metrics layer per call, and
+/// routing across endpoints (the decision; a call to a server with three endpoints against
+/// one with a single URL).
+const FACADE_BENCHES: [(&str, &str, &str); 3] = [
+    ("mcp-client", "discovery", ""),
+    ("mcp-metrics", "layer_call", ""),
+    ("mcp-client", "routing", "enterprise"),
+];
 
 /// Runs each bench's summary (a criterion filter that matches no benchmark skips the
 /// criterion group) and returns its lines.
-fn bench_rows(root: &Path, benches: &[(&str, &str)]) -> Result<Vec<String>, String> {
+fn bench_rows(root: &Path, benches: &[(&str, &str, &str)]) -> Result<Vec<String>, String> {
     let mut rows = Vec::new();
-    for &(package, bench) in benches {
-        let mut cmd = shell::command(
-            shell::cargo(),
-            &[
-                "bench",
-                "-p",
-                package,
-                "--bench",
-                bench,
-                "--",
-                "summary-only",
-            ],
-            root,
-        );
+    for &(package, bench, features) in benches {
+        let mut args = vec!["bench", "-p", package, "--bench", bench];
+        if !features.is_empty() {
+            args.extend(["--features", features]);
+        }
+        args.extend(["--", "summary-only"]);
+        let mut cmd = shell::command(shell::cargo(), &args, root);
         let (status, output) = shell::run_capture(&mut cmd)
             .map_err(|e| format!("could not start cargo bench for {package}: {e}"))?;
         if !status.success() {
@@ -122,9 +121,11 @@ fn append_rows(report: &Path, rows: &[String], facade: &[String]) -> Result<(), 
     text.push_str(
         "\n## Discovery cache and metrics\n\n\
          The facade's own costs: a tool lookup in the catalog on a cache hit and building the \
-         model's tool list for 1,000 tools (`discovery`, mcp-client), and the metrics layer per \
-         call over a no-op service (`layer_call`, mcp-metrics). Targets: < 100 ns per lookup and \
-         per layer call.\n\n",
+         model's tool list for 1,000 tools (`discovery`, mcp-client), the metrics layer per \
+         call over a no-op service (`layer_call`, mcp-metrics), and routing across endpoints \
+         (`routing`, mcp-client: the decision, and a full-stack call to an in-process server with \
+         three endpoints against one with a single URL, alternated in the same loops). Targets: \
+         < 100 ns per lookup, per layer call and added by routing per call.\n\n",
     );
     for row in facade {
         text.push_str(&format!("- {row}\n"));
