@@ -689,7 +689,7 @@ impl Supervisor {
                     self.refresh_tools(session, listener, Refresh::Announced)
                         .await;
                     if more.reroute {
-                        if let Some(moved) = self.reroute(endpoint).await {
+                        if let Some(moved) = self.reroute(session, endpoint).await {
                             return moved;
                         }
                     }
@@ -705,7 +705,7 @@ impl Supervisor {
                         return Followed::Lost(lost);
                     }
                     if more.reroute {
-                        if let Some(moved) = self.reroute(endpoint).await {
+                        if let Some(moved) = self.reroute(session, endpoint).await {
                             return moved;
                         }
                     }
@@ -717,7 +717,7 @@ impl Supervisor {
                             return Followed::Lost(lost);
                         }
                     }
-                    if let Some(moved) = self.reroute(endpoint).await {
+                    if let Some(moved) = self.reroute(session, endpoint).await {
                         return moved;
                     }
                 }
@@ -727,20 +727,30 @@ impl Supervisor {
 
     /// Opens a session on the endpoint the router prefers to `current`, if it prefers one and
     /// the session opens; otherwise the current session stays.
-    async fn reroute(&self, current: usize) -> Option<Followed> {
+    ///
+    /// Staying on an endpoint marked down (calls wait rather than go to it), the session is
+    /// checked: lost when it does not answer, the endpoint up again when it does.
+    async fn reroute(&self, session: &ClientSession, current: usize) -> Option<Followed> {
         let router = self.router.as_ref()?;
-        let target = router.move_from(current)?;
-        tracing::debug!(server = %self.name, from = current, to = target, "moving to another endpoint");
-        let deadline = mcp_core::time::deadline_after(Instant::now(), self.connect_timeout);
-        match self.attempt_leaving(deadline, Some(current)).await {
-            Attempt::Connected(session, tools, endpoint) => {
-                Some(Followed::Moved(session, tools, endpoint))
-            }
-            Attempt::Failed(e) => {
-                tracing::debug!(server = %self.name, error = %e, "moving to another endpoint failed; staying");
-                None
+        if let Some(target) = router.move_from(current) {
+            tracing::debug!(server = %self.name, from = current, to = target, "moving to another endpoint");
+            let deadline = mcp_core::time::deadline_after(Instant::now(), self.connect_timeout);
+            match self.attempt_leaving(deadline, Some(current)).await {
+                Attempt::Connected(session, tools, endpoint) => {
+                    return Some(Followed::Moved(session, tools, endpoint))
+                }
+                Attempt::Failed(e) => {
+                    tracing::debug!(server = %self.name, error = %e, "moving to another endpoint failed; staying");
+                }
             }
         }
+        if router.endpoint(current).is_some_and(|e| e.is_down()) {
+            match self.health_check(session).await {
+                Some(lost) => return Some(Followed::Lost(lost)),
+                None => router.endpoint_answered(current),
+            }
+        }
+        None
     }
 
     /// Lists the tools again. `Why::Expired` (the list's `ttlMs` ran out) tells the catalog

@@ -43,6 +43,8 @@ const SLACK: Duration = Duration::from_secs(1);
 const DEADLINE: Duration = Duration::from_secs(60);
 /// Concurrent callers.
 const CALLERS: usize = 16;
+/// How often the routed server's active endpoint is killed to time its failover.
+const FAILOVER_ROUNDS: usize = 5;
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -834,6 +836,23 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     }
     let recovery = recovered_at.elapsed();
 
+    // Phase 2b: the failover time of the routed server, with its default breaker and probe
+    // settings: the endpoint carrying its calls is killed (and restarted) a few times while
+    // the callers go on.
+    for _ in 0..FAILOVER_ROUNDS {
+        let Some(active) = active_endpoint(&client) else {
+            continue;
+        };
+        let dead = regions[active].label.clone();
+        let killed = Instant::now();
+        regions[active].kill();
+        if let Some(took) = failover_time(&client, &dead, killed).await {
+            failover_times.push(took);
+        }
+        *faults.entry("sigkill the active endpoint").or_default() += 1;
+        regions[active].restart().await;
+    }
+
     // Phase 3: repeated failure opens a breaker; recovery closes it.
     let frozen = processes(&marker, Some("fx-stdio"));
     signal(&frozen, libc::SIGSTOP);
@@ -970,6 +989,10 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     assert!(
         duplicates.is_empty(),
         "side effects ran twice: {duplicates:?}"
+    );
+    assert!(
+        failovers > 0 && !failover_times.is_empty(),
+        "the routed server's calls never moved: {report}"
     );
     assert!(
         tally.outcomes.get("success").copied().unwrap_or(0) > 0,

@@ -631,3 +631,102 @@ async fn a_profile_without_routing_says_so() {
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Every endpoint killed in turn, with the default breaker and probe settings: an endpoint
+/// that comes back is still marked down (its next probe is 30 s away) and its breaker still
+/// open, yet the calls move to it as soon as nothing better is left (a new session there is
+/// the proof it answers). This hung for the breakers' whole cool-down before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_kills_move_the_calls_every_time_with_the_default_settings() {
+    let (dir, marker) = scratch("repeated");
+    let mut regions = Vec::new();
+    for label in ["r1", "r2", "r3"] {
+        regions.push(Region::start(label, &dir, &marker, &[]).await);
+    }
+    let mut server = routed(&[
+        (&regions[0], Some("r1")),
+        (&regions[1], Some("r2")),
+        (&regions[2], Some("r3")),
+    ]);
+    server.settings = Default::default();
+    server.tool_timeout = CALL_TIMEOUT;
+    let client = start(server, Some("r1")).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let late = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..8 {
+        let (client, stop, late) = (client.clone(), stop.clone(), late.clone());
+        workers.spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                n += 1;
+                let started = Instant::now();
+                let (tool, arguments) = if n % 2 == 0 {
+                    ("search__echo", json!({"text": "x"}))
+                } else {
+                    (
+                        "search__record",
+                        json!({"call_id": format!("w{worker}-{n}")}),
+                    )
+                };
+                let _ = client
+                    .call_tool_with(
+                        tool,
+                        Some(arguments),
+                        RequestOptions::new().with_timeout(CALL_TIMEOUT),
+                    )
+                    .await;
+                if started.elapsed() > CALL_TIMEOUT + SLACK {
+                    late.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+    }
+    let mut failovers = client.failovers();
+    for _ in 0..6 {
+        let active = active(&client).expect("an active endpoint");
+        let dead = regions[active].label.clone();
+        regions[active].kill();
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let answer = client
+                .call_tool_with(
+                    "search__instance",
+                    None,
+                    RequestOptions::new().with_timeout(CALL_TIMEOUT),
+                )
+                .await;
+            if matches!(&answer, Ok(r) if r.text() != dead) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the calls never left {dead}: {answer:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let moved = next_failover(&mut failovers).await;
+        assert_eq!(moved.from.index, active, "{moved:?}");
+        regions[active].restart().await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    while let Some(done) = workers.join_next().await {
+        done.expect("no worker panicked");
+    }
+    assert_eq!(
+        late.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "calls outlived their deadline"
+    );
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    for id in regions.iter().flat_map(Region::executions) {
+        *seen.entry(id).or_default() += 1;
+    }
+    assert!(
+        seen.values().all(|n| *n == 1),
+        "a side-effecting call ran twice"
+    );
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

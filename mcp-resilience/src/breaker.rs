@@ -411,6 +411,19 @@ impl CircuitBreaker {
         self.phases.subscribe()
     }
 
+    /// Closes the breaker at once (when it is not closed already), forgetting its failures:
+    /// what it guards was seen healthy by other means — the facade's router opened a new
+    /// session to the endpoint. Outcomes of calls that started before are ignored, as after
+    /// any change of phase.
+    pub fn reset(&self) {
+        let now = Instant::now();
+        let mut machine = self.machine(now);
+        machine.failures.clear();
+        if !matches!(machine.phase, Phase::Closed) {
+            self.transition(&mut machine, Phase::Closed, now);
+        }
+    }
+
     /// Asks to make one call. `Ok` gives a permit to report the call's outcome to
     /// ([`BreakerPermit::record_success`], [`BreakerPermit::record_error`]); `Err` says the
     /// breaker refuses (open, or half-open with every probe slot taken).
@@ -834,6 +847,37 @@ mod tests {
                 ErrorKind::ServerUnavailable
             ]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_closes_an_open_breaker_and_ignores_older_calls() {
+        let breaker = CircuitBreaker::new("s", BreakerPolicy::default().with_failure_threshold(2));
+        let old = breaker.try_acquire(None).unwrap();
+        for _ in 0..2 {
+            breaker.try_acquire(None).unwrap().record_error(&network());
+        }
+        assert_eq!(breaker.phase(), BreakerPhase::Open);
+        breaker.reset();
+        assert_eq!(breaker.state(), BreakerState::Closed);
+        assert_eq!(breaker.failures_in_window(), 0);
+        // A call from before the reset says nothing now.
+        old.record_error(&network());
+        assert_eq!(breaker.failures_in_window(), 0);
+        let transitions: Vec<_> = breaker
+            .transitions()
+            .iter()
+            .map(|t| (t.from, t.to))
+            .collect();
+        assert_eq!(
+            transitions,
+            [
+                (BreakerPhase::Closed, BreakerPhase::Open),
+                (BreakerPhase::Open, BreakerPhase::Closed)
+            ]
+        );
+        // Resetting a closed breaker changes nothing.
+        breaker.reset();
+        assert_eq!(breaker.transition_count(), 2);
     }
 
     #[tokio::test(start_paused = true)]

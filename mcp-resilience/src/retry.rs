@@ -5,7 +5,10 @@
 //! 8 s (each wait but the immediate one jittered by up to ±25 %), at most 5 retries and at most
 //! 30 s of waiting in all. [`RetryPolicy::minimal`] is the `minimal` profile's fixed schedule:
 //! three tries, 1 s apart. No wait ever ends at or past the operation's deadline: when the next
-//! one would, the last error is returned at once.
+//! one would, the last error is returned at once. An error that says when to try again
+//! ([`Error::retry_after`]) is tried again then instead of at the schedule's next wait (it still
+//! counts as one of the retries): the facade's router says "at once" when the next attempt goes to
+//! another endpoint, since the failed one's recovery is not what it waits for.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -361,9 +364,10 @@ impl<S: McpService> McpService for RetryService<S> {
             if !should_retry(operation, &error) {
                 return Err(error);
             }
-            let Some(delay) = delays.next() else {
+            let Some(scheduled) = delays.next() else {
                 return Err(error);
             };
+            let delay = error.retry_after().unwrap_or(scheduled);
             if let Some(deadline) = operation.options.deadline {
                 // A wait that ends at (or past) the deadline leaves the next attempt no time.
                 match instant_after(Instant::now(), delay) {
@@ -585,6 +589,20 @@ mod tests {
         assert_eq!(server.gaps(), secs(&[0, 1, 2]));
         assert_eq!(started.elapsed(), Duration::from_secs(3));
         assert_eq!(error.kind(), ErrorKind::Network);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_saying_when_to_try_again_is_tried_again_then() {
+        // "At once" twice, then the schedule's own waits (its third and fourth).
+        let server = Scripted::failing(network_sent());
+        server.push(Err(network_sent().with_retry_after(Duration::ZERO)));
+        server.push(Err(network_sent().with_retry_after(Duration::ZERO)));
+        let policy = RetryPolicy::default().with_jitter(0.0).with_max_retries(4);
+        let service = RetryLayer::new(policy).layer(server.clone());
+        let operation = Operation::new("ping", None);
+        service.call(operation).await.unwrap_err();
+        assert_eq!(server.gaps(), secs(&[0, 0, 2, 4]));
+        assert_eq!(server.calls(), 5);
     }
 
     #[tokio::test(start_paused = true)]

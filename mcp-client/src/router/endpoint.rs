@@ -119,6 +119,15 @@ impl Endpoint {
         self.down.store(false, Ordering::Release);
     }
 
+    /// A session opened on it: it answered, and its breaker (if open or half-open) closes —
+    /// a new session is a better probe than the breaker's own.
+    pub(crate) fn connected(&self, now: Instant) {
+        self.answered(now);
+        if let Some(breakers) = &self.breakers {
+            breakers.server_breaker().reset();
+        }
+    }
+
     /// It did not answer: down until it does. Whether it was not down already.
     pub(crate) fn failed(&self, why: &str) -> bool {
         self.went_down(why, false)
@@ -199,7 +208,10 @@ impl Endpoint {
                 true,
                 !recovered || now.saturating_duration_since(*since) >= failback_after,
             ),
-            Health::Down { .. } => (false, false),
+            // Down only because its breaker opened: usable again once the breaker lets probe
+            // calls through (half-open), but not settled until a probe or session says so.
+            Health::Down { breaker: true, .. } => (true, false),
+            Health::Down { breaker: false, .. } => (false, false),
         };
         let usable = usable && !self.breaker_open();
         RouteCandidate {

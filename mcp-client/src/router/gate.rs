@@ -82,8 +82,9 @@ impl RoutedGate {
                 .unwrap_or_default();
             return Err(operation.attach_subject(
                 Error::timeout(format!(
-                    "server \"{}\": the calls were moving away from endpoint {name}, which is \
-                     down, and no other endpoint took them within the call's deadline",
+                    "server \"{}\": endpoint {name} is down and the calls were waiting to move \
+                     to another endpoint (or for it to answer again); not done within the \
+                     call's deadline",
                     self.router.server()
                 ))
                 .with_delivery(Delivery::NotSent),
@@ -132,7 +133,7 @@ impl McpService for RoutedGate {
                 )
                 .with_delivery(Delivery::NotSent));
             };
-            if endpoint.is_down() && self.router.should_avoid(index) {
+            if endpoint.is_down() && self.router.must_wait(index) {
                 self.wait_for_move(index, &operation, &mut deadline).await?;
                 continue;
             }
@@ -186,22 +187,21 @@ impl McpService for RoutedGate {
                 permit.record(&result);
             }
             drop(in_flight);
-            if let Err(error) = &result {
-                self.noticed(index, error);
-            }
-            return result;
+            return result.map_err(|error| self.noticed(index, error));
         }
     }
 }
 
 impl RoutedGate {
-    /// What a failed call says about its endpoint.
-    fn noticed(&self, index: usize, error: &Error) {
+    /// What a failed call says about its endpoint. When calls must now wait for the
+    /// supervisor's verdict on the endpoint (it is known down: see `Router::must_wait`), the
+    /// error says to try again at once — a retry, where one is safe, waits in the gate for the
+    /// move or reconnect and goes wherever the calls go next, instead of sleeping a backoff.
+    fn noticed(&self, index: usize, error: Error) -> Error {
         if error.kind() == ErrorKind::Network {
             self.supervisor.tell(SupervisorEvent::Suspect);
             if error.was_never_sent() {
                 self.router.endpoint_failed(index, error.message());
-                return;
             }
         }
         let opened = self
@@ -211,5 +211,9 @@ impl RoutedGate {
         if opened {
             self.router.breaker_opened(index);
         }
+        if error.retry_after().is_none() && self.router.must_wait(index) {
+            return error.with_retry_after(Duration::ZERO);
+        }
+        error
     }
 }

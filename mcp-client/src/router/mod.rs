@@ -199,6 +199,21 @@ impl Router {
         }
     }
 
+    /// Endpoint `index` answered (a health check of its session): up again.
+    pub(crate) fn endpoint_answered(&self, index: usize) {
+        if let Some(endpoint) = self.endpoint(index) {
+            endpoint.answered(Instant::now());
+        }
+    }
+
+    /// Whether calls must wait instead of going to endpoint `index` (the active one): it is
+    /// known down and another endpoint is usable, or it is known unreachable (then the
+    /// supervisor either moves, reconnects, or finds it answering and marks it up).
+    pub(crate) fn must_wait(&self, index: usize) -> bool {
+        self.endpoint(index)
+            .is_some_and(|e| e.is_down() && (e.unreachable() || self.should_avoid(index)))
+    }
+
     /// The breaker of endpoint `index` opened; when it carries the calls, the supervisor is
     /// asked to move.
     pub(crate) fn breaker_opened(&self, index: usize) {
@@ -253,7 +268,7 @@ impl Router {
                 .await
             {
                 Ok(Ok(session)) => {
-                    endpoint.answered(Instant::now());
+                    endpoint.connected(Instant::now());
                     return Ok((session, index));
                 }
                 Ok(Err(e)) if matches!(e.kind(), ErrorKind::Auth | ErrorKind::PermissionDenied) => {
