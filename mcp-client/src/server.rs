@@ -219,7 +219,10 @@ impl ManagedServer {
             .started(self.config.startup_timeout + Duration::from_secs(1))
             .await;
         if let Some(router) = &self.router {
-            router.start_probing(&self.supervisor);
+            // Not for a server stopped meanwhile (its prober would end at once anyway).
+            if self.supervisor.snapshot().status != ServerStatus::Stopped {
+                router.start_probing(&self.supervisor);
+            }
         }
     }
 
@@ -363,6 +366,7 @@ fn endpoints(
     metrics: &mcp_metrics::ServerHandle,
     connector: impl Fn(ServerConfig) -> Arc<ServerConnector>,
 ) -> Vec<Endpoint> {
+    let mut shown: Vec<String> = Vec::new();
     config
         .endpoints
         .iter()
@@ -370,13 +374,20 @@ fn endpoints(
         .filter_map(|(index, endpoint)| {
             let own = config.at_endpoint(index)?;
             let (address, port) = host_and_port(&endpoint.url).unzip();
-            let url = mcp_core::auth::redact_url(&endpoint.url);
+            // The URL as shown (and as metrics key it): without user info or query, so two
+            // endpoints that differ only there get their place in the list added.
+            let mut url = mcp_core::auth::redact_url(&endpoint.url);
+            if shown.contains(&url) {
+                url = format!("{url} (endpoint {index})");
+            }
+            shown.push(url.clone());
             let label = match &endpoint.region {
                 Some(region) => format!("{} [{region}]", config.name),
                 None => format!("{} [{url}]", config.name),
             };
             Some(Endpoint::new(EndpointParts {
                 index,
+                url: url.clone(),
                 region: endpoint.region.clone(),
                 local: context.region.is_none() || endpoint.region.as_deref() == context.region,
                 breakers: stack::breakers_for(config, context.stack, label),

@@ -39,7 +39,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::router::Router;
+use crate::router::{Placement, Router};
 use crate::status::ServerStatus;
 
 /// The reconnect schedule and health checks of every server's supervisor.
@@ -134,8 +134,8 @@ pub(crate) struct Snapshot {
     /// The last tool list the server gave (kept while it is away, so its tools stay in the
     /// catalog and calls get "unavailable" rather than "does not exist").
     pub(crate) tools: Option<Arc<Vec<Tool>>>,
-    /// The endpoint the session is on (0 for a server with one).
-    pub(crate) endpoint: usize,
+    /// Where the session is (endpoint 0 of a server with one).
+    pub(crate) placement: Placement,
 }
 
 /// How one connection attempt went.
@@ -178,7 +178,13 @@ pub(crate) struct Supervisor {
     metrics: mcp_metrics::ServerHandle,
     /// When the current session became ready (for `mcp.client.session.duration`).
     session_started: Mutex<Option<Instant>>,
+    /// When a routed server's last move failed (the next is tried [`MOVE_RETRY`] later at
+    /// the soonest).
+    move_failed_at: Mutex<Option<Instant>>,
 }
+
+/// How soon a routed server tries to move again after a move failed.
+const MOVE_RETRY: Duration = Duration::from_secs(1);
 
 /// How many status changes a supervisor remembers.
 const HISTORY: usize = 64;
@@ -216,7 +222,7 @@ impl Supervisor {
             status: initial,
             session: None,
             tools: None,
-            endpoint: 0,
+            placement: Placement::SINGLE,
         });
         let (events, inbox) = parts.events;
         Arc::new(Supervisor {
@@ -238,6 +244,7 @@ impl Supervisor {
             tools_stale_at: Mutex::new(None),
             metrics: parts.metrics,
             session_started: Mutex::new(None),
+            move_failed_at: Mutex::new(None),
         })
     }
 
@@ -320,11 +327,11 @@ impl Supervisor {
             .map(|(session, _)| session)
     }
 
-    /// [`ready_session`](Self::ready_session), with the endpoint the session is on.
+    /// [`ready_session`](Self::ready_session), with where the session is.
     pub(crate) async fn ready_session_at(
         &self,
         deadline: Instant,
-    ) -> Result<(ClientSession, usize), Error> {
+    ) -> Result<(ClientSession, Placement), Error> {
         if let Some(ready) = self.ready_now_at() {
             return Ok(ready);
         }
@@ -334,7 +341,7 @@ impl Supervisor {
             let status = snapshot.status;
             let error = match (&status, snapshot.session) {
                 (ServerStatus::Ready, Some(session)) if !session.is_closed() => {
-                    return Ok((session, snapshot.endpoint))
+                    return Ok((session, snapshot.placement))
                 }
                 (status, _) if status.is_connecting() || status.is_ready() => {
                     // Ready with a closed session: the supervisor is about to notice.
@@ -373,19 +380,15 @@ impl Supervisor {
 
     /// The session, when the server is ready right now (no waiting, no subscription).
     pub(crate) fn ready_now(&self) -> Option<ClientSession> {
-        let state = self.state.borrow();
-        match (&state.status, &state.session) {
-            (ServerStatus::Ready, Some(session)) if !session.is_closed() => Some(session.clone()),
-            _ => None,
-        }
+        self.ready_now_at().map(|(session, _)| session)
     }
 
-    /// [`ready_now`](Self::ready_now), with the endpoint the session is on.
-    pub(crate) fn ready_now_at(&self) -> Option<(ClientSession, usize)> {
+    /// [`ready_now`](Self::ready_now), with where the session is.
+    pub(crate) fn ready_now_at(&self) -> Option<(ClientSession, Placement)> {
         let state = self.state.borrow();
         match (&state.status, &state.session) {
             (ServerStatus::Ready, Some(session)) if !session.is_closed() => {
-                Some((session.clone(), state.endpoint))
+                Some((session.clone(), state.placement))
             }
             _ => None,
         }
@@ -453,6 +456,9 @@ impl Supervisor {
         listener: Arc<dyn SupervisorListener>,
     ) {
         let mut outcome = self.start_up().await;
+        // The session a move left: closed by the router once the new one is in place and the
+        // calls on the old one are over.
+        let mut left: Option<(usize, ClientSession)> = None;
         loop {
             match outcome {
                 Attempt::Connected(session, tools, endpoint) => {
@@ -460,16 +466,20 @@ impl Supervisor {
                         .set_protocol_version(Some(session.protocol_version().as_str()));
                     *lock(&self.session_started) = Some(Instant::now());
                     // The router learns where the calls go before any call sees the session.
-                    if let Some(router) = &self.router {
-                        router.activated(endpoint);
-                    }
+                    let placement = match &self.router {
+                        Some(router) => router.activated(endpoint),
+                        None => Placement::SINGLE,
+                    };
                     self.remember(&ServerStatus::Ready);
                     self.state.send_modify(|s| {
                         s.status = ServerStatus::Ready;
                         s.session = Some(session.clone());
                         s.tools = Some(Arc::new(tools));
-                        s.endpoint = endpoint;
+                        s.placement = placement;
                     });
+                    if let (Some(router), Some((from, old))) = (&self.router, left.take()) {
+                        router.retire(from, Some(old));
+                    }
                     tracing::info!(server = %self.name, "MCP server ready");
                     listener.tools_changed(&self.name);
                     listener.lists_changed(&self.name, Lists::BOTH);
@@ -479,11 +489,9 @@ impl Supervisor {
                     {
                         Followed::Moved(new, tools, to) => {
                             // The old session goes on serving the calls in flight on it; the
-                            // router closes it after them.
+                            // router closes it after them, once the new one is in place.
                             self.session_ended(None);
-                            if let Some(router) = &self.router {
-                                router.retire(endpoint, Some(session));
-                            }
+                            left = Some((endpoint, session));
                             outcome = Attempt::Connected(new, tools, to);
                             continue;
                         }
@@ -494,7 +502,6 @@ impl Supervisor {
                     self.session_ended(Some(lost.kind().as_str()));
                     if let Some(router) = &self.router {
                         router.endpoint_failed(endpoint, lost.message());
-                        router.retire(endpoint, None);
                     }
                     // No call may take the lost session while it is being closed.
                     self.set_status(ServerStatus::Reconnecting { attempt: 1 });
@@ -543,7 +550,7 @@ impl Supervisor {
             let attempt = u32::try_from(index + 1).unwrap_or(u32::MAX);
             self.set_status(ServerStatus::Reconnecting { attempt });
             tokio::time::sleep(*delay).await;
-            drain(inbox);
+            self.drain(inbox);
             match self
                 .attempt(mcp_core::time::deadline_after(
                     Instant::now(),
@@ -572,7 +579,7 @@ impl Supervisor {
     async fn probe(&self, inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Attempt {
         loop {
             tokio::time::sleep(self.probe_interval).await;
-            drain(inbox);
+            self.drain(inbox);
             self.set_status(ServerStatus::Probing);
             match self
                 .attempt(mcp_core::time::deadline_after(
@@ -599,7 +606,7 @@ impl Supervisor {
         }
     }
 
-    /// Connects, renews subscriptions and lists the tools, all before `deadline`.
+    /// Connects, lists the tools and renews subscriptions, all before `deadline`.
     async fn attempt(&self, deadline: Instant) -> Attempt {
         self.attempt_leaving(deadline, None).await
     }
@@ -613,8 +620,7 @@ impl Supervisor {
                 None => (self.connector.connect().await?, 0),
             };
             let setup = async {
-                self.renew(&session, deadline).await;
-                session
+                let tools = session
                     .list_all_tools_with_hints(RequestOptions::new().with_deadline(deadline))
                     .await
                     .map(|(tools, hints)| {
@@ -622,11 +628,23 @@ impl Supervisor {
                         self.metrics.cache(mcp_metrics::CacheKind::Tools, false);
                         self.note_freshness(&hints);
                         tools
-                    })
+                    })?;
+                // Last: the resource manager is handed the session only once nothing can
+                // fail (a failed move keeps it on the session it stays on).
+                self.renew(&session, deadline).await;
+                Ok::<_, Error>(tools)
             };
             match setup.await {
-                Ok(tools) => Ok((session, tools, endpoint)),
+                Ok(tools) => {
+                    if let Some(router) = &self.router {
+                        router.session_ready(endpoint);
+                    }
+                    Ok((session, tools, endpoint))
+                }
                 Err(e) => {
+                    if let Some(router) = &self.router {
+                        router.endpoint_failed(endpoint, e.message());
+                    }
                     session.close().await;
                     Err(e)
                 }
@@ -677,7 +695,7 @@ impl Supervisor {
                 Some(SupervisorEvent::ToolsChanged) => {
                     // A burst of notifications costs one refresh.
                     tokio::time::sleep(self.policy.list_changed_debounce).await;
-                    let more = drain(inbox);
+                    let more = self.drain(inbox);
                     if more.suspect {
                         if let Some(lost) = self.health_check(session).await {
                             return Followed::Lost(lost);
@@ -700,7 +718,7 @@ impl Supervisor {
                     listener.lists_changed(&self.name, Lists::of(&event));
                 }
                 Some(SupervisorEvent::Suspect) => {
-                    let more = drain(inbox);
+                    let more = self.drain(inbox);
                     if let Some(lost) = self.health_check(session).await {
                         return Followed::Lost(lost);
                     }
@@ -711,7 +729,8 @@ impl Supervisor {
                     }
                 }
                 Some(SupervisorEvent::Reroute) => {
-                    let more = drain(inbox);
+                    self.took_reroute();
+                    let more = self.drain(inbox);
                     if more.suspect {
                         if let Some(lost) = self.health_check(session).await {
                             return Followed::Lost(lost);
@@ -725,6 +744,22 @@ impl Supervisor {
         }
     }
 
+    /// Takes every queued event (what they asked for is returned).
+    fn drain(&self, inbox: &mut mpsc::Receiver<SupervisorEvent>) -> Drained {
+        let drained = drain(inbox);
+        if drained.reroute {
+            self.took_reroute();
+        }
+        drained
+    }
+
+    /// A reroute was taken from the queue: the router may queue the next.
+    fn took_reroute(&self) {
+        if let Some(router) = &self.router {
+            router.reroute_taken();
+        }
+    }
+
     /// Opens a session on the endpoint the router prefers to `current`, if it prefers one and
     /// the session opens; otherwise the current session stays.
     ///
@@ -732,19 +767,32 @@ impl Supervisor {
     /// checked: lost when it does not answer, the endpoint up again when it does.
     async fn reroute(&self, session: &ClientSession, current: usize) -> Option<Followed> {
         let router = self.router.as_ref()?;
-        if let Some(target) = router.move_from(current) {
-            tracing::debug!(server = %self.name, from = current, to = target, "moving to another endpoint");
-            let deadline = mcp_core::time::deadline_after(Instant::now(), self.connect_timeout);
-            match self.attempt_leaving(deadline, Some(current)).await {
-                Attempt::Connected(session, tools, endpoint) => {
-                    return Some(Followed::Moved(session, tools, endpoint))
-                }
-                Attempt::Failed(e) => {
-                    tracing::debug!(server = %self.name, error = %e, "moving to another endpoint failed; staying");
+        let recently_failed =
+            lock(&self.move_failed_at).is_some_and(|at| at.elapsed() < MOVE_RETRY);
+        match router.move_from(current) {
+            Some(target) if !recently_failed => {
+                tracing::debug!(server = %self.name, from = current, to = target, "moving to another endpoint");
+                let deadline = mcp_core::time::deadline_after(Instant::now(), self.connect_timeout);
+                // The current session may die meanwhile: then it is lost (and the next
+                // attempt goes wherever the router says).
+                let attempt = tokio::select! {
+                    attempt = self.attempt_leaving(deadline, Some(current)) => attempt,
+                    reason = session.closed() => return Some(Followed::Lost(reason)),
+                };
+                match attempt {
+                    Attempt::Connected(session, tools, endpoint) => {
+                        *lock(&self.move_failed_at) = None;
+                        return Some(Followed::Moved(session, tools, endpoint));
+                    }
+                    Attempt::Failed(e) => {
+                        *lock(&self.move_failed_at) = Some(Instant::now());
+                        tracing::debug!(server = %self.name, error = %e, "moving to another endpoint failed; staying");
+                    }
                 }
             }
+            _ => {}
         }
-        if router.endpoint(current).is_some_and(|e| e.is_down()) {
+        if router.endpoint(current).is_some_and(|e| e.unreachable()) {
             match self.health_check(session).await {
                 Some(lost) => return Some(Followed::Lost(lost)),
                 None => router.endpoint_answered(current),

@@ -235,11 +235,34 @@ fn nanos(duration: Duration) -> u64 {
 #[derive(Clone)]
 pub struct EndpointHandle {
     record: Arc<EndpointRecord>,
+    registry: Arc<crate::registry::Registry>,
 }
 
+/// When a call to an endpoint started, on the registry's clock ([`EndpointHandle::start_call`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CallStart(u64);
+
 impl EndpointHandle {
-    pub(crate) fn new(record: Arc<EndpointRecord>) -> EndpointHandle {
-        EndpointHandle { record }
+    pub(crate) fn new(
+        record: Arc<EndpointRecord>,
+        registry: Arc<crate::registry::Registry>,
+    ) -> EndpointHandle {
+        EndpointHandle { record, registry }
+    }
+
+    /// Marks the start of a call, on the registry's clock (the CPU's counter: a few
+    /// nanoseconds); [`finish_call`](Self::finish_call) records it.
+    #[inline]
+    pub fn start_call(&self) -> CallStart {
+        CallStart(self.registry.clock.now())
+    }
+
+    /// Records the call started at `start` as [`record_call`](Self::record_call) does, its
+    /// latency read off the registry's clock.
+    #[inline]
+    pub fn finish_call(&self, start: CallStart, ok: bool) {
+        let elapsed = self.registry.clock.now().saturating_sub(start.0);
+        self.record.record_call(Duration::from_nanos(elapsed), ok);
     }
 
     /// The endpoint as it was registered (the first registration of its URL).

@@ -83,7 +83,7 @@ mod window;
 
 pub use cache::CacheKind;
 pub use config::MetricsConfig;
-pub use endpoint::{EndpointHandle, EndpointInfo};
+pub use endpoint::{CallStart, EndpointHandle, EndpointInfo};
 pub use gauges::{EndpointGauges, GaugeSource, PoolGauges, ServerGauges};
 pub use latency::LatencySummary;
 pub use layer::{MetricsLayer, MetricsService};

@@ -213,7 +213,7 @@ impl ServerHandle {
     /// was first registered with). A server keeps 64 endpoints: one registered beyond them
     /// gets a handle that records into a record no snapshot or export shows.
     pub fn endpoint(&self, info: EndpointInfo) -> EndpointHandle {
-        EndpointHandle::new(self.server.endpoint(info))
+        EndpointHandle::new(self.server.endpoint(info), self.registry.clone())
     }
 
     /// Counts a lookup in one of the facade's caches.

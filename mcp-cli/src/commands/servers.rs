@@ -89,10 +89,18 @@ pub async fn run(client: &McpClient, json: bool) -> Result<(), CliError> {
 async fn first_probes(client: &McpClient) {
     let until = tokio::time::Instant::now() + FIRST_PROBES;
     loop {
+        // Only servers that are up are probed.
+        let ready: Vec<String> = client
+            .servers()
+            .into_iter()
+            .filter(|s| s.status.is_ready())
+            .map(|s| s.name)
+            .collect();
         let probed = client
             .metrics()
             .servers
             .iter()
+            .filter(|s| ready.contains(&s.name))
             .flat_map(|s| s.endpoints.iter())
             .all(|e| e.probes > 0);
         if probed || tokio::time::Instant::now() >= until {

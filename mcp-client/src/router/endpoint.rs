@@ -1,7 +1,7 @@
 //! One endpoint of a routed server: how to open sessions to it, its breaker and (lazily) its
 //! pool, what is known of its health, and the calls in flight on it.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,6 +48,9 @@ pub(crate) struct Endpoint {
     down: AtomicBool,
     /// Calls through the facade on this endpoint now (its sessions are closed after them).
     in_flight: Arc<AtomicUsize>,
+    /// The latest deadline of the calls sent here, in nanoseconds since the router's epoch
+    /// (0: none yet): a session being left stays open until then at most.
+    latest_deadline: Arc<AtomicU64>,
     #[cfg(feature = "pool")]
     pool: Mutex<Option<mcp_pool::SessionPool>>,
     /// Whether calls on legacy-era sessions of this endpoint go through a pool.
@@ -58,6 +61,8 @@ pub(crate) struct Endpoint {
 /// The parts an endpoint is made of.
 pub(crate) struct EndpointParts {
     pub(crate) index: usize,
+    /// Its URL as shown (without user info, query or fragment; unique within the server).
+    pub(crate) url: String,
     pub(crate) region: Option<String>,
     pub(crate) local: bool,
     pub(crate) config: ServerConfig,
@@ -70,15 +75,9 @@ pub(crate) struct EndpointParts {
 
 impl Endpoint {
     pub(crate) fn new(parts: EndpointParts) -> Endpoint {
-        let url = parts
-            .config
-            .transport
-            .url()
-            .map(mcp_core::auth::redact_url)
-            .unwrap_or_default();
         Endpoint {
             index: parts.index,
-            url,
+            url: parts.url,
             region: parts.region,
             local: parts.local,
             config: parts.config,
@@ -88,6 +87,7 @@ impl Endpoint {
             health: Mutex::new(Health::Unknown),
             down: AtomicBool::new(false),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            latest_deadline: Arc::new(AtomicU64::new(0)),
             #[cfg(feature = "pool")]
             pool: Mutex::new(None),
             #[cfg(feature = "pool")]
@@ -263,14 +263,34 @@ impl Endpoint {
         self.in_flight.clone()
     }
 
-    /// The endpoint's pool, made on first use (only while it is the active endpoint: see
-    /// `Router::pool`).
+    /// Keeps the latest deadline of the calls sent here (nanoseconds since the router's
+    /// epoch).
+    #[inline]
+    pub(crate) fn note_deadline(&self, since_epoch: u64) {
+        if self.latest_deadline.load(Ordering::Relaxed) < since_epoch {
+            self.latest_deadline
+                .fetch_max(since_epoch, Ordering::SeqCst);
+        }
+    }
+
+    /// The latest deadline of the calls sent here, for waiting until it passed.
+    pub(crate) fn latest_deadline(&self) -> Arc<AtomicU64> {
+        self.latest_deadline.clone()
+    }
+
+    /// The endpoint's pool, made on first use — only while `active` says it is the active
+    /// endpoint, asked under the slot's lock (so a pool taken out by a move is never made
+    /// again behind it: see `Router::retire`).
     #[cfg(feature = "pool")]
     pub(crate) fn pool(
         &self,
+        active: impl FnOnce() -> bool,
         make: impl FnOnce() -> Option<mcp_pool::SessionPool>,
     ) -> Option<mcp_pool::SessionPool> {
         let mut slot = lock(&self.pool);
+        if !active() {
+            return None;
+        }
         if slot.is_none() {
             *slot = make();
         }

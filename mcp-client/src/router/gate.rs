@@ -6,8 +6,8 @@
 //! never goes to an endpoint known to be down (or whose breaker is open) while another endpoint
 //! can take it: it asks the supervisor to move and waits for the new session, within its own
 //! deadline. What the call did is recorded on its endpoint (`mcp-metrics`), and a failure that
-//! proves the endpoint unreachable (a request that never left, a network error) or opened its
-//! breaker marks it down, which moves the traffic.
+//! proves the endpoint unreachable (a network error on a request that never left) or opened
+//! its breaker marks it down, which moves the traffic.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use mcp_core::{ClientSession, Delivery, Error, ErrorKind, McpService, Operation, Payload};
 use tokio::time::Instant;
 
-use super::Router;
+use super::{Placement, Router};
 use crate::supervisor::{Supervisor, SupervisorEvent};
 
 /// How long a call waiting for the traffic to move looks again at whether it still must.
@@ -45,7 +45,7 @@ impl RoutedGate {
         &self,
         operation: &Operation,
         deadline: &mut Option<Instant>,
-    ) -> Result<(ClientSession, usize), Error> {
+    ) -> Result<(ClientSession, Placement), Error> {
         if let Some(ready) = self.supervisor.ready_now_at() {
             return Ok(ready);
         }
@@ -122,7 +122,8 @@ impl McpService for RoutedGate {
     async fn call(&self, operation: Operation) -> Result<Payload, Error> {
         let mut deadline = None;
         loop {
-            let (session, index) = self.session(&operation, &mut deadline).await?;
+            let (session, placement) = self.session(&operation, &mut deadline).await?;
+            let index = placement.endpoint;
             let Some(endpoint) = self.router.endpoint(index) else {
                 return Err(Error::new(
                     ErrorKind::ServerUnavailable,
@@ -140,7 +141,7 @@ impl McpService for RoutedGate {
             // Counted before the check that the endpoint still carries the calls: a move that
             // happens after the check waits for this call before it closes the session.
             let in_flight = endpoint.enter();
-            if self.router.active() != Some(index) {
+            if self.router.placement() != Some(placement) {
                 drop(in_flight);
                 tokio::task::yield_now().await;
                 continue;
@@ -174,15 +175,16 @@ impl McpService for RoutedGate {
                     }
                 },
             };
-            let started = std::time::Instant::now();
+            if let Some(deadline) = operation.options.deadline {
+                endpoint.note_deadline(self.router.since_epoch(deadline));
+            }
+            let started = endpoint.metrics.start_call();
             let result = match target {
                 Target::Session(session) => session.call(operation).await,
                 #[cfg(feature = "pool")]
                 Target::Pool(pool) => pool.call(operation).await,
             };
-            endpoint
-                .metrics
-                .record_call(started.elapsed(), result.is_ok());
+            endpoint.metrics.finish_call(started, result.is_ok());
             if let Some(permit) = permit {
                 permit.record(&result);
             }

@@ -32,7 +32,7 @@ mod failover;
 mod gate;
 mod prober;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,11 +52,48 @@ use crate::status::EndpointReport;
 use crate::supervisor::SupervisorEvent;
 
 /// No endpoint is active (before the first session, or never).
-const NONE: usize = usize::MAX;
+const NONE: u64 = u64::MAX;
 
-/// How long the sessions of an endpoint being left wait for their calls, at the most, beyond
-/// the server's tool timeout.
+/// How long the sessions of an endpoint being left wait, beyond the latest deadline of the
+/// calls on it, before they are closed anyway.
 const RETIRE_MARGIN: Duration = Duration::from_secs(1);
+
+/// The least time an endpoint is given to open a session before not opening one counts as
+/// its failure (less is the caller's deadline running out, not the endpoint).
+const FAIR_SHARE: Duration = Duration::from_secs(1);
+
+/// The part of a session's opening deadline kept for setting it up (tools listed,
+/// subscriptions renewed) after it opened, at most.
+const SETUP_RESERVE: Duration = Duration::from_secs(2);
+
+/// Where the calls go: which endpoint, and the how-many-th activation of one it is (so a call
+/// holding the session of an earlier activation of the same endpoint, since retired, notices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The endpoint.
+    pub(crate) endpoint: usize,
+    /// The router's activation count then (0 for a server without a router).
+    pub(crate) activation: u64,
+}
+
+impl Placement {
+    /// A server without a router: endpoint 0, always.
+    pub(crate) const SINGLE: Placement = Placement {
+        endpoint: 0,
+        activation: 0,
+    };
+
+    fn packed(self) -> u64 {
+        (self.activation << 32) | (self.endpoint as u64 & 0xFFFF_FFFF)
+    }
+
+    fn unpacked(value: u64) -> Option<Placement> {
+        (value != NONE).then(|| Placement {
+            endpoint: usize::try_from(value & 0xFFFF_FFFF).unwrap_or(usize::MAX),
+            activation: value >> 32,
+        })
+    }
+}
 
 /// How often the calls in flight on an endpoint being left are counted.
 const RETIRE_POLL: Duration = Duration::from_millis(10);
@@ -72,11 +109,17 @@ pub(crate) struct Router {
     connect_timeout: Duration,
     /// Bounds a probe's ping.
     ping_timeout: Duration,
-    /// How long the calls on an endpoint being left may go on before its sessions close.
+    /// How long the calls on an endpoint being left may go on before its sessions close, when
+    /// none of them had a deadline.
     drain_limit: Duration,
-    /// The endpoint of the supervisor's session ([`NONE`] before the first).
-    active: AtomicUsize,
+    /// Where the supervisor's session is: a packed [`Placement`] ([`NONE`] before the first).
+    active: AtomicU64,
+    /// Deadlines are kept as nanoseconds since this instant.
+    epoch: Instant,
     supervisor: mpsc::Sender<SupervisorEvent>,
+    /// A [`SupervisorEvent::Reroute`] is in the supervisor's queue (one at a time: the queue
+    /// carries the servers' notifications too).
+    reroute_queued: AtomicBool,
     failovers: broadcast::Sender<Failover>,
     metrics: mcp_metrics::ServerHandle,
     /// Endpoints being left: their sessions and pools, closed once their calls are over.
@@ -109,9 +152,11 @@ impl Router {
             probe_interval: parts.probe_interval,
             connect_timeout: parts.connect_timeout,
             ping_timeout: parts.ping_timeout,
-            drain_limit: parts.drain_limit + RETIRE_MARGIN,
-            active: AtomicUsize::new(NONE),
+            drain_limit: parts.drain_limit,
+            active: AtomicU64::new(NONE),
+            epoch: Instant::now(),
             supervisor: parts.supervisor,
+            reroute_queued: AtomicBool::new(false),
             failovers: parts.failovers,
             metrics: parts.metrics,
             retiring: Mutex::new(JoinSet::new()),
@@ -138,7 +183,20 @@ impl Router {
     /// The endpoint carrying the calls.
     #[inline]
     pub(crate) fn active(&self) -> Option<usize> {
-        Some(self.active.load(Ordering::SeqCst)).filter(|&i| i != NONE)
+        self.placement().map(|p| p.endpoint)
+    }
+
+    /// Where the calls go now.
+    #[inline]
+    pub(crate) fn placement(&self) -> Option<Placement> {
+        Placement::unpacked(self.active.load(Ordering::SeqCst))
+    }
+
+    /// `deadline` as nanoseconds since the router's epoch (what an endpoint keeps of its
+    /// calls' latest deadline).
+    #[inline]
+    pub(crate) fn since_epoch(&self, deadline: Instant) -> u64 {
+        u64::try_from(deadline.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// What the decision knows of every endpoint now.
@@ -164,10 +222,20 @@ impl Router {
         }
     }
 
-    /// Tells the supervisor to look at where its session should be (dropped when its queue is
-    /// full: it has a reroute to do anyway).
+    /// Tells the supervisor to look at where its session should be: one event at a time
+    /// (the supervisor says when it took it, [`reroute_taken`](Self::reroute_taken)), so calls
+    /// waiting for a move never crowd the servers' notifications out of its queue.
     pub(crate) fn reroute(&self) {
-        let _ = self.supervisor.try_send(SupervisorEvent::Reroute);
+        if !self.reroute_queued.swap(true, Ordering::AcqRel)
+            && self.supervisor.try_send(SupervisorEvent::Reroute).is_err()
+        {
+            self.reroute_queued.store(false, Ordering::Release);
+        }
+    }
+
+    /// The supervisor took the queued reroute (the next one is queued again).
+    pub(crate) fn reroute_taken(&self) {
+        self.reroute_queued.store(false, Ordering::Release);
     }
 
     /// Whether a call should wait for the move away from endpoint `index` instead of going to
@@ -203,6 +271,15 @@ impl Router {
     pub(crate) fn endpoint_answered(&self, index: usize) {
         if let Some(endpoint) = self.endpoint(index) {
             endpoint.answered(Instant::now());
+        }
+    }
+
+    /// A session on endpoint `index` is set up (tools listed, subscriptions renewed): the
+    /// endpoint answered, and its breaker closes — a new session is a better probe than the
+    /// breaker's own.
+    pub(crate) fn session_ready(&self, index: usize) {
+        if let Some(endpoint) = self.endpoint(index) {
+            endpoint.connected(Instant::now());
         }
     }
 
@@ -242,6 +319,9 @@ impl Router {
         deadline: Instant,
         leaving: Option<usize>,
     ) -> Result<(ClientSession, usize), Error> {
+        // Part of the time is kept for setting the session up once it opened.
+        let reserve = (deadline.saturating_duration_since(Instant::now()) / 4).min(SETUP_RESERVE);
+        let deadline = deadline.checked_sub(reserve).unwrap_or(deadline);
         let candidates = self.candidates();
         let chosen = choose(&candidates, leaving, &self.policy);
         let mut order = connect_order(&candidates, chosen, leaving);
@@ -252,6 +332,7 @@ impl Router {
         }
         let mut failures: Vec<String> = Vec::new();
         let mut last: Option<Error> = None;
+        let mut refused_credentials = 0;
         let count = order.len();
         for (tried, index) in order.into_iter().enumerate() {
             let endpoint = &self.endpoints[index];
@@ -267,14 +348,14 @@ impl Router {
             match tokio::time::timeout_at(share_end.min(deadline), endpoint.connector.connect())
                 .await
             {
-                Ok(Ok(session)) => {
-                    endpoint.connected(Instant::now());
-                    return Ok((session, index));
-                }
-                Ok(Err(e)) if matches!(e.kind(), ErrorKind::Auth | ErrorKind::PermissionDenied) => {
-                    return Err(e);
-                }
+                // Set up by the supervisor, which says how that went (`session_ready`).
+                Ok(Ok(session)) => return Ok((session, index)),
                 Ok(Err(e)) => {
+                    // One endpoint refusing credentials (its own headers, say) is that
+                    // endpoint's failure; the server needs credentials only when all do.
+                    if matches!(e.kind(), ErrorKind::Auth | ErrorKind::PermissionDenied) {
+                        refused_credentials += 1;
+                    }
                     endpoint.failed(e.message());
                     failures.push(format!("{}: {}", self.name_of(index), e.message()));
                     last = Some(e);
@@ -284,13 +365,26 @@ impl Router {
                         "did not open a session within {}",
                         mcp_core::time::human_duration(share)
                     );
-                    endpoint.failed(&why);
+                    // A share too short to be fair says nothing about the endpoint.
+                    if share >= FAIR_SHARE {
+                        endpoint.failed(&why);
+                    }
                     failures.push(format!("{}: {why}", self.name_of(index)));
                     last = Some(Error::timeout(why));
                 }
             }
         }
-        let kind = last.as_ref().map_or(ErrorKind::Timeout, Error::kind);
+        if refused_credentials > 0 && refused_credentials == failures.len() {
+            if let Some(refusal) = last {
+                return Err(refusal);
+            }
+        }
+        // Credentials refused by some endpoints only: the server is unavailable, not waiting
+        // for a login.
+        let kind = match last.as_ref().map_or(ErrorKind::Timeout, Error::kind) {
+            ErrorKind::Auth | ErrorKind::PermissionDenied => ErrorKind::Network,
+            other => other,
+        };
         let message = if failures.is_empty() {
             format!(
                 "no endpoint of server \"{}\" could be tried before the deadline",
@@ -315,13 +409,22 @@ impl Router {
         }
     }
 
-    /// The supervisor's session on endpoint `index` is ready: it carries the calls from now on.
-    /// A change of endpoint is counted, logged and reported as a [`Failover`].
-    pub(crate) fn activated(&self, index: usize) {
-        let Some(endpoint) = self.endpoint(index) else {
-            return;
+    /// The supervisor's session on endpoint `index` is ready: it carries the calls from now on
+    /// (returned: where, which the supervisor keeps with the session). A change of endpoint is
+    /// counted, logged and reported as a [`Failover`], and the endpoint left has its pool
+    /// retired.
+    pub(crate) fn activated(&self, index: usize) -> Placement {
+        let activation = self
+            .placement()
+            .map_or(1, |p| p.activation.wrapping_add(1) & 0xFFFF_FFFF);
+        let placement = Placement {
+            endpoint: index,
+            activation,
         };
-        let previous = self.active.swap(index, Ordering::SeqCst);
+        let Some(endpoint) = self.endpoint(index) else {
+            return placement;
+        };
+        let previous = Placement::unpacked(self.active.swap(placement.packed(), Ordering::SeqCst));
         let (address, port) = endpoint
             .config
             .transport
@@ -330,9 +433,14 @@ impl Router {
             .unzip();
         self.metrics.set_server_address(address, port.flatten());
         self.metrics.set_region(endpoint.region.as_deref());
-        if previous == NONE || previous == index {
-            return;
-        }
+        let Some(previous) = previous
+            .map(|p| p.endpoint)
+            .filter(|&p| p != index && p < self.endpoints.len())
+        else {
+            return placement;
+        };
+        // After the new placement is stored (see `retire`).
+        self.retire(previous, None);
         let from = &self.endpoints[previous];
         let reason = if from.unreachable() {
             FailoverReason::EndpointDown
@@ -357,15 +465,19 @@ impl Router {
             to: endpoint.reference(),
             reason,
         });
+        placement
     }
 
     /// Endpoint `index` is being left: its pool (and `session`, the supervisor's old one) are
-    /// closed once the calls on them are over, or after the drain limit.
+    /// closed once the calls on them are over — at the latest a little after the latest
+    /// deadline of the calls sent there (the drain limit when none had one).
     ///
-    /// A call first counts itself on its endpoint and then checks that the endpoint is still
-    /// the active one (both sequentially consistent); the move stores the new active endpoint
-    /// before this counts the calls — so every call either sees the move (and goes to the new
-    /// endpoint) or is counted here (and its session stays open until it ends).
+    /// Called after the new placement is stored ([`activated`](Self::activated)). A call first
+    /// counts itself on its endpoint and then checks that its placement is still the active
+    /// one (both sequentially consistent), and a pool is only handed out (or made) under its
+    /// slot's lock while its endpoint is active — so every call either sees the move (and goes
+    /// to the new endpoint) or is counted here (and its session and pool stay open until it
+    /// ends).
     pub(crate) fn retire(&self, index: usize, session: Option<ClientSession>) {
         let Some(endpoint) = self.endpoint(index) else {
             return;
@@ -373,11 +485,22 @@ impl Router {
         #[cfg(feature = "pool")]
         let pool = endpoint.take_pool();
         let in_flight = endpoint.in_flight();
-        let limit = self.drain_limit;
+        let latest = endpoint.latest_deadline();
+        let epoch = self.epoch;
+        let fallback = self.drain_limit;
         let mut retiring = lock(&self.retiring);
         while retiring.try_join_next().is_some() {}
         retiring.spawn(async move {
-            let until = Instant::now() + limit;
+            let now = Instant::now();
+            let until = match latest.load(Ordering::SeqCst) {
+                0 => mcp_core::time::deadline_after(now, fallback),
+                nanos => {
+                    mcp_core::time::deadline_after(epoch, Duration::from_nanos(nanos)).max(now)
+                }
+            };
+            let until = mcp_core::time::deadline_after(until, RETIRE_MARGIN);
+            // Closing is bounded too (by the same margin, at least).
+            let limit = until.saturating_duration_since(now).max(RETIRE_MARGIN);
             while in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < until {
                 tokio::time::sleep(RETIRE_POLL).await;
             }
@@ -399,17 +522,17 @@ impl Router {
         index: usize,
         policy: &crate::stack::StackPolicy,
     ) -> Option<mcp_pool::SessionPool> {
-        if self.active() != Some(index) {
-            return None;
-        }
         let endpoint = self.endpoint(index)?;
-        endpoint.pool(|| {
-            crate::stack::pool_for(
-                &endpoint.config,
-                policy,
-                endpoint.connector.clone() as Arc<dyn mcp_core::Connector>,
-            )
-        })
+        endpoint.pool(
+            || self.active() == Some(index),
+            || {
+                crate::stack::pool_for(
+                    &endpoint.config,
+                    policy,
+                    endpoint.connector.clone() as Arc<dyn mcp_core::Connector>,
+                )
+            },
+        )
     }
 
     /// Every endpoint's report, for displays.
@@ -454,19 +577,20 @@ impl Router {
     /// endpoints being left are closed too.
     pub(crate) async fn stop(&self, limit: Duration) {
         self.stop_probing();
+        self.active.store(NONE, Ordering::SeqCst);
+        let mut closing = std::mem::take(&mut *lock(&self.retiring));
         #[cfg(feature = "pool")]
         for endpoint in &self.endpoints {
             if let Some(pool) = endpoint.take_pool() {
-                let _ = tokio::time::timeout(limit, pool.close()).await;
+                closing.spawn(async move { pool.close().await });
             }
         }
-        let mut retiring = std::mem::take(&mut *lock(&self.retiring));
+        // Every pool and retiring session at once, under one bound.
         let _ = tokio::time::timeout(limit, async {
-            while retiring.join_next().await.is_some() {}
+            while closing.join_next().await.is_some() {}
         })
         .await;
-        retiring.abort_all();
-        self.active.store(NONE, Ordering::SeqCst);
+        closing.abort_all();
     }
 
     /// The probe interval.

@@ -1,7 +1,9 @@
-//! The prober: every endpoint of a routed server is probed once per probe interval, all in the
-//! same round (so a busy moment weighs on every endpoint alike). The endpoint carrying the calls
-//! is pinged on the supervisor's session; every other one gets a new session, one ping and a
-//! close. A ping is `ping` in the 2025 era and `server/discover` in the 2026-07-28 era (the
+//! The prober: every endpoint of a routed server is probed in rounds, a probe interval after
+//! the last round ended, all endpoints in the same round (so a busy moment weighs on every
+//! endpoint alike); opening a probe's session takes at most a probe interval (at least 1 s).
+//! The endpoint carrying the calls is pinged on the supervisor's session (counted as a call
+//! on it, so a move never closes it under the ping); every other one gets a new session, one
+//! ping and a close. A ping is `ping` in the 2025 era and `server/discover` in the 2026-07-28 era (the
 //! session maps it). Only the ping is timed: its round trip is what the endpoints are compared
 //! by — never the calls', whose tools take what they take. A probe that fails marks its
 //! endpoint down; one that answers brings it up. After each round the router decides again.
@@ -13,7 +15,8 @@ use mcp_core::{ClientSession, Connector, McpServiceExt, RequestOptions};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use super::Router;
+use super::{Placement, Router};
+use crate::status::ServerStatus;
 use crate::supervisor::Supervisor;
 
 /// How long closing a probe's session may take.
@@ -39,73 +42,107 @@ pub(super) fn spawn(router: &Arc<Router>, supervisor: &Arc<Supervisor>) -> JoinH
 }
 
 /// One round: every endpoint probed at once, then the decision. False when the router or the
-/// supervisor is gone.
+/// supervisor is gone, or the server stopped.
 async fn round(router: &Weak<Router>, supervisor: &Weak<Supervisor>) -> bool {
     let (Some(router), Some(supervisor)) = (router.upgrade(), supervisor.upgrade()) else {
         return false;
     };
+    match supervisor.snapshot().status {
+        ServerStatus::Stopped => return false,
+        // Nothing to route until someone logs in (or the server is turned on).
+        ServerStatus::NeedsCredentials { .. } | ServerStatus::Disabled => return true,
+        _ => {}
+    }
     let primary = supervisor.ready_now_at();
     drop(supervisor);
     let mut probes = JoinSet::new();
     for index in 0..router.endpoints().len() {
         let on_primary = primary
             .as_ref()
-            .filter(|(_, active)| *active == index)
-            .map(|(session, _)| session.clone());
+            .filter(|(_, placement)| placement.endpoint == index)
+            .map(|(session, placement)| (session.clone(), *placement));
         let router = router.clone();
         probes.spawn(async move {
-            let latency = probe(&router, index, on_primary).await;
-            (index, latency)
+            let outcome = probe(&router, index, on_primary).await;
+            (index, outcome)
         });
     }
     while let Some(done) = probes.join_next().await {
-        let Ok((index, latency)) = done else {
+        let Ok((index, outcome)) = done else {
             continue;
         };
         let Some(endpoint) = router.endpoint(index) else {
             continue;
         };
-        endpoint
-            .metrics
-            .record_probe(latency.as_ref().ok().copied());
-        match latency {
-            Ok(_) => endpoint.answered(Instant::now()),
-            Err(why) => router.endpoint_failed(index, &format!("probe failed: {why}")),
+        match outcome {
+            Probe::Answered(latency) => {
+                endpoint.metrics.record_probe(Some(latency));
+                endpoint.answered(Instant::now());
+            }
+            Probe::Failed(why) => {
+                endpoint.metrics.record_probe(None);
+                router.endpoint_failed(index, &format!("probe failed: {why}"));
+            }
+            Probe::Skipped => {}
         }
     }
     router.evaluate();
     true
 }
 
-/// Probes endpoint `index`: the ping's round trip, or why it failed.
+/// How one probe went.
+enum Probe {
+    /// The ping's round trip.
+    Answered(Duration),
+    /// Why it failed.
+    Failed(String),
+    /// Not made, or cut short by the client (the session it used was retired by a move).
+    Skipped,
+}
+
+/// Probes endpoint `index`: on the supervisor's session when it is there (with its
+/// placement), else on a session of its own, opened and closed for the probe.
 async fn probe(
     router: &Router,
     index: usize,
-    on_primary: Option<ClientSession>,
-) -> Result<Duration, String> {
+    on_primary: Option<(ClientSession, Placement)>,
+) -> Probe {
     let Some(endpoint) = router.endpoint(index) else {
-        return Err("no such endpoint".to_owned());
+        return Probe::Skipped;
     };
     if let Some(reason) = endpoint.connector.unreachable() {
-        return Err(reason.to_owned());
+        return Probe::Failed(reason.to_owned());
     }
-    if let Some(session) = on_primary {
-        return ping(&session, router.ping_timeout()).await;
-    }
-    let session =
-        match tokio::time::timeout(router.connect_timeout(), endpoint.connector.connect()).await {
-            Ok(Ok(session)) => session,
-            Ok(Err(e)) => return Err(e.message().to_owned()),
-            Err(_) => {
-                return Err(format!(
-                    "no session within {}",
-                    mcp_core::time::human_duration(router.connect_timeout())
-                ))
+    if let Some((session, placement)) = on_primary {
+        // Counted like a call, so a move waits for it before it closes the session.
+        let _in_flight = endpoint.enter();
+        if router.placement() != Some(placement) {
+            return Probe::Skipped;
+        }
+        return match ping(&session, router.ping_timeout()).await {
+            Err(_) if session.is_closed() && router.placement() != Some(placement) => {
+                Probe::Skipped
             }
+            outcome => outcome.map_or_else(Probe::Failed, Probe::Answered),
         };
+    }
+    // A probe never takes longer to open its session than a probe interval (at least 1 s).
+    let limit = router
+        .connect_timeout()
+        .min(router.probe_interval().max(Duration::from_secs(1)));
+    let session = match tokio::time::timeout(limit, endpoint.connector.connect()).await {
+        Ok(Ok(session)) => session,
+        Ok(Err(e)) => return Probe::Failed(e.message().to_owned()),
+        Err(_) => {
+            return Probe::Failed(format!(
+                "no session within {}",
+                mcp_core::time::human_duration(limit)
+            ))
+        }
+    };
     let latency = ping(&session, router.ping_timeout()).await;
     let _ = tokio::time::timeout(PROBE_CLOSE, session.close()).await;
-    latency
+    latency.map_or_else(Probe::Failed, Probe::Answered)
 }
 
 /// One timed ping.
