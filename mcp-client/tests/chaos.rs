@@ -19,6 +19,8 @@
 
 #![cfg(feature = "enterprise")]
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -390,26 +392,6 @@ impl Drop for Endpoint {
     }
 }
 
-/// Established TCP connections from this machine to loopback `port` (the client's side of
-/// its connections to an endpoint), from /proc/net/tcp and /proc/net/tcp6.
-fn established_to(port: u16) -> usize {
-    let wanted = format!("{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|path| std::fs::read_to_string(path).ok())
-        .map(|text| {
-            text.lines()
-                .skip(1)
-                .filter(|line| {
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    let remote_port = fields.get(2).and_then(|a| a.rsplit(':').next());
-                    remote_port == Some(wanted.as_str()) && fields.get(3) == Some(&"01")
-                })
-                .count()
-        })
-        .sum()
-}
-
 /// The routed server: three endpoints (`r1` in the client's region), default breaker and
 /// probe settings, the callers' deadline as its tool timeout.
 fn multi(endpoints: &[Endpoint]) -> ServerConfig {
@@ -713,6 +695,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
     let stdio_roles = ["fx-stdio", "py-stdio", "everything"];
     let mut failover_times: Vec<Duration> = Vec::new();
+    let mut failovers_missed = 0u64;
     let run_started = Instant::now();
     for _ in 0..iterations {
         tokio::time::sleep(Duration::from_millis(rng.u64(100..600))).await;
@@ -728,8 +711,9 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
                 regions[index].kill();
                 if active == Some(index) {
                     let dead = regions[index].label.clone();
-                    if let Some(took) = failover_time(&client, &dead, killed).await {
-                        failover_times.push(took);
+                    match failover_time(&client, &dead, killed).await {
+                        Some(took) => failover_times.push(took),
+                        None => failovers_missed += 1,
                     }
                     *faults.entry("sigkill the active endpoint").or_default() += 1;
                 } else {
@@ -846,8 +830,9 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         let dead = regions[active].label.clone();
         let killed = Instant::now();
         regions[active].kill();
-        if let Some(took) = failover_time(&client, &dead, killed).await {
-            failover_times.push(took);
+        match failover_time(&client, &dead, killed).await {
+            Some(took) => failover_times.push(took),
+            None => failovers_missed += 1,
         }
         *faults.entry("sigkill the active endpoint").or_default() += 1;
         regions[active].restart().await;
@@ -919,7 +904,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     client.shutdown().await;
     drop(client);
     wait_until("no connection to an endpoint of fx-multi is left", || {
-        regions.iter().all(|e| established_to(e.port) == 0)
+        regions.iter().all(|e| common::established_to(e.port) == 0)
     })
     .await;
     wait_until("no stdio server process is left", || {
@@ -975,6 +960,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
             "calls_per_endpoint": endpoint_calls,
             "failover_ms": failover_times.iter().map(|d| d.as_millis() as u64).collect::<Vec<_>>(),
             "failover_ms_median": median_ms(&mut failover_times),
+            "failovers_missed": failovers_missed,
         },
     });
     eprintln!("chaos report: {report}");
@@ -993,6 +979,10 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     assert!(
         failovers > 0 && !failover_times.is_empty(),
         "the routed server's calls never moved: {report}"
+    );
+    assert_eq!(
+        failovers_missed, 0,
+        "the calls did not leave a killed endpoint within the deadline: {report}"
     );
     assert!(
         tally.outcomes.get("success").copied().unwrap_or(0) > 0,

@@ -265,6 +265,12 @@ async fn the_lowest_latency_wins_inside_a_region() {
     assert_eq!(report.endpoints[1].state, EndpointState::Active);
     assert_ne!(report.endpoints[0].state, EndpointState::Active);
     assert_eq!(client.metrics().server("search").unwrap().failovers, 1);
+    // The endpoint left keeps no connection: its session and pool were closed after their
+    // calls (only its probes' short-lived sessions come and go).
+    wait_until("no connection to the endpoint left stays open", || {
+        common::established_to(slow.port) == 0
+    })
+    .await;
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -356,14 +362,22 @@ async fn killing_the_active_endpoint_moves_the_calls_without_duplicates_or_late_
             }
         });
     }
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    wait_until("the stream has run a while", || lock(&outcomes).len() >= 40).await;
     let killed = Instant::now();
     eu.kill();
     let moved = next_failover(&mut failovers).await;
     let failover_time = killed.elapsed();
     assert_eq!(moved.reason, FailoverReason::EndpointDown, "{moved:?}");
     assert_eq!((moved.from.index, moved.to.index), (0, 1));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let settled = killed + failover_time + Duration::from_millis(200);
+    wait_until("40 calls ended after the move", || {
+        lock(&outcomes)
+            .iter()
+            .filter(|o| o.started >= settled)
+            .count()
+            >= 40
+    })
+    .await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     while let Some(done) = workers.join_next().await {
         done.expect("no worker panicked");
@@ -377,7 +391,6 @@ async fn killing_the_active_endpoint_moves_the_calls_without_duplicates_or_late_
         .collect();
     assert!(late.is_empty(), "calls outlived their deadline: {late:?}");
     // Calls made once the traffic had moved all succeed, on the other endpoint.
-    let settled = killed + failover_time + Duration::from_millis(200);
     let after: Vec<_> = outcomes.iter().filter(|o| o.started >= settled).collect();
     assert!(
         after.len() >= 16,
@@ -727,6 +740,63 @@ async fn repeated_kills_move_the_calls_every_time_with_the_default_settings() {
         seen.values().all(|n| *n == 1),
         "a side-effecting call ran twice"
     );
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_long_call_survives_an_elective_move() {
+    let (dir, marker) = scratch("long-call");
+    let slow = Region::start("eu-slow", &dir, &marker, &["--http-delay-ms", "60"]).await;
+    let fast = Region::start("eu-fast", &dir, &marker, &["--http-delay-ms", "5"]).await;
+    let mut server = routed(&[(&slow, Some("eu-west")), (&fast, Some("eu-west"))]);
+    // Shorter than the call: the move must not close the session under it.
+    server.tool_timeout = Duration::from_millis(500);
+    let client = start(server, Some("eu-west")).await;
+    let mut failovers = client.failovers();
+    let long = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .call_tool_with(
+                    "search__slow",
+                    Some(json!({"duration_ms": 2500, "steps": 0})),
+                    RequestOptions::new().with_timeout(Duration::from_secs(10)),
+                )
+                .await
+        })
+    };
+    let moved = next_failover(&mut failovers).await;
+    assert_eq!(moved.reason, FailoverReason::Faster);
+    assert!(!long.is_finished(), "the move came after the call");
+    let answer = tokio::time::timeout(DEADLINE, long)
+        .await
+        .expect("the call ends")
+        .expect("no panic");
+    assert!(
+        matches!(&answer, Ok(r) if !r.is_error()),
+        "the long call was cut by the move: {answer:?}"
+    );
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn one_endpoint_refusing_credentials_is_that_endpoints_failure() {
+    let (dir, marker) = scratch("one-refuses");
+    let eu = Region::start("eu", &dir, &marker, &["--http-bearer", "right-token"]).await;
+    let us = Region::start("us", &dir, &marker, &[]).await;
+    let mut server = routed(&[(&eu, Some("eu-west")), (&us, Some("us-east"))]);
+    server.endpoints[0]
+        .headers
+        .insert("Authorization".into(), "Bearer wrong-token".into());
+    let client = start(server, Some("eu-west")).await;
+    assert_eq!(served_by(&client).await, "us");
+    let report = &client.servers()[0];
+    assert!(report.status.is_ready(), "{report:?}");
+    assert_eq!(report.endpoints[0].state, EndpointState::Down);
+    let reason = report.endpoints[0].down_reason.clone().unwrap_or_default();
+    assert!(!reason.contains("wrong-token"), "{reason}");
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }

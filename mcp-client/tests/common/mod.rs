@@ -99,3 +99,23 @@ pub async fn start(servers: Vec<ServerConfig>) -> McpClient {
         .await
         .expect("start is bounded by the startup timeouts")
 }
+
+/// Established TCP connections from this machine to loopback `port` (the client's side of
+/// its connections to an endpoint), from /proc/net/tcp and /proc/net/tcp6.
+pub fn established_to(port: u16) -> usize {
+    let wanted = format!("{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .map(|text| {
+            text.lines()
+                .skip(1)
+                .filter(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let remote_port = fields.get(2).and_then(|a| a.rsplit(':').next());
+                    remote_port == Some(wanted.as_str()) && fields.get(3) == Some(&"01")
+                })
+                .count()
+        })
+        .sum()
+}
