@@ -17,6 +17,18 @@
 //!
 //! After the criterion group it times plain loops and prints one line per row:
 //! `routing: <row> … ns`.
+//!
+//! Instruction counts (stable where times are not): with `ROUTING_CALL_COUNT=<row>:<calls>`
+//! the bench makes only that many calls of that row and exits, e.g.
+//!
+//! ```text
+//! BIN=$(ls -t target/release/deps/routing-* | grep -v '\.d$' | head -1)
+//! for n in 1000 11000; do
+//!   ROUTING_CALL_COUNT=routed:$n valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$n $BIN
+//! done
+//! ```
+//!
+//! and the difference of the two totals over 10 000 calls is the per-call count.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -163,10 +175,17 @@ fn criterion_rows(c: &mut Criterion, runtime: &tokio::runtime::Runtime, client: 
     group.finish();
 }
 
-/// Median ns per call of each of `rows`, run alternately: five rounds of `calls` calls each.
-fn interleaved(runtime: &tokio::runtime::Runtime, client: &McpClient, calls: u32) -> [f64; 2] {
+/// Ns per call of the two rows, run alternately in `rounds` rounds of `calls` calls each:
+/// the median of each row, and the median of the per-round differences (paired, so a slow
+/// moment of the machine weighs on both rows of its round).
+fn interleaved(
+    runtime: &tokio::runtime::Runtime,
+    client: &McpClient,
+    rounds: usize,
+    calls: u32,
+) -> [f64; 3] {
     let mut samples: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for _ in 0..7 {
+    for _ in 0..rounds {
         for (slot, tool) in ["single__echo", "routed__echo"].into_iter().enumerate() {
             let started = Instant::now();
             runtime.block_on(async {
@@ -182,10 +201,21 @@ fn interleaved(runtime: &tokio::runtime::Runtime, client: &McpClient, calls: u32
             samples[slot].push(started.elapsed().as_nanos() as f64 / f64::from(calls));
         }
     }
-    samples.map(|mut s| {
+    let mut differences: Vec<f64> = samples[1]
+        .iter()
+        .zip(&samples[0])
+        .map(|(routed, single)| routed - single)
+        .collect();
+    let median = |s: &mut Vec<f64>| {
         s.sort_by(f64::total_cmp);
         s[s.len() / 2]
-    })
+    };
+    let [mut single, mut routed] = samples;
+    [
+        median(&mut single),
+        median(&mut routed),
+        median(&mut differences),
+    ]
 }
 
 fn summary(runtime: &tokio::runtime::Runtime, client: &McpClient) {
@@ -206,12 +236,43 @@ fn summary(runtime: &tokio::runtime::Runtime, client: &McpClient) {
         "routing: decision/choose_3 {:.1} ns/decision (not per call: after probe rounds and moves)",
         runs[runs.len() / 2]
     );
-    let [single, routed] = interleaved(runtime, client, 20_000);
+    let [single, routed, added] = interleaved(runtime, client, 21, 5_000);
     println!("routing: call/single {single:.0} ns/call (full stack, in-process server by URL)");
     println!(
-        "routing: call/routed_3 {routed:.0} ns/call, routing adds {:.0} ns per call (target < 100 ns)",
-        routed - single
+        "routing: call/routed_3 {routed:.0} ns/call, routing adds {added:.0} ns per call \
+         (median of 21 paired rounds; target < 100 ns)"
     );
+}
+
+/// `ROUTING_CALL_COUNT=<single|routed>:<calls>`: only that many calls of that row, then exit —
+/// for instruction counts (`valgrind --tool=callgrind`; the difference of two runs with
+/// different counts, over the difference of the counts, is the per-call count).
+fn count_only(runtime: &tokio::runtime::Runtime) -> bool {
+    let Ok(spec) = std::env::var("ROUTING_CALL_COUNT") else {
+        return false;
+    };
+    let (row, calls) = spec
+        .split_once(':')
+        .expect("ROUTING_CALL_COUNT=<single|routed>:<calls>");
+    let tool = match row {
+        "single" => "single__echo",
+        "routed" => "routed__echo",
+        other => panic!("no row {other:?} (single or routed)"),
+    };
+    let calls: u32 = calls.parse().expect("a number of calls");
+    runtime.block_on(async {
+        let client = client().await;
+        for _ in 0..calls {
+            black_box(
+                client
+                    .call_tool(tool, Some(json!({"text": "hi"})))
+                    .await
+                    .expect("echo answers"),
+            );
+        }
+        client.shutdown().await;
+    });
+    true
 }
 
 fn main() {
@@ -219,6 +280,9 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
+    if count_only(&runtime) {
+        return;
+    }
     let client = runtime.block_on(client());
     let mut criterion = Criterion::default().configure_from_args();
     criterion_rows(&mut criterion, &runtime, &client);

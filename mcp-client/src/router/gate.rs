@@ -39,16 +39,14 @@ enum Target {
 }
 
 impl RoutedGate {
-    /// The session to send on and its endpoint: at once when the server is ready, else once it
-    /// is (within the call's deadline).
-    async fn session(
+    /// The session to send on and where it is, once the server is ready (within the call's
+    /// deadline). The ready case is taken before this is called, so the call's own future does
+    /// not carry this one's state (it is boxed where awaited).
+    async fn wait_for_session(
         &self,
         operation: &Operation,
         deadline: &mut Option<Instant>,
     ) -> Result<(ClientSession, Placement), Error> {
-        if let Some(ready) = self.supervisor.ready_now_at() {
-            return Ok(ready);
-        }
         let until = self.deadline(operation, deadline);
         self.supervisor
             .ready_session_at(until)
@@ -122,7 +120,12 @@ impl McpService for RoutedGate {
     async fn call(&self, operation: Operation) -> Result<Payload, Error> {
         let mut deadline = None;
         loop {
-            let (session, placement) = self.session(&operation, &mut deadline).await?;
+            // The waits are boxed: rare, and the call's future stays small (one allocation
+            // from the thread cache per call).
+            let (session, placement) = match self.supervisor.ready_now_at() {
+                Some(ready) => ready,
+                None => Box::pin(self.wait_for_session(&operation, &mut deadline)).await?,
+            };
             let index = placement.endpoint;
             let Some(endpoint) = self.router.endpoint(index) else {
                 return Err(Error::new(
@@ -135,7 +138,7 @@ impl McpService for RoutedGate {
                 .with_delivery(Delivery::NotSent));
             };
             if endpoint.is_down() && self.router.must_wait(index) {
-                self.wait_for_move(index, &operation, &mut deadline).await?;
+                Box::pin(self.wait_for_move(index, &operation, &mut deadline)).await?;
                 continue;
             }
             // Counted before the check that the endpoint still carries the calls: a move that
@@ -167,7 +170,8 @@ impl McpService for RoutedGate {
                         if server_breaker && rejection.phase == mcp_resilience::BreakerPhase::Open {
                             self.router.breaker_opened(index);
                             if self.router.should_avoid(index) {
-                                self.wait_for_move(index, &operation, &mut deadline).await?;
+                                Box::pin(self.wait_for_move(index, &operation, &mut deadline))
+                                    .await?;
                                 continue;
                             }
                         }
