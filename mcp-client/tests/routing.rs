@@ -41,6 +41,8 @@ const FAILBACK: Duration = Duration::from_secs(1);
 struct Region {
     label: String,
     port: u16,
+    /// Served over WebSocket (`--ws`) rather than HTTP.
+    websocket: bool,
     args: Vec<String>,
     log: PathBuf,
     marker: String,
@@ -57,9 +59,21 @@ fn free_port() -> u16 {
 impl Region {
     /// A region called `label` whose fixture gets `args` too, started.
     async fn start(label: &str, dir: &Path, marker: &str, args: &[&str]) -> Region {
+        Region::start_as(label, dir, marker, args, false).await
+    }
+
+    /// [`start`](Self::start) over WebSocket when `websocket`.
+    async fn start_as(
+        label: &str,
+        dir: &Path,
+        marker: &str,
+        args: &[&str],
+        websocket: bool,
+    ) -> Region {
         let mut region = Region {
             label: label.to_owned(),
             port: free_port(),
+            websocket,
             args: args.iter().map(|a| a.to_string()).collect(),
             log: dir.join(format!("{label}.jsonl")),
             marker: marker.to_owned(),
@@ -73,7 +87,10 @@ impl Region {
     async fn restart(&mut self) {
         assert!(self.child.is_none(), "{} is running", self.label);
         let child = Command::new(mcp_testkit::fixture_server_bin())
-            .args(["--http", &format!("127.0.0.1:{}", self.port)])
+            .args([
+                if self.websocket { "--ws" } else { "--http" },
+                &format!("127.0.0.1:{}", self.port),
+            ])
             .args(["--instance", &self.label])
             .arg("--event-log")
             .arg(&self.log)
@@ -104,7 +121,8 @@ impl Region {
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        let scheme = if self.websocket { "ws" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/mcp", self.port)
     }
 
     /// `call_id`s of the `record` executions this region logged.
@@ -797,6 +815,31 @@ async fn one_endpoint_refusing_credentials_is_that_endpoints_failure() {
     assert_eq!(report.endpoints[0].state, EndpointState::Down);
     let reason = report.endpoints[0].down_reason.clone().unwrap_or_default();
     assert!(!reason.contains("wrong-token"), "{reason}");
+    client.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn endpoints_of_different_transports_are_picked_by_their_scheme() {
+    let (dir, marker) = scratch("schemes");
+    let mut eu = Region::start_as("eu-ws", &dir, &marker, &[], true).await;
+    let us = Region::start("us-http", &dir, &marker, &[]).await;
+    let mut server = routed(&[(&eu, Some("eu-west")), (&us, Some("us-east"))]);
+    // No `type`: each endpoint's scheme picks its transport.
+    server.transport = TransportConfig::Url {
+        url: eu.url(),
+        headers: BTreeMap::new(),
+    };
+    let client = start(server, Some("eu-west")).await;
+    let mut failovers = client.failovers();
+    assert_eq!(served_by(&client).await, "eu-ws");
+    eu.kill();
+    let _ = client
+        .call_tool("search__echo", Some(json!({"text": "x"})))
+        .await;
+    let moved = next_failover(&mut failovers).await;
+    assert_eq!(moved.to.index, 1, "{moved:?}");
+    assert_eq!(served_by(&client).await, "us-http");
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }

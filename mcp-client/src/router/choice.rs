@@ -38,7 +38,10 @@ impl Default for RoutingPolicy {
 impl RoutingPolicy {
     /// The decision: which of `candidates` (a server's endpoints, in configuration order)
     /// should carry the calls, given the `current` one — `current` itself when nothing is
-    /// clearly better, `None` when none is usable. See the [module docs](self) for the rules.
+    /// clearly better, `None` when none is usable: usable endpoints only; the client's region first;
+    /// then the lowest latency (unknown last), ties by configuration order; and while the current
+    /// endpoint is usable, a move within its tier only to a settled endpoint whose latency is
+    /// [`move_threshold`](Self::move_threshold) lower over [`min_samples`](Self::min_samples).
     ///
     /// ```
     /// use std::time::Duration;
