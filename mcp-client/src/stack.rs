@@ -431,11 +431,23 @@ pub(crate) fn pool_for(
 /// pooling a legacy-era server; a server whose state matters across calls is configured with
 /// `pool: {max: 1}` or without a pool.)
 #[cfg(feature = "pool")]
-pub(crate) fn on_the_supervised_session(operation: &Operation) -> bool {
+fn on_the_supervised_session(operation: &Operation) -> bool {
     matches!(
         operation.method.as_ref(),
         "resources/read" | "resources/subscribe" | "resources/unsubscribe"
     )
+}
+
+/// Whether a pooled server's call goes through its pool: a legacy session may carry
+/// per-session state, so each call gets a session of its own; a modern (2026-07-28) one has
+/// none to protect, and its one session carries every call at once (HTTP connections are
+/// pooled underneath); and resource operations stay on the supervised session.
+#[cfg(feature = "pool")]
+pub(crate) fn goes_through_the_pool(
+    session: &mcp_core::ClientSession,
+    operation: &Operation,
+) -> bool {
+    !session.is_modern() && !on_the_supervised_session(operation)
 }
 
 /// The innermost service: the supervisor's session, or the pool, once the server is there.
@@ -461,14 +473,9 @@ impl McpService for ServerGate {
                     .map_err(|e| operation.attach_subject(e))?
             }
         };
-        // A legacy session may carry per-session state, so a pooled server lends each call a
-        // session of its own; a modern (2026-07-28) one has none to protect, and its one
-        // session carries every call at once (HTTP connections are pooled underneath).
         #[cfg(feature = "pool")]
         let result = match &self.pool {
-            Some(pool) if !session.is_modern() && !on_the_supervised_session(&operation) => {
-                pool.call(operation).await
-            }
+            Some(pool) if goes_through_the_pool(&session, &operation) => pool.call(operation).await,
             _ => session.call(operation).await,
         };
         #[cfg(not(feature = "pool"))]

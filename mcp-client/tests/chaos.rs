@@ -115,13 +115,6 @@ fn signal(pids: &[i32], signal: i32) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
 // ------------------------------------------------------------------ the proxy
 
 /// A TCP proxy in front of an HTTP server: the client always talks to the same address while
@@ -288,7 +281,7 @@ async fn spawn_http(
     role: &str,
     event_log: &Path,
 ) -> (Child, SocketAddr) {
-    let port = free_port();
+    let port = common::free_port();
     let mut command = match kind {
         HttpKind::Fixture => {
             let mut c = Command::new(mcp_testkit::fixture_server_bin());
@@ -317,80 +310,13 @@ async fn spawn_http(
         .spawn()
         .expect("the HTTP server starts");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    while TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "{role} never listened on {addr}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::wait_for_port(port, role).await;
     (child, addr)
 }
 
-/// One endpoint of the routed server `fx-multi`: the fixture over HTTP on a port of its own
-/// (no proxy: a killed endpoint refuses connections, as a dead region does), restarted on the
-/// same port.
-struct Endpoint {
-    label: String,
-    port: u16,
-    marker: String,
-    event_log: PathBuf,
-    child: Option<Child>,
-}
-
-impl Endpoint {
-    async fn start(label: &str, marker: &str, dir: &Path) -> Endpoint {
-        let mut endpoint = Endpoint {
-            label: label.to_owned(),
-            port: free_port(),
-            marker: marker.to_owned(),
-            event_log: dir.join(format!("{label}.events")),
-            child: None,
-        };
-        endpoint.restart().await;
-        endpoint
-    }
-
-    async fn restart(&mut self) {
-        self.kill();
-        let child = Command::new(mcp_testkit::fixture_server_bin())
-            .args(["--http", &format!("127.0.0.1:{}", self.port)])
-            .args(["--instance", &self.label, "--event-log"])
-            .arg(&self.event_log)
-            .env("MCP_CHAOS_MARKER", &self.marker)
-            .env("MCP_CHAOS_ROLE", &self.label)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the endpoint's fixture starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + DEADLINE;
-        while TcpStream::connect(("127.0.0.1", self.port)).await.is_err() {
-            assert!(Instant::now() < deadline, "{} never listened", self.label);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn pid(&self) -> Option<i32> {
-        self.child.as_ref().map(|c| c.id() as i32)
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+/// One endpoint of the routed server `fx-multi` (no proxy: a killed endpoint refuses
+/// connections, as a dead region does).
+type Endpoint = common::FixtureRegion;
 
 /// The routed server: three endpoints (`r1` in the client's region), default breaker and
 /// probe settings, the callers' deadline as its tool timeout.
@@ -630,7 +556,11 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     let mut py_http = HttpServer::start("py-http", HttpKind::Python, &marker, &dir).await;
     let mut regions = Vec::new();
     for label in ["r1", "r2", "r3"] {
-        regions.push(Endpoint::start(label, &marker, &dir).await);
+        let env = [
+            ("MCP_CHAOS_MARKER", marker.as_str()),
+            ("MCP_CHAOS_ROLE", label),
+        ];
+        regions.push(Endpoint::start_with(label, &dir, &env, &[], false).await);
     }
     let fx_stdio_log = dir.join("fx-stdio.events");
     let servers = vec![
@@ -925,7 +855,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     })
     .await;
     let mut logs = vec![fx_stdio_log, fx_http.event_log.clone()];
-    logs.extend(regions.iter().map(|e| e.event_log.clone()));
+    logs.extend(regions.iter().map(|e| e.log.clone()));
     let duplicates: Vec<(String, u64)> = executions(&logs)
         .into_iter()
         .filter(|(_, n)| *n > 1)

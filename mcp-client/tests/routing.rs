@@ -15,8 +15,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,7 +23,7 @@ use common::{unique_marker, wait_until, DEADLINE};
 use mcp_client::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use mcp_client::{EndpointState, Failover, FailoverReason, McpClient};
 use mcp_core::RequestOptions;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
@@ -37,110 +36,8 @@ const PROBE: Duration = Duration::from_millis(100);
 /// Their failback period.
 const FAILBACK: Duration = Duration::from_secs(1);
 
-/// One "region": a fixture process serving Streamable HTTP on its own loopback port.
-struct Region {
-    label: String,
-    port: u16,
-    /// Served over WebSocket (`--ws`) rather than HTTP.
-    websocket: bool,
-    args: Vec<String>,
-    log: PathBuf,
-    marker: String,
-    child: Option<Child>,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-impl Region {
-    /// A region called `label` whose fixture gets `args` too, started.
-    async fn start(label: &str, dir: &Path, marker: &str, args: &[&str]) -> Region {
-        Region::start_as(label, dir, marker, args, false).await
-    }
-
-    /// [`start`](Self::start) over WebSocket when `websocket`.
-    async fn start_as(
-        label: &str,
-        dir: &Path,
-        marker: &str,
-        args: &[&str],
-        websocket: bool,
-    ) -> Region {
-        let mut region = Region {
-            label: label.to_owned(),
-            port: free_port(),
-            websocket,
-            args: args.iter().map(|a| a.to_string()).collect(),
-            log: dir.join(format!("{label}.jsonl")),
-            marker: marker.to_owned(),
-            child: None,
-        };
-        region.restart().await;
-        region
-    }
-
-    /// Starts the fixture (again, on the same port) and waits until it accepts connections.
-    async fn restart(&mut self) {
-        assert!(self.child.is_none(), "{} is running", self.label);
-        let child = Command::new(mcp_testkit::fixture_server_bin())
-            .args([
-                if self.websocket { "--ws" } else { "--http" },
-                &format!("127.0.0.1:{}", self.port),
-            ])
-            .args(["--instance", &self.label])
-            .arg("--event-log")
-            .arg(&self.log)
-            .args(&self.args)
-            .env("MCP_FACADE_TEST_MARKER", &self.marker)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the fixture starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + DEADLINE;
-        while tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "{} never listened", self.label);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// SIGKILL, and reaped.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        let scheme = if self.websocket { "ws" } else { "http" };
-        format!("{scheme}://127.0.0.1:{}/mcp", self.port)
-    }
-
-    /// `call_id`s of the `record` executions this region logged.
-    fn executions(&self) -> Vec<String> {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|event| event["event"] == "call" && event["tool"] == "record")
-            .filter_map(|event| event["call_id"].as_str().map(str::to_owned))
-            .collect()
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+/// One "region": a fixture process on a loopback port of its own.
+type Region = common::FixtureRegion;
 
 /// A scratch directory and the marker of this test's processes.
 fn scratch(test: &str) -> (PathBuf, String) {

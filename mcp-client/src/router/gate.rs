@@ -105,8 +105,7 @@ impl RoutedGate {
         #[cfg(feature = "pool")]
         {
             let pooled = self.router.endpoint(index).is_some_and(|e| e.pooled);
-            if pooled && !session.is_modern() && !crate::stack::on_the_supervised_session(operation)
-            {
+            if pooled && crate::stack::goes_through_the_pool(&session, operation) {
                 return self.router.pool(index, &self.stack).map(Target::Pool);
             }
         }

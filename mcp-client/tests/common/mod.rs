@@ -119,3 +119,141 @@ pub fn established_to(port: u16) -> usize {
         })
         .sum()
 }
+
+/// A free loopback port (free when asked; the caller binds it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// Waits (within [`DEADLINE`]) until something accepts connections on loopback `port`.
+pub async fn wait_for_port(port: u16, what: &str) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} never listened on port {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One "region" of a routed server: the fixture serving Streamable HTTP (or WebSocket) on a
+/// loopback port of its own, with `--instance LABEL` and an event log, restarted on the same
+/// port; killed on drop.
+pub struct FixtureRegion {
+    pub label: String,
+    pub port: u16,
+    /// Served over WebSocket (`--ws`) rather than HTTP.
+    websocket: bool,
+    args: Vec<String>,
+    pub log: std::path::PathBuf,
+    /// Put in the process's environment (markers that find it in /proc).
+    env: Vec<(String, String)>,
+    child: Option<std::process::Child>,
+}
+
+impl FixtureRegion {
+    /// A region called `label` over HTTP whose fixture gets `args` too, its processes marked
+    /// with `MCP_FACADE_TEST_MARKER=marker`; started.
+    pub async fn start(label: &str, dir: &std::path::Path, marker: &str, args: &[&str]) -> Self {
+        Self::start_as(label, dir, marker, args, false).await
+    }
+
+    /// [`start`](Self::start), over WebSocket when `websocket`.
+    pub async fn start_as(
+        label: &str,
+        dir: &std::path::Path,
+        marker: &str,
+        args: &[&str],
+        websocket: bool,
+    ) -> Self {
+        let env = [("MCP_FACADE_TEST_MARKER", marker)];
+        Self::start_with(label, dir, &env, args, websocket).await
+    }
+
+    /// A region with these environment variables (its markers).
+    pub async fn start_with(
+        label: &str,
+        dir: &std::path::Path,
+        env: &[(&str, &str)],
+        args: &[&str],
+        websocket: bool,
+    ) -> Self {
+        let mut region = FixtureRegion {
+            label: label.to_owned(),
+            port: free_port(),
+            websocket,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            log: dir.join(format!("{label}.jsonl")),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            child: None,
+        };
+        region.restart().await;
+        region
+    }
+
+    /// Starts the fixture (again, on the same port) and waits until it accepts connections.
+    pub async fn restart(&mut self) {
+        self.kill();
+        let child = std::process::Command::new(mcp_testkit::fixture_server_bin())
+            .args([
+                if self.websocket { "--ws" } else { "--http" },
+                &format!("127.0.0.1:{}", self.port),
+            ])
+            .args(["--instance", &self.label])
+            .arg("--event-log")
+            .arg(&self.log)
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the fixture starts");
+        self.child = Some(child);
+        wait_for_port(self.port, &self.label).await;
+    }
+
+    /// SIGKILL, and reaped.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The process, while it runs.
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.id() as i32)
+    }
+
+    pub fn url(&self) -> String {
+        let scheme = if self.websocket { "ws" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// `call_id`s of the `record` executions this region logged.
+    pub fn executions(&self) -> Vec<String> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|event| event["event"] == "call" && event["tool"] == "record")
+            .filter_map(|event| event["call_id"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+impl Drop for FixtureRegion {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
