@@ -38,7 +38,7 @@ use crate::error::AuthError;
 use crate::http::{parse_url, AuthHttp};
 use crate::jwt::CLIENT_ASSERTION_TYPE;
 use crate::secret::Secret;
-use crate::store::TokenStore;
+use crate::store::{EntryLock, TokenStore, ENTRY_LOCK_TTL};
 use crate::token_http::TokenHttp;
 
 /// The `offline_access` scope (asks for a refresh token), requested only where advertised.
@@ -46,6 +46,11 @@ const OFFLINE_ACCESS: &str = "offline_access";
 /// Step-up re-authorizations allowed before giving up.
 pub const MAX_STEP_UPS: u32 = 3;
 
+/// How long a process whose refresh token was refused watches the store for the tokens of a
+/// process that refreshed with the same token a moment earlier, before it gives up.
+pub const REFUSED_REREAD_WAIT: Duration = Duration::from_secs(2);
+/// How often it looks.
+const REREAD_POLL: Duration = Duration::from_millis(25);
 const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -187,11 +192,13 @@ impl Held {
         }
     }
 
-    /// Tokens read from the store: how long they lived is unknown, so the full margin
-    /// applies (a token close to expiry is refreshed before its first use).
+    /// Tokens read from the store: they lived as long as their `expires_in` said; when that
+    /// is unknown the full margin applies (a token close to expiry is refreshed before its
+    /// first use).
     fn loaded(tokens: TokenSet) -> Held {
+        let lifetime = tokens.lifetime_secs.map(Duration::from_secs);
         Held {
-            lifetime: None,
+            lifetime,
             ..Held::obtained(tokens)
         }
     }
@@ -225,6 +232,9 @@ struct State {
     repeated_step_up: bool,
     /// The key DPoP-bound tokens are bound to (made when first needed, stored with them).
     dpop_key: Option<DpopKey>,
+    /// The generation of the store entry the held tokens came from or went to
+    /// ([`StoredCredentials::generation`]).
+    generation: u64,
 }
 
 /// The OAuth client of one MCP server.
@@ -523,7 +533,7 @@ impl OAuthClient {
             .map_err(|e| token_error(e, &request.metadata, "authorization_code"))?;
         let tokens = token_set(&response, &request.scopes, None);
         let tokens = check_binding(tokens, key.as_ref(), &request.metadata)?;
-        self.keep(tokens.clone(), Some(request.client.clone()))
+        self.keep_under_entry_lock(tokens.clone(), Some(request.client.clone()))
             .await?;
         Ok(tokens)
     }
@@ -600,7 +610,7 @@ impl OAuthClient {
         let tokens = token_set(&response, &device.scopes, None);
         let tokens = check_binding(tokens, key.as_ref(), &device.metadata)?;
         let _guard = self.refresh_lock.lock().await;
-        self.keep(tokens.clone(), Some(device.client.clone()))
+        self.keep_under_entry_lock(tokens.clone(), Some(device.client.clone()))
             .await?;
         Ok(tokens)
     }
@@ -724,13 +734,54 @@ impl OAuthClient {
         }
     }
 
+    /// Refreshes with the refresh token, one process at a time: under the store's entry lock
+    /// (other processes sharing the store wait), re-reads the entry first and takes tokens
+    /// another process refreshed meanwhile instead of refreshing again; a refused refresh token
+    /// is forgotten only while the stored entry is still the one that was refused. The
+    /// client's refresh lock must be held.
     async fn refresh_locked(&self) -> Result<TokenSet, AuthError> {
+        let entry = self.lock_entry().await;
+        let result = self.refresh_under_entry_lock().await;
+        entry.release().await;
+        result
+    }
+
+    /// The store's lock on this client's entry, waiting at most [`ENTRY_LOCK_TTL`]; none (with
+    /// a warning) when it cannot be had — the refresh then goes on uncoordinated, and the
+    /// generations still keep the newest tokens.
+    async fn lock_entry(&self) -> EntryLock {
+        match self
+            .store
+            .lock_entry(&self.config.store_key, ENTRY_LOCK_TTL)
+            .await
+        {
+            Ok(lock) => lock,
+            Err(e) => {
+                warn!(
+                    server = %redact_url(self.config.server_url.as_str()),
+                    store = %self.store.describe(),
+                    "refreshing without the store's lock: {e}"
+                );
+                EntryLock::none()
+            }
+        }
+    }
+
+    async fn refresh_under_entry_lock(&self) -> Result<TokenSet, AuthError> {
+        // Double-checked: the process that held the lock before us may have refreshed.
+        if let Some(newer) = self.adopt_newer_stored().await {
+            if newer.fresh_for(self.config.refresh_margin) {
+                debug!(server = %redact_url(self.config.server_url.as_str()), "using the tokens another process refreshed");
+                return Ok(newer.tokens);
+            }
+        }
         let Some(held) = self.current().await else {
             return Err(self.needs_login());
         };
         let Some(refresh) = held.tokens.refresh_token.clone() else {
             return Err(self.needs_login());
         };
+        let refused_generation = lock(&self.state).generation;
         let metadata = self.discover_auth_metadata(None).await?;
         let key = self.dpop_key_for(&metadata)?;
         let client = self.client_identity(&metadata, Purpose::Token).await?;
@@ -746,8 +797,15 @@ impl OAuthClient {
             Err(e) => {
                 let e = token_error(e, &metadata, "refresh_token");
                 if e.is_invalid_grant() {
+                    // Another process may have used the refresh token without our lock (it
+                    // waited longer than the lock's bound, or the lock was unreachable): its
+                    // tokens reach the store a moment after the server answered us both.
+                    if let Some(newer) = self.await_newer_stored().await {
+                        info!(server = %redact_url(self.config.server_url.as_str()), "refresh token refused, but another process had refreshed: using its tokens");
+                        return Ok(newer.tokens);
+                    }
                     info!(server = %redact_url(self.config.server_url.as_str()), "refresh token refused; a new authorization is needed");
-                    self.forget_tokens().await?;
+                    self.forget_refused(refused_generation).await?;
                 }
                 return Err(e);
             }
@@ -760,6 +818,85 @@ impl OAuthClient {
             observer();
         }
         Ok(tokens)
+    }
+
+    /// Reads the store again until it holds usable tokens newer than the held ones, for at most
+    /// [`REFUSED_REREAD_WAIT`].
+    async fn await_newer_stored(&self) -> Option<Held> {
+        let until = Instant::now() + REFUSED_REREAD_WAIT;
+        loop {
+            if let Some(newer) = self.adopt_newer_stored().await {
+                if newer.fresh_for(Duration::ZERO) {
+                    return Some(newer);
+                }
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            tokio::time::sleep(REREAD_POLL).await;
+        }
+    }
+
+    /// Reads the store again and, when its entry is newer than the held tokens (another
+    /// process refreshed or logged in), holds its tokens instead and returns them. A store that
+    /// cannot be read, or holds nothing newer, changes nothing.
+    async fn adopt_newer_stored(&self) -> Option<Held> {
+        let stored = match self.store.load(&self.config.store_key).await {
+            Ok(stored) => stored?,
+            Err(e) => {
+                warn!(store = %self.store.describe(), "cannot read the stored tokens again: {e}");
+                return None;
+            }
+        };
+        let mut state = lock(&self.state);
+        if stored.generation <= state.generation {
+            return None;
+        }
+        let tokens = stored.tokens?;
+        // They were stored a moment ago by a process that just obtained them: their lifetime
+        // is known from `expires_in` (or unknown, and then the full margin applies).
+        let held = Held::loaded(tokens);
+        state.held = Some(held.clone());
+        state.generation = stored.generation;
+        state.loaded = true;
+        if let Some(client) = stored.client {
+            state.client = Some(client);
+        }
+        if let Some(key) = stored.dpop_key {
+            match DpopKey::from_secret(&key) {
+                Ok(key) => state.dpop_key = Some(key),
+                Err(e) => warn!(store = %self.store.describe(), "{e}"),
+            }
+        }
+        drop(state);
+        self.tokens_changed.notify_waiters();
+        Some(held)
+    }
+
+    /// Forgets tokens the authorization server refused — in the store only while the entry is
+    /// still generation `refused` (compare-and-delete): a process that lost a refresh race
+    /// never deletes the tokens the winner stored.
+    async fn forget_refused(&self, refused: u64) -> Result<(), AuthError> {
+        let client = {
+            let mut state = lock(&self.state);
+            if state.generation != refused {
+                // Newer tokens arrived meanwhile; they were not refused.
+                return Ok(());
+            }
+            state.held = None;
+            state.loaded = true;
+            state.generation = refused + 1;
+            state.client.clone()
+        };
+        let stored = self.entry(None, client, refused + 1);
+        if !self
+            .store
+            .save_if_newer(&self.config.store_key, &stored)
+            .await?
+        {
+            debug!(server = %redact_url(self.config.server_url.as_str()), "the stored tokens are newer than the refused ones: kept");
+        }
+        Ok(())
     }
 
     /// `client_credentials` with the configured client: its secret, or a `private_key_jwt`
@@ -985,7 +1122,10 @@ impl OAuthClient {
                 Err(e) => note = Some(format!("revocation failed: {e}")),
             }
         }
-        self.store.delete(&self.config.store_key).await?;
+        let entry = self.lock_entry().await;
+        let deleted = self.store.delete(&self.config.store_key).await;
+        entry.release().await;
+        deleted?;
         let mut state = lock(&self.state);
         state.held = None;
         state.client = None;
@@ -1068,15 +1208,12 @@ impl OAuthClient {
         Ok(())
     }
 
-    /// Drops the held tokens (keeps the client identity), e.g. after the server refused them.
+    /// Drops the held tokens (keeps the client identity), e.g. after the server refused them —
+    /// in the store only while its entry is still the one these tokens came from (another
+    /// process's newer tokens stay).
     pub async fn forget_tokens(&self) -> Result<(), AuthError> {
-        let client = {
-            let mut state = lock(&self.state);
-            state.held = None;
-            state.loaded = true;
-            state.client.clone()
-        };
-        self.save(None, client).await
+        let generation = lock(&self.state).generation;
+        self.forget_refused(generation).await
     }
 
     /// Whether tokens come without a user (client credentials, cross-app access).
@@ -1107,6 +1244,7 @@ impl OAuthClient {
                         let mut state = lock(&self.state);
                         state.loaded = true;
                         if let Some(stored) = stored {
+                            state.generation = stored.generation;
                             state.held = stored.tokens.map(Held::loaded);
                             if state.client.is_none() {
                                 state.client = stored.client;
@@ -1133,45 +1271,75 @@ impl OAuthClient {
         lock(&self.state).held.clone()
     }
 
-    /// Holds and stores new tokens (and the client identity they belong to).
+    /// Holds and stores new tokens (and the client identity they belong to), one generation
+    /// above both the held and the stored entry; a store that already holds a newer entry (a
+    /// process that lost its lock refreshed too) keeps it.
     async fn keep(
         &self,
         tokens: TokenSet,
         client: Option<ClientIdentity>,
     ) -> Result<(), AuthError> {
-        let client = {
+        let stored_generation = match self.store.load(&self.config.store_key).await {
+            Ok(stored) => stored.map_or(0, |s| s.generation),
+            Err(_) => 0,
+        };
+        let (client, generation) = {
             let mut state = lock(&self.state);
             state.held = Some(Held::obtained(tokens.clone()));
             state.loaded = true;
+            state.generation = state.generation.max(stored_generation) + 1;
             if client.is_some() {
                 state.client = client;
             }
-            state.client.clone()
+            (state.client.clone(), state.generation)
         };
         self.tokens_changed.notify_waiters();
+        let stored = self.entry(Some(tokens), client, generation);
         // The tokens are held either way: a store that fails costs the next process a login,
         // not this request.
-        if let Err(e) = self.save(Some(tokens), client).await {
-            warn!(store = %self.store.describe(), "could not store the new tokens: {e}");
+        match self
+            .store
+            .save_if_newer(&self.config.store_key, &stored)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                debug!(store = %self.store.describe(), "the store holds newer tokens than these; kept them")
+            }
+            Err(e) => warn!(store = %self.store.describe(), "could not store the new tokens: {e}"),
         }
         Ok(())
     }
 
-    async fn save(
+    /// [`keep`](Self::keep) under the store's entry lock (a login: its generation must be
+    /// read and written by one process at a time).
+    async fn keep_under_entry_lock(
+        &self,
+        tokens: TokenSet,
+        client: Option<ClientIdentity>,
+    ) -> Result<(), AuthError> {
+        let entry = self.lock_entry().await;
+        let kept = self.keep(tokens, client).await;
+        entry.release().await;
+        kept
+    }
+
+    /// The store entry for `tokens` and `client` at `generation`.
+    fn entry(
         &self,
         tokens: Option<TokenSet>,
         client: Option<ClientIdentity>,
-    ) -> Result<(), AuthError> {
+        generation: u64,
+    ) -> StoredCredentials {
         // Only identities the server issued are stored: configured ones come from the config.
         let client = client.filter(|c| self.config.client_id.as_deref() != Some(&c.client_id));
         let dpop_key = lock(&self.state).dpop_key.as_ref().map(DpopKey::to_secret);
-        let stored = StoredCredentials {
+        StoredCredentials {
             tokens,
             client,
             dpop_key,
-        };
-        self.store.save(&self.config.store_key, &stored).await?;
-        Ok(())
+            generation,
+        }
     }
 
     /// The scopes for an authorization or grant: configured, else the challenge's or the
@@ -1489,6 +1657,7 @@ fn token_set_of(
         token_type,
         refresh_token: refresh.map(Secret::new).or(old_refresh),
         expires_at: expires_in_secs.map(|secs| now.saturating_add(secs)),
+        lifetime_secs: expires_in_secs,
         scopes: scope.unwrap_or_else(|| requested.to_vec()),
     }
 }

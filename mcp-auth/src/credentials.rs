@@ -59,6 +59,10 @@ pub struct TokenSet {
     /// When the access token expires, in seconds since the Unix epoch (`None`: not said).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// How long the access token lived when it was issued (`expires_in`), in seconds: a process
+    /// that reads the entry later knows how early to refresh it (`None`: not said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_secs: Option<u64>,
     /// The scopes granted (the token response's `scope`, else those requested).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
@@ -169,6 +173,16 @@ pub struct StoredCredentials {
     /// The DPoP key the tokens are bound to ([`DpopKey::to_secret`](crate::dpop::DpopKey)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dpop_key: Option<Secret>,
+    /// How many times the entry was written: each write by [`OAuthClient`](crate::OAuthClient)
+    /// is one above the entry it replaces, so a store can refuse an older write over a newer
+    /// one ([`TokenStore::save_if_newer`](crate::TokenStore::save_if_newer)). 0 for entries
+    /// from before generations were kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Seconds since the Unix epoch (0 before it).
@@ -188,6 +202,7 @@ mod tests {
             token_type: TokenType::Bearer,
             refresh_token: None,
             expires_at: Some(1_060),
+            lifetime_secs: None,
             scopes: vec![],
         };
         assert_eq!(t.remaining(now), Some(Duration::from_secs(60)));
@@ -210,6 +225,7 @@ mod tests {
             token_type: TokenType::Bearer,
             refresh_token: None,
             expires_at: None,
+            lifetime_secs: None,
             scopes: vec![],
         };
         let bearer = serde_json::to_value(&tokens).unwrap();
@@ -233,6 +249,7 @@ mod tests {
                 token_type: TokenType::Dpop,
                 refresh_token: Some(Secret::new("rt-456")),
                 expires_at: None,
+                lifetime_secs: None,
                 scopes: vec!["read".into()],
             }),
             client: Some(ClientIdentity {
@@ -243,6 +260,7 @@ mod tests {
                 issuer: None,
             }),
             dpop_key: Some(Secret::new("dk-000")),
+            generation: 0,
         };
         let shown = format!("{creds:?}");
         for secret in ["at-123", "rt-456", "cs-789", "dk-000"] {

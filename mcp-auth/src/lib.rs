@@ -44,4 +44,6 @@ pub use error::AuthError;
 pub use login::{AutoApprove, LoopbackLogin, Presenter};
 pub use provider::{Authorizer, OAuthProvider};
 pub use secret::Secret;
-pub use store::{default_store, DefaultStore, MemoryStore, StoreError, StoreKey, TokenStore};
+pub use store::{
+    default_store, DefaultStore, EntryLock, MemoryStore, StoreError, StoreKey, TokenStore,
+};

@@ -108,6 +108,7 @@ fn credentials(tag: &str) -> (StoredCredentials, Vec<String>) {
             token_type: TokenType::Dpop,
             refresh_token: Some(Secret::new(refresh.clone())),
             expires_at: Some(1_900_000_000),
+            lifetime_secs: None,
             scopes: vec!["read".into(), "write".into()],
         }),
         client: Some(ClientIdentity {
@@ -118,6 +119,7 @@ fn credentials(tag: &str) -> (StoredCredentials, Vec<String>) {
             issuer: Some("https://auth.example".into()),
         }),
         dpop_key: Some(Secret::new(dpop_key.clone())),
+        generation: 0,
     };
     (creds, vec![access, refresh, client_secret, dpop_key])
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use keyring_core::{CredentialStore, Entry, Error as KeyringError};
 
-use super::{StoreError, StoreKey, TokenStore};
+use super::{EntryLock, LockDir, StoreError, StoreKey, TokenStore};
 use crate::credentials::StoredCredentials;
 
 /// The keyring user of the reachability probe: it has no `@`, so it is never a real entry.
@@ -95,6 +95,8 @@ pub struct KeyringStore {
     backend: Backend,
     timeout: Duration,
     pending: Arc<AtomicUsize>,
+    /// The file locks the processes sharing this store take around a refresh.
+    locks: LockDir,
 }
 
 impl fmt::Debug for KeyringStore {
@@ -338,6 +340,7 @@ impl KeyringStore {
             backend,
             timeout: KeyringStore::DEFAULT_TIMEOUT,
             pending: Arc::new(AtomicUsize::new(0)),
+            locks: LockDir::for_service(service),
         };
         tracing::debug!(store = %store.describe(), service, "OS credential store opened");
         Ok(store)
@@ -539,6 +542,12 @@ impl TokenStore for KeyringStore {
             Err(err) => Err(err),
         })
         .await
+    }
+
+    /// Every process of this user shares the OS store: an OS file lock per entry
+    /// ([`LockDir::for_service`]) keeps their refreshes one at a time.
+    async fn lock_entry(&self, key: &StoreKey, wait: Duration) -> Result<EntryLock, StoreError> {
+        Ok(self.locks.lock(key, wait).await?.into_entry_lock())
     }
 }
 

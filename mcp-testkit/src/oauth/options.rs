@@ -204,6 +204,11 @@ pub struct OAuthStats {
     pub device_approvals: u64,
     /// `/token` requests that were refused (any grant type, unknown ones too).
     pub token_errors: u64,
+    /// `refresh_token` grants refused with `invalid_grant` (an unknown, revoked or already
+    /// rotated refresh token: what several processes refreshing with one token get).
+    pub refresh_refused: u64,
+    /// `refresh_token` grants answered with new tokens.
+    pub refreshes_granted: u64,
     /// Successful dynamic registrations.
     pub registrations: u64,
     /// Successful authorizations (redirects with a code).

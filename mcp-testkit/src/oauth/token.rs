@@ -71,8 +71,14 @@ impl AuthServer {
             .resources_seen
             .push(resource.clone().unwrap_or_default());
         let answer = self.token_locked(&mut state, headers, form, grant, resource);
-        if answer.is_err() {
-            state.stats.token_errors += 1;
+        match (&answer, grant) {
+            (Ok(_), "refresh_token") => state.stats.refreshes_granted += 1,
+            (Err(e), "refresh_token") if e.error == "invalid_grant" => {
+                state.stats.token_errors += 1;
+                state.stats.refresh_refused += 1;
+            }
+            (Err(_), _) => state.stats.token_errors += 1,
+            (Ok(_), _) => {}
         }
         answer
     }

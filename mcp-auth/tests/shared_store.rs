@@ -1,0 +1,204 @@
+//! Several OAuth clients sharing one token store — as the processes of one machine share the OS
+//! store and the replicas of a fleet share Redis — against the fixture's authorization server,
+//! which rotates refresh tokens (each one is good for a single refresh).
+//!
+//! Each [`OAuthClient`] here has its own in-process refresh lock, exactly like a separate
+//! process: only the store's entry lock and generations coordinate them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_auth::http::AuthHttp;
+use mcp_auth::login::approved_callback;
+use mcp_auth::store::{EntryLock, StoreError};
+use mcp_auth::{MemoryStore, OAuthClient, StoreKey, StoredCredentials, TokenSet, TokenStore};
+use mcp_testkit::{HttpFixture, OAuthOptions};
+
+mod common;
+
+use common::{config, start, stats, within, REDIRECT_URI};
+
+const ACCOUNT: &str = "shared";
+const CLIENTS: usize = 8;
+
+async fn login(client: &OAuthClient) -> TokenSet {
+    let http = AuthHttp::new().expect("http");
+    let request = within("authorize", client.initiate_authorization(REDIRECT_URI))
+        .await
+        .expect("authorization request");
+    let callback = within("approve", approved_callback(&http, &request.url))
+        .await
+        .expect("callback");
+    within("code", client.exchange_code(&request, &callback))
+        .await
+        .expect("code exchange")
+}
+
+fn clients(fixture: &HttpFixture, store: Arc<dyn TokenStore>) -> Vec<Arc<OAuthClient>> {
+    (0..CLIENTS)
+        .map(|_| {
+            Arc::new(OAuthClient::new(config(fixture, ACCOUNT), store.clone()).expect("client"))
+        })
+        .collect()
+}
+
+fn key(fixture: &HttpFixture) -> StoreKey {
+    common::store_key(fixture, ACCOUNT)
+}
+
+async fn stored(store: &dyn TokenStore, fixture: &HttpFixture) -> StoredCredentials {
+    store
+        .load(&key(fixture))
+        .await
+        .expect("load")
+        .expect("an entry")
+}
+
+/// A store shared without a lock (a holder that outlived the bounded wait, or a store whose
+/// lock service is down): only the generations protect the entry.
+struct Unlocked(MemoryStore);
+
+#[async_trait]
+impl TokenStore for Unlocked {
+    fn describe(&self) -> String {
+        "memory without a lock".into()
+    }
+    fn is_persistent(&self) -> bool {
+        false
+    }
+    async fn load(&self, key: &StoreKey) -> Result<Option<StoredCredentials>, StoreError> {
+        self.0.load(key).await
+    }
+    async fn save(&self, key: &StoreKey, creds: &StoredCredentials) -> Result<(), StoreError> {
+        self.0.save(key, creds).await
+    }
+    async fn delete(&self, key: &StoreKey) -> Result<(), StoreError> {
+        self.0.delete(key).await
+    }
+    async fn save_if_newer(
+        &self,
+        key: &StoreKey,
+        creds: &StoredCredentials,
+    ) -> Result<bool, StoreError> {
+        self.0.save_if_newer(key, creds).await
+    }
+    async fn lock_entry(&self, _: &StoreKey, _: Duration) -> Result<EntryLock, StoreError> {
+        Ok(EntryLock::none())
+    }
+}
+
+#[tokio::test]
+async fn eight_clients_refreshing_at_once_make_one_refresh_and_all_get_its_tokens() {
+    let fixture = start(OAuthOptions::default()).await;
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    let clients = clients(&fixture, store.clone());
+    let first = login(&clients[0]).await;
+    assert_eq!(stored(&*store, &fixture).await.generation, 1);
+    // Every client holds the login's tokens (as processes that started before the refresh).
+    for client in &clients {
+        assert_eq!(client.tokens().await.expect("tokens"), Some(first.clone()));
+    }
+    for round in 1..=3u64 {
+        let refreshed = within(
+            "the refreshes",
+            futures_join_all(clients.iter().map(|c| {
+                let c = c.clone();
+                async move { c.refresh_access_token().await }
+            })),
+        )
+        .await;
+        let tokens: Vec<TokenSet> = refreshed
+            .into_iter()
+            .map(|r| r.expect("every client gets a token"))
+            .collect();
+        assert!(
+            tokens.iter().all(|t| t == &tokens[0]),
+            "round {round}: all clients hold the one refreshed token"
+        );
+        assert_ne!(tokens[0].access_token, first.access_token);
+        let s = stats(&fixture);
+        assert_eq!(
+            s.refreshes_granted, round,
+            "round {round}: exactly one refresh"
+        );
+        assert_eq!(
+            s.refresh_refused, 0,
+            "round {round}: no refresh token refused"
+        );
+        let entry = stored(&*store, &fixture).await;
+        assert_eq!(entry.generation, 1 + round);
+        assert_eq!(
+            entry.tokens.as_ref(),
+            Some(&tokens[0]),
+            "the login survives"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_lost_the_race_keeps_the_winners_tokens_instead_of_deleting_them() {
+    // Both refreshes reach the server (no lock): the second with an already rotated token.
+    let fixture = start(OAuthOptions {
+        token_delay_ms: 200,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let store: Arc<dyn TokenStore> = Arc::new(Unlocked(MemoryStore::new()));
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    let (a, b) = (clients[1].clone(), clients[2].clone());
+    assert!(a.tokens().await.expect("tokens").is_some());
+    assert!(b.tokens().await.expect("tokens").is_some());
+    let (from_a, from_b) = within("two refreshes", async {
+        tokio::join!(a.refresh_access_token(), b.refresh_access_token())
+    })
+    .await;
+    let (from_a, from_b) = (from_a.expect("a"), from_b.expect("b"));
+    let s = stats(&fixture);
+    assert_eq!(s.refreshes_granted, 1, "one refresh won");
+    assert_eq!(s.refresh_refused, 1, "the other was refused");
+    assert_eq!(from_a, from_b, "the loser read the winner's tokens");
+    let entry = stored(&*store, &fixture).await;
+    assert_eq!(
+        entry.tokens.as_ref(),
+        Some(&from_a),
+        "the winner's tokens stay stored"
+    );
+    assert_eq!(entry.generation, 2);
+}
+
+#[tokio::test]
+async fn a_refused_refresh_token_is_forgotten_only_while_it_is_the_stored_one() {
+    let fixture = start(OAuthOptions::default()).await;
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    common::control(&fixture, "revoke-all").await;
+    let refused = within("refresh", clients[1].refresh_access_token())
+        .await
+        .expect_err("the revoked refresh token is refused");
+    assert!(refused.is_invalid_grant(), "{refused}");
+    let entry = stored(&*store, &fixture).await;
+    assert_eq!(
+        entry.tokens, None,
+        "the refused tokens are gone from the store"
+    );
+    assert!(entry.client.is_some(), "the registration stays");
+    assert_eq!(entry.generation, 2);
+    assert_eq!(stats(&fixture).refresh_refused, 1);
+}
+
+/// `futures::future::join_all` without the dependency: each future on its own task.
+async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut outputs = Vec::with_capacity(handles.len());
+    for handle in handles {
+        outputs.push(handle.await.expect("task"));
+    }
+    outputs
+}
