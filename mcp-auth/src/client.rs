@@ -237,6 +237,15 @@ struct State {
     generation: u64,
 }
 
+/// Which stored entry a re-read of the store takes over the held tokens.
+#[derive(Clone, Copy)]
+enum Reread {
+    /// One written after the held tokens (a higher generation).
+    Newer,
+    /// Any at least as new as the last one seen, when no tokens are held.
+    WhenNoneHeld,
+}
+
 /// The OAuth client of one MCP server.
 pub struct OAuthClient {
     config: OAuthConfig,
@@ -679,7 +688,12 @@ impl OAuthClient {
             }
         }
         let _guard = self.refresh_lock.lock().await;
-        let held = self.current().await;
+        let mut held = self.current().await;
+        if held.is_none() {
+            // Forgotten (refused) or never had: another process may have logged in or
+            // refreshed since.
+            held = self.adopt_stored_when_none_held().await;
+        }
         if let Some(held) = &held {
             if held.fresh_for(margin) {
                 return Ok(held.tokens.clone());
@@ -841,6 +855,17 @@ impl OAuthClient {
     /// process refreshed or logged in), holds its tokens instead and returns them. A store that
     /// cannot be read, or holds nothing newer, changes nothing.
     async fn adopt_newer_stored(&self) -> Option<Held> {
+        self.reread(Reread::Newer).await
+    }
+
+    /// With no tokens held, takes the stored ones when the entry is at least as new as what
+    /// this client last saw (a login elsewhere, or the winner of a refresh this client lost
+    /// while the store was unreachable).
+    async fn adopt_stored_when_none_held(&self) -> Option<Held> {
+        self.reread(Reread::WhenNoneHeld).await
+    }
+
+    async fn reread(&self, which: Reread) -> Option<Held> {
         let stored = match self.store.load(&self.config.store_key).await {
             Ok(stored) => stored?,
             Err(e) => {
@@ -849,13 +874,16 @@ impl OAuthClient {
             }
         };
         let mut state = lock(&self.state);
-        if stored.generation <= state.generation {
+        let takes = match which {
+            Reread::Newer => stored.generation > state.generation,
+            Reread::WhenNoneHeld => state.held.is_none() && stored.generation >= state.generation,
+        };
+        if !takes {
             return None;
         }
-        let tokens = stored.tokens?;
-        // They were stored a moment ago by a process that just obtained them: their lifetime
-        // is known from `expires_in` (or unknown, and then the full margin applies).
-        let held = Held::loaded(tokens);
+        // Stored by a process that had just obtained them: their lifetime is known from
+        // `expires_in` (or unknown, and then the full margin applies).
+        let held = Held::loaded(stored.tokens?);
         state.held = Some(held.clone());
         state.generation = stored.generation;
         state.loaded = true;
@@ -889,12 +917,19 @@ impl OAuthClient {
             state.client.clone()
         };
         let stored = self.entry(None, client, refused + 1);
-        if !self
+        match self
             .store
             .save_if_newer(&self.config.store_key, &stored)
-            .await?
+            .await
         {
-            debug!(server = %redact_url(self.config.server_url.as_str()), "the stored tokens are newer than the refused ones: kept");
+            Ok(true) => {}
+            Ok(false) => {
+                debug!(server = %redact_url(self.config.server_url.as_str()), "the stored tokens are newer than the refused ones: kept")
+            }
+            // Nothing is deleted then; the next process to read the entry finds out itself.
+            Err(e) => {
+                warn!(store = %self.store.describe(), "could not forget the refused tokens in the store: {e}")
+            }
         }
         Ok(())
     }
