@@ -235,6 +235,10 @@ struct State {
     /// The generation of the store entry the held tokens came from or went to
     /// ([`StoredCredentials::generation`]).
     generation: u64,
+    /// Why the store could not be read the last time it was tried (a wrong fleet key, a store
+    /// that is down): reported instead of "no token is stored", which would look like a
+    /// logout.
+    unreadable: Option<String>,
 }
 
 /// Which stored entry a re-read of the store takes over the held tokens.
@@ -689,7 +693,11 @@ impl OAuthClient {
         }
         let _guard = self.refresh_lock.lock().await;
         let mut held = self.current().await;
-        if held.is_none() {
+        if held.is_none() && !self.is_machine() {
+            // A store that cannot be read is not "logged out": say why.
+            if let Some(unreadable) = self.unreadable() {
+                return Err(unreadable);
+            }
             // Forgotten (refused) or never had: another process may have logged in or
             // refreshed since.
             held = self.adopt_stored_when_none_held().await;
@@ -1192,9 +1200,21 @@ impl OAuthClient {
         Ok(Some(redact_url(endpoint.as_str())))
     }
 
-    /// The held tokens (loaded from the store on first use), without refreshing.
+    /// The held tokens (loaded from the store on first use), without refreshing. Fails when the
+    /// store cannot be read (rather than saying no tokens are stored).
     pub async fn tokens(&self) -> Result<Option<TokenSet>, AuthError> {
-        Ok(self.current().await.map(|h| h.tokens))
+        match self.current().await {
+            Some(held) => Ok(Some(held.tokens)),
+            None => self.unreadable().map_or(Ok(None), Err),
+        }
+    }
+
+    /// The error for a store that could not be read, if the last read failed.
+    fn unreadable(&self) -> Option<AuthError> {
+        lock(&self.state)
+            .unreadable
+            .as_ref()
+            .map(|e| AuthError::Store(format!("cannot read the stored tokens: {e}")))
     }
 
     /// How long until the held access token must be refreshed (expiry minus the margin);
@@ -1278,6 +1298,7 @@ impl OAuthClient {
                     Ok(stored) => {
                         let mut state = lock(&self.state);
                         state.loaded = true;
+                        state.unreadable = None;
                         if let Some(stored) = stored {
                             state.generation = stored.generation;
                             state.held = stored.tokens.map(Held::loaded);
@@ -1299,6 +1320,7 @@ impl OAuthClient {
                     // for now; the next call reads again.
                     Err(e) => {
                         warn!(store = %self.store.describe(), "cannot read the stored tokens: {e}");
+                        lock(&self.state).unreadable = Some(e.0);
                     }
                 }
             }
