@@ -296,7 +296,7 @@ pub enum TaskCommand {
 #[derive(Debug, Subcommand)]
 pub enum AuthCommand {
     /// Log in to a server: opens the browser (or prints the URL) and catches the redirect on
-    /// a loopback port; the tokens go to the OS credential store
+    /// a loopback port; the tokens go to the OS credential store (or the fleet store)
     Login {
         /// The server (as named in the configuration)
         server: String,
@@ -318,6 +318,9 @@ pub enum AuthCommand {
         /// The server (as named in the configuration)
         server: String,
     },
+    /// Print a new random encryption key for a fleet store (put it in MCPH_STORE_KEY on every
+    /// replica that shares the store)
+    StoreKey,
 }
 
 #[cfg(test)]

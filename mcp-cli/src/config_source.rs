@@ -63,6 +63,7 @@ pub fn embedded_default(exe: &Path) -> ClientConfig {
         servers: vec![ServerConfig::new(EMBEDDED_SERVER, transport)],
         source: None,
         region: None,
+        store: None,
     }
 }
 

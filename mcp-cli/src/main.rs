@@ -165,13 +165,16 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
         client_info: Implementation::new("mcph", env!("CARGO_PKG_VERSION")),
         shutdown_timeout: Duration::from_secs(3),
     };
-    let oauth = commands::auth::policy();
-    commands::auth::note_store_fallback(&oauth, &config, cli.json);
+    let stores = commands::auth::stores(&config)?;
+    commands::auth::note_store_fallback(&stores.oauth, &config, cli.json);
     let client = tokio::select! {
         biased;
         _ = &mut ctrl_c => return Err(CliError::Interrupted),
         client = {
-            let mut builder = McpClient::builder(config).options(options).oauth(oauth);
+            let mut builder = McpClient::builder(config)
+                .options(options)
+                .oauth(stores.oauth)
+                .fleet(stores.fleet);
             if let Some(region) = &cli.region {
                 builder = builder.region(region.clone());
             }
@@ -230,6 +233,7 @@ async fn auth(
         }
         AuthCommand::Status => commands::auth::status(config, json).await,
         AuthCommand::Logout { server } => commands::auth::logout(config, server, json).await,
+        AuthCommand::StoreKey => commands::auth::store_key(json),
     }
 }
 

@@ -20,6 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{finish, HttpFixtureProcess, Run, TempDir, DEADLINE, MCPH};
+use mcp_testkit::redis::RedisServer;
 use mcp_testkit::secret_service::SecretService;
 use serde_json::{json, Value};
 
@@ -131,17 +132,21 @@ impl Machine {
             text
         });
         let deadline = Instant::now() + LOGIN_DEADLINE;
+        let mut seen = Vec::new();
         let url = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(left) {
                 Ok(line) if line.trim_start().starts_with(authorize) => {
                     break line.trim().to_owned()
                 }
-                Ok(_) => {}
+                Ok(line) => seen.push(line),
                 Err(_) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    panic!("mcph auth login printed no URL starting with {authorize}");
+                    panic!(
+                        "mcph auth login printed no URL starting with {authorize}; stderr:\n{}",
+                        seen.join("\n")
+                    );
                 }
             }
         };
@@ -253,4 +258,475 @@ fn eight_processes_sharing_the_os_store_refresh_once_per_round_and_keep_the_logi
     after.assert_code(0);
     let stats = oauth_stats(&fixture);
     assert_eq!(counter(&stats, "authorization_code"), 1, "one login only");
+}
+
+/// The key prefix of the fleet in these tests.
+const PREFIX: &str = "fleet-test";
+
+/// The fleet's encryption key (every replica has the same).
+const STORE_KEY: &str = "5f1c0a9e7d3b2468ace0135790bdf24680ace1357bdf02468ace13579bdf0246";
+
+/// Every value in the Redis at `url` (strings, and every field and value of hashes), with its
+/// key: what anyone with access to the Redis could read.
+fn everything_in(url: &str) -> Vec<(String, Vec<u8>)> {
+    let client = redis::Client::open(url).expect("a Redis URL");
+    let mut connection = client
+        .get_connection_with_timeout(Duration::from_secs(10))
+        .expect("connect to Redis");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut connection)
+        .expect("KEYS");
+    let mut values = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query(&mut connection)
+            .expect("TYPE");
+        match kind.as_str() {
+            "string" => {
+                let value: Vec<u8> = redis::cmd("GET")
+                    .arg(&key)
+                    .query(&mut connection)
+                    .expect("GET");
+                values.push((key.clone(), value));
+            }
+            "hash" => {
+                let fields: Vec<Vec<u8>> = redis::cmd("HGETALL")
+                    .arg(&key)
+                    .query(&mut connection)
+                    .expect("HGETALL");
+                values.extend(fields.into_iter().map(|f| (key.clone(), f)));
+            }
+            other => panic!("unexpected Redis type {other} at {key}"),
+        }
+    }
+    values
+}
+
+/// The tokens the fleet store holds for the fixture, read through mcp-fleet with the key.
+fn stored_secrets(redis: &RedisServer, fixture: &HttpFixtureProcess) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let key = mcp_fleet::StoreKeyMaterial::parse("STORE_KEY", STORE_KEY).expect("key");
+        let settings =
+            mcp_fleet::FleetSettings::new(redis.url(), key, "STORE_KEY").with_prefix(PREFIX);
+        let fleet = mcp_fleet::Fleet::new(settings).expect("fleet");
+        let store = fleet.token_store();
+        let entry = mcp_auth::TokenStore::load(
+            &*store,
+            &mcp_client::auth::store_key(&format!("{}/mcp", fixture.url)),
+        )
+        .await
+        .expect("load")
+        .expect("the login is stored in Redis");
+        let tokens = entry.tokens.expect("tokens");
+        let mut secrets = vec![tokens.access_token.expose().to_owned()];
+        secrets.extend(tokens.refresh_token.map(|r| r.expose().to_owned()));
+        secrets
+    })
+}
+
+#[test]
+fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plain_text() {
+    let fixture = HttpFixtureProcess::start(&["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()]);
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
+    // Three machines: nothing in common but the Redis (no D-Bus, each its own HOME and
+    // runtime directory, so not even a lock file is shared).
+    let machines: Vec<Machine> = (0..3)
+        .map(|i| replica(&format!("fleet-replica-{i}"), &fixture, &redis))
+        .collect();
+    machines[0].login(&format!("{}/authorize", fixture.url));
+    // Another replica sees the login, and says where it lives.
+    let status = machines[1].run(&["auth", "status", "--json"]);
+    status.assert_code(0);
+    let status = status.json();
+    assert!(
+        status["store"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(&format!("Redis at {}", redis.url()))),
+        "{status}"
+    );
+    assert_eq!(status["servers"][0]["logged_in"], true, "{status}");
+
+    let replicas: Vec<&Machine> = machines.iter().collect();
+    let mut secrets = stored_secrets(&redis, &fixture);
+    for round in 1..=ROUNDS {
+        wait_for_expiry();
+        let runs = concurrent_calls(&replicas, PROCESSES, round);
+        assert_all_succeeded(&runs, round);
+        let stats = oauth_stats(&fixture);
+        assert_eq!(
+            counter(&stats, "refreshes_granted"),
+            round,
+            "round {round}: exactly one refresh across the replicas ({stats})"
+        );
+        assert_eq!(
+            counter(&stats, "refresh_refused"),
+            0,
+            "round {round}: none refused"
+        );
+        secrets.extend(stored_secrets(&redis, &fixture));
+    }
+
+    // Nothing readable in Redis: every value of every key, against every token seen.
+    let everything = everything_in(&redis.url());
+    assert!(!everything.is_empty(), "the login is in Redis");
+    for (key, value) in &everything {
+        assert!(
+            key.starts_with(&format!("{PREFIX}:")),
+            "{key}: outside the prefix"
+        );
+        for (i, secret) in secrets.iter().enumerate() {
+            assert!(
+                !value.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "token #{i} is readable in Redis at {key}"
+            );
+        }
+    }
+
+    // Nor in a replica's logs at trace level (a refresh included).
+    wait_for_expiry();
+    let mut traced = machines[2].command(&["-v", "call", "fx__echo", r#"{"text":"traced"}"#]);
+    traced.env("RUST_LOG", "trace");
+    let traced = finish(traced.spawn().expect("spawn"), DEADLINE);
+    traced.assert_code(0);
+    assert!(traced.stderr.len() > 1000, "trace logs were written");
+    secrets.extend(stored_secrets(&redis, &fixture));
+    for (i, secret) in secrets.iter().enumerate() {
+        assert!(
+            !traced.stderr.contains(secret.as_str()),
+            "token #{i} in the trace log"
+        );
+        assert!(
+            !traced.stdout.contains(secret.as_str()),
+            "token #{i} in the output"
+        );
+    }
+    assert!(
+        !traced.stderr.contains(STORE_KEY),
+        "the store key in the trace log"
+    );
+    assert_eq!(counter(&oauth_stats(&fixture), "refresh_refused"), 0);
+}
+
+#[test]
+fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
+    let fixture = HttpFixtureProcess::start(&["--oauth"]);
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let cwd = TempDir::new("fleet-wrong-key");
+    let config = write_config(
+        cwd.path(),
+        &fixture,
+        json!({ "store": { "url": redis.url() } }),
+    );
+    let home = cwd.path().to_string_lossy().into_owned();
+    let envs = |key: &str| {
+        vec![
+            ("HOME".to_owned(), home.clone()),
+            ("XDG_RUNTIME_DIR".to_owned(), home.clone()),
+            ("MCPH_STORE_KEY".to_owned(), key.to_owned()),
+        ]
+    };
+    let right = Machine {
+        config: config.clone(),
+        cwd,
+        envs: envs(STORE_KEY),
+    };
+    right.login(&format!("{}/authorize", fixture.url));
+    let before = everything_in(&redis.url());
+
+    let other_key = "0000000000000000000000000000000000000000000000000000000000000001";
+    let wrong = Machine {
+        config: config.clone(),
+        cwd: TempDir::new("fleet-wrong-key-2"),
+        envs: envs(other_key),
+    };
+    let status = wrong.run(&["auth", "status"]);
+    assert_ne!(status.code, Some(0), "{}", status.stdout);
+    assert!(status.stderr.contains("key id"), "{}", status.stderr);
+    assert!(
+        status.stderr.contains("MCPH_STORE_KEY"),
+        "{}",
+        status.stderr
+    );
+    assert!(!status.stderr.contains(other_key) && !status.stderr.contains(STORE_KEY));
+    let call = wrong.run(&["call", "fx__echo", r#"{"text":"x"}"#]);
+    assert_ne!(call.code, Some(0));
+    assert_eq!(
+        everything_in(&redis.url()),
+        before,
+        "nothing was changed or deleted"
+    );
+    // The right key still works.
+    right
+        .run(&["call", "fx__echo", r#"{"text":"still"}"#])
+        .assert_code(0);
+
+    // No key at all: mcph refuses to start, naming the variable.
+    let keyless = Machine {
+        config,
+        cwd: TempDir::new("fleet-no-key"),
+        envs: vec![("HOME".to_owned(), "/nonexistent".to_owned())],
+    };
+    let run = keyless.run(&["servers"]);
+    assert_ne!(run.code, Some(0));
+    assert!(run.stderr.contains("MCPH_STORE_KEY"), "{}", run.stderr);
+}
+
+/// Three long-running replicas (`mcph stats --call`, 20 calls a second each, separate HOMEs)
+/// through several token lifetimes; Redis is killed in the middle of one and restarted (empty:
+/// it keeps nothing on disk). Calls go on with the tokens each process holds, and after the
+/// restart the newest tokens — the replicas' — win: every call succeeds, one refresh per
+/// token lifetime, none refused.
+#[test]
+fn long_running_replicas_ride_out_a_redis_restart() {
+    let fixture = HttpFixtureProcess::start(&["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()]);
+    let mut redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let machines: Vec<Machine> = (0..3)
+        .map(|i| replica(&format!("fleet-long-{i}"), &fixture, &redis))
+        .collect();
+    machines[0].login(&format!("{}/authorize", fixture.url));
+    let replicas: Vec<Child> = machines
+        .iter()
+        .map(|m| {
+            m.command(&[
+                "stats",
+                "--call",
+                "fx__echo",
+                "--json-args",
+                r#"{"text":"x"}"#,
+                "--rate",
+                "20",
+                "--interval",
+                "1",
+                "--json",
+            ])
+            .spawn()
+            .expect("spawn mcph stats")
+        })
+        .collect();
+    let replicas = Replicas(replicas);
+
+    // A refresh happens about every half token lifetime (the refresh margin is at most half
+    // of it). Once one has happened and every replica had time to take its tokens, Redis goes.
+    let refreshes = |stats: &Value| counter(stats, "refreshes_granted");
+    let started = refreshes(&oauth_stats(&fixture));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while refreshes(&oauth_stats(&fixture)) == started {
+        assert!(Instant::now() < deadline, "no refresh within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    redis.kill().unwrap_or_else(|e| panic!("{e}"));
+    let at_kill = oauth_stats(&fixture);
+    std::thread::sleep(Duration::from_millis(500));
+    redis.restart().unwrap_or_else(|e| panic!("{e}"));
+    // At least three more refreshes after the restart, coordinated through the new Redis.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while refreshes(&oauth_stats(&fixture)) < refreshes(&at_kill) + 3 {
+        assert!(
+            Instant::now() < deadline,
+            "refreshes stopped after the restart"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let runs = replicas.stop();
+    let stats = oauth_stats(&fixture);
+    assert_eq!(counter(&stats, "refresh_refused"), 0, "{stats}");
+    for (i, run) in runs.iter().enumerate() {
+        let last = run
+            .stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+            .unwrap_or_else(|| panic!("replica {i} printed no snapshot: {}", run.stderr));
+        let server = &last["servers"][0];
+        assert!(
+            server["calls"].as_u64().unwrap_or(0) > 40,
+            "replica {i}: {server}"
+        );
+        assert_eq!(
+            server["errors"], 0,
+            "replica {i}: every call succeeded: {server}"
+        );
+    }
+    // One refresh per half lifetime, not one per replica: at most one per 1.4 s of the run.
+    let granted = refreshes(&stats);
+    let token_errors = counter(&stats, "token_errors");
+    assert_eq!(token_errors, 0, "{stats}");
+    assert!(granted >= 4, "{stats}");
+}
+
+/// A replica machine of the Redis tests: its own HOME and runtime directory, the fleet key.
+fn replica(tag: &str, fixture: &HttpFixtureProcess, redis: &RedisServer) -> Machine {
+    let cwd = TempDir::new(tag);
+    let home = cwd.path().join("home");
+    let run = cwd.path().join("run");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&run).expect("runtime dir");
+    let config = write_config(
+        cwd.path(),
+        fixture,
+        json!({ "store": { "url": redis.url(), "prefix": PREFIX } }),
+    );
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    Machine {
+        config,
+        envs: vec![
+            ("HOME".into(), path(&home)),
+            ("XDG_RUNTIME_DIR".into(), path(&run)),
+            ("XDG_CACHE_HOME".into(), path(&home.join(".cache"))),
+            ("XDG_CONFIG_HOME".into(), path(&home.join(".config"))),
+            ("MCPH_STORE_KEY".into(), STORE_KEY.into()),
+        ],
+        cwd,
+    }
+}
+
+/// Long-running `mcph` processes, interrupted (Ctrl-C) and collected by [`Replicas::stop`], or
+/// killed on drop.
+struct Replicas(Vec<Child>);
+
+impl Replicas {
+    fn stop(mut self) -> Vec<Run> {
+        let children = std::mem::take(&mut self.0);
+        for child in &children {
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: kill(2) on a child of ours that has not been waited for.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+            }
+        }
+        children.into_iter().map(|c| finish(c, DEADLINE)).collect()
+    }
+}
+
+impl Drop for Replicas {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The fleet's limit in [`four_processes_share_one_fleet_rate_limit`], calls per second.
+const FLEET_LIMIT: u64 = 40;
+const FLEET_BURST: u64 = 10;
+/// How long the four processes are measured.
+const LIMIT_WINDOW: Duration = Duration::from_secs(10);
+
+/// How many POSTs the fixture took, over every session (`GET /control/posts`): in the steady
+/// state of the rate-limit test, its tool calls.
+fn posts_taken(fixture: &HttpFixtureProcess) -> u64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let answer = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client")
+            .get(format!("{}/control/posts", fixture.url))
+            .send()
+            .await
+            .expect("GET /control/posts");
+        let posts: Value = answer.json().await.expect("JSON");
+        posts["posts"].as_u64().expect("posts")
+    })
+}
+
+#[test]
+fn four_processes_share_one_fleet_rate_limit() {
+    let fixture = HttpFixtureProcess::start(&["--http-control"]);
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let limited = json!({
+        "store": { "url": redis.url(), "prefix": PREFIX },
+        "mcpServers": { "fx": {
+            "url": format!("{}/mcp", fixture.url),
+            "rate_limit": { "per_second": FLEET_LIMIT, "burst": FLEET_BURST, "scope": "fleet" }
+        } }
+    });
+    let processes: Vec<Machine> = (0..4)
+        .map(|i| {
+            let machine = replica(&format!("fleet-limit-{i}"), &fixture, &redis);
+            std::fs::write(&machine.config, limited.to_string()).expect("config");
+            machine
+        })
+        .collect();
+    let callers = Replicas(
+        processes
+            .iter()
+            .map(|m| {
+                m.command(&[
+                    "stats",
+                    "--call",
+                    "fx__slow",
+                    "--json-args",
+                    r#"{"duration_ms":0}"#,
+                    "--rate",
+                    "2000",
+                    "--interval",
+                    "1",
+                    "--json",
+                ])
+                .spawn()
+                .expect("spawn mcph stats")
+            })
+            .collect(),
+    );
+    // Running at the limit: the burst spent, calls waiting for permits.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while posts_taken(&fixture) < 2 * FLEET_LIMIT {
+        assert!(
+            Instant::now() < deadline,
+            "the callers never reached the server"
+        );
+    }
+    let before = Instant::now();
+    let first = posts_taken(&fixture);
+    let first_read = Instant::now();
+    std::thread::sleep(LIMIT_WINDOW);
+    let last_asked = Instant::now();
+    let last = posts_taken(&fixture);
+    let after = Instant::now();
+    let runs = callers.stop();
+
+    let seen = last - first;
+    let secs = |d: Duration| d.as_secs_f64();
+    // At most the limit over the longest the window can have been (plus one burst, if the
+    // bucket had refilled), at least 90 % of it over the shortest.
+    let most = FLEET_LIMIT as f64 * secs(after - before) * 1.02 + FLEET_BURST as f64;
+    let least = FLEET_LIMIT as f64 * secs(last_asked - first_read) * 0.9;
+    eprintln!(
+        "fleet limit {FLEET_LIMIT}/s over {:.2}–{:.2} s: the server saw {seen} calls \
+         (allowed ≤ {most:.0}, expected ≥ {least:.0})",
+        secs(last_asked - first_read),
+        secs(after - before)
+    );
+    assert!(
+        seen as f64 <= most,
+        "{seen} calls > {most:.0}: the limit did not hold"
+    );
+    assert!(
+        seen as f64 >= least,
+        "{seen} calls < {least:.0}: the fleet under-admits"
+    );
+    for (i, run) in runs.iter().enumerate() {
+        assert!(
+            run.stdout.lines().any(|l| l.contains("\"calls\"")),
+            "process {i} ran: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("for this process only"),
+            "process {i} fell back to a local limit: {}",
+            run.stderr
+        );
+    }
 }

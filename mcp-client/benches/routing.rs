@@ -119,6 +119,7 @@ async fn client() -> McpClient {
         servers: vec![single, routed],
         source: None,
         region: Some("eu-west".into()),
+        store: None,
     })
     .transport(Arc::new(ByUrl((0..4).map(|_| server()).collect())))
     .start()

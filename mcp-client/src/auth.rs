@@ -78,6 +78,17 @@ impl OAuthPolicy {
         }
     }
 
+    /// Keeps tokens in `store` unless a store was already chosen ([`with_store`](Self::with_store)
+    /// or first use): how a fleet's store becomes the default without overriding the
+    /// harness's own choice.
+    pub fn with_store_unless_set(self, store: Arc<dyn TokenStore>) -> Self {
+        if self.store.get().is_some() {
+            self
+        } else {
+            self.with_store(store)
+        }
+    }
+
     /// What a `needs-auth` server tells the user to do, given the server's name.
     pub fn with_login_hint(self, hint: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
         OAuthPolicy {

@@ -33,6 +33,8 @@ pub struct McpClientBuilder {
     pub(crate) oauth: crate::auth::OAuthPolicy,
     pub(crate) region: Option<String>,
     pub(crate) routing: crate::router::RoutingPolicy,
+    #[cfg(feature = "fleet")]
+    pub(crate) fleet: Option<Option<Arc<mcp_fleet::Fleet>>>,
 }
 
 impl McpClientBuilder {
@@ -50,7 +52,20 @@ impl McpClientBuilder {
             oauth: crate::auth::OAuthPolicy::default(),
             region: None,
             routing: crate::router::RoutingPolicy::default(),
+            #[cfg(feature = "fleet")]
+            fleet: None,
         }
+    }
+
+    /// Shares state with a fleet through `fleet` (its Redis): OAuth tokens (unless
+    /// [`oauth`](Self::oauth) set a store of its own) and `scope: "fleet"` rate limits; `None`
+    /// shares nothing. Without this call the configuration's `store` (or `MCPH_STORE`) is
+    /// opened with [`crate::fleet::open`]; if that fails the client logs the error and shares
+    /// nothing (`mcph` refuses to start instead).
+    #[cfg(feature = "fleet")]
+    pub fn fleet(mut self, fleet: Option<Arc<mcp_fleet::Fleet>>) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 
     /// Sets how servers that use OAuth are authorized (token store, login hint, interactive

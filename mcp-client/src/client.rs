@@ -116,6 +116,9 @@ struct Inner {
     region: Option<String>,
     routing: crate::router::RoutingPolicy,
     failovers: broadcast::Sender<Failover>,
+    /// The fleet's shared store, when there is one.
+    #[cfg(feature = "fleet")]
+    fleet: Option<Arc<mcp_fleet::Fleet>>,
 }
 
 use mcp_core::sync::lock;
@@ -162,6 +165,26 @@ impl McpClient {
         let (notifications, _) = broadcast::channel(1024);
         let (list_changes, _) = broadcast::channel(64);
         let (failovers, _) = broadcast::channel(64);
+        // The fleet's store: the builder's, else the configuration's; its token store serves
+        // OAuth unless the harness chose one.
+        #[cfg(feature = "fleet")]
+        let (builder, fleet) = {
+            let mut builder = builder;
+            let fleet = match builder.fleet.take() {
+                Some(chosen) => chosen,
+                None => crate::fleet::open(&builder.config).unwrap_or_else(|e| {
+                    tracing::error!("the fleet store is not used: {e}");
+                    None
+                }),
+            };
+            if let Some(fleet) = &fleet {
+                builder.oauth = builder
+                    .oauth
+                    .clone()
+                    .with_store_unless_set(fleet.token_store());
+            }
+            (builder, fleet)
+        };
         let region = builder
             .region
             .or_else(|| builder.config.region.clone())
@@ -187,6 +210,8 @@ impl McpClient {
             region,
             routing: builder.routing,
             failovers,
+            #[cfg(feature = "fleet")]
+            fleet,
         });
         let servers: Vec<Arc<ManagedServer>> = builder
             .config
@@ -816,6 +841,8 @@ impl Inner {
                 region: self.region.as_deref(),
                 routing: &self.routing,
                 failovers: self.failovers.clone(),
+                #[cfg(feature = "fleet")]
+                fleet: self.fleet.as_ref(),
             },
         )
     }

@@ -26,6 +26,8 @@
 //! - [`status`]: each server's visible state ([`ServerReport`]).
 //! - `auth` (feature `oauth`): OAuth for remote servers — stored tokens on every request,
 //!   `needs-auth` when a login is needed, tokens for stdio servers through the environment.
+//! - [`fleet`] (feature `fleet`, `enterprise`): a fleet's shared store on Redis — OAuth tokens
+//!   shared by every replica, fleet-wide rate limits.
 //!
 //! Profiles are cargo features: `minimal` (core + stdio), `professional`, `enterprise`; see
 //! [`PROFILE`].
@@ -39,6 +41,8 @@ pub mod catalog;
 mod client;
 pub mod config;
 mod connect;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 mod handler;
 pub mod llm;
 pub mod naming;

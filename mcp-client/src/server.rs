@@ -58,6 +58,33 @@ pub(crate) struct ServerContext<'a> {
     pub(crate) region: Option<&'a str>,
     pub(crate) routing: &'a RoutingPolicy,
     pub(crate) failovers: broadcast::Sender<Failover>,
+    /// The fleet's shared store (fleet-wide rate limits), when there is one.
+    #[cfg(feature = "fleet")]
+    pub(crate) fleet: Option<&'a Arc<mcp_fleet::Fleet>>,
+}
+
+/// The fleet's permits for a server whose rate limit is `scope: "fleet"`; `None` (the local
+/// limit, with a warning) when no fleet store is configured.
+#[cfg(feature = "rate-limit")]
+fn shared_permits(
+    config: &ServerConfig,
+    context: &ServerContext<'_>,
+) -> Option<Arc<dyn mcp_resilience::SharedPermits>> {
+    let limit = config.settings.rate_limit.as_ref()?;
+    if limit.scope != crate::config::RateLimitScope::Fleet {
+        return None;
+    }
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = context.fleet {
+        return Some(fleet.permits(&config.name));
+    }
+    let _ = context;
+    tracing::warn!(
+        server = %config.name,
+        "rate_limit.scope is \"fleet\" but no fleet store is configured (top-level `store` or \
+         MCPH_STORE): the limit holds for this process only"
+    );
+    None
 }
 
 impl ManagedServer {
@@ -178,10 +205,14 @@ impl ManagedServer {
             &config,
             context.stack,
             &context.session_options,
-            supervisor.clone(),
-            connector,
+            stack::Upstream {
+                supervisor: supervisor.clone(),
+                connector,
+                router: router.clone(),
+            },
             &metrics,
-            router.clone(),
+            #[cfg(feature = "rate-limit")]
+            shared_permits(&config, &context),
         );
         let resources = Arc::new(ServerResources::new(
             &config,

@@ -262,17 +262,29 @@ pub(crate) fn breakers_for(
     })
 }
 
-/// Builds the stack of `config`'s server around its supervisor (and its router, for a server
-/// with several endpoints).
+/// Where a server's stack sends its calls: its supervisor's session (or a pool of sessions its
+/// connector opens), through its router when it has several endpoints.
+pub(crate) struct Upstream {
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) connector: Arc<dyn mcp_core::Connector>,
+    pub(crate) router: Option<Arc<Router>>,
+}
+
+/// Builds the stack of `config`'s server around its upstream; a `scope: "fleet"` rate limit
+/// takes its permits from `shared_permits` (the fleet's store).
 pub(crate) fn build(
     config: &ServerConfig,
     policy: &StackPolicy,
     session: &mcp_core::SessionOptions,
-    supervisor: Arc<Supervisor>,
-    connector: Arc<dyn mcp_core::Connector>,
+    upstream: Upstream,
     metrics: &mcp_metrics::ServerHandle,
-    router: Option<Arc<Router>>,
+    #[cfg(feature = "rate-limit")] shared_permits: Option<Arc<dyn mcp_resilience::SharedPermits>>,
 ) -> ServerStack {
+    let Upstream {
+        supervisor,
+        connector,
+        router,
+    } = upstream;
     let settings = &config.settings;
     #[cfg(feature = "pool")]
     let pool = match router {
@@ -324,7 +336,11 @@ pub(crate) fn build(
                 } else {
                     RateLimitMode::Reject
                 });
-            service = BoxLayer(RateLimitLayer::new(rate_policy)).layer(service);
+            let layer = match shared_permits {
+                Some(permits) => RateLimitLayer::shared(rate_policy, permits),
+                None => RateLimitLayer::new(rate_policy),
+            };
+            service = BoxLayer(layer).layer(service);
         }
     }
     #[cfg(not(feature = "rate-limit"))]

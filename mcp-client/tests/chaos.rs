@@ -599,6 +599,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         servers,
         source: None,
         region: Some("r1".into()),
+        store: None,
     })
     .shutdown_timeout(Duration::from_secs(3))
     .start()

@@ -976,7 +976,8 @@ fn rate_limit_breaker_per_tool_and_probe_interval_are_read() {
         Some(mcp_client::config::RateLimitSettings {
             calls_per_sec: 3,
             burst: 3,
-            wait: false
+            wait: false,
+            scope: mcp_client::config::RateLimitScope::Process,
         })
     );
     assert!(s.breaker.per_tool);
@@ -1760,4 +1761,68 @@ fn vscode_settings_file_takes_the_region_in_mcp() {
     // No region: none.
     let config = parse_json(r#"{"mcpServers": {}}"#, &[]).unwrap();
     assert_eq!(config.region, None);
+}
+
+#[test]
+fn the_fleet_store_is_read_from_every_format_without_its_secrets() {
+    let config = parse_json(
+        r#"{"store": {"url": "redis://127.0.0.1:6379/0", "prefix": "team-a"}, "mcpServers": {}}"#,
+        &[],
+    )
+    .unwrap();
+    let store = config.store.expect("a store");
+    assert_eq!(store.url, "redis://127.0.0.1:6379/0");
+    assert_eq!(store.prefix, "team-a");
+    assert_eq!(store.key_env, "MCPH_STORE_KEY");
+    assert_eq!(store.password_env, "MCPH_STORE_PASSWORD");
+
+    let env = env_of(&[("REDIS_HOST", "cache.internal")]);
+    let text = "[store]\nurl = \"rediss://${REDIS_HOST}:6380/2\"\nkey_env = \"TEAM_KEY\"\n";
+    let config = parse_with_env(text, Path::new("/home/u/.codex/config.toml"), &env).unwrap();
+    let store = config.store.expect("a store");
+    assert_eq!(store.url, "rediss://cache.internal:6380/2");
+    assert_eq!(store.key_env, "TEAM_KEY");
+
+    let text = r#"{"mcp": {"store": {"url": "redis://127.0.0.1:6379"}, "servers": {}}}"#;
+    let config = parse_with_env(text, Path::new("/ws/.vscode/settings.json"), &env).unwrap();
+    assert!(config.store.is_some());
+
+    // A password in the file, the wrong scheme, a key instead of a variable name: refused,
+    // naming the field and its line, never repeating the secret.
+    let text = "{\"mcpServers\": {},\n \"store\": {\"url\": \"redis://:hunter22@127.0.0.1:6379\"}}";
+    let err = parse_json(text, &[]).unwrap_err();
+    assert_eq!(err.field(), Some("store.url"), "{err}");
+    assert_eq!(err.position().map(|p| p.0), Some(2), "{err}");
+    assert!(err.to_string().contains("MCPH_STORE_PASSWORD"), "{err}");
+    assert!(!err.to_string().contains("hunter22"), "{err}");
+    let err = parse_json(r#"{"mcpServers": {}, "store": {"url": "http://x:1"}}"#, &[]).unwrap_err();
+    assert_eq!(err.field(), Some("store.url"), "{err}");
+    let err = parse_json(
+        r#"{"mcpServers": {}, "store": {"url": "redis://x", "key_env": "c2VjcmV0a2V5IQ=="}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(err.field(), Some("store.key_env"), "{err}");
+    assert!(!err.to_string().contains("c2VjcmV0a2V5IQ"), "{err}");
+    let err = parse_json(r#"{"mcpServers": {}, "store": {"prefix": "x"}}"#, &[]).unwrap_err();
+    assert_eq!(err.field(), Some("store.url"), "{err}");
+}
+
+#[test]
+fn a_rate_limit_may_be_the_fleets() {
+    let config = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x",
+            "rate_limit": {"per_second": 20, "burst": 5, "scope": "fleet"}}}}"#,
+        &[],
+    )
+    .unwrap();
+    let limit = config.servers[0].settings.rate_limit.clone().unwrap();
+    assert_eq!((limit.calls_per_sec, limit.burst), (20, 5));
+    assert_eq!(limit.scope, mcp_client::config::RateLimitScope::Fleet);
+    let err = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x", "rate_limit": {"per_second": 2, "scope": "world"}}}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(err.field(), Some("rate_limit.scope"), "{err}");
 }

@@ -34,6 +34,7 @@ async fn start_with_wide_debounce(config: mcp_client::ServerConfig) -> McpClient
         servers: vec![config],
         source: None,
         region: None,
+        store: None,
     };
     let policy = mcp_client::SupervisionPolicy {
         list_changed_debounce: std::time::Duration::from_millis(500),

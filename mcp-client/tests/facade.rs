@@ -170,6 +170,7 @@ async fn a_server_that_cannot_restart_is_unavailable_until_a_probe_brings_it_bac
         servers: vec![fragile],
         source: None,
         region: None,
+        store: None,
     })
     .supervision(SupervisionPolicy {
         reconnect_delays: vec![Duration::ZERO, Duration::from_millis(50)],
@@ -322,6 +323,7 @@ async fn the_harness_handler_and_session_options_reach_every_session() {
         servers: vec![fixture("asks", &[], &marker)],
         source: None,
         region: None,
+        store: None,
     })
     .handler(Sampler)
     .session_options(move |server, options| {
@@ -670,6 +672,7 @@ async fn progress_keeps_a_long_call_alive_when_the_server_resets_on_progress() {
         servers: vec![slowish],
         source: None,
         region: None,
+        store: None,
     })
     .session_options(|_, options| options.with_reset_timeout_on_progress(Duration::from_secs(20)))
     .start()
@@ -754,6 +757,7 @@ async fn a_modern_server_shares_its_session_and_a_legacy_one_is_pooled() {
         servers: vec![pooled("old", &[]), pooled("new", &["--era", "dual"])],
         source: None,
         region: None,
+        store: None,
     };
     let client = tokio::time::timeout(
         DEADLINE,
@@ -863,6 +867,7 @@ async fn a_registered_transport_serves_its_type_and_scheme() {
         ],
         source: None,
         region: None,
+        store: None,
     };
     let client = tokio::time::timeout(
         DEADLINE,

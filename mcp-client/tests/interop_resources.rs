@@ -449,6 +449,7 @@ async fn start_with(servers: Vec<ServerConfig>, policy: StackPolicy) -> McpClien
         servers,
         source: None,
         region: None,
+        store: None,
     };
     tokio::time::timeout(
         DEADLINE,

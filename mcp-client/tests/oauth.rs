@@ -64,6 +64,7 @@ async fn start(servers: Vec<ServerConfig>, policy: &OAuthPolicy) -> McpClient {
         servers,
         source: None,
         region: None,
+        store: None,
     };
     tokio::time::timeout(
         DEADLINE,

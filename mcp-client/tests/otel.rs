@@ -57,6 +57,7 @@ async fn calls_are_exported_with_the_mcp_semantic_conventions() {
         servers: vec![fixture("fx", &[], &marker)],
         source: None,
         region: None,
+        store: None,
     };
     let client = tokio::time::timeout(
         DEADLINE,

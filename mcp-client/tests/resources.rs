@@ -192,6 +192,7 @@ async fn subscriptions_are_renewed_when_an_http_session_is_made_anew() {
         )],
         source: None,
         region: None,
+        store: None,
     };
     let client = tokio::time::timeout(
         DEADLINE,

@@ -77,6 +77,7 @@ async fn start(server: ServerConfig, region: Option<&str>) -> McpClient {
         servers: vec![server],
         source: None,
         region: region.map(str::to_owned),
+        store: None,
     };
     let client = tokio::time::timeout(DEADLINE, McpClient::builder(config).start())
         .await
@@ -513,6 +514,7 @@ async fn the_clients_region_comes_from_the_builder_then_the_config_then_the_envi
         servers: vec![server.clone()],
         source: None,
         region: region.map(str::to_owned),
+        store: None,
     };
     let from_env = McpClient::builder(config(None)).start().await;
     assert_eq!(from_env.region(), Some("eu-west"));
@@ -547,6 +549,7 @@ async fn a_profile_without_routing_says_so() {
         servers: vec![routed(&[(&eu, Some("eu-west")), (&us, Some("us-east"))])],
         source: None,
         region: None,
+        store: None,
     };
     let client = McpClient::builder(config)
         .stack_policy(mcp_client::StackPolicy::professional())

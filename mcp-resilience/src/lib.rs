@@ -91,7 +91,9 @@ pub use breaker::{
     FailureRule, Transition,
 };
 #[cfg(feature = "rate-limit")]
-pub use rate_limit::{RateLimitLayer, RateLimitMode, RateLimitPolicy, RateLimitService};
+pub use rate_limit::{
+    RateLimitLayer, RateLimitMode, RateLimitPolicy, RateLimitService, SharedPermits,
+};
 pub use retry::{
     is_retried_kind, should_retry, Backoff, Delays, RetryLayer, RetryPolicy, RetryService,
 };

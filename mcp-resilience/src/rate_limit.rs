@@ -6,9 +6,25 @@
 //! [`RateLimitPolicy::max_wait`]), in which case it fails at once rather than wait uselessly. In
 //! [`RateLimitMode::Reject`] it fails at once. Either way the error is
 //! [`ErrorKind::RateLimited`], names the limit, says when to retry, and was never sent.
+//!
+//! # One limit for a fleet
+//!
+//! [`RateLimitLayer::new`] limits this process. [`RateLimitLayer::shared`] limits every process
+//! (replica) that shares one [`SharedPermits`] — e.g. `mcp-fleet`'s permits on Redis: each
+//! decision asks the shared permits first, and the same wait, reject, deadline and `max_wait`
+//! rules apply to their answer.
+//!
+//! When the shared permits cannot answer (Redis is down), the limiter falls back to its own
+//! local limit at the **full** rate, with one warning per outage (and an info line when they
+//! answer again). So while the shared state is gone each replica allows the full N calls/s: the
+//! fleet may go up to replicas × N until it is back. The other choices were worse: failing every
+//! call stops the fleet over an outage of its bookkeeping, and a share of N per replica needs a
+//! replica count that nobody knows for sure while the shared state is gone. The upstream
+//! server's own limits (429s, answered by the retry layer) still apply.
 
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,11 +132,61 @@ const fn non_zero(n: u32) -> NonZeroU32 {
     }
 }
 
+/// Permits that several processes share — one limit for a fleet of replicas (see the module
+/// docs). `mcp-fleet`'s `RedisPermits` keeps them on Redis.
+///
+/// An implementation bounds its own round trip (a timeout) and reports a shared state it
+/// cannot reach as `Err`; the limiter then falls back to its local limit.
+#[async_trait]
+pub trait SharedPermits: Send + Sync + 'static {
+    /// Takes one permit of `policy` if one is free: `Ok(None)` when taken, `Ok(Some(wait))` when
+    /// the next one is free only `wait` from now (nothing was taken), `Err(reason)` when the
+    /// shared state cannot be reached (the reason names it, never a secret).
+    async fn try_take(&self, policy: &RateLimitPolicy) -> Result<Option<Duration>, String>;
+
+    /// Where the permits are kept, for messages ("Redis at redis://10.0.0.5:6379/0, key
+    /// mcph:ratelimit:github").
+    fn describe(&self) -> String;
+}
+
 type Governor = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<TokioInstant>>;
 
 struct Limiter {
     policy: RateLimitPolicy,
+    /// The local limit: the only one without shared permits, the fallback with them.
     governor: Governor,
+    /// The fleet's permits, asked first ([`RateLimitLayer::shared`]).
+    fleet: Option<FleetPermits>,
+}
+
+/// Shared permits and whether they are unreachable right now (one warning per outage).
+struct FleetPermits {
+    permits: Arc<dyn SharedPermits>,
+    unreachable: AtomicBool,
+}
+
+impl FleetPermits {
+    /// The shared permits answered: ends an outage, if there was one.
+    fn answered(&self) {
+        if self.unreachable.swap(false, Ordering::Relaxed) {
+            tracing::info!(
+                shared = %self.permits.describe(),
+                "the fleet's rate limit answers again; no longer limiting this process alone"
+            );
+        }
+    }
+
+    /// The shared permits did not answer: warns once per outage.
+    fn failed(&self, reason: &str, policy: &RateLimitPolicy) {
+        if !self.unreachable.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                shared = %self.permits.describe(),
+                %reason,
+                "the fleet's rate limit is unreachable: limiting this process alone to {policy} \
+                 until it answers again (the fleet as a whole may exceed the limit meanwhile)"
+            );
+        }
+    }
 }
 
 /// Wraps a service in a rate limit. Clones share the limit: use one layer per server.
@@ -133,17 +199,35 @@ impl fmt::Debug for RateLimitLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayer")
             .field("policy", &self.limiter.policy)
+            .field("shared", &self.limiter.shared_description())
             .finish()
     }
 }
 
 impl RateLimitLayer {
-    /// A layer limiting by `policy`.
+    /// A layer limiting this process by `policy`.
     pub fn new(policy: RateLimitPolicy) -> Self {
+        RateLimitLayer::with_fleet(policy, None)
+    }
+
+    /// A layer limiting every process that shares `permits` by `policy` together; while the
+    /// permits cannot be reached, this process alone by `policy` (see the module docs).
+    pub fn shared(policy: RateLimitPolicy, permits: Arc<dyn SharedPermits>) -> Self {
+        RateLimitLayer::with_fleet(
+            policy,
+            Some(FleetPermits {
+                permits,
+                unreachable: AtomicBool::new(false),
+            }),
+        )
+    }
+
+    fn with_fleet(policy: RateLimitPolicy, fleet: Option<FleetPermits>) -> Self {
         RateLimitLayer {
             limiter: Arc::new(Limiter {
                 governor: RateLimiter::direct_with_clock(policy.quota(), TokioClock),
                 policy,
+                fleet,
             }),
         }
     }
@@ -177,6 +261,7 @@ impl<S: fmt::Debug> fmt::Debug for RateLimitService<S> {
         f.debug_struct("RateLimitService")
             .field("inner", &self.inner)
             .field("policy", &self.limiter.policy)
+            .field("shared", &self.limiter.shared_description())
             .finish()
     }
 }
@@ -194,12 +279,15 @@ impl Limiter {
         let started = Instant::now();
         let waited_long_enough = instant_after(started, self.policy.max_wait);
         loop {
-            let not_until = match self.governor.check() {
-                Ok(()) => return Ok(()),
-                Err(not_until) => not_until,
+            // The local path checks governor in place: no extra await, nothing boxed.
+            let next = match &self.fleet {
+                None => self.try_take_locally(),
+                Some(fleet) => self.try_take_from(fleet).await,
+            };
+            let Some(wait) = next else {
+                return Ok(());
             };
             let now = Instant::now();
-            let wait = not_until.wait_time_from(TokioClock.now());
             let why_not = match (self.policy.mode, instant_after(now, wait)) {
                 (RateLimitMode::Reject, _) => None,
                 (RateLimitMode::Wait, None) => Some("comes too late to wait for"),
@@ -224,8 +312,41 @@ impl Limiter {
         }
     }
 
+    /// Takes a local permit (`None`) or says how long until the next one.
+    #[inline]
+    fn try_take_locally(&self) -> Option<Duration> {
+        match self.governor.check() {
+            Ok(()) => None,
+            Err(not_until) => Some(not_until.wait_time_from(TokioClock.now())),
+        }
+    }
+
+    /// Takes a permit (`None`) or says how long until the next one: from the fleet's permits
+    /// when they answer, else from the local limit.
+    async fn try_take_from(&self, fleet: &FleetPermits) -> Option<Duration> {
+        match fleet.permits.try_take(&self.policy).await {
+            Ok(wait) => {
+                fleet.answered();
+                wait
+            }
+            Err(reason) => {
+                fleet.failed(&reason, &self.policy);
+                self.try_take_locally()
+            }
+        }
+    }
+
+    fn shared_description(&self) -> Option<String> {
+        self.fleet.as_ref().map(|fleet| fleet.permits.describe())
+    }
+
     fn rejection(&self, operation: &Operation, wait: Duration, why_not: Option<&str>) -> Error {
         let mut message = format!("rate limit of {} reached", self.policy);
+        if let Some(fleet) = &self.fleet {
+            if !fleet.unreachable.load(Ordering::Relaxed) {
+                message.push_str(&format!(" (shared: {})", fleet.permits.describe()));
+            }
+        }
         if let Some(why_not) = why_not {
             message.push_str(&format!("; the next permit (in {wait:?}) {why_not}"));
         }
@@ -384,5 +505,182 @@ mod tests {
         // A separate layer is a separate server.
         let other = RateLimitLayer::new(layer.policy().to_owned()).layer(Scripted::new());
         other.call(Operation::new("ping", None)).await.unwrap();
+    }
+
+    /// Shared permits that answer from a script (then "taken"), counting the questions.
+    struct ScriptedPermits {
+        answers: std::sync::Mutex<std::collections::VecDeque<Result<Option<Duration>, String>>>,
+        asked: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ScriptedPermits {
+        fn new(
+            answers: impl IntoIterator<Item = Result<Option<Duration>, String>>,
+        ) -> Arc<ScriptedPermits> {
+            Arc::new(ScriptedPermits {
+                answers: std::sync::Mutex::new(answers.into_iter().collect()),
+                asked: std::sync::atomic::AtomicUsize::new(0),
+            })
+        }
+
+        fn asked(&self) -> usize {
+            self.asked.load(Ordering::SeqCst)
+        }
+    }
+
+    #[async_trait]
+    impl SharedPermits for ScriptedPermits {
+        async fn try_take(&self, _: &RateLimitPolicy) -> Result<Option<Duration>, String> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            mcp_core::sync::lock(&self.answers)
+                .pop_front()
+                .unwrap_or(Ok(None))
+        }
+
+        fn describe(&self) -> String {
+            "the test's permits".into()
+        }
+    }
+
+    /// Counts the warnings and infos this module logs (no subscriber crate in this crate's
+    /// dependencies: the smallest `Subscriber` that counts events).
+    #[derive(Clone, Default)]
+    struct CountEvents {
+        warnings: Arc<std::sync::atomic::AtomicUsize>,
+        infos: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl tracing::Subscriber for CountEvents {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let metadata = event.metadata();
+            if metadata.target() != module_path!().trim_end_matches("::tests") {
+                return;
+            }
+            match *metadata.level() {
+                tracing::Level::WARN => self.warnings.fetch_add(1, Ordering::SeqCst),
+                tracing::Level::INFO => self.infos.fetch_add(1, Ordering::SeqCst),
+                _ => 0,
+            };
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    impl CountEvents {
+        fn warnings(&self) -> usize {
+            self.warnings.load(Ordering::SeqCst)
+        }
+        fn infos(&self) -> usize {
+            self.infos.load(Ordering::SeqCst)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shared_permits_decide_and_the_local_limit_stays_out_of_the_way() {
+        let server = Scripted::new();
+        let permits = ScriptedPermits::new([]);
+        let layer = RateLimitLayer::shared(RateLimitPolicy::default(), permits.clone());
+        let service = layer.layer(server.clone());
+        let t0 = Instant::now();
+        // Twice the local burst: the shared permits say yes each time, so nobody waits.
+        for _ in 0..20 {
+            service.call(tool_call("search")).await.unwrap();
+        }
+        assert_eq!(Instant::now(), t0);
+        assert_eq!(server.calls(), 20);
+        assert_eq!(permits.asked(), 20, "one question per call");
+        assert!(format!("{layer:?}").contains("the test's permits"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_wait_is_waited_exactly_and_asked_again() {
+        let server = Scripted::new();
+        let permits = ScriptedPermits::new([Ok(Some(Duration::from_millis(300))), Ok(None)]);
+        let service = RateLimitLayer::shared(RateLimitPolicy::default(), permits.clone())
+            .layer(server.clone());
+        let t0 = Instant::now();
+        service.call(tool_call("search")).await.unwrap();
+        assert_eq!(Instant::now() - t0, Duration::from_millis(300));
+        assert_eq!(permits.asked(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_wait_past_the_deadline_or_in_reject_mode_fails_at_once() {
+        let server = Scripted::new();
+        let permits = ScriptedPermits::new([
+            Ok(Some(Duration::from_secs(2))),
+            Ok(Some(Duration::from_millis(250))),
+        ]);
+        let policy = RateLimitPolicy::default();
+        let service = RateLimitLayer::shared(policy, permits.clone()).layer(server.clone());
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs(1);
+        let error = service
+            .call(tool_call("search").with_options(RequestOptions::new().with_deadline(deadline)))
+            .await
+            .unwrap_err();
+        assert_eq!(Instant::now(), t0, "no useless wait");
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+        assert_eq!(error.delivery(), Some(Delivery::NotSent));
+        assert_eq!(
+            error.message(),
+            "rate limit of 5 calls/s (burst 10) reached (shared: the test's permits); the next \
+             permit (in 2s) comes after the request's deadline"
+        );
+
+        let reject = RateLimitLayer::shared(policy.with_mode(RateLimitMode::Reject), permits)
+            .layer(server.clone());
+        let error = reject.call(tool_call("search")).await.unwrap_err();
+        assert_eq!(Instant::now(), t0);
+        assert_eq!(error.retry_after(), Some(Duration::from_millis(250)));
+        assert_eq!(server.calls(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unreachable_shared_permits_fall_back_to_the_full_local_rate_warning_once() {
+        let events = CountEvents::default();
+        let _guard = tracing::subscriber::set_default(events.clone());
+        let server = Scripted::new();
+        let down =
+            || Err::<Option<Duration>, String>("Redis at redis://db:6379 unreachable".into());
+        // 13 calls while down (the local burst of 10, then one per 200 ms), then it answers
+        // again, then another outage.
+        let mut answers: Vec<_> = (0..16).map(|_| down()).collect();
+        answers.push(Ok(None));
+        answers.push(down());
+        let permits = ScriptedPermits::new(answers);
+        let service = RateLimitLayer::shared(RateLimitPolicy::default(), permits.clone())
+            .layer(server.clone());
+        let t0 = Instant::now();
+        for _ in 0..13 {
+            service.call(tool_call("search")).await.unwrap();
+        }
+        let offsets: Vec<_> = server.starts().iter().map(|t| *t - t0).collect();
+        let mut expected = vec![Duration::ZERO; 10];
+        expected.extend([200, 400, 600].map(Duration::from_millis));
+        assert_eq!(offsets, expected, "the local limit, at the full rate");
+        assert_eq!(
+            permits.asked(),
+            16,
+            "asked first every time (waits ask again)"
+        );
+        assert_eq!(events.warnings(), 1, "one warning for the whole outage");
+        assert_eq!(events.infos(), 0);
+
+        service.call(tool_call("search")).await.unwrap();
+        assert_eq!(events.infos(), 1, "said once that it answers again");
+        // The next outage warns again, once.
+        service.call(tool_call("search")).await.unwrap();
+        assert_eq!(events.warnings(), 2);
+        assert_eq!(server.calls(), 15);
     }
 }

@@ -211,8 +211,9 @@ HTTP (instead of stdio):
                             every later request with its id gets 404.
     --http-fail-first N     Answer the first N POSTs (server-wide) with 503.
     --http-delay-ms N       Delay every HTTP response by N milliseconds.
-    --http-control          Serve POST /control/fail-next/N (the next N POSTs get 503) and
-                            POST /control/expire-sessions (every session id becomes unknown).
+    --http-control          Serve POST /control/fail-next/N (the next N POSTs get 503),
+                            POST /control/expire-sessions (every session id becomes unknown) and
+                            GET /control/posts (the POSTs taken so far, every session counted).
     --http-bearer TOKEN     Require `Authorization: Bearer TOKEN` on every HTTP request, and on the
                             WebSocket upgrade under --ws (401 otherwise).
     --oauth                 OAuth mode: /mcp, /sse and /message need an access token from the

@@ -386,6 +386,8 @@ async fn mcp_needs_a_valid_token() {
         device_code: 0,
         device_approvals: 0,
         token_errors: 1,
+        refresh_refused: 1,
+        refreshes_granted: 1,
         registrations: 1,
         authorizations: 1,
         authorization_scopes: vec![String::new()],

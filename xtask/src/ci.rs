@@ -362,6 +362,7 @@ pub const PUBLISHED: &[&str] = &[
     "mcp-skills",
     "mcp-resources",
     "mcp-metrics",
+    "mcp-fleet",
     "mcp-client",
     "mcp-testkit",
     "mcp-cli",

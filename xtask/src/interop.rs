@@ -189,6 +189,14 @@ pub fn setup(root: &Path) -> Result<(), String> {
             errors.push(format!("debian packages: {e}"));
         }
     }
+    // The real Redis the fleet tests start on ports of their own (mcp-fleet/tests).
+    match crate::redis_server::ensure_package() {
+        Ok(msg) => println!("interop-setup: {:<7} redis-server: {msg}", "debian"),
+        Err(e) => {
+            println!("interop-setup: {:<7} redis-server: FAILED", "debian");
+            errors.push(format!("redis-server: {e}"));
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {

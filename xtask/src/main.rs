@@ -9,6 +9,7 @@ mod ci;
 mod conformance;
 mod interop;
 mod profiles;
+mod redis_server;
 mod secret_service;
 mod shell;
 
@@ -49,7 +50,8 @@ Commands:
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/`, and the Debian
                    packages of the Secret Service tests (gnome-keyring,
-                   dbus-daemon) with apt-get (idempotent).
+                   dbus-daemon) and the fleet tests (redis-server) with
+                   apt-get (idempotent).
   help             Show this message.
 
 Environment:

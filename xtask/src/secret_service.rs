@@ -19,11 +19,11 @@ const REQUIRED: &[(&str, &str)] = &[
 const OPTIONAL: &[&str] = &["libsecret-tools", "keyutils"];
 
 /// How long `apt-get update` may take.
-const UPDATE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub(crate) const UPDATE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// How long one `apt-get install` may take.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+pub(crate) const INSTALL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// How long a `dpkg-query` or `id` may take.
-const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Makes sure the Secret Service test packages are installed: `"already present"` when they
 /// were, `"installed"` when this installed them; otherwise what went wrong.
@@ -102,7 +102,7 @@ pub fn ensure_packages() -> Result<&'static str, String> {
 }
 
 /// Whether dpkg has `package` installed (`dpkg-query -W -f='${Status}'`).
-fn is_installed(package: &str) -> bool {
+pub(crate) fn is_installed(package: &str) -> bool {
     let mut cmd = Command::new("dpkg-query");
     cmd.args(["-W", "--showformat=${Status}", package]);
     match output_within(cmd, QUERY_TIMEOUT) {
@@ -112,7 +112,7 @@ fn is_installed(package: &str) -> bool {
 }
 
 /// Runs `apt-get ARGS` non-interactively (through `sudo` when not root), output shown.
-fn apt_get(args: &[&str], timeout: Duration) -> Result<(), String> {
+pub(crate) fn apt_get(args: &[&str], timeout: Duration) -> Result<(), String> {
     let mut cmd = if is_root() {
         Command::new("apt-get")
     } else if on_path("sudo") {
@@ -147,14 +147,14 @@ fn apt_get(args: &[&str], timeout: Duration) -> Result<(), String> {
 }
 
 /// Whether we run as root (`id -u` says 0).
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     let mut cmd = Command::new("id");
     cmd.arg("-u");
     matches!(output_within(cmd, QUERY_TIMEOUT), Ok((true, uid)) if uid.trim() == "0")
 }
 
 /// Runs `cmd`, returning whether it succeeded and its stdout, killing it after `timeout`.
-fn output_within(mut cmd: Command, timeout: Duration) -> Result<(bool, String), String> {
+pub(crate) fn output_within(mut cmd: Command, timeout: Duration) -> Result<(bool, String), String> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -188,7 +188,7 @@ fn output_within(mut cmd: Command, timeout: Duration) -> Result<(bool, String), 
 }
 
 /// Whether `program` is a file in a PATH directory.
-fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }

@@ -50,6 +50,7 @@ async fn bench(args: &ClientArgs, transport: TransportConfig) -> Result<(), Stri
         servers: vec![ServerConfig::new("bench", transport)],
         source: None,
         region: None,
+        store: None,
     };
     let client = McpClient::builder(config)
         .options(ClientOptions::default())

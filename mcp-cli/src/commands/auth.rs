@@ -10,13 +10,46 @@ use mcp_auth::login::{has_display, LoopbackLogin, Presenter};
 use mcp_auth::{Authorizer, OAuthClient};
 use mcp_client::config::{ClientConfig, ServerConfig};
 use mcp_client::OAuthPolicy;
+use mcp_fleet::{Fleet, StoreKeyMaterial};
 use serde_json::{json, Value};
 
 use crate::errors::{CliError, Missing};
 
-/// The policy every mcph command uses (the OS credential store, or memory with a note).
-pub fn policy() -> OAuthPolicy {
-    OAuthPolicy::default()
+/// Where every mcph command keeps its state: the fleet's store when the configuration's
+/// `store` (or `MCPH_STORE`) names one, else the OS credential store (or memory, with a note).
+pub struct Stores {
+    /// How servers that use OAuth are authorized, and where their tokens live.
+    pub oauth: OAuthPolicy,
+    /// The fleet's shared store, when there is one.
+    pub fleet: Option<Arc<Fleet>>,
+}
+
+/// The [`Stores`] of `config`; a store that is named but cannot be used (no key, a bad URL) is
+/// an error — mcph never falls back to another store, which would split the logins.
+pub fn stores(config: &ClientConfig) -> Result<Stores, CliError> {
+    let fleet = mcp_client::fleet::open(config).map_err(CliError::Other)?;
+    let oauth = match &fleet {
+        Some(fleet) => OAuthPolicy::default().with_store(fleet.token_store()),
+        None => OAuthPolicy::default(),
+    };
+    Ok(Stores { oauth, fleet })
+}
+
+/// The policy every mcph command uses ([`stores`]).
+pub fn policy(config: &ClientConfig) -> Result<OAuthPolicy, CliError> {
+    Ok(stores(config)?.oauth)
+}
+
+/// `mcph auth store-key`: a new random key for a fleet store, to put in `MCPH_STORE_KEY` on
+/// every replica (printed once, to stdout only).
+pub fn store_key(json: bool) -> Result<(), CliError> {
+    let key = StoreKeyMaterial::generate().map_err(|e| CliError::Other(e.to_string()))?;
+    let encoded = key.to_base64();
+    if json {
+        return crate::output::print(&crate::output::json(&json!({ "key": encoded.expose() }))?);
+    }
+    println!("{}", encoded.expose());
+    Ok(())
 }
 
 /// Prints, once, that tokens live in memory only, when the OS credential store is not
@@ -88,7 +121,7 @@ pub async fn login(
     timeout: Duration,
     json: bool,
 ) -> Result<(), CliError> {
-    let policy = policy();
+    let policy = policy(config)?;
     note_store_fallback(&policy, config, json);
     let server = server(config, name)?;
     let client = client(&policy, server)?;
@@ -183,7 +216,7 @@ pub async fn login(
 /// `mcph auth status`: every server that uses OAuth, whether a token is stored, when it
 /// expires, its scopes and whether it can be refreshed — never the token.
 pub async fn status(config: &ClientConfig, json: bool) -> Result<(), CliError> {
-    let policy = policy();
+    let policy = policy(config)?;
     note_store_fallback(&policy, config, json);
     let mut rows = Vec::new();
     for server in config.enabled_servers() {
@@ -259,7 +292,7 @@ pub async fn status(config: &ClientConfig, json: bool) -> Result<(), CliError> {
 /// `mcph auth logout SERVER`: revokes the tokens where the server supports RFC 7009, then
 /// deletes them from the store.
 pub async fn logout(config: &ClientConfig, name: &str, json: bool) -> Result<(), CliError> {
-    let policy = policy();
+    let policy = policy(config)?;
     let server = server(config, name)?;
     let client = client(&policy, server)?;
     let had = client.tokens().await.map_err(auth_error)?.is_some();

@@ -90,7 +90,7 @@ pub async fn grpc(
             what: Missing::Server,
             name: options.server.clone(),
         })?;
-    let oauth = super::auth::policy();
+    let oauth = super::auth::policy(config)?;
     let auth = oauth
         .provider_for(server)
         .map(|p| p as Arc<dyn mcp_core::AuthProvider>);

@@ -19,6 +19,7 @@ use super::fields::{Ctx, Obj, Vars};
 use super::locate::Locator;
 use super::model::ClientConfig;
 use super::node::{parse_json, Node};
+use super::store::read_store;
 
 /// Parses a Claude Desktop / Claude Code / Cursor file, expanding variables from the process
 /// environment.
@@ -64,6 +65,7 @@ pub(crate) fn from_node(
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
         region: read_region(&top, &ctx)?,
+        store: read_store(&top, &ctx)?,
     };
     for (name, entry) in servers.entries() {
         let ctx = ctx.for_server(&["mcpServers"], name);

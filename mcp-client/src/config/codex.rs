@@ -21,6 +21,7 @@ use super::fields::{Ctx, Obj, Vars};
 use super::locate::Locator;
 use super::model::ClientConfig;
 use super::node::{parse_toml, toml_server_order};
+use super::store::read_store;
 
 /// Parses a Codex `config.toml`, expanding variables from the process environment.
 pub fn parse_codex(text: &str, source: &Path) -> Result<ClientConfig, ConfigError> {
@@ -49,6 +50,7 @@ pub fn parse_codex_with_env(
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
         region: read_region(&top, &ctx)?,
+        store: read_store(&top, &ctx)?,
     };
     let Some(servers) = top.object(&ctx, "mcp_servers")? else {
         return Ok(config);

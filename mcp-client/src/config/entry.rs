@@ -10,9 +10,9 @@ use super::fields::{Ctx, Obj};
 use super::model::{DpopSetting, OAuthSettings, ServerConfig, TransportConfig};
 use super::node::Node;
 use super::settings::{
-    BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
-    DEFAULT_FAILBACK_AFTER, DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT,
-    DEFAULT_TOOL_TIMEOUT,
+    BreakerSettings, HarnessSettings, PoolSettings, RateLimitScope, RateLimitSettings,
+    RetrySettings, DEFAULT_FAILBACK_AFTER, DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
 };
 
 /// Which format's entry shape to expect.
@@ -467,20 +467,37 @@ fn read_rate_limit(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<Option<RateLimitSetti
     let Some(limit) = obj.object(ctx, "rate_limit")? else {
         return Ok(None);
     };
-    let calls_per_sec = limit.u32(ctx, "calls_per_sec")?.ok_or_else(|| {
+    // `per_second` is the fleet issue's spelling of `calls_per_sec`; either is read.
+    let calls_per_sec = match limit.u32(ctx, "calls_per_sec")? {
+        Some(n) => Some(n),
+        None => limit.u32(ctx, "per_second")?,
+    };
+    let calls_per_sec = calls_per_sec.ok_or_else(|| {
         ctx.error(
             ConfigErrorKind::Missing,
             "rate_limit.calls_per_sec",
-            "a rate limit needs `calls_per_sec` (a whole number ≥ 1), found none",
+            "a rate limit needs `calls_per_sec` (or `per_second`: a whole number ≥ 1), found none",
         )
     })?;
     let burst = limit.u32(ctx, "burst")?.unwrap_or(calls_per_sec);
     let wait = limit.bool(ctx, "wait")?.unwrap_or(true);
+    let scope = match limit.string(ctx, "scope")?.as_deref() {
+        None | Some("process") => RateLimitScope::Process,
+        Some("fleet") => RateLimitScope::Fleet,
+        Some(other) => {
+            return Err(ctx.error(
+                ConfigErrorKind::Invalid,
+                "rate_limit.scope",
+                format!("expected \"process\" or \"fleet\", found {other:?}"),
+            ))
+        }
+    };
     limit.log_unknown(ctx);
     Ok(Some(RateLimitSettings {
         calls_per_sec,
         burst,
         wait,
+        scope,
     }))
 }
 
@@ -567,7 +584,7 @@ pub(crate) fn check_any_url(url: &str) -> Result<(), String> {
 }
 
 /// A URL with one of `schemes` (any well-formed scheme when empty) and a host.
-fn check_url_with(url: &str, schemes: &[&str], expected: &str) -> Result<(), String> {
+pub(crate) fn check_url_with(url: &str, schemes: &[&str], expected: &str) -> Result<(), String> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(format!("{expected}, found text without a scheme"));
     };

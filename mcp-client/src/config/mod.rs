@@ -19,6 +19,8 @@
 //! headers }]` (the same server, usually in other regions), read into
 //! [`ServerConfig::endpoints`], and every format takes a top-level `region`, the client's own
 //! ([`ClientConfig::region`]), that the endpoints' regions are compared with (`endpoints.rs`).
+//! A top-level `store` says where a fleet shares its state ([`ClientConfig::store`],
+//! `store.rs`).
 //!
 //! Secrets: `env` and `headers` values never appear in `Debug` output or in error messages.
 //! Every `*_with_env` function reads variables through a closure instead of the process
@@ -38,6 +40,7 @@ mod model;
 mod node;
 mod settings;
 mod spans;
+mod store;
 mod vscode;
 
 pub use claude::{parse_claude, parse_claude_with_env};
@@ -49,13 +52,15 @@ pub use error::{ConfigError, ConfigErrorKind};
 pub use expand::EnvLookup;
 pub use load::{load, load_with_env, parse, parse_format_with_env, parse_with_env, ConfigFormat};
 pub use model::{
-    ClientConfig, DpopSetting, EndpointConfig, OAuthSettings, ServerConfig, TransportConfig,
+    ClientConfig, DpopSetting, EndpointConfig, OAuthSettings, ServerConfig, StoreConfig,
+    TransportConfig,
 };
 pub use settings::{
-    BreakerSettings, HarnessSettings, PoolSettings, RateLimitSettings, RetrySettings,
-    DEFAULT_FAILBACK_AFTER, DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_STARTUP_TIMEOUT,
-    DEFAULT_TOOL_TIMEOUT,
+    BreakerSettings, HarnessSettings, PoolSettings, RateLimitScope, RateLimitSettings,
+    RetrySettings, DEFAULT_FAILBACK_AFTER, DEFAULT_IDLE_TIMEOUT, DEFAULT_PROBE_INTERVAL,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT,
 };
+pub use store::check_url as check_store_url;
 pub use vscode::{parse_vscode, parse_vscode_with_env};
 
 /// Reads a variable from the process environment (non-UTF-8 values count as unset).

@@ -22,6 +22,45 @@ pub struct ClientConfig {
     /// builder's `region(..)` and `MCPH_REGION` are the other sources (see
     /// `McpClientBuilder::region`).
     pub region: Option<String>,
+    /// Where a fleet's shared state lives (the file's top-level `store`): OAuth tokens and
+    /// fleet-wide rate limits on Redis. `MCPH_STORE` sets or overrides the URL.
+    pub store: Option<StoreConfig>,
+}
+
+/// A fleet's shared store (the top-level `store` of a configuration file): where it is and which
+/// environment variables hold its secrets — never the secrets themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// `redis://host:port/db` or `rediss://…` (TLS), without a password.
+    pub url: String,
+    /// The variable holding the 32-byte encryption key (hex or base64). Default `MCPH_STORE_KEY`.
+    pub key_env: String,
+    /// The variable holding the Redis password, if it needs one. Default `MCPH_STORE_PASSWORD`.
+    pub password_env: String,
+    /// What every key of this fleet starts with, so several fleets share one Redis. Default
+    /// `mcph`.
+    pub prefix: String,
+}
+
+impl StoreConfig {
+    /// The environment variable that sets (or overrides) the store's URL.
+    pub const URL_VARIABLE: &'static str = "MCPH_STORE";
+    /// The default variable of the encryption key.
+    pub const DEFAULT_KEY_VARIABLE: &'static str = "MCPH_STORE_KEY";
+    /// The default variable of the password.
+    pub const DEFAULT_PASSWORD_VARIABLE: &'static str = "MCPH_STORE_PASSWORD";
+    /// The default key prefix.
+    pub const DEFAULT_PREFIX: &'static str = "mcph";
+
+    /// The store at `url`, with the default variables and prefix.
+    pub fn new(url: impl Into<String>) -> StoreConfig {
+        StoreConfig {
+            url: url.into(),
+            key_env: StoreConfig::DEFAULT_KEY_VARIABLE.into(),
+            password_env: StoreConfig::DEFAULT_PASSWORD_VARIABLE.into(),
+            prefix: StoreConfig::DEFAULT_PREFIX.into(),
+        }
+    }
 }
 
 impl ClientConfig {

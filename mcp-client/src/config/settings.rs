@@ -151,6 +151,21 @@ pub struct RateLimitSettings {
     /// Over the limit: wait for a permit within the call's deadline (`true`, the default) or
     /// fail at once (`false`).
     pub wait: bool,
+    /// Whose limit it is: this process's (the default) or the whole fleet's, counted in the
+    /// shared store (`scope: "fleet"`, with a top-level `store`).
+    pub scope: RateLimitScope,
+}
+
+/// Whose calls a rate limit counts (`rate_limit.scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateLimitScope {
+    /// This process's calls (`"process"`, the default).
+    #[default]
+    Process,
+    /// The calls of every process sharing the store (`"fleet"`): one limit across replicas,
+    /// kept in Redis; while Redis is unreachable each process falls back to the full limit
+    /// locally.
+    Fleet,
 }
 
 impl HarnessSettings {

@@ -19,6 +19,7 @@ use super::fields::{Ctx, Obj, Vars};
 use super::locate::Locator;
 use super::model::ClientConfig;
 use super::node::{parse_json, Node};
+use super::store::read_store;
 
 /// Parses a VS Code `mcp.json` (or a settings file with `mcp.servers`), reading `${env:VAR}` from
 /// the process environment.
@@ -67,20 +68,32 @@ pub(crate) fn from_node(
     };
     let top = Obj::new(node, &ctx, "", "an object with `servers`")?;
     // The client's region sits next to the servers: top level, or `mcp.region` in a settings file.
-    let (servers, servers_at, region): (_, &[&str], _) = match top.object(&ctx, "servers")? {
-        Some(servers) => (servers, &["servers"], read_region(&top, &ctx)?),
-        None => match top.object(&ctx, "mcp")? {
-            Some(mcp) => match mcp.object(&ctx, "servers")? {
-                Some(servers) => (servers, &["mcp", "servers"], read_region(&mcp, &ctx)?),
+    let (servers, servers_at, region, store): (_, &[&str], _, _) =
+        match top.object(&ctx, "servers")? {
+            Some(servers) => (
+                servers,
+                &["servers"],
+                read_region(&top, &ctx)?,
+                read_store(&top, &ctx)?,
+            ),
+            None => match top.object(&ctx, "mcp")? {
+                Some(mcp) => match mcp.object(&ctx, "servers")? {
+                    Some(servers) => (
+                        servers,
+                        &["mcp", "servers"],
+                        read_region(&mcp, &ctx)?,
+                        read_store(&mcp, &ctx)?,
+                    ),
+                    None => return Err(missing_servers(&ctx)),
+                },
                 None => return Err(missing_servers(&ctx)),
             },
-            None => return Err(missing_servers(&ctx)),
-        },
-    };
+        };
     let mut config = ClientConfig {
         servers: Vec::new(),
         source: Some(source.to_path_buf()),
         region,
+        store,
     };
     for (name, entry) in servers.entries() {
         let ctx = ctx.for_server(servers_at, name);

@@ -94,6 +94,7 @@ pub async fn start(servers: Vec<ServerConfig>) -> McpClient {
         servers,
         source: None,
         region: None,
+        store: None,
     };
     tokio::time::timeout(DEADLINE, McpClient::start(config, ClientOptions::default()))
         .await

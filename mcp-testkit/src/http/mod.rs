@@ -59,7 +59,8 @@
 //! included, any request carrying the session id gets 404), `--http-json`, `--http-no-get`
 //! (GET → 405, so no resumption either), `--http-stateless` (no `Mcp-Session-Id`).
 //! `--http-control` serves `POST /control/fail-next/N` (a burst of 503s at a moment a test
-//! chooses) and `POST /control/expire-sessions`. `--http-bearer TOKEN` answers 401 (with `WWW-Authenticate`) to any request without
+//! chooses), `POST /control/expire-sessions` and `GET /control/posts` (the POSTs taken so far, over
+//! every session: what a test counts calls with). `--http-bearer TOKEN` answers 401 (with `WWW-Authenticate`) to any request without
 //! `Authorization: Bearer TOKEN`. On `tools/call` POSTs only (server-wide, never handled): `--http-stall-first N` (no headers,
 //! ever), `--http-trickle-first N` (200, headers, then one byte every 100 ms forever),
 //! `--http-endless-error-first N` (500 with an endless body).
@@ -276,7 +277,8 @@ impl Shared {
         n < self.options.http_fail_first || burst
     }
 
-    /// `--http-control`: `/control/fail-next/N` and `/control/expire-sessions`.
+    /// `--http-control`: `/control/fail-next/N`, `/control/expire-sessions` and
+    /// `/control/posts` (how many POSTs the server took, over all sessions: `{"posts": N}`).
     fn control(&self, path: &str) -> HttpResponse {
         if let Some(n) = path.strip_prefix("/control/fail-next/") {
             return match n.parse::<u64>() {
@@ -286,6 +288,13 @@ impl Shared {
                 }
                 Err(_) => error_response(StatusCode::BAD_REQUEST, "expected a number"),
             };
+        }
+        if path == "/control/posts" {
+            let posts = self.posts.load(Ordering::Relaxed);
+            return json_response(
+                StatusCode::OK,
+                serde_json::json!({ "posts": posts }).to_string(),
+            );
         }
         if path == "/control/expire-sessions" {
             let sessions: Vec<_> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
