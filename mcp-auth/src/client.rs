@@ -239,6 +239,9 @@ struct State {
     /// that is down): reported instead of "no token is stored", which would look like a
     /// logout.
     unreadable: Option<String>,
+    /// The held tokens could not be stored (the store was unreachable): they are stored at the
+    /// next chance ([`OAuthClient::store_pending`]).
+    unsaved: bool,
 }
 
 /// Which stored entry a re-read of the store takes over the held tokens.
@@ -694,13 +697,15 @@ impl OAuthClient {
         let _guard = self.refresh_lock.lock().await;
         let mut held = self.current().await;
         if held.is_none() && !self.is_machine() {
-            // A store that cannot be read is not "logged out": say why.
-            if let Some(unreadable) = self.unreadable() {
-                return Err(unreadable);
-            }
             // Forgotten (refused) or never had: another process may have logged in or
             // refreshed since.
             held = self.adopt_stored_when_none_held().await;
+            // A store that cannot be read is not "logged out": say why.
+            if held.is_none() {
+                if let Some(unreadable) = self.unreadable() {
+                    return Err(unreadable);
+                }
+            }
         }
         if let Some(held) = &held {
             if held.fresh_for(margin) {
@@ -762,6 +767,11 @@ impl OAuthClient {
     /// is forgotten only while the stored entry is still the one that was refused. The
     /// client's refresh lock must be held.
     async fn refresh_locked(&self) -> Result<TokenSet, AuthError> {
+        // Discovery (a few requests on first use) before the lock: the lock covers only
+        // re-read → refresh → store. A failure here shows again, with its cause, below.
+        if let Err(e) = self.discover_auth_metadata(None).await {
+            debug!(server = %redact_url(self.config.server_url.as_str()), "discovery before a refresh failed: {e}");
+        }
         let entry = self.lock_entry().await;
         let result = self.refresh_under_entry_lock().await;
         entry.release().await;
@@ -835,7 +845,7 @@ impl OAuthClient {
         let tokens = token_set(&response, &held.tokens.scopes, Some(refresh));
         let tokens = check_binding(tokens, key.as_ref(), &metadata)?;
         debug!(server = %redact_url(self.config.server_url.as_str()), "access token refreshed");
-        self.keep(tokens.clone(), None).await?;
+        self.keep_refreshed(tokens.clone(), None).await;
         if let Some(observer) = self.refreshed.get() {
             observer();
         }
@@ -875,9 +885,13 @@ impl OAuthClient {
 
     async fn reread(&self, which: Reread) -> Option<Held> {
         let stored = match self.store.load(&self.config.store_key).await {
-            Ok(stored) => stored?,
+            Ok(stored) => {
+                lock(&self.state).unreadable = None;
+                stored?
+            }
             Err(e) => {
                 warn!(store = %self.store.describe(), "cannot read the stored tokens again: {e}");
+                lock(&self.state).unreadable = Some(e.0);
                 return None;
             }
         };
@@ -889,12 +903,26 @@ impl OAuthClient {
         if !takes {
             return None;
         }
+        let Some(tokens) = stored.tokens else {
+            // A newer entry without tokens: logged out, or the tokens were refused, elsewhere.
+            // The held ones go too (refreshing them would undo the logout).
+            if state.held.take().is_some() {
+                debug!(server = %redact_url(self.config.server_url.as_str()), "the stored login was removed by another process");
+            }
+            state.generation = stored.generation;
+            state.loaded = true;
+            state.unsaved = false;
+            drop(state);
+            self.tokens_changed.notify_waiters();
+            return None;
+        };
         // Stored by a process that had just obtained them: their lifetime is known from
         // `expires_in` (or unknown, and then the full margin applies).
-        let held = Held::loaded(stored.tokens?);
+        let held = Held::loaded(tokens);
         state.held = Some(held.clone());
         state.generation = stored.generation;
         state.loaded = true;
+        state.unsaved = false;
         if let Some(client) = stored.client {
             state.client = Some(client);
         }
@@ -911,28 +939,34 @@ impl OAuthClient {
 
     /// Forgets tokens the authorization server refused — in the store only while the entry is
     /// still generation `refused` (compare-and-delete): a process that lost a refresh race
-    /// never deletes the tokens the winner stored.
+    /// never deletes the tokens the winner stored, and takes them instead when they are there.
+    /// Nothing to forget when no tokens are held (they were forgotten already).
     async fn forget_refused(&self, refused: u64) -> Result<(), AuthError> {
         let client = {
             let mut state = lock(&self.state);
-            if state.generation != refused {
-                // Newer tokens arrived meanwhile; they were not refused.
+            if state.generation != refused || state.held.is_none() {
+                // Newer tokens arrived meanwhile (they were not refused), or nothing is held.
                 return Ok(());
             }
             state.held = None;
             state.loaded = true;
-            state.generation = refused + 1;
+            state.unsaved = false;
             state.client.clone()
         };
+        self.tokens_changed.notify_waiters();
         let stored = self.entry(None, client, refused + 1);
         match self
             .store
             .save_if_newer(&self.config.store_key, &stored)
             .await
         {
-            Ok(true) => {}
+            Ok(true) => {
+                let mut state = lock(&self.state);
+                state.generation = state.generation.max(refused + 1);
+            }
             Ok(false) => {
-                debug!(server = %redact_url(self.config.server_url.as_str()), "the stored tokens are newer than the refused ones: kept")
+                debug!(server = %redact_url(self.config.server_url.as_str()), "the stored tokens are newer than the refused ones: kept");
+                self.adopt_newer_stored().await;
             }
             // Nothing is deleted then; the next process to read the entry finds out itself.
             Err(e) => {
@@ -988,7 +1022,7 @@ impl OAuthClient {
         };
         let tokens = token_set(&response, &scopes, None);
         let tokens = check_binding(tokens, dpop_key.as_ref(), &metadata)?;
-        self.keep(tokens.clone(), None).await?;
+        self.keep_refreshed(tokens.clone(), None).await;
         Ok(tokens)
     }
 
@@ -1093,7 +1127,7 @@ impl OAuthClient {
             ))
         })?;
         let tokens = check_binding(tokens, key.as_ref(), metadata)?;
-        self.keep(tokens.clone(), None).await?;
+        self.keep_refreshed(tokens.clone(), None).await;
         Ok(tokens)
     }
 
@@ -1152,8 +1186,10 @@ impl OAuthClient {
         Ok(body)
     }
 
-    /// Revokes the tokens where the server supports RFC 7009, then deletes them from the
-    /// store. Revocation failures are reported but do not keep the tokens.
+    /// Revokes the tokens where the server supports RFC 7009, then removes them from the
+    /// store — leaving an entry without tokens that carries the generation on, so that no
+    /// process still holding the old tokens can store refreshed ones over a later login.
+    /// Revocation failures are reported but do not keep the tokens.
     pub async fn logout(&self) -> Result<Option<String>, AuthError> {
         let _guard = self.refresh_lock.lock().await;
         let held = self.current().await;
@@ -1165,18 +1201,39 @@ impl OAuthClient {
                 Err(e) => note = Some(format!("revocation failed: {e}")),
             }
         }
+        // Not a delete: an entry without tokens one generation above every entry so far, so
+        // that a process still holding the old tokens drops them instead of storing refreshed
+        // ones over a later login (generations never start again).
         let entry = self.lock_entry().await;
-        let deleted = self.store.delete(&self.config.store_key).await;
+        let forgotten = self.write_logged_out().await;
         entry.release().await;
-        deleted?;
+        let generation = forgotten?;
         let mut state = lock(&self.state);
         state.held = None;
         state.client = None;
         state.dpop_key = None;
         state.loaded = true;
+        state.unsaved = false;
+        state.generation = generation;
         drop(state);
         self.tokens_changed.notify_waiters();
         Ok(note)
+    }
+
+    /// Writes the logged-out entry (no tokens, no registration) above the stored and held
+    /// generations; its generation.
+    async fn write_logged_out(&self) -> Result<u64, AuthError> {
+        let stored = self.store.load(&self.config.store_key).await?;
+        let generation = stored
+            .map_or(0, |s| s.generation)
+            .max(lock(&self.state).generation)
+            + 1;
+        let entry = StoredCredentials {
+            generation,
+            ..StoredCredentials::default()
+        };
+        self.store.save(&self.config.store_key, &entry).await?;
+        Ok(generation)
     }
 
     async fn revoke(&self, tokens: &TokenSet) -> Result<Option<String>, AuthError> {
@@ -1267,8 +1324,11 @@ impl OAuthClient {
     /// in the store only while its entry is still the one these tokens came from (another
     /// process's newer tokens stay).
     pub async fn forget_tokens(&self) -> Result<(), AuthError> {
+        let entry = self.lock_entry().await;
         let generation = lock(&self.state).generation;
-        self.forget_refused(generation).await
+        let forgotten = self.forget_refused(generation).await;
+        entry.release().await;
+        forgotten
     }
 
     /// Whether tokens come without a user (client credentials, cross-app access).
@@ -1328,48 +1388,118 @@ impl OAuthClient {
         lock(&self.state).held.clone()
     }
 
-    /// Holds and stores new tokens (and the client identity they belong to), one generation
-    /// above both the held and the stored entry; a store that already holds a newer entry (a
-    /// process that lost its lock refreshed too) keeps it.
-    async fn keep(
-        &self,
-        tokens: TokenSet,
-        client: Option<ClientIdentity>,
-    ) -> Result<(), AuthError> {
-        let stored_generation = match self.store.load(&self.config.store_key).await {
-            Ok(stored) => stored.map_or(0, |s| s.generation),
-            Err(_) => 0,
-        };
-        let (client, generation) = {
+    /// Holds new tokens (and the client identity they belong to) and stores them
+    /// ([`store_held`](Self::store_held)). They are held either way; `Err` says why they could
+    /// not be stored (they are stored at the next chance, [`store_pending`](Self::store_pending)).
+    async fn keep(&self, tokens: TokenSet, client: Option<ClientIdentity>) -> Result<(), String> {
+        {
             let mut state = lock(&self.state);
-            state.held = Some(Held::obtained(tokens.clone()));
+            state.held = Some(Held::obtained(tokens));
             state.loaded = true;
-            state.generation = state.generation.max(stored_generation) + 1;
+            state.unsaved = true;
             if client.is_some() {
                 state.client = client;
             }
-            (state.client.clone(), state.generation)
-        };
-        self.tokens_changed.notify_waiters();
-        let stored = self.entry(Some(tokens), client, generation);
-        // The tokens are held either way: a store that fails costs the next process a login,
-        // not this request.
-        match self
-            .store
-            .save_if_newer(&self.config.store_key, &stored)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                debug!(store = %self.store.describe(), "the store holds newer tokens than these; kept them")
-            }
-            Err(e) => warn!(store = %self.store.describe(), "could not store the new tokens: {e}"),
         }
-        Ok(())
+        self.tokens_changed.notify_waiters();
+        self.store_held().await
     }
 
-    /// [`keep`](Self::keep) under the store's entry lock (a login: its generation must be
-    /// read and written by one process at a time).
+    /// [`keep`](Self::keep) for tokens a refresh or a machine grant obtained: a store that fails
+    /// costs a warning, not the request (the tokens are held, and stored later).
+    async fn keep_refreshed(&self, tokens: TokenSet, client: Option<ClientIdentity>) {
+        if let Err(e) = self.keep(tokens, client).await {
+            warn!(store = %self.store.describe(), "could not store the new tokens (kept in this process, stored when the store answers): {e}");
+        }
+    }
+
+    /// Writes the held tokens one generation above the held and the stored entry. Nothing is
+    /// written when the store cannot be read (never blind: a wrong fleet key must not replace
+    /// the fleet's entry). When another process wrote in between (it went without the lock): an
+    /// entry with tokens is kept (both logins are good); one without — the forget of a refresh
+    /// token older than these — is written over.
+    async fn store_held(&self) -> Result<(), String> {
+        for _ in 0..3 {
+            let stored = match self.store.load(&self.config.store_key).await {
+                Ok(stored) => {
+                    lock(&self.state).unreadable = None;
+                    stored
+                }
+                Err(e) => return Err(e.0),
+            };
+            let stored_generation = stored.as_ref().map_or(0, |s| s.generation);
+            let (tokens, client, generation) = {
+                let state = lock(&self.state);
+                let Some(held) = &state.held else {
+                    return Ok(());
+                };
+                (
+                    held.tokens.clone(),
+                    state.client.clone(),
+                    state.generation.max(stored_generation) + 1,
+                )
+            };
+            let entry = self.entry(Some(tokens), client, generation);
+            match self
+                .store
+                .save_if_newer(&self.config.store_key, &entry)
+                .await
+            {
+                Ok(true) => {
+                    let mut state = lock(&self.state);
+                    state.generation = state.generation.max(generation);
+                    state.unsaved = false;
+                    return Ok(());
+                }
+                Ok(false) => {
+                    let newer = self
+                        .store
+                        .load(&self.config.store_key)
+                        .await
+                        .map_err(|e| e.0)?;
+                    if let Some(newer) = newer.filter(|n| n.tokens.is_some()) {
+                        debug!(store = %self.store.describe(), "another process stored tokens at the same time; both are kept");
+                        let mut state = lock(&self.state);
+                        state.generation = state.generation.max(newer.generation);
+                        state.unsaved = false;
+                        return Ok(());
+                    }
+                }
+                Err(e) => return Err(e.0),
+            }
+        }
+        Err("the entry kept changing under concurrent writes".into())
+    }
+
+    /// Whether the held tokens still wait to be stored (the store was unreachable when they
+    /// came).
+    pub fn has_unsaved_tokens(&self) -> bool {
+        lock(&self.state).unsaved
+    }
+
+    /// Stores held tokens that could not be stored when they came (the store was unreachable),
+    /// one process at a time: `Ok(true)` when stored now, `Ok(false)` when there was nothing
+    /// to store. Once the store is back, the newest tokens win by generation.
+    pub async fn store_pending(&self) -> Result<bool, AuthError> {
+        if !self.has_unsaved_tokens() {
+            return Ok(false);
+        }
+        let _guard = self.refresh_lock.lock().await;
+        let entry = self.lock_entry().await;
+        // Another process may have refreshed since: its tokens are newer than ours.
+        self.adopt_newer_stored().await;
+        let stored = if self.has_unsaved_tokens() {
+            self.store_held().await.map(|()| true)
+        } else {
+            Ok(false)
+        };
+        entry.release().await;
+        stored.map_err(AuthError::Store)
+    }
+
+    /// [`keep`](Self::keep) for a login, under the store's entry lock (its generation must be
+    /// read and written by one process at a time); a login that cannot be stored is an error
+    /// (the tokens are held by this process only).
     async fn keep_under_entry_lock(
         &self,
         tokens: TokenSet,
@@ -1378,7 +1508,11 @@ impl OAuthClient {
         let entry = self.lock_entry().await;
         let kept = self.keep(tokens, client).await;
         entry.release().await;
-        kept
+        kept.map_err(|e| {
+            AuthError::Store(format!(
+                "authorized, but the tokens could not be stored ({e}); only this process holds them"
+            ))
+        })
     }
 
     /// The store entry for `tokens` and `client` at `generation`.

@@ -26,6 +26,8 @@ const REFRESH_RETRY: Duration = Duration::from_secs(30);
 /// Background refreshes are at least this far apart, whatever lifetime a server gives its
 /// tokens (an `expires_in` of 0 must not make a busy loop).
 const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// How often tokens the store could not take are offered to it again.
+const UNSAVED_RETRY: Duration = Duration::from_secs(5);
 
 /// Runs an authorization that needs a user (or a stand-in for one): shows the URL, waits for
 /// the callback, exchanges the code — `mcph auth login` with a browser and a loopback
@@ -205,17 +207,40 @@ async fn refresh_ahead(client: Arc<OAuthClient>) {
         let changed = client.tokens_changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        // Load from the store on first use, so stored tokens are refreshed too.
+        // Load from the store on first use, so stored tokens are refreshed too; a store that
+        // cannot be read is tried again later.
         if let Err(e) = client.tokens().await {
             warn!("cannot read the stored tokens: {e}");
-        }
-        let Some(due) = client.refresh_due_in() else {
-            changed.await;
+            tokio::select! {
+                _ = tokio::time::sleep(REFRESH_RETRY) => {}
+                _ = changed => {}
+            }
             continue;
+        }
+        // Tokens the store could not take when they came are stored once it answers again.
+        if client.has_unsaved_tokens() {
+            match client.store_pending().await {
+                Ok(true) => debug!("tokens stored now that the store answers again"),
+                Ok(false) => {}
+                Err(e) => debug!("the store still cannot take the tokens: {e}"),
+            }
+        }
+        let due = match client.refresh_due_in() {
+            Some(due) if client.has_unsaved_tokens() => due.min(UNSAVED_RETRY),
+            Some(due) => due,
+            None if client.has_unsaved_tokens() => UNSAVED_RETRY,
+            None => {
+                changed.await;
+                continue;
+            }
         };
         tokio::select! {
             _ = tokio::time::sleep(due) => {}
             _ = &mut changed => continue,
+        }
+        if client.refresh_due_in().is_none_or(|left| !left.is_zero()) {
+            // Woken to store pending tokens, not to refresh.
+            continue;
         }
         let server = redact_url(client.config().server_url.as_str());
         match client.get_valid_token().await {

@@ -28,10 +28,16 @@ async fn lock_holder_child() {
     let Some(dir) = std::env::var_os(HOLDER_VARIABLE) else {
         let dir = std::env::temp_dir().join(format!("mcp-auth-drop-{}", std::process::id()));
         let locks = LockDir::at(&dir);
-        let held = locks.lock(&key(), Duration::ZERO).await.expect("a free lock");
+        let held = locks
+            .lock(&key(), Duration::ZERO)
+            .await
+            .expect("a free lock");
         assert!(locks.lock(&key(), Duration::ZERO).await.is_err(), "held");
         drop(held);
-        assert!(locks.lock(&key(), Duration::ZERO).await.is_ok(), "free once dropped");
+        assert!(
+            locks.lock(&key(), Duration::ZERO).await.is_ok(),
+            "free once dropped"
+        );
         let _ = std::fs::remove_dir_all(&dir);
         return;
     };
@@ -49,7 +55,12 @@ async fn a_holder_killed_with_sigkill_does_not_block_the_next_refresh() {
     let dir = std::env::temp_dir().join(format!("mcp-auth-sigkill-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "lock_holder_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "lock_holder_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(HOLDER_VARIABLE, &dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

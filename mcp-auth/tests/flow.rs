@@ -867,11 +867,17 @@ async fn logout_revokes_and_forgets() {
     assert!(note.contains("revoked"), "{note}");
     let s = stats(&fixture);
     assert_eq!(s.revocations, 2, "the refresh token and the access token");
-    assert!(store
+    // What is left carries only the generation on: no tokens, no registration.
+    let left = store
         .load(&store_key(&fixture))
         .await
         .expect("load")
-        .is_none());
+        .expect("the logged-out entry");
+    assert_eq!(
+        (left.tokens, left.client, left.dpop_key),
+        (None, None, None)
+    );
+    assert_eq!(left.generation, 2, "one above the login's");
     assert!(held(&client).await.is_none());
     // The server agrees: neither token works any more.
     let (status, body) = raw_refresh(&fixture, &client_id, &refresh(&tokens)).await;

@@ -187,6 +187,12 @@ async fn a_refused_refresh_token_is_forgotten_only_while_it_is_the_stored_one() 
     assert!(entry.client.is_some(), "the registration stays");
     assert_eq!(entry.generation, 2);
     assert_eq!(stats(&fixture).refresh_refused, 1);
+    // The 401 path forgets after a refused refresh: with nothing held, nothing more happens
+    // (a second forget would write over whatever came next).
+    within("forget", clients[1].forget_tokens())
+        .await
+        .expect("forget");
+    assert_eq!(stored(&*store, &fixture).await.generation, 2);
 }
 
 /// `futures::future::join_all` without the dependency: each future on its own task.
@@ -201,4 +207,196 @@ where
         outputs.push(handle.await.expect("task"));
     }
     outputs
+}
+
+#[tokio::test]
+async fn forgetting_after_another_client_refreshed_keeps_and_takes_its_tokens() {
+    let fixture = start(OAuthOptions::default()).await;
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    let (a, b) = (clients[1].clone(), clients[2].clone());
+    a.tokens().await.expect("a loads");
+    let refreshed = within("b refreshes", b.refresh_access_token())
+        .await
+        .expect("b refreshes");
+    // `a` was refused with its older token (a 401 path forgets): the newer entry stays, and
+    // `a` takes it.
+    within("forget", a.forget_tokens()).await.expect("forget");
+    let entry = stored(&*store, &fixture).await;
+    assert_eq!(
+        entry.tokens.as_ref(),
+        Some(&refreshed),
+        "b's tokens stay stored"
+    );
+    assert_eq!(entry.generation, 2);
+    assert_eq!(a.tokens().await.expect("tokens"), Some(refreshed));
+}
+
+#[tokio::test]
+async fn a_logout_elsewhere_is_not_undone_and_a_later_login_is_taken() {
+    let fixture = start(OAuthOptions::default()).await;
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    let (running, other) = (clients[1].clone(), clients[2].clone());
+    running
+        .tokens()
+        .await
+        .expect("the running client holds the login");
+    within("logout", other.logout()).await.expect("logout");
+    assert_eq!(
+        stored(&*store, &fixture).await.generation,
+        2,
+        "a logged-out entry"
+    );
+    // The running client must not refresh its old tokens back into the store.
+    let refused = within("refresh", running.refresh_access_token())
+        .await
+        .expect_err("logged out elsewhere");
+    assert!(
+        matches!(refused, mcp_auth::AuthError::NeedsLogin(_)),
+        "{refused}"
+    );
+    assert_eq!(stats(&fixture).refresh_token, 0, "no refresh was tried");
+    let entry = stored(&*store, &fixture).await;
+    assert_eq!((entry.tokens, entry.generation), (None, 2));
+    // A new login (generation 3) reaches the running client.
+    let again = login(&other).await;
+    assert_eq!(stored(&*store, &fixture).await.generation, 3);
+    let token = within("token", running.get_valid_token())
+        .await
+        .expect("the new login");
+    assert_eq!(token, again.access_token);
+}
+
+/// A store that can be switched off (unreachable), like a Redis that went away.
+struct Switchable {
+    inner: MemoryStore,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Switchable {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(StoreError("the store is unreachable".into()))
+        } else {
+            Ok(())
+        }
+    }
+    fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl TokenStore for Switchable {
+    fn describe(&self) -> String {
+        "a store that can be switched off".into()
+    }
+    fn is_persistent(&self) -> bool {
+        false
+    }
+    async fn load(&self, key: &StoreKey) -> Result<Option<StoredCredentials>, StoreError> {
+        self.check()?;
+        self.inner.load(key).await
+    }
+    async fn save(&self, key: &StoreKey, creds: &StoredCredentials) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.save(key, creds).await
+    }
+    async fn delete(&self, key: &StoreKey) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.delete(key).await
+    }
+    async fn save_if_newer(
+        &self,
+        key: &StoreKey,
+        creds: &StoredCredentials,
+    ) -> Result<bool, StoreError> {
+        self.check()?;
+        self.inner.save_if_newer(key, creds).await
+    }
+}
+
+#[tokio::test]
+async fn tokens_refreshed_while_the_store_is_down_are_stored_once_it_is_back() {
+    let fixture = start(OAuthOptions::default()).await;
+    let switchable = Arc::new(Switchable {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let store: Arc<dyn TokenStore> = switchable.clone();
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    let client = clients[1].clone();
+    client.tokens().await.expect("loaded");
+    switchable.set_down(true);
+    let refreshed = within("refresh", client.refresh_access_token())
+        .await
+        .expect("the refresh itself needs no store");
+    assert!(client.has_unsaved_tokens());
+    // Still down: nothing stored, nothing lost.
+    assert!(within("pending", client.store_pending()).await.is_err());
+    assert_eq!(
+        client.tokens().await.expect("held"),
+        Some(refreshed.clone())
+    );
+    switchable.set_down(false);
+    assert!(within("pending", client.store_pending())
+        .await
+        .expect("stored"));
+    assert!(!client.has_unsaved_tokens());
+    let entry = stored(&*store, &fixture).await;
+    assert_eq!(entry.tokens, Some(refreshed), "the newest tokens won");
+    assert_eq!(entry.generation, 2);
+    // Another process now refreshes from them: not refused.
+    let other = clients[2].clone();
+    within("refresh", other.refresh_access_token())
+        .await
+        .expect("refresh");
+    assert_eq!(stats(&fixture).refresh_refused, 0);
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_be_read_is_an_error_not_a_logout() {
+    let fixture = start(OAuthOptions::default()).await;
+    let switchable = Arc::new(Switchable {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let store: Arc<dyn TokenStore> = switchable.clone();
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    switchable.set_down(true);
+    let client = clients[1].clone();
+    let error = within("token", client.get_valid_token())
+        .await
+        .expect_err("nothing can be read");
+    assert!(
+        error.to_string().contains("cannot read the stored tokens"),
+        "{error}"
+    );
+    assert!(client.tokens().await.is_err(), "tokens() says so too");
+    // A login that cannot be stored fails (the login itself went through).
+    let relogin = clients[2].clone();
+    let http = AuthHttp::new().expect("http");
+    switchable.set_down(false);
+    let request = within("authorize", relogin.initiate_authorization(REDIRECT_URI))
+        .await
+        .expect("request");
+    let callback = within("approve", approved_callback(&http, &request.url))
+        .await
+        .expect("callback");
+    switchable.set_down(true);
+    let failed = within("code", relogin.exchange_code(&request, &callback))
+        .await
+        .expect_err("not stored");
+    assert!(
+        failed.to_string().contains("could not be stored"),
+        "{failed}"
+    );
+    // Back: it reads again, and the first login is still there.
+    switchable.set_down(false);
+    assert!(within("token", client.get_valid_token()).await.is_ok());
 }
