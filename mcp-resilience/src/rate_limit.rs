@@ -21,6 +21,11 @@
 //! call stops the fleet over an outage of its bookkeeping, and a share of N per replica needs a
 //! replica count that nobody knows for sure while the shared state is gone. The upstream
 //! server's own limits (429s, answered by the retry layer) still apply.
+//!
+//! A decision waits for the shared permits at most half a second (and never past the request's
+//! deadline); one that fails makes the next second's decisions local without asking (one
+//! caller asks again after it), so a store that hangs costs a caller at most half a second,
+//! once a second — not a timeout per call.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -159,13 +164,40 @@ struct Limiter {
     fleet: Option<FleetPermits>,
 }
 
+/// After the shared permits failed to answer, how long decisions are local before they are
+/// asked again (one caller asks; the others stay local meanwhile): a Redis that hangs costs
+/// one timeout per second, not one per call.
+const SHARED_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest one decision waits for the shared permits (within the request's deadline too):
+/// a fleet's store answers in well under a millisecond on a LAN, and one that has not answered
+/// by then is treated as unreachable.
+const SHARED_ASK_LIMIT: Duration = Duration::from_millis(500);
+
 /// Shared permits and whether they are unreachable right now (one warning per outage).
 struct FleetPermits {
     permits: Arc<dyn SharedPermits>,
     unreachable: AtomicBool,
+    /// While unreachable: when they are asked again.
+    retry_at: std::sync::Mutex<Option<Instant>>,
 }
 
 impl FleetPermits {
+    /// Whether to ask the shared permits now: always while they answer; during an outage,
+    /// once per [`SHARED_RETRY_AFTER`] (the caller that asks moves the next try on).
+    fn ask_now(&self) -> bool {
+        if !self.unreachable.load(Ordering::Relaxed) {
+            return true;
+        }
+        let mut retry_at = mcp_core::sync::lock(&self.retry_at);
+        let now = Instant::now();
+        if retry_at.is_some_and(|at| now < at) {
+            return false;
+        }
+        *retry_at = Some(now + SHARED_RETRY_AFTER);
+        true
+    }
+
     /// The shared permits answered: ends an outage, if there was one.
     fn answered(&self) {
         if self.unreachable.swap(false, Ordering::Relaxed) {
@@ -178,6 +210,7 @@ impl FleetPermits {
 
     /// The shared permits did not answer: warns once per outage.
     fn failed(&self, reason: &str, policy: &RateLimitPolicy) {
+        *mcp_core::sync::lock(&self.retry_at) = Some(Instant::now() + SHARED_RETRY_AFTER);
         if !self.unreachable.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 shared = %self.permits.describe(),
@@ -218,6 +251,7 @@ impl RateLimitLayer {
             Some(FleetPermits {
                 permits,
                 unreachable: AtomicBool::new(false),
+                retry_at: std::sync::Mutex::new(None),
             }),
         )
     }
@@ -282,7 +316,7 @@ impl Limiter {
             // The local path checks governor in place: no extra await, nothing boxed.
             let next = match &self.fleet {
                 None => self.try_take_locally(),
-                Some(fleet) => self.try_take_from(fleet).await,
+                Some(fleet) => self.try_take_from(fleet, operation).await,
             };
             let Some(wait) = next else {
                 return Ok(());
@@ -322,9 +356,21 @@ impl Limiter {
     }
 
     /// Takes a permit (`None`) or says how long until the next one: from the fleet's permits
-    /// when they answer, else from the local limit.
-    async fn try_take_from(&self, fleet: &FleetPermits) -> Option<Duration> {
-        match fleet.permits.try_take(&self.policy).await {
+    /// when they answer — within the operation's deadline — else from the local limit.
+    async fn try_take_from(&self, fleet: &FleetPermits, operation: &Operation) -> Option<Duration> {
+        if !fleet.ask_now() {
+            return self.try_take_locally();
+        }
+        let limit = Instant::now() + SHARED_ASK_LIMIT;
+        let until = operation.options.deadline.map_or(limit, |d| d.min(limit));
+        let answer = tokio::time::timeout_at(until, fleet.permits.try_take(&self.policy))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "no answer within {SHARED_ASK_LIMIT:?} (or the request's deadline)"
+                ))
+            });
+        match answer {
             Ok(wait) => {
                 fleet.answered();
                 wait
@@ -652,15 +698,12 @@ mod tests {
         let server = Scripted::new();
         let down =
             || Err::<Option<Duration>, String>("Redis at redis://db:6379 unreachable".into());
-        // 13 calls while down (the local burst of 10, then one per 200 ms), then it answers
-        // again, then another outage.
-        let mut answers: Vec<_> = (0..16).map(|_| down()).collect();
-        answers.push(Ok(None));
-        answers.push(down());
-        let permits = ScriptedPermits::new(answers);
+        // Down; a second later it answers again; then another outage.
+        let permits = ScriptedPermits::new(vec![down(), Ok(None), down()]);
         let service = RateLimitLayer::shared(RateLimitPolicy::default(), permits.clone())
             .layer(server.clone());
         let t0 = Instant::now();
+        // 13 calls while down: the local burst of 10, then one per 200 ms.
         for _ in 0..13 {
             service.call(tool_call("search")).await.unwrap();
         }
@@ -668,19 +711,54 @@ mod tests {
         let mut expected = vec![Duration::ZERO; 10];
         expected.extend([200, 400, 600].map(Duration::from_millis));
         assert_eq!(offsets, expected, "the local limit, at the full rate");
-        assert_eq!(
-            permits.asked(),
-            16,
-            "asked first every time (waits ask again)"
-        );
+        assert_eq!(permits.asked(), 1, "not asked again within a second of failing");
         assert_eq!(events.warnings(), 1, "one warning for the whole outage");
         assert_eq!(events.infos(), 0);
 
+        tokio::time::advance(SHARED_RETRY_AFTER).await;
         service.call(tool_call("search")).await.unwrap();
+        assert_eq!(permits.asked(), 2, "asked again after a second");
         assert_eq!(events.infos(), 1, "said once that it answers again");
         // The next outage warns again, once.
         service.call(tool_call("search")).await.unwrap();
         assert_eq!(events.warnings(), 2);
         assert_eq!(server.calls(), 15);
+    }
+
+    /// Shared permits that never answer (a Redis that hangs).
+    struct HangingPermits;
+
+    #[async_trait]
+    impl SharedPermits for HangingPermits {
+        async fn try_take(&self, _: &RateLimitPolicy) -> Result<Option<Duration>, String> {
+            std::future::pending().await
+        }
+        fn describe(&self) -> String {
+            "hanging permits".into()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hanging_shared_permits_cost_a_call_half_a_second_at_most_once_a_second() {
+        let server = Scripted::new();
+        let service = RateLimitLayer::shared(RateLimitPolicy::default(), Arc::new(HangingPermits))
+            .layer(server.clone());
+        let t0 = Instant::now();
+        service.call(tool_call("search")).await.unwrap();
+        assert_eq!(server.starts(), vec![t0 + SHARED_ASK_LIMIT], "then the local limit");
+        // A shorter deadline bounds the wait too.
+        tokio::time::advance(SHARED_RETRY_AFTER).await;
+        let t1 = Instant::now();
+        let deadline = t1 + Duration::from_millis(100);
+        service
+            .call(tool_call("search").with_options(RequestOptions::new().with_deadline(deadline)))
+            .await
+            .unwrap();
+        assert_eq!(server.starts()[1], deadline);
+        // Within the next second the local limit decides at once.
+        let t2 = Instant::now();
+        service.call(tool_call("search")).await.unwrap();
+        assert_eq!(server.starts()[2], t2, "not asked: no wait");
+        assert_eq!(server.calls(), 3);
     }
 }
