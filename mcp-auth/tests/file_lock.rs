@@ -54,7 +54,7 @@ async fn lock_holder_child() {
 async fn a_holder_killed_with_sigkill_does_not_block_the_next_refresh() {
     let dir = std::env::temp_dir().join(format!("mcp-auth-sigkill-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+    let child = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             "--exact",
             "lock_holder_child",
@@ -67,7 +67,8 @@ async fn a_holder_killed_with_sigkill_does_not_block_the_next_refresh() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start the holder");
-    let stdout = child.stdout.take().expect("stdout");
+    let mut child = Holder(child);
+    let stdout = child.0.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -76,19 +77,15 @@ async fn a_holder_killed_with_sigkill_does_not_block_the_next_refresh() {
             }
         }
     });
-    let held = rx.recv_timeout(Duration::from_secs(30));
-    if held.is_err() {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("the holder never took the lock");
-    }
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the holder takes the lock");
     let locks = LockDir::at(&dir);
     // Held: another process cannot have it.
     let refused = locks.lock(&key(), Duration::from_millis(100)).await;
     assert!(refused.is_err(), "the child holds the lock");
 
-    child.kill().expect("SIGKILL the holder"); // std's kill is SIGKILL on Unix
-    child.wait().expect("reap the holder");
+    child.0.kill().expect("SIGKILL the holder"); // std's kill is SIGKILL on Unix
+    child.0.wait().expect("reap the holder");
     let started = Instant::now();
     let lock = locks
         .lock(&key(), ENTRY_LOCK_TTL)
@@ -101,4 +98,14 @@ async fn a_holder_killed_with_sigkill_does_not_block_the_next_refresh() {
     );
     drop(lock);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The holder process, killed and reaped on drop (a failed assertion leaves nothing behind).
+struct Holder(std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -979,7 +979,8 @@ fn fastmcp_login_status_call_logout() {
     );
     let left = mcph.stored(&url);
     assert!(
-        left.as_ref().is_none_or(|e| e.tokens.is_none() && e.client.is_none()),
+        left.as_ref()
+            .is_none_or(|e| e.tokens.is_none() && e.client.is_none()),
         "tokens or the registration are still stored"
     );
     let answer = http.initialize_with(&url, tokens.access_token.expose());

@@ -30,6 +30,8 @@ pub const STORE_ACCOUNT: &str = "default";
 #[derive(Clone)]
 pub struct OAuthPolicy {
     store: Arc<OnceLock<StoreChoice>>,
+    /// Whether the harness chose the store ([`OAuthPolicy::with_store`]).
+    store_chosen: bool,
     login_hint: Arc<dyn Fn(&str) -> String + Send + Sync>,
     authorizer: Option<Arc<dyn Authorizer>>,
     refresh_margin: Duration,
@@ -57,6 +59,7 @@ impl Default for OAuthPolicy {
     fn default() -> Self {
         OAuthPolicy {
             store: Arc::new(OnceLock::new()),
+            store_chosen: false,
             login_hint: Arc::new(|server| format!("run `mcph auth login {server}`")),
             authorizer: None,
             refresh_margin: mcp_auth::config::DEFAULT_REFRESH_MARGIN,
@@ -74,15 +77,15 @@ impl OAuthPolicy {
         });
         OAuthPolicy {
             store: Arc::new(cell),
+            store_chosen: true,
             ..self
         }
     }
 
-    /// Keeps tokens in `store` unless a store was already chosen ([`with_store`](Self::with_store)
-    /// or first use): how a fleet's store becomes the default without overriding the
-    /// harness's own choice.
+    /// Keeps tokens in `store` unless the harness chose a store ([`with_store`](Self::with_store)):
+    /// how a fleet's store becomes the default without overriding the harness's own choice.
     pub fn with_store_unless_set(self, store: Arc<dyn TokenStore>) -> Self {
-        if self.store.get().is_some() {
+        if self.store_chosen {
             self
         } else {
             self.with_store(store)

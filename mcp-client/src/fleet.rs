@@ -35,7 +35,7 @@ pub fn open_with_env(
         .ok_or_else(|| {
             format!(
             "the store {} needs its encryption key in the environment variable {} (32 bytes as \
-             64 hex digits or base64; `mcph store key` makes one, and every replica needs the \
+             64 hex digits or base64; `mcph auth store-key` makes one, and every replica needs the \
              same)",
             store.url, store.key_env
         )

@@ -194,8 +194,10 @@ async fn the_lowest_latency_wins_inside_a_region() {
 #[tokio::test]
 async fn two_endpoints_five_percent_apart_do_not_flap_over_1000_calls() {
     let (dir, marker) = scratch("hysteresis");
-    let a = Region::start("a", &dir, &marker, &["--http-delay-ms", "20"]).await;
-    let b = Region::start("b", &dir, &marker, &["--http-delay-ms", "19"]).await;
+    // 5 % apart, and slow enough that a loaded machine's scheduling noise (a few ms on a probe)
+    // stays well inside the 25 % a move needs.
+    let a = Region::start("a", &dir, &marker, &["--http-delay-ms", "60"]).await;
+    let b = Region::start("b", &dir, &marker, &["--http-delay-ms", "57"]).await;
     let mut server = routed(&[(&a, Some("eu-west")), (&b, Some("eu-west"))]);
     server.settings.probe_interval = Duration::from_millis(50);
     let client = start(server, Some("eu-west")).await;

@@ -4,10 +4,11 @@
 //! included — is bounded by the fleet's timeout, and its error names Redis by its URL without
 //! a password.
 //!
-//! A `ConnectionManager` hands out the failed reconnect attempt to the first command after an
-//! outage (then reconnects); a command that failed only because the connection was refused was
-//! never sent, so it is tried once more within the same bound — a Redis that is back answers
-//! the first command after it.
+//! A `ConnectionManager` hands the broken connection (or the failed reconnect attempt) to the
+//! first command after an outage, then reconnects; a command that failed because the
+//! connection was refused, dropped or broken is tried once more within the same bound — so a
+//! Redis that is back answers the first command after it. Every command here may run twice
+//! (see `RedisConnection::run`).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,13 +79,23 @@ impl RedisConnection {
                     root_cert: Some(pem.clone()),
                 },
             )
-            .map_err(|e| invalid(format!("its CA certificate: {e}")))?,
+            .map_err(|e| {
+                invalid(scrub(
+                    &format!("its CA certificate: {e}"),
+                    settings.password.as_ref().map(|p| p.expose()),
+                ))
+            })?,
             (Some(_), false) => {
                 return Err(invalid(
                     "a TLS CA certificate is set, but the URL is not rediss://".into(),
                 ))
             }
-            (None, _) => redis::Client::open(info).map_err(|e| invalid(e.to_string()))?,
+            (None, _) => redis::Client::open(info).map_err(|e| {
+                invalid(scrub(
+                    &e.to_string(),
+                    settings.password.as_ref().map(|p| p.expose()),
+                ))
+            })?,
         };
         if is_tls {
             // redis-rs builds its TLS config with rustls's process-wide provider. Install
@@ -117,8 +128,11 @@ impl RedisConnection {
         let attempt = async {
             let mut result = self.attempt(&operation).await;
             if let Err(e) = &result {
-                if e.is_connection_refusal() {
-                    // Never sent (see the module docs): once more, on a fresh connection.
+                if e.is_connection_refusal() || e.is_connection_dropped() || e.is_io_error() {
+                    // The connection was gone (Redis restarted, a proxy closed it): once more,
+                    // on a fresh one. Every operation here may run twice — reads, the
+                    // generation-checked write, the lock (its script knows its own token), the
+                    // compare-and-delete release; a permit taken twice costs one permit.
                     result = self.attempt(&operation).await;
                 }
             }

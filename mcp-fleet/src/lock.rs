@@ -1,7 +1,8 @@
 //! The refresh lock of a store entry across a fleet
 //! ([`TokenStore::lock_entry`](mcp_auth::TokenStore::lock_entry)).
 //!
-//! On Redis: `SET {prefix}:lock:{hash} <random token> NX PX <time-to-live>`, tried again every
+//! On Redis: `SET {prefix}:lock:{hash} <random token> PX <time-to-live>` when the key is free
+//! (one script, which also finds the lock ours when a take is sent twice), tried again every
 //! 10 ms at first, then up to every 50 ms, for at most the caller's wait. Given back by a
 //! script that deletes the key only while it still holds our token (a lock that expired and
 //! was taken by another replica is not ours to delete). A lock dropped without being released
@@ -34,6 +35,25 @@ const FIRST_POLL: Duration = Duration::from_millis(10);
 /// The longest wait between two tries.
 const MAX_POLL: Duration = Duration::from_millis(50);
 
+/// Takes the lock for our token — or finds it ours already (a take sent again after its answer
+/// was lost with a dropped connection). KEYS[1] = the lock; ARGV[1] = the token; ARGV[2] = the
+/// time-to-live in ms. 1: ours; 0: another replica's.
+static TAKE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  return 1
+end
+if holder then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+",
+    )
+});
+
 /// Deletes the lock only while it holds our token. KEYS[1] = the lock; ARGV[1] = the token.
 static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -64,18 +84,13 @@ impl RedisStore {
             let taken = self
                 .connection
                 .run("taking a refresh lock", |mut connection| {
-                    let cmd = redis::cmd("SET")
-                        .arg(&lock_key)
-                        .arg(&token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl_ms)
-                        .to_owned();
-                    async move { cmd.query_async::<Option<String>>(&mut connection).await }
+                    let mut invocation = TAKE.key(&lock_key);
+                    invocation.arg(&token).arg(ttl_ms);
+                    async move { invocation.invoke_async::<i64>(&mut connection).await }
                 })
                 .await;
             match taken {
-                Ok(Some(_)) => {
+                Ok(1) => {
                     return Ok(EntryLock::held(Box::new(RedisLock {
                         held: Some(Held {
                             connection: self.connection.clone(),
@@ -84,7 +99,7 @@ impl RedisStore {
                         }),
                     })))
                 }
-                Ok(None) => {}
+                Ok(_) => {}
                 Err(error) if error.is_unreachable() => {
                     return self.fall_back(key, &error, wait, started).await;
                 }

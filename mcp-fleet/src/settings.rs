@@ -200,7 +200,7 @@ impl StoreKeyMaterial {
             origin: origin.to_owned(),
             reason: format!(
                 "{reason}; a store key is 64 hex characters or the base64 of 32 bytes \
-                 (`mcph store key` makes one)"
+                 (`mcph auth store-key` makes one)"
             ),
         };
         if text.is_empty() {

@@ -711,7 +711,11 @@ mod tests {
         let mut expected = vec![Duration::ZERO; 10];
         expected.extend([200, 400, 600].map(Duration::from_millis));
         assert_eq!(offsets, expected, "the local limit, at the full rate");
-        assert_eq!(permits.asked(), 1, "not asked again within a second of failing");
+        assert_eq!(
+            permits.asked(),
+            1,
+            "not asked again within a second of failing"
+        );
         assert_eq!(events.warnings(), 1, "one warning for the whole outage");
         assert_eq!(events.infos(), 0);
 
@@ -745,7 +749,11 @@ mod tests {
             .layer(server.clone());
         let t0 = Instant::now();
         service.call(tool_call("search")).await.unwrap();
-        assert_eq!(server.starts(), vec![t0 + SHARED_ASK_LIMIT], "then the local limit");
+        assert_eq!(
+            server.starts(),
+            vec![t0 + SHARED_ASK_LIMIT],
+            "then the local limit"
+        );
         // A shorter deadline bounds the wait too.
         tokio::time::advance(SHARED_RETRY_AFTER).await;
         let t1 = Instant::now();

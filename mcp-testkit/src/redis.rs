@@ -300,7 +300,12 @@ impl RedisServer {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let reason = match ping(address) {
-                Ok(()) => return Ok(()),
+                // Ours answered only if ours is still running (another server may hold the
+                // port, and ours then exits for want of it).
+                Ok(()) => match self.child.as_mut().map(Child::try_wait) {
+                    Some(Ok(None)) => return Ok(()),
+                    _ => "another process answers on the port".to_owned(),
+                },
                 Err(reason) => reason,
             };
             if let Some(child) = self.child.as_mut() {

@@ -64,11 +64,12 @@ const TRANSPORT_BENCHES: [(&str, &str, &str); 3] = [
 /// The facade's own costs, as (crate, criterion bench, features): the discovery cache (a tool
 /// lookup, building the model's tool list for 1,000 tools), the metrics layer per call, and
 /// routing across endpoints (the decision; a call to a server with three endpoints against
-/// one with a single URL).
-const FACADE_BENCHES: [(&str, &str, &str); 3] = [
+/// one with a single URL), and a fleet rate limit's decision on Redis against the local one.
+const FACADE_BENCHES: [(&str, &str, &str); 4] = [
     ("mcp-client", "discovery", ""),
     ("mcp-metrics", "layer_call", ""),
     ("mcp-client", "routing", "enterprise"),
+    ("mcp-fleet", "fleet_rate_limit", ""),
 ];
 
 /// Runs each bench's summary (a criterion filter that matches no benchmark skips the
@@ -124,8 +125,10 @@ fn append_rows(report: &Path, rows: &[String], facade: &[String]) -> Result<(), 
          model's tool list for 1,000 tools (`discovery`, mcp-client), the metrics layer per \
          call over a no-op service (`layer_call`, mcp-metrics), and routing across endpoints \
          (`routing`, mcp-client: the decision, and a full-stack call to an in-process server with \
-         three endpoints against one with a single URL, alternated in the same loops). Targets: \
-         < 100 ns per lookup, per layer call and added by routing per call.\n\n",
+         three endpoints against one with a single URL, alternated in the same loops), and one \
+         decision of a fleet-wide rate limit (`fleet_rate_limit`, mcp-fleet: a GCRA script on a \
+         loopback redis-server against governor in the process). Targets: < 100 ns per lookup, \
+         per layer call and added by routing per call.\n\n",
     );
     for row in facade {
         text.push_str(&format!("- {row}\n"));

@@ -26,10 +26,12 @@ const FIRST_POLL: Duration = Duration::from_millis(5);
 /// The longest wait between two tries.
 const MAX_POLL: Duration = Duration::from_millis(50);
 
-/// The directory of one application's lock files: `$XDG_RUNTIME_DIR/<service>/locks` (private
-/// to the user, cleared at logout), else `$XDG_CACHE_HOME/<service>/locks` or
-/// `~/.cache/<service>/locks`, else `<temp>/<service>-locks` — created (mode 0700 on Unix) when
-/// the first lock is taken.
+/// The directory of one application's lock files: `$XDG_CACHE_HOME/<service>/locks`, else
+/// `~/.cache/<service>/locks`, else `$XDG_RUNTIME_DIR/<service>/locks`, else
+/// `<temp>/<service>-locks` — created (mode 0700 on Unix) when the first lock is taken. The
+/// cache directory comes first because every process of the user finds the same one (a cron job
+/// or a service may run without `XDG_RUNTIME_DIR` while sharing the desktop's credential
+/// store).
 #[derive(Clone, PartialEq, Eq)]
 pub struct LockDir {
     dir: PathBuf,
@@ -45,10 +47,10 @@ impl LockDir {
     /// The lock directory of `service` (e.g. `"mcp-client"`), as the type's docs say.
     pub fn for_service(service: &str) -> LockDir {
         let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        let base = non_empty("XDG_RUNTIME_DIR")
+        let base = non_empty("XDG_CACHE_HOME")
             .map(PathBuf::from)
-            .or_else(|| non_empty("XDG_CACHE_HOME").map(PathBuf::from))
             .or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .or_else(|| non_empty("XDG_RUNTIME_DIR").map(PathBuf::from))
             .or_else(|| non_empty("LOCALAPPDATA").map(PathBuf::from));
         let dir = match base {
             Some(base) => base.join(service).join("locks"),

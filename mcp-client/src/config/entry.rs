@@ -468,10 +468,19 @@ fn read_rate_limit(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<Option<RateLimitSetti
         return Ok(None);
     };
     // `per_second` is the fleet issue's spelling of `calls_per_sec`; either is read.
-    let calls_per_sec = match limit.u32(ctx, "calls_per_sec")? {
-        Some(n) => Some(n),
-        None => limit.u32(ctx, "per_second")?,
-    };
+    let calls_per_sec =
+        match (
+            limit.u32(ctx, "calls_per_sec")?,
+            limit.u32(ctx, "per_second")?,
+        ) {
+            (Some(_), Some(_)) => return Err(ctx.error(
+                ConfigErrorKind::Invalid,
+                "rate_limit.per_second",
+                "expected one of `calls_per_sec` and `per_second` (two names for one setting), \
+                 found both",
+            )),
+            (one, other) => one.or(other),
+        };
     let calls_per_sec = calls_per_sec.ok_or_else(|| {
         ctx.error(
             ConfigErrorKind::Missing,
