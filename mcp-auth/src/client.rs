@@ -242,6 +242,20 @@ struct State {
     /// The held tokens could not be stored (the store was unreachable): they are stored at the
     /// next chance ([`OAuthClient::store_pending`]).
     unsaved: bool,
+    /// The SHA-256 of a refresh token the server refused that could not be forgotten in the
+    /// store (it was unreachable): the stored entry still holding it is not taken back.
+    refused_refresh: Option<[u8; 32]>,
+}
+
+/// Why a refresh is made.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refresh {
+    /// The access token reached its refresh margin but is still valid: while the store cannot
+    /// be read it is used on instead (a rotated refresh token that cannot be stored would be
+    /// lost to every other process).
+    AheadOfExpiry,
+    /// The server refused the access token: a new one is needed now.
+    Refused,
 }
 
 /// Which stored entry a re-read of the store takes over the held tokens.
@@ -643,7 +657,7 @@ impl OAuthClient {
                 return Ok(held.tokens);
             }
         }
-        self.refresh_locked().await
+        self.refresh_locked(Refresh::Refused).await
     }
 
     /// A valid access token: the held one while it is fresh for longer than the refresh
@@ -747,7 +761,7 @@ impl OAuthClient {
             .as_ref()
             .is_some_and(|h| h.tokens.refresh_token.is_some());
         if has_refresh {
-            match self.refresh_locked().await {
+            match self.refresh_locked(Refresh::AheadOfExpiry).await {
                 Ok(tokens) => return Ok(tokens),
                 Err(e) if e.is_invalid_grant() && self.is_machine() => {}
                 Err(e) => return Err(e),
@@ -766,14 +780,14 @@ impl OAuthClient {
     /// another process refreshed meanwhile instead of refreshing again; a refused refresh token
     /// is forgotten only while the stored entry is still the one that was refused. The
     /// client's refresh lock must be held.
-    async fn refresh_locked(&self) -> Result<TokenSet, AuthError> {
+    async fn refresh_locked(&self, why: Refresh) -> Result<TokenSet, AuthError> {
         // Discovery (a few requests on first use) before the lock: the lock covers only
         // re-read → refresh → store. A failure here shows again, with its cause, below.
         if let Err(e) = self.discover_auth_metadata(None).await {
             debug!(server = %redact_url(self.config.server_url.as_str()), "discovery before a refresh failed: {e}");
         }
         let entry = self.lock_entry().await;
-        let result = self.refresh_under_entry_lock().await;
+        let result = self.refresh_under_entry_lock(why).await;
         entry.release().await;
         result
     }
@@ -799,7 +813,7 @@ impl OAuthClient {
         }
     }
 
-    async fn refresh_under_entry_lock(&self) -> Result<TokenSet, AuthError> {
+    async fn refresh_under_entry_lock(&self, why: Refresh) -> Result<TokenSet, AuthError> {
         // Double-checked: the process that held the lock before us may have refreshed.
         if let Some(newer) = self.adopt_newer_stored().await {
             if newer.fresh_for(self.config.refresh_margin) {
@@ -810,6 +824,13 @@ impl OAuthClient {
         let Some(held) = self.current().await else {
             return Err(self.needs_login());
         };
+        // The store cannot be read (Redis is down): the tokens a refresh would rotate could not
+        // be shared, so a token that is still valid is used on until the store is back.
+        let unreadable = lock(&self.state).unreadable.is_some();
+        if unreadable && why == Refresh::AheadOfExpiry && held.fresh_for(Duration::ZERO) {
+            debug!(server = %redact_url(self.config.server_url.as_str()), "the store cannot be read: the access token is used on until it can (or the token expires)");
+            return Ok(held.tokens);
+        }
         let Some(refresh) = held.tokens.refresh_token.clone() else {
             return Err(self.needs_login());
         };
@@ -890,7 +911,8 @@ impl OAuthClient {
                 stored?
             }
             Err(e) => {
-                warn!(store = %self.store.describe(), "cannot read the stored tokens again: {e}");
+                // The store (or its lock) says so once per outage; this may run per call.
+                debug!(store = %self.store.describe(), "cannot read the stored tokens again: {e}");
                 lock(&self.state).unreadable = Some(e.0);
                 return None;
             }
@@ -904,18 +926,34 @@ impl OAuthClient {
             return None;
         }
         let Some(tokens) = stored.tokens else {
-            // A newer entry without tokens: logged out, or the tokens were refused, elsewhere.
-            // The held ones go too (refreshing them would undo the logout).
+            state.generation = stored.generation;
+            state.loaded = true;
+            if !stored.logged_out && state.unsaved {
+                // Another process forgot a refresh token older than the held ones, which the
+                // store has not seen yet: they stay, to be stored above the forget.
+                return None;
+            }
+            // Logged out elsewhere (refreshing would undo it), or the held tokens were the
+            // refused ones.
             if state.held.take().is_some() {
                 debug!(server = %redact_url(self.config.server_url.as_str()), "the stored login was removed by another process");
             }
-            state.generation = stored.generation;
-            state.loaded = true;
             state.unsaved = false;
             drop(state);
             self.tokens_changed.notify_waiters();
             return None;
         };
+        let refused_before = state.refused_refresh.is_some_and(|refused| {
+            tokens
+                .refresh_token
+                .as_ref()
+                .is_some_and(|r| fingerprint(r) == refused)
+        });
+        if refused_before {
+            // The entry still holds a refresh token the server refused: not taken back.
+            return None;
+        }
+        state.refused_refresh = None;
         // Stored by a process that had just obtained them: their lifetime is known from
         // `expires_in` (or unknown, and then the full margin applies).
         let held = Held::loaded(tokens);
@@ -942,17 +980,25 @@ impl OAuthClient {
     /// never deletes the tokens the winner stored, and takes them instead when they are there.
     /// Nothing to forget when no tokens are held (they were forgotten already).
     async fn forget_refused(&self, refused: u64) -> Result<(), AuthError> {
-        let client = {
-            let mut state = lock(&self.state);
+        let (client, refused_refresh) = {
+            let state = lock(&self.state);
             if state.generation != refused || state.held.is_none() {
                 // Newer tokens arrived meanwhile (they were not refused), or nothing is held.
                 return Ok(());
             }
+            let refused_refresh = state
+                .held
+                .as_ref()
+                .and_then(|h| h.tokens.refresh_token.as_ref())
+                .map(fingerprint);
+            (state.client.clone(), refused_refresh)
+        };
+        {
+            let mut state = lock(&self.state);
             state.held = None;
             state.loaded = true;
             state.unsaved = false;
-            state.client.clone()
-        };
+        }
         self.tokens_changed.notify_waiters();
         let stored = self.entry(None, client, refused + 1);
         match self
@@ -968,9 +1014,11 @@ impl OAuthClient {
                 debug!(server = %redact_url(self.config.server_url.as_str()), "the stored tokens are newer than the refused ones: kept");
                 self.adopt_newer_stored().await;
             }
-            // Nothing is deleted then; the next process to read the entry finds out itself.
+            // Nothing is deleted then; the next process to read the entry finds out itself,
+            // and this one does not take the refused token back from it.
             Err(e) => {
-                warn!(store = %self.store.describe(), "could not forget the refused tokens in the store: {e}")
+                lock(&self.state).refused_refresh = refused_refresh;
+                debug!(store = %self.store.describe(), "could not forget the refused tokens in the store: {e}")
             }
         }
         Ok(())
@@ -1223,17 +1271,30 @@ impl OAuthClient {
     /// Writes the logged-out entry (no tokens, no registration) above the stored and held
     /// generations; its generation.
     async fn write_logged_out(&self) -> Result<u64, AuthError> {
-        let stored = self.store.load(&self.config.store_key).await?;
-        let generation = stored
-            .map_or(0, |s| s.generation)
-            .max(lock(&self.state).generation)
-            + 1;
-        let entry = StoredCredentials {
-            generation,
-            ..StoredCredentials::default()
-        };
-        self.store.save(&self.config.store_key, &entry).await?;
-        Ok(generation)
+        for _ in 0..3 {
+            let stored = self.store.load(&self.config.store_key).await?;
+            let generation = stored
+                .map_or(0, |s| s.generation)
+                .max(lock(&self.state).generation)
+                + 1;
+            let entry = StoredCredentials {
+                generation,
+                logged_out: true,
+                ..StoredCredentials::default()
+            };
+            if self
+                .store
+                .save_if_newer(&self.config.store_key, &entry)
+                .await?
+            {
+                return Ok(generation);
+            }
+        }
+        Err(AuthError::Store(
+            "the stored entry kept changing under concurrent writes; logged out in this process \
+             only"
+                .into(),
+        ))
     }
 
     async fn revoke(&self, tokens: &TokenSet) -> Result<Option<String>, AuthError> {
@@ -1324,6 +1385,7 @@ impl OAuthClient {
     /// in the store only while its entry is still the one these tokens came from (another
     /// process's newer tokens stay).
     pub async fn forget_tokens(&self) -> Result<(), AuthError> {
+        let _guard = self.refresh_lock.lock().await;
         let entry = self.lock_entry().await;
         let generation = lock(&self.state).generation;
         let forgotten = self.forget_refused(generation).await;
@@ -1431,6 +1493,8 @@ impl OAuthClient {
             let (tokens, client, generation) = {
                 let state = lock(&self.state);
                 let Some(held) = &state.held else {
+                    drop(state);
+                    lock(&self.state).unsaved = false;
                     return Ok(());
                 };
                 (
@@ -1530,6 +1594,7 @@ impl OAuthClient {
             client,
             dpop_key,
             generation,
+            logged_out: false,
         }
     }
 
@@ -1926,4 +1991,10 @@ fn application_type(redirect_uri: &str) -> &'static str {
         Ok(url) if url.scheme() == "https" && !crate::http::is_loopback(&url) => "web",
         _ => "native",
     }
+}
+
+/// The SHA-256 of a secret, to recognise it later without keeping it.
+fn fingerprint(secret: &Secret) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(secret.expose().as_bytes()).into()
 }

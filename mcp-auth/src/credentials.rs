@@ -179,6 +179,10 @@ pub struct StoredCredentials {
     /// from before generations were kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub generation: u64,
+    /// Written by a logout: the login was removed on purpose (an entry without tokens and
+    /// without this flag is a refused refresh token forgotten, which newer tokens may replace).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logged_out: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -261,6 +265,7 @@ mod tests {
             }),
             dpop_key: Some(Secret::new("dk-000")),
             generation: 0,
+            logged_out: false,
         };
         let shown = format!("{creds:?}");
         for secret in ["at-123", "rt-456", "cs-789", "dk-000"] {

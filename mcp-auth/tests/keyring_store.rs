@@ -120,6 +120,7 @@ fn credentials(tag: &str) -> (StoredCredentials, Vec<String>) {
         }),
         dpop_key: Some(Secret::new(dpop_key.clone())),
         generation: 0,
+        logged_out: false,
     };
     (creds, vec![access, refresh, client_secret, dpop_key])
 }

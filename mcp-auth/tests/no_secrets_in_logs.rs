@@ -227,6 +227,7 @@ async fn no_secret_in_logs_debug_or_errors() {
                 client: None,
                 dpop_key: None,
                 generation: 0,
+                logged_out: false,
             },
         )
         .await

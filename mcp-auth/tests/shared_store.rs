@@ -400,3 +400,102 @@ async fn a_store_that_cannot_be_read_is_an_error_not_a_logout() {
     switchable.set_down(false);
     assert!(within("token", client.get_valid_token()).await.is_ok());
 }
+
+/// Redis down across a refresh: `a` refreshes (and cannot store), `b` is refused with the same
+/// refresh token (and cannot forget it), then the store is back. `b` must not take the refused
+/// token back and `a`'s tokens must reach the store, whoever writes first.
+#[tokio::test]
+async fn a_refresh_made_while_the_store_was_down_survives_the_losers() {
+    let fixture = start(OAuthOptions::default()).await;
+    let switchable = Arc::new(Switchable {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let store: Arc<dyn TokenStore> = switchable.clone();
+    let clients = clients(&fixture, store.clone());
+    login(&clients[0]).await;
+    let (a, b) = (clients[1].clone(), clients[2].clone());
+    a.tokens().await.expect("a loads");
+    b.tokens().await.expect("b loads");
+    switchable.set_down(true);
+    let refreshed = within("a refreshes", a.refresh_access_token())
+        .await
+        .expect("a refreshes");
+    assert!(a.has_unsaved_tokens());
+    let refused = within("b refreshes", b.refresh_access_token())
+        .await
+        .expect_err("the same refresh token, refused");
+    assert!(refused.is_invalid_grant(), "{refused}");
+    switchable.set_down(false);
+
+    // `b` does not refresh with the refused token it finds in the store again.
+    assert!(within("b", b.get_valid_token()).await.is_err());
+    // A process that starts now and must refresh (its access token was refused) knows nothing:
+    // refused, and it forgets the entry.
+    let late = clients[3].clone();
+    assert!(within("late", late.refresh_access_token()).await.is_err());
+    assert_eq!(
+        stats(&fixture).refresh_refused,
+        2,
+        "b once, the late process once"
+    );
+    let forgotten = stored(&*store, &fixture).await;
+    assert_eq!(
+        (forgotten.tokens.is_none(), forgotten.logged_out),
+        (true, false)
+    );
+
+    // `a`'s tokens go over that forget: the newest tokens win.
+    assert!(within("pending", a.store_pending()).await.expect("stored"));
+    let entry = stored(&*store, &fixture).await;
+    assert_eq!(entry.tokens.as_ref(), Some(&refreshed));
+    assert!(entry.generation > forgotten.generation);
+    // And everyone takes them.
+    for client in [&b, &late] {
+        let token = within("token", client.get_valid_token())
+            .await
+            .expect("a's login");
+        assert_eq!(token, refreshed.access_token);
+    }
+    assert_eq!(stats(&fixture).refreshes_granted, 1);
+}
+
+#[tokio::test]
+async fn a_token_still_valid_is_used_on_while_the_store_cannot_be_read() {
+    // 4 s tokens: refreshed ahead of expiry once half their life (2 s) is left.
+    let fixture = start(OAuthOptions {
+        token_ttl_secs: 4,
+        ..OAuthOptions::default()
+    })
+    .await;
+    let switchable = Arc::new(Switchable {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let store: Arc<dyn TokenStore> = switchable.clone();
+    let clients = clients(&fixture, store.clone());
+    let first = login(&clients[0]).await;
+    let client = clients[1].clone();
+    client.tokens().await.expect("loads");
+    // Past the margin, before the expiry (the token's own lifetime; nothing to poll for).
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    switchable.set_down(true);
+    let token = within("token", client.get_valid_token())
+        .await
+        .expect("the held token");
+    assert_eq!(
+        token, first.access_token,
+        "used on: a rotation could not be shared"
+    );
+    assert_eq!(
+        stats(&fixture).refresh_token,
+        0,
+        "no refresh while the store is down"
+    );
+    switchable.set_down(false);
+    let token = within("token", client.get_valid_token())
+        .await
+        .expect("refreshed");
+    assert_ne!(token, first.access_token);
+    assert_eq!(stats(&fixture).refreshes_granted, 1);
+}

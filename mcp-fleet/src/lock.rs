@@ -34,6 +34,8 @@ use crate::store::RedisStore;
 const FIRST_POLL: Duration = Duration::from_millis(10);
 /// The longest wait between two tries.
 const MAX_POLL: Duration = Duration::from_millis(50);
+/// How long a take whose answer was lost is given to be taken back before the file lock.
+const ORPHAN_RELEASE_LIMIT: Duration = Duration::from_millis(250);
 
 /// Takes the lock for our token — or finds it ours already (a take sent again after its answer
 /// was lost with a dropped connection). KEYS[1] = the lock; ARGV[1] = the token; ARGV[2] = the
@@ -101,6 +103,15 @@ impl RedisStore {
                 }
                 Ok(_) => {}
                 Err(error) if error.is_unreachable() => {
+                    // The take may have reached Redis and only its answer been lost: give it
+                    // back (it is ours only if it holds our token), briefly, so that other
+                    // replicas do not wait out its time-to-live.
+                    let orphan = Held {
+                        connection: self.connection.clone(),
+                        lock_key: lock_key.clone(),
+                        token: token.clone(),
+                    };
+                    let _ = tokio::time::timeout(ORPHAN_RELEASE_LIMIT, orphan.give_back()).await;
                     return self.fall_back(key, &error, wait, started).await;
                 }
                 Err(error) => return Err(error.into()),

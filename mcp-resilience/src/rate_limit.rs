@@ -362,21 +362,25 @@ impl Limiter {
             return self.try_take_locally();
         }
         let limit = Instant::now() + SHARED_ASK_LIMIT;
+        let deadline_first = operation.options.deadline.is_some_and(|d| d < limit);
         let until = operation.options.deadline.map_or(limit, |d| d.min(limit));
-        let answer = tokio::time::timeout_at(until, fleet.permits.try_take(&self.policy))
-            .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "no answer within {SHARED_ASK_LIMIT:?} (or the request's deadline)"
-                ))
-            });
-        match answer {
-            Ok(wait) => {
+        match tokio::time::timeout_at(until, fleet.permits.try_take(&self.policy)).await {
+            Ok(Ok(wait)) => {
                 fleet.answered();
                 wait
             }
-            Err(reason) => {
+            Ok(Err(reason)) => {
                 fleet.failed(&reason, &self.policy);
+                self.try_take_locally()
+            }
+            // This request's own deadline came first: its decision is local, and says nothing
+            // about the shared permits.
+            Err(_) if deadline_first => self.try_take_locally(),
+            Err(_) => {
+                fleet.failed(
+                    &format!("no answer within {SHARED_ASK_LIMIT:?}"),
+                    &self.policy,
+                );
                 self.try_take_locally()
             }
         }

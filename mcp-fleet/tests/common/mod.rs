@@ -99,6 +99,7 @@ pub fn credentials(generation: u64, tag: &str) -> StoredCredentials {
         }),
         dpop_key: Some(Secret::new(dpop)),
         generation,
+        logged_out: false,
     }
 }
 
