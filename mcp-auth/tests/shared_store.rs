@@ -55,39 +55,6 @@ async fn stored(store: &dyn TokenStore, fixture: &HttpFixture) -> StoredCredenti
         .expect("an entry")
 }
 
-/// A store shared without a lock (a holder that outlived the bounded wait, or a store whose
-/// lock service is down): only the generations protect the entry.
-struct Unlocked(MemoryStore);
-
-#[async_trait]
-impl TokenStore for Unlocked {
-    fn describe(&self) -> String {
-        "memory without a lock".into()
-    }
-    fn is_persistent(&self) -> bool {
-        false
-    }
-    async fn load(&self, key: &StoreKey) -> Result<Option<StoredCredentials>, StoreError> {
-        self.0.load(key).await
-    }
-    async fn save(&self, key: &StoreKey, creds: &StoredCredentials) -> Result<(), StoreError> {
-        self.0.save(key, creds).await
-    }
-    async fn delete(&self, key: &StoreKey) -> Result<(), StoreError> {
-        self.0.delete(key).await
-    }
-    async fn save_if_newer(
-        &self,
-        key: &StoreKey,
-        creds: &StoredCredentials,
-    ) -> Result<bool, StoreError> {
-        self.0.save_if_newer(key, creds).await
-    }
-    async fn lock_entry(&self, _: &StoreKey, _: Duration) -> Result<EntryLock, StoreError> {
-        Ok(EntryLock::none())
-    }
-}
-
 #[tokio::test]
 async fn eight_clients_refreshing_at_once_make_one_refresh_and_all_get_its_tokens() {
     let fixture = start(OAuthOptions::default()).await;
@@ -144,7 +111,7 @@ async fn a_client_that_lost_the_race_keeps_the_winners_tokens_instead_of_deletin
         ..OAuthOptions::default()
     })
     .await;
-    let store: Arc<dyn TokenStore> = Arc::new(Unlocked(MemoryStore::new()));
+    let store: Arc<dyn TokenStore> = TestStore::lockless();
     let clients = clients(&fixture, store.clone());
     login(&clients[0]).await;
     let (a, b) = (clients[1].clone(), clients[2].clone());
@@ -270,13 +237,33 @@ async fn a_logout_elsewhere_is_not_undone_and_a_later_login_is_taken() {
     assert_eq!(token, again.access_token);
 }
 
-/// A store that can be switched off (unreachable), like a Redis that went away.
-struct Switchable {
+/// The memory store as the tests share it: switched off on demand (unreachable, like a Redis
+/// that went away), and optionally without its entry lock (a holder that outlived the bounded
+/// wait, or a lock service that is down: only the generations protect the entry).
+struct TestStore {
     inner: MemoryStore,
     down: std::sync::atomic::AtomicBool,
+    locked: bool,
 }
 
-impl Switchable {
+impl TestStore {
+    /// A store that can be switched off.
+    fn switchable() -> Arc<TestStore> {
+        Arc::new(TestStore {
+            inner: MemoryStore::new(),
+            down: false.into(),
+            locked: true,
+        })
+    }
+
+    /// A store without the entry lock.
+    fn lockless() -> Arc<TestStore> {
+        Arc::new(TestStore {
+            locked: false,
+            ..Arc::into_inner(TestStore::switchable()).expect("one owner")
+        })
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         if self.down.load(std::sync::atomic::Ordering::SeqCst) {
             Err(StoreError("the store is unreachable".into()))
@@ -284,15 +271,16 @@ impl Switchable {
             Ok(())
         }
     }
+
     fn set_down(&self, down: bool) {
         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
 #[async_trait]
-impl TokenStore for Switchable {
+impl TokenStore for TestStore {
     fn describe(&self) -> String {
-        "a store that can be switched off".into()
+        "the tests' memory store".into()
     }
     fn is_persistent(&self) -> bool {
         false
@@ -317,15 +305,19 @@ impl TokenStore for Switchable {
         self.check()?;
         self.inner.save_if_newer(key, creds).await
     }
+    async fn lock_entry(&self, key: &StoreKey, wait: Duration) -> Result<EntryLock, StoreError> {
+        if self.locked {
+            self.inner.lock_entry(key, wait).await
+        } else {
+            Ok(EntryLock::none())
+        }
+    }
 }
 
 #[tokio::test]
 async fn tokens_refreshed_while_the_store_is_down_are_stored_once_it_is_back() {
     let fixture = start(OAuthOptions::default()).await;
-    let switchable = Arc::new(Switchable {
-        inner: MemoryStore::new(),
-        down: false.into(),
-    });
+    let switchable = TestStore::switchable();
     let store: Arc<dyn TokenStore> = switchable.clone();
     let clients = clients(&fixture, store.clone());
     login(&clients[0]).await;
@@ -361,10 +353,7 @@ async fn tokens_refreshed_while_the_store_is_down_are_stored_once_it_is_back() {
 #[tokio::test]
 async fn a_store_that_cannot_be_read_is_an_error_not_a_logout() {
     let fixture = start(OAuthOptions::default()).await;
-    let switchable = Arc::new(Switchable {
-        inner: MemoryStore::new(),
-        down: false.into(),
-    });
+    let switchable = TestStore::switchable();
     let store: Arc<dyn TokenStore> = switchable.clone();
     let clients = clients(&fixture, store.clone());
     login(&clients[0]).await;
@@ -407,10 +396,7 @@ async fn a_store_that_cannot_be_read_is_an_error_not_a_logout() {
 #[tokio::test]
 async fn a_refresh_made_while_the_store_was_down_survives_the_losers() {
     let fixture = start(OAuthOptions::default()).await;
-    let switchable = Arc::new(Switchable {
-        inner: MemoryStore::new(),
-        down: false.into(),
-    });
+    let switchable = TestStore::switchable();
     let store: Arc<dyn TokenStore> = switchable.clone();
     let clients = clients(&fixture, store.clone());
     login(&clients[0]).await;
@@ -468,17 +454,17 @@ async fn a_token_still_valid_is_used_on_while_the_store_cannot_be_read() {
         ..OAuthOptions::default()
     })
     .await;
-    let switchable = Arc::new(Switchable {
-        inner: MemoryStore::new(),
-        down: false.into(),
-    });
+    let switchable = TestStore::switchable();
     let store: Arc<dyn TokenStore> = switchable.clone();
     let clients = clients(&fixture, store.clone());
     let first = login(&clients[0]).await;
     let client = clients[1].clone();
     client.tokens().await.expect("loads");
-    // Past the margin, before the expiry (the token's own lifetime; nothing to poll for).
-    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    // Past the margin, before the expiry, on tokio's clock (the client's expiry clock), paused
+    // only while it moves: no I/O waits on it.
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_millis(2_300)).await;
+    tokio::time::resume();
     switchable.set_down(true);
     let token = within("token", client.get_valid_token())
         .await

@@ -34,8 +34,8 @@ const ROUNDS: u64 = 3;
 /// How long the login may take, URL to exit.
 const LOGIN_DEADLINE: Duration = Duration::from_secs(60);
 
-/// The fixture's OAuth counters (`GET /control/oauth/stats`).
-fn oauth_stats(fixture: &HttpFixtureProcess) -> Value {
+/// `GET` of one of the fixture's control endpoints, as JSON.
+fn control_json(fixture: &HttpFixtureProcess, path: &str) -> Value {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -46,12 +46,17 @@ fn oauth_stats(fixture: &HttpFixtureProcess) -> Value {
             .timeout(Duration::from_secs(10))
             .build()
             .expect("client")
-            .get(format!("{}/control/oauth/stats", fixture.url))
+            .get(format!("{}{path}", fixture.url))
             .send()
             .await
-            .expect("GET stats");
-        response.json::<Value>().await.expect("stats JSON")
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        response.json::<Value>().await.expect("JSON")
     })
+}
+
+/// The fixture's OAuth counters (`GET /control/oauth/stats`).
+fn oauth_stats(fixture: &HttpFixtureProcess) -> Value {
+    control_json(fixture, "/control/oauth/stats")
 }
 
 fn counter(stats: &Value, name: &str) -> u64 {
@@ -678,23 +683,9 @@ const LIMIT_WINDOW: Duration = Duration::from_secs(10);
 /// How many POSTs the fixture took, over every session (`GET /control/posts`): in the steady
 /// state of the rate-limit test, its tool calls.
 fn posts_taken(fixture: &HttpFixtureProcess) -> u64 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let answer = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("client")
-            .get(format!("{}/control/posts", fixture.url))
-            .send()
-            .await
-            .expect("GET /control/posts");
-        let posts: Value = answer.json().await.expect("JSON");
-        posts["posts"].as_u64().expect("posts")
-    })
+    control_json(fixture, "/control/posts")["posts"]
+        .as_u64()
+        .expect("posts")
 }
 
 #[test]

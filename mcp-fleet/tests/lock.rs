@@ -75,14 +75,15 @@ async fn a_second_replica_waits_for_the_lock_and_gets_it_once_released() {
     assert!(unrelated.is_held(), "one lock per entry");
     unrelated.release().await;
 
-    let waiter = {
+    let mut waiter = {
         let store = b.token_store();
         tokio::spawn(async move { store.lock_entry(&entry(), Duration::from_secs(5)).await })
     };
     // The waiter is still waiting a while after it started (it polls every ≤ 50 ms).
-    tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(
-        !waiter.is_finished(),
+        tokio::time::timeout(Duration::from_millis(150), &mut waiter)
+            .await
+            .is_err(),
         "the second replica waits while the first holds it"
     );
     let released_at = Instant::now();

@@ -200,14 +200,15 @@ mod tests {
         let other = StoreKey::new("https://b.example/mcp", "default");
         let unrelated = locks.lock(&other, Duration::ZERO).await;
         assert!(unrelated.is_ok(), "one lock per entry");
-        let waiter = {
+        let mut waiter = {
             let locks = locks.clone();
             let key = key.clone();
             tokio::spawn(async move { locks.lock(&key, Duration::from_secs(5)).await })
         };
-        tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(
-            !waiter.is_finished(),
+            tokio::time::timeout(Duration::from_millis(20), &mut waiter)
+                .await
+                .is_err(),
             "the waiter waits while the lock is held"
         );
         first.into_entry_lock().release().await;
