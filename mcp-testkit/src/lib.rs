@@ -33,6 +33,8 @@
 //! - `jws`: compact ES256 JWS (split, JSON parts, P-256 keys, signature), for DPoP proofs and
 //!   `private_key_jwt` client assertions.
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
+//! - [`peak_alloc`]: [`peak_alloc::PeakAlloc`], a counting global allocator: the memory bound
+//!   of a hostile-peer test.
 //! - [`redis`]: [`redis::RedisServer`], a real `redis-server` on a free loopback port for the
 //!   fleet tests (kill, restart on the same port, freeze).
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
@@ -48,6 +50,7 @@ pub mod modern;
 pub mod oauth;
 pub mod options;
 pub mod pagination;
+pub mod peak_alloc;
 pub mod prompts;
 pub mod redis;
 pub mod resources;
