@@ -299,9 +299,10 @@ impl OAuthClient {
     /// A client for `config.server_url`, keeping tokens in `store`.
     pub fn new(config: OAuthConfig, store: Arc<dyn TokenStore>) -> Result<OAuthClient, AuthError> {
         crate::http::check_url(&config.server_url)?;
+        let http = AuthHttp::for_config(&config)?;
         Ok(OAuthClient {
             config,
-            http: AuthHttp::new()?,
+            http,
             store,
             state: Mutex::new(State::default()),
             refresh_lock: tokio::sync::Mutex::new(()),

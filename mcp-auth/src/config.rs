@@ -41,6 +41,10 @@ pub struct OAuthConfig {
     pub login_hint: Option<String>,
     /// When tokens are bound to a DPoP key (RFC 9449).
     pub dpop: DpopMode,
+    /// Origins besides the MCP server's own where its 401's `resource_metadata` may point
+    /// (RFC 9728 §5.1). Empty by default: a challenge naming another origin is refused, since
+    /// the client would otherwise fetch whatever URL a server hands out.
+    pub resource_metadata_origins: Vec<Url>,
 }
 
 impl OAuthConfig {
@@ -59,6 +63,7 @@ impl OAuthConfig {
             grant: Grant::AuthorizationCode,
             login_hint: None,
             dpop: DpopMode::Auto,
+            resource_metadata_origins: Vec::new(),
         }
     }
 }

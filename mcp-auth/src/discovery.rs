@@ -3,10 +3,13 @@
 //! OpenID Connect Discovery), with the 2025-03-26 fallbacks for servers that publish no
 //! resource metadata.
 //!
-//! Every URL followed is checked by [`check_url`](crate::http::check_url). The resource
-//! metadata's `resource` must name the server, and the authorization server metadata's
-//! `issuer` the issuer it was fetched for; otherwise discovery fails before anything is
-//! authorized.
+//! Every URL followed is checked by [`check_url`](crate::http::check_url), and by the MCP
+//! server's [`address_policy`](crate::address_policy) when the request is made. The 401's
+//! `resource_metadata` must be on the server's origin (or one the configuration allows,
+//! [`AuthHttp::allows_resource_metadata_at`]); the authorization server may be anywhere the
+//! address policy allows. The resource metadata's `resource` must name the server, and the
+//! authorization server metadata's `issuer` the issuer it was fetched for; otherwise discovery
+//! fails before anything is authorized.
 
 use mcp_core::auth::redact_url;
 use serde::{Deserialize, Serialize};
@@ -433,7 +436,7 @@ async fn fetch_resource_metadata(
 ) -> Result<Option<ProtectedResourceMetadata>, AuthError> {
     let mut candidates = Vec::new();
     if let Some(url) = challenge.and_then(|c| c.resource_metadata.as_deref()) {
-        candidates.push(parse_url(url, "resource_metadata")?);
+        candidates.push(challenge_metadata_url(http, url, server_url)?);
     }
     let origin = origin_of(server_url);
     let path = server_url.path().trim_end_matches('/');
@@ -460,6 +463,19 @@ async fn fetch_resource_metadata(
         return Ok(Some(prm));
     }
     Ok(None)
+}
+
+/// The 401's `resource_metadata` URL, if it may be followed: on the server's origin, or on
+/// one the configuration allows. Otherwise any server could have the client fetch any URL.
+fn challenge_metadata_url(http: &AuthHttp, text: &str, server_url: &Url) -> Result<Url, AuthError> {
+    let url = parse_url(text, "resource_metadata")?;
+    if url.origin() == server_url.origin() || http.allows_resource_metadata_at(&url) {
+        return Ok(url);
+    }
+    Err(AuthError::ForeignResourceMetadata {
+        url: redact_url(url.as_str()),
+        origin: server_url.origin().ascii_serialization(),
+    })
 }
 
 /// The well-known metadata URLs of an issuer, in the order the MCP specification gives.
@@ -632,6 +648,34 @@ mod tests {
             canonical_resource(&Url::parse("HTTPS://Example.COM/?q=1#f").unwrap()),
             "https://example.com"
         );
+    }
+
+    #[test]
+    fn a_challenge_may_point_only_at_the_servers_origin() {
+        let http = AuthHttp::new().unwrap();
+        let server = Url::parse("https://mcp.example.com/mcp").unwrap();
+        for same in [
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+            "https://MCP.example.com:443/elsewhere",
+        ] {
+            assert!(
+                challenge_metadata_url(&http, same, &server).is_ok(),
+                "{same}"
+            );
+        }
+        for foreign in [
+            "https://evil.example.com/.well-known/oauth-protected-resource",
+            "https://mcp.example.com:8443/.well-known/oauth-protected-resource",
+            "https://169.254.169.254/latest/meta-data/",
+            "http://localhost/.well-known/oauth-protected-resource",
+        ] {
+            let e = challenge_metadata_url(&http, foreign, &server).unwrap_err();
+            assert!(
+                matches!(e, AuthError::ForeignResourceMetadata { .. }),
+                "{foreign}: {e}"
+            );
+            assert!(e.to_string().contains("https://mcp.example.com"), "{e}");
+        }
     }
 
     #[test]

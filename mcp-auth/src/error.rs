@@ -13,6 +13,29 @@ pub enum AuthError {
         /// The URL, redacted.
         url: String,
     },
+    /// A URL learned from a server resolves to an address its OAuth requests may not go to
+    /// (see [`address_policy`](crate::address_policy)).
+    #[error("refusing {url}: it resolves to {address}, {reason}")]
+    RefusedAddress {
+        /// The URL, redacted.
+        url: String,
+        /// The address that was refused.
+        address: std::net::IpAddr,
+        /// Its class and the rule that refuses it.
+        reason: String,
+    },
+    /// The 401's `resource_metadata` is on another origin than the MCP server.
+    #[error(
+        "refusing the protected resource metadata URL {url} of the server's 401: it is not on \
+         the server's origin {origin} (a library user can allow other origins in \
+         OAuthConfig::resource_metadata_origins)"
+    )]
+    ForeignResourceMetadata {
+        /// The URL, redacted.
+        url: String,
+        /// The MCP server's origin.
+        origin: String,
+    },
     /// Metadata could not be found or read.
     #[error("OAuth discovery failed: {0}")]
     Discovery(String),

@@ -1,8 +1,11 @@
 //! The HTTP client every OAuth request goes through: https only (http only to a loopback
 //! address), no redirects followed, a timeout on each request and a cap on each body — for
-//! discovery, registration and the token endpoint alike.
+//! discovery, registration and the token endpoint alike. The client of one MCP server
+//! ([`AuthHttp::for_config`]) also refuses addresses outside the server's network
+//! ([`address_policy`](crate::address_policy)).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_core::auth::redact_url;
@@ -10,6 +13,8 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
 
+use crate::address_policy::{AddressGuard, AddressPolicy, HostResolver, SystemResolver};
+use crate::config::{Grant, OAuthConfig};
 use crate::error::AuthError;
 
 /// Each OAuth request gets this long, connecting and reading included.
@@ -94,18 +99,77 @@ impl Fetched {
 #[derive(Clone, Debug)]
 pub struct AuthHttp {
     client: reqwest::Client,
+    /// The address check of the MCP server this client works for; `None` for a user agent.
+    guard: Option<Arc<AddressGuard>>,
+    /// Origins besides the MCP server's that its 401 may send discovery to.
+    resource_metadata_origins: Vec<url::Origin>,
 }
 
 impl AuthHttp {
-    /// A client that follows no redirects and bounds every request by [`REQUEST_TIMEOUT`].
+    /// A client that follows no redirects and bounds every request by [`REQUEST_TIMEOUT`],
+    /// with no address check: it stands in for the user's browser (e.g.
+    /// [`approved_callback`](crate::login::approved_callback)), which goes wherever the
+    /// authorization URL says. The requests of an MCP server's OAuth client go through
+    /// [`for_config`](Self::for_config).
     pub fn new() -> Result<AuthHttp, AuthError> {
-        let client = reqwest::Client::builder()
+        Ok(AuthHttp {
+            client: Self::builder().build().map_err(Self::build_error)?,
+            guard: None,
+            resource_metadata_origins: Vec::new(),
+        })
+    }
+
+    /// The client of `config`'s MCP server: as [`new`](Self::new), and every request to an
+    /// origin the configuration does not name (the server's own, a cross-app access identity
+    /// provider's token endpoint) goes only to addresses the server's
+    /// [`AddressPolicy`] allows, resolved with the system resolver and connected to as
+    /// checked.
+    pub fn for_config(config: &OAuthConfig) -> Result<AuthHttp, AuthError> {
+        Self::with_resolver(config, Arc::new(SystemResolver), None)
+    }
+
+    /// [`for_config`](Self::for_config) with another resolver, and with `policy` in place of
+    /// the one the server's addresses give (tests, and embedders that know the network).
+    pub fn with_resolver(
+        config: &OAuthConfig,
+        resolver: Arc<dyn HostResolver>,
+        policy: Option<AddressPolicy>,
+    ) -> Result<AuthHttp, AuthError> {
+        let mut configured = Vec::new();
+        if let Grant::CrossAppAccess(xaa) = &config.grant {
+            configured.push(xaa.idp_token_endpoint.origin());
+        }
+        let guard = AddressGuard::new(&config.server_url, configured, resolver, policy);
+        let client = Self::builder()
+            .dns_resolver(guard.pinned_addresses())
+            .build()
+            .map_err(Self::build_error)?;
+        Ok(AuthHttp {
+            client,
+            guard: Some(Arc::new(guard)),
+            resource_metadata_origins: config
+                .resource_metadata_origins
+                .iter()
+                .map(Url::origin)
+                .collect(),
+        })
+    }
+
+    fn builder() -> reqwest::ClientBuilder {
+        reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| AuthError::Http(format!("cannot create the OAuth HTTP client: {e}")))?;
-        Ok(AuthHttp { client })
+    }
+
+    fn build_error(e: reqwest::Error) -> AuthError {
+        AuthError::Http(format!("cannot create the OAuth HTTP client: {e}"))
+    }
+
+    /// Whether the configuration allows protected resource metadata at `url`'s origin besides
+    /// the MCP server's own (`OAuthConfig::resource_metadata_origins`).
+    pub fn allows_resource_metadata_at(&self, url: &Url) -> bool {
+        self.resource_metadata_origins.contains(&url.origin())
     }
 
     /// GET `url` asking for JSON.
@@ -130,7 +194,8 @@ impl AuthHttp {
             .await
     }
 
-    /// Sends one request (after [`check_url`]) and reads the whole answer under [`BODY_LIMIT`].
+    /// Sends one request (after [`check_url`] and, for an MCP server's client, the address
+    /// check) and reads the whole answer under [`BODY_LIMIT`].
     pub async fn execute(
         &self,
         method: reqwest::Method,
@@ -139,6 +204,9 @@ impl AuthHttp {
         body: Option<Vec<u8>>,
     ) -> Result<Fetched, AuthError> {
         check_url(url)?;
+        if let Some(guard) = &self.guard {
+            guard.admit(url).await?;
+        }
         let shown = redact_url(url.as_str());
         let mut request = self.client.request(method, url.clone()).headers(headers);
         if let Some(body) = body {

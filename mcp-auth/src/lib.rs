@@ -13,6 +13,9 @@
 //! - [`credentials`] — tokens and client identities, what is stored per server.
 //! - [`store`] — the [`TokenStore`] trait; the OS credential store and memory backends.
 //! - [`http`] — the one HTTP client all OAuth requests use (https or loopback http only).
+//! - [`address_policy`] — which addresses an MCP server's OAuth requests may go to: none
+//!   outside its own kind of network, checked on every resolved address and connected to as
+//!   checked.
 //! - [`login`] — [`LoopbackLogin`], a browser login with a loopback redirect listener;
 //!   [`AutoApprove`] for authorization servers that approve at once (tests, conformance).
 //! - [`dpop`] — DPoP (RFC 9449): the key tokens are bound to, one proof per request, the
@@ -21,6 +24,7 @@
 //! - [`secret`] — [`Secret`], a value that is never shown.
 //! - [`error`] — [`AuthError`].
 
+pub mod address_policy;
 pub mod client;
 pub mod config;
 pub mod credentials;

@@ -122,11 +122,39 @@ pub fn reason_line(reason: &str) -> String {
     }
 }
 
+/// The `mcph auth login NAME` command a failure's text names: the facade's login hint for a
+/// server that needs an OAuth login (`mcp_client::OAuthPolicy`'s default, "run `mcph auth login
+/// NAME`"). The hint is our own text, so the command is read back from it.
+fn login_command(text: &str) -> Option<&str> {
+    let start = text.find("mcph auth login ")?;
+    let command = &text[start..];
+    let end = command.find(['`', '\n']).unwrap_or(command.len());
+    Some(command[..end].trim_end())
+}
+
 impl CliError {
+    /// The login a failure is waiting for (`mcph auth login NAME`), when the server refused for
+    /// want of an OAuth login: the `error:`, `agent:` and `hint:` lines all point at it.
+    pub fn login_needed(&self) -> Option<&str> {
+        match self {
+            CliError::Unavailable {
+                kind: ErrorKind::Auth,
+                why,
+                ..
+            } => login_command(why),
+            CliError::Mcp(e) if e.kind() == ErrorKind::Auth => login_command(e.message()),
+            _ => None,
+        }
+    }
+
     /// The process exit code.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Config(_) => EXIT_CONFIG,
+            CliError::Unavailable {
+                kind: ErrorKind::Protocol,
+                ..
+            } => EXIT_PROTOCOL,
             CliError::Unavailable { .. } => EXIT_UNAVAILABLE,
             CliError::NotFound { .. } => EXIT_NOT_FOUND,
             CliError::ToolReported { .. } | CliError::Other(_) => EXIT_FAILURE,
@@ -181,6 +209,17 @@ impl CliError {
     /// The `agent: ` line: the sentence an agent would be shown for this failure (R-PROTO-4),
     /// for failures of a tool, prompt or server.
     pub fn agent_message(&self) -> Option<String> {
+        if let Some(login) = self.login_needed() {
+            let subject = match self {
+                CliError::Mcp(e) => e.subject(),
+                CliError::Unavailable { subject, .. } => subject.as_deref(),
+                _ => None,
+            };
+            // The library's sentence says "reconnect the MCP server", which cannot help here.
+            return subject.map(|tool| {
+                format!("tool {tool} authentication failed: the user must log in with `{login}`")
+            });
+        }
         match self {
             CliError::Mcp(e) => Some(e.agent_message()),
             CliError::Unavailable {
@@ -207,6 +246,12 @@ impl CliError {
 
     /// The `hint: ` line.
     pub fn hint(&self) -> String {
+        if let Some(login) = self.login_needed() {
+            return format!(
+                "run `{login}` to log in (`--no-browser` prints the URL instead of opening it), \
+                 then run this command again"
+            );
+        }
         match self {
             CliError::Config(e) => match e.kind() {
                 ConfigErrorKind::Io => {
@@ -215,9 +260,22 @@ impl CliError {
                 ConfigErrorKind::UnsetVariable => {
                     "export the variable, or give a default with ${VAR:-default}".into()
                 }
+                ConfigErrorKind::TooLarge => {
+                    "a configuration file is at most 4 MiB and lists at most 1,000 servers; \
+                     pass another with --config PATH"
+                        .into()
+                }
                 _ => "fix the file at the place named above, or pass another with --config PATH"
                     .into(),
             },
+            CliError::Unavailable {
+                server,
+                kind: ErrorKind::Protocol,
+                ..
+            } => format!(
+                "\"{server}\" answered, but not as an MCP server: check that its entry names the \
+                 server's MCP endpoint (the URL or the command); `--verbose` shows what it sent"
+            ),
             CliError::Unavailable { server, .. } => format!(
                 "fix the entry of \"{server}\" in the configuration; `mcph servers` shows every \
                  server's state and `--verbose` the server's log"
@@ -345,6 +403,52 @@ mod tests {
         );
         assert_eq!(reason_line("timed out\nmore"), "timed out");
         assert_eq!(reason_line("stderr tail:"), "stderr tail:");
+    }
+
+    #[test]
+    fn a_failure_waiting_for_a_login_points_every_line_at_it() {
+        let why = "needs auth: http://127.0.0.1:1/mcp answered HTTP 401: authorization needed: \
+                   no valid token is stored (run `mcph auth login fx`)";
+        let unavailable = CliError::Unavailable {
+            server: "fx".into(),
+            why: why.into(),
+            subject: Some("fx__echo".into()),
+            kind: ErrorKind::Auth,
+        };
+        let ready_but_refused = CliError::Mcp(
+            McpError::new(
+                ErrorKind::Auth,
+                "the token was refused; run `mcph auth login fx`",
+            )
+            .with_subject("fx__echo"),
+        );
+        for e in [unavailable, ready_but_refused] {
+            assert_eq!(e.login_needed(), Some("mcph auth login fx"));
+            assert!(
+                e.message().contains("mcph auth login fx"),
+                "{}",
+                e.message()
+            );
+            assert_eq!(
+                e.agent_message().unwrap(),
+                "tool fx__echo authentication failed: the user must log in with \
+                 `mcph auth login fx`"
+            );
+            assert!(
+                e.hint().starts_with("run `mcph auth login fx` to log in"),
+                "{}",
+                e.hint()
+            );
+        }
+        // Refused credentials of the configuration (no login to do): the configuration's hint.
+        let bearer = CliError::Unavailable {
+            server: "api".into(),
+            why: "needs auth: HTTP 401".into(),
+            subject: Some("api__echo".into()),
+            kind: ErrorKind::Auth,
+        };
+        assert_eq!(bearer.login_needed(), None);
+        assert!(bearer.hint().contains("configuration"), "{}", bearer.hint());
     }
 
     #[test]

@@ -281,6 +281,27 @@ fn configuration_errors_exit_3_and_name_the_file() {
     assert!(run.stderr.contains("does-not-exist.json"), "{}", run.stderr);
 }
 
+/// `--config /dev/zero` (or any file over 4 MiB) is refused after the cap: exit 3, naming the
+/// file and the limit, instead of reading until memory runs out.
+#[test]
+fn an_endless_configuration_is_refused_at_the_size_cap() {
+    let env = Env::new();
+    let run = env.run(&["--config", "/dev/zero", "servers"]);
+    run.assert_code(3);
+    assert!(
+        run.stderr
+            .starts_with("error: configuration: /dev/zero: the file is larger than 4 MiB"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("\nhint: a configuration file is at most 4 MiB"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn call_errors_have_documented_exit_codes() {
     let env = Env::new();
@@ -473,6 +494,48 @@ fn ctrl_c_cancels_the_call_and_leaves_no_server_behind() {
     }
 }
 
+/// A server that needs an OAuth login: the `error:`, `agent:` and `hint:` lines of `mcph call`
+/// all name `mcph auth login NAME` (none says to fix the configuration or reconnect).
+#[test]
+fn a_call_to_a_server_that_needs_a_login_points_every_line_at_the_login() {
+    let env = Env::new();
+    let http = HttpFixtureProcess::start(&["--oauth"]);
+    let base = http.url.trim_end_matches('/');
+    let config = json!({"mcpServers": {"fx": {"type": "http", "url": format!("{base}/mcp")}}});
+    env.cwd.write(".mcp.json", &config.to_string());
+    let run = env.run(&["call", "fx__echo", r#"{"text":"x"}"#]);
+    run.assert_code(4);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let line = |prefix: &str| {
+        run.stderr
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} line:\n{}", run.stderr))
+            .to_owned()
+    };
+    let error = line("error: ");
+    assert!(
+        error.starts_with("error: server \"fx\" needs auth: ")
+            && error.contains("mcph auth login fx"),
+        "{error}"
+    );
+    assert_eq!(
+        line("agent: "),
+        "agent: tool fx__echo authentication failed: the user must log in with \
+         `mcph auth login fx`"
+    );
+    let hint = line("hint: ");
+    assert!(
+        hint.starts_with("hint: run `mcph auth login fx` to log in"),
+        "{hint}"
+    );
+    assert!(
+        !run.stderr.contains("reconnect") && !run.stderr.contains("entry of"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn remote_servers_of_every_http_type_are_reached() {
     let env = Env::new();
@@ -583,4 +646,99 @@ fn tasks_are_held_by_id_across_invocations() {
     let run = env.run(&["task", "get", "remote", "no-such-task"]);
     assert_ne!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("Unknown task"), "{}", run.stderr);
+}
+
+/// A loopback HTTP server that answers every request with a web page: a server that answered,
+/// but not as MCP. Stopped (and its thread joined) on drop.
+struct WebPageServer {
+    url: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WebPageServer {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The head, then as much of the body as its Content-Length says (at most 64 KiB).
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0)
+                            .min(65_536);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let body = "<html><body>Welcome to our portal</body></html>";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        WebPageServer {
+            url,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for WebPageServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop, which sees the flag and ends.
+        let address = self.url.trim_start_matches("http://").trim_end_matches("/mcp");
+        let _ = std::net::TcpStream::connect(address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn a_server_that_answers_with_a_web_page_is_a_protocol_error_naming_what_came_back() {
+    let env = Env::new();
+    let page = WebPageServer::start();
+    let config = json!({"mcpServers": {"portal": {"type": "http", "url": page.url}}});
+    env.cwd.write(".mcp.json", &config.to_string());
+    let run = env.run(&["call", "portal__anything"]);
+    // It answered: a protocol error (7), not "unavailable" (4).
+    run.assert_code(7);
+    assert!(
+        run.stderr.contains("text/html") && run.stderr.contains("server \"portal\""),
+        "the error names the server and what came back: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: \"portal\" answered, but not as an MCP server"),
+        "{}",
+        run.stderr
+    );
+    drop(page);
 }

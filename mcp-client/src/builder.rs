@@ -33,9 +33,15 @@ pub struct McpClientBuilder {
     pub(crate) oauth: crate::auth::OAuthPolicy,
     pub(crate) region: Option<String>,
     pub(crate) routing: crate::router::RoutingPolicy,
+    pub(crate) max_concurrent_starts: usize,
     #[cfg(feature = "fleet")]
     pub(crate) fleet: Option<Option<Arc<mcp_fleet::Fleet>>>,
 }
+
+/// How many servers [`McpClientBuilder::start`] starts at once by default: 16. Each start-up
+/// is a child process (stdio) or a connection plus `initialize` and `tools/list`; a
+/// configuration of many servers starts in waves of this size instead of all at once.
+pub const DEFAULT_MAX_CONCURRENT_STARTS: usize = 16;
 
 impl McpClientBuilder {
     pub(crate) fn new(config: ClientConfig) -> McpClientBuilder {
@@ -52,6 +58,7 @@ impl McpClientBuilder {
             oauth: crate::auth::OAuthPolicy::default(),
             region: None,
             routing: crate::router::RoutingPolicy::default(),
+            max_concurrent_starts: DEFAULT_MAX_CONCURRENT_STARTS,
             #[cfg(feature = "fleet")]
             fleet: None,
         }
@@ -174,9 +181,19 @@ impl McpClientBuilder {
         self
     }
 
-    /// Starts every enabled server in parallel and returns once each is ready or its start-up
-    /// attempt is over (each bounded by its `startup_timeout`). Never fails as a whole: check
-    /// [`McpClient::servers`] for each server's status.
+    /// How many servers [`start`](Self::start) starts at once (default
+    /// [`DEFAULT_MAX_CONCURRENT_STARTS`], 16; 0 counts as 1): the others wait for a start-up to
+    /// end (ready, failed or timed out) before theirs begins, in configuration order. Only the
+    /// first start-up is bounded; later restarts and reconnects are each server's own.
+    pub fn max_concurrent_starts(mut self, limit: usize) -> Self {
+        self.max_concurrent_starts = limit.max(1);
+        self
+    }
+
+    /// Starts every enabled server, at most
+    /// [`max_concurrent_starts`](Self::max_concurrent_starts) at once, and returns once each is
+    /// ready or its start-up attempt is over (each bounded by its `startup_timeout`). Never
+    /// fails as a whole: check [`McpClient::servers`] for each server's status.
     pub async fn start(self) -> McpClient {
         McpClient::from_builder(self).await
     }

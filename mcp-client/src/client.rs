@@ -17,7 +17,7 @@ use mcp_core::{
     McpServiceExt, Operation, Payload, RequestOptions, SessionOptions,
 };
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, Semaphore};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -221,10 +221,18 @@ impl McpClient {
             .collect();
         *write(&inner.servers) = servers.clone();
         let listener: Arc<dyn SupervisorListener> = Arc::new(Listener(Arc::downgrade(&inner)));
+        // Bounded parallelism: a file of many servers starts in waves, not all at once.
+        let permits = Arc::new(Semaphore::new(builder.max_concurrent_starts.max(1)));
         let mut starting = JoinSet::new();
         for server in servers {
             let listener = listener.clone();
-            starting.spawn(async move { server.start(listener).await });
+            // Taken here, so servers start in configuration order. The semaphore is never
+            // closed; if it were, the server would start unbounded rather than not at all.
+            let permit = permits.clone().acquire_owned().await.ok();
+            starting.spawn(async move {
+                server.start(listener).await;
+                drop(permit);
+            });
         }
         while starting.join_next().await.is_some() {}
         // The model's list starts in catalog order, whichever server was ready first.

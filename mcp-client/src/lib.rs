@@ -56,7 +56,7 @@ mod supervisor;
 
 #[cfg(feature = "oauth")]
 pub use auth::OAuthPolicy;
-pub use builder::{McpClientBuilder, SessionOptionsHook};
+pub use builder::{McpClientBuilder, SessionOptionsHook, DEFAULT_MAX_CONCURRENT_STARTS};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient, REGION_VARIABLE};
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};

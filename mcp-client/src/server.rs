@@ -165,7 +165,10 @@ impl ManagedServer {
         let initial = if !config.enabled {
             ServerStatus::Disabled
         } else if let Some(reason) = unreachable {
-            ServerStatus::Unavailable { reason }
+            ServerStatus::Unavailable {
+                reason,
+                kind: mcp_core::ErrorKind::ServerUnavailable,
+            }
         } else {
             ServerStatus::Starting
         };

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mcp_core::types::Implementation;
-use mcp_core::ProtocolVersion;
+use mcp_core::{ErrorKind, ProtocolVersion};
 
 /// The visible state of one server: where its supervisor is in its life cycle.
 ///
@@ -34,6 +34,11 @@ pub enum ServerStatus {
     Unavailable {
         /// The last failure (exit status, stderr tail, timeout, …).
         reason: String,
+        /// What kind of failure it was: [`ErrorKind::Protocol`] when the server answered but
+        /// not as MCP (a web page, an unusable session id, bytes that are not UTF-8);
+        /// [`ErrorKind::Network`], [`ErrorKind::Timeout`] or [`ErrorKind::ServerUnavailable`]
+        /// when it did not answer.
+        kind: ErrorKind,
     },
     /// An unavailable server is being tried again.
     Probing,
@@ -81,7 +86,7 @@ impl ServerStatus {
     /// The reason, for the states that have one.
     pub fn reason(&self) -> Option<&str> {
         match self {
-            ServerStatus::Unavailable { reason } | ServerStatus::NeedsCredentials { reason } => {
+            ServerStatus::Unavailable { reason, .. } | ServerStatus::NeedsCredentials { reason } => {
                 Some(reason)
             }
             _ => None,

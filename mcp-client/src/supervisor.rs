@@ -361,7 +361,7 @@ impl Supervisor {
                     ErrorKind::Auth,
                     format!("server \"{}\" needs credentials: {reason}", self.name),
                 ),
-                (ServerStatus::Unavailable { reason }, _) => Error::new(
+                (ServerStatus::Unavailable { reason, .. }, _) => Error::new(
                     ErrorKind::ServerUnavailable,
                     format!(
                         "server \"{}\" is unavailable: {reason}; it is tried again every {}s",
@@ -523,6 +523,7 @@ impl Supervisor {
                     tracing::warn!(server = %self.name, error = %error, "MCP server unavailable");
                     self.set_status(ServerStatus::Unavailable {
                         reason: error.message().to_owned(),
+                        kind: error.kind(),
                     });
                     listener.tools_changed(&self.name);
                     outcome = self.probe(&mut inbox).await;
@@ -600,6 +601,7 @@ impl Supervisor {
                     self.note_error(&e);
                     self.set_status(ServerStatus::Unavailable {
                         reason: e.message().to_owned(),
+                        kind: e.kind(),
                     });
                 }
             }

@@ -40,7 +40,7 @@ async fn a_broken_server_does_not_stop_the_others() {
         ]
     );
     match &servers[1].status {
-        ServerStatus::Unavailable { reason } => assert!(reason.contains("not found"), "{reason}"),
+        ServerStatus::Unavailable { reason, .. } => assert!(reason.contains("not found"), "{reason}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -417,13 +417,13 @@ async fn startup_timeout_and_exit_at_start_are_reported() {
     let client = start(vec![hangs, exits, fixture("fine", &[], &marker)]).await;
     let servers = client.servers();
     match &servers[0].status {
-        ServerStatus::Unavailable { reason } => {
+        ServerStatus::Unavailable { reason, .. } => {
             assert!(reason.contains("initialize"), "{reason}")
         }
         other => panic!("{other:?}"),
     }
     match &servers[1].status {
-        ServerStatus::Unavailable { reason } => {
+        ServerStatus::Unavailable { reason, .. } => {
             assert!(reason.contains("exited with status 3"), "{reason}");
             assert!(reason.contains("refusing to start"), "{reason}");
         }
@@ -583,7 +583,7 @@ async fn a_remote_server_without_its_transport_is_a_clear_failure() {
     let client = start(vec![remote, fixture("local", &[], &marker)]).await;
     let servers = client.servers();
     match &servers[0].status {
-        ServerStatus::Unavailable { reason } => {
+        ServerStatus::Unavailable { reason, .. } => {
             assert!(
                 reason.contains("`http` transport is not built into this profile"),
                 "{reason}"
@@ -902,7 +902,7 @@ async fn a_registered_transport_serves_its_type_and_scheme() {
     assert_eq!(result.text(), "through the registry");
     let unknown = servers.iter().find(|s| s.name == "unknown").unwrap();
     match &unknown.status {
-        ServerStatus::Unavailable { reason } => {
+        ServerStatus::Unavailable { reason, .. } => {
             assert!(
                 reason.contains(r#"no transport for `type: "carrier-pigeon"`"#)
                     && reason.contains("fixture-pipe")
@@ -942,6 +942,128 @@ async fn a_server_registered_in_code_is_served_like_a_configured_one() {
         .await
         .unwrap();
     assert_eq!(result.text(), "in code");
+    client.shutdown().await;
+    assert!(processes_with(&marker).is_empty());
+}
+
+/// How many stdio connects ([`CountedStdio`]) are under way, the most there ever were, and how
+/// many have begun.
+#[cfg(feature = "stdio")]
+#[derive(Default)]
+struct StartCounts {
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    begun: std::sync::atomic::AtomicUsize,
+}
+
+/// The built-in stdio transport in place of itself, counting its connects in flight. Each connect
+/// holds until every server's has begun (so an unbounded start would have them all in flight at
+/// once), or at most [`CountedStdio::HOLD`] when the client lets fewer begin.
+#[cfg(feature = "stdio")]
+struct CountedStdio {
+    counts: Arc<StartCounts>,
+    begun: tokio::sync::watch::Sender<usize>,
+    total: usize,
+}
+
+#[cfg(feature = "stdio")]
+impl CountedStdio {
+    /// The longest a connect holds; the outcome never depends on it (a bounded start waits it
+    /// out in every wave but the last, an unbounded one never).
+    const HOLD: Duration = Duration::from_millis(250);
+}
+
+#[cfg(feature = "stdio")]
+impl mcp_core::TransportFactory for CountedStdio {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["stdio"]
+    }
+
+    fn connector(
+        &self,
+        spec: &mcp_core::TransportSpec,
+    ) -> Result<Arc<dyn mcp_core::TransportConnector>, mcp_core::Error> {
+        Ok(Arc::new(CountedConnector {
+            inner: mcp_core::TransportFactory::connector(&mcp_transport_stdio::StdioFactory, spec)?,
+            counts: self.counts.clone(),
+            begun: self.begun.clone(),
+            total: self.total,
+        }))
+    }
+}
+
+#[cfg(feature = "stdio")]
+struct CountedConnector {
+    inner: Arc<dyn mcp_core::TransportConnector>,
+    counts: Arc<StartCounts>,
+    begun: tokio::sync::watch::Sender<usize>,
+    total: usize,
+}
+
+#[cfg(feature = "stdio")]
+#[async_trait::async_trait]
+impl mcp_core::TransportConnector for CountedConnector {
+    async fn connect(&self) -> Result<mcp_core::BoxTransport, mcp_core::Error> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.counts.in_flight.fetch_add(1, SeqCst) + 1;
+        self.counts.most.fetch_max(now, SeqCst);
+        self.counts.begun.fetch_add(1, SeqCst);
+        self.begun.send_modify(|n| *n += 1);
+        let mut begun = self.begun.subscribe();
+        let total = self.total;
+        let _ = tokio::time::timeout(CountedStdio::HOLD, begun.wait_for(|n| *n >= total)).await;
+        let result = self.inner.connect().await;
+        self.counts.in_flight.fetch_sub(1, SeqCst);
+        result
+    }
+
+    fn transport_name(&self) -> &'static str {
+        self.inner.transport_name()
+    }
+}
+
+/// Forty configured stdio servers start at most `max_concurrent_starts` at once, and all start.
+#[cfg(feature = "stdio")]
+#[tokio::test]
+async fn many_servers_start_with_bounded_parallelism() {
+    const SERVERS: usize = 40;
+    const LIMIT: usize = 4;
+    let marker = unique_marker("bounded-start");
+    let counts = Arc::new(StartCounts::default());
+    let config = ClientConfig {
+        servers: (0..SERVERS)
+            .map(|i| fixture(&format!("s{i}"), &[], &marker))
+            .collect(),
+        source: None,
+        region: None,
+        store: None,
+    };
+    let client = tokio::time::timeout(
+        Duration::from_secs(120),
+        McpClient::builder(config)
+            .transport(Arc::new(CountedStdio {
+                counts: counts.clone(),
+                begun: tokio::sync::watch::channel(0).0,
+                total: SERVERS,
+            }))
+            .max_concurrent_starts(LIMIT)
+            .start(),
+    )
+    .await
+    .expect("start is bounded by the startup timeouts");
+    use std::sync::atomic::Ordering::SeqCst;
+    let most = counts.most.load(SeqCst);
+    assert!(
+        most <= LIMIT,
+        "{most} servers started at once, the limit is {LIMIT}"
+    );
+    assert_eq!(counts.begun.load(SeqCst), SERVERS);
+    let ready = client
+        .servers()
+        .iter()
+        .filter(|s| s.status.is_ready())
+        .count();
+    assert_eq!(ready, SERVERS);
     client.shutdown().await;
     assert!(processes_with(&marker).is_empty());
 }

@@ -69,11 +69,20 @@ impl RequestId {
     }
 }
 
+/// String ids longer than this are cut when shown: a hostile server's megabyte id must not
+/// come back whole in every log line and error message that names it.
+const SHOWN_ID_CHARS: usize = 64;
+
+/// For people (logs, error messages), never for the wire: a string id is quoted, and cut to
+/// its first 64 characters with its length when longer.
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => write!(f, "{s:?}"),
+            RequestId::String(s) => match s.char_indices().nth(SHOWN_ID_CHARS) {
+                Some((cut, _)) => write!(f, "{:?}… ({} bytes)", &s[..cut], s.len()),
+                None => write!(f, "{s:?}"),
+            },
         }
     }
 }
@@ -532,6 +541,50 @@ impl MessageError {
     pub fn reason(&self) -> &str {
         &self.reason
     }
+}
+
+/// The `id` of bytes that did not parse as a message, so that the request they answered fails
+/// at once instead of waiting for its deadline: the one place every transport finds it.
+///
+/// Read member by member: an id that comes before the fault (a bad member, nesting past the
+/// parser's depth limit, a cut-off end) is found without parsing the rest. An id after the
+/// fault is trusted only as the object's last member (`…,"id":5}`, the TypeScript SDK's order),
+/// read from the last KiB as for an [`OversizedMessage`](crate::OversizedMessage). `None` when
+/// the bytes are not a JSON object or neither end names a request. Nothing is built but the id.
+pub fn request_id_of(bytes: &[u8]) -> Option<RequestId> {
+    // A struct would also read from an array (positionally): only objects name a request.
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    request_id_in_prefix(bytes).or_else(|| crate::transport::oversized::id_at_the_end(bytes))
+}
+
+/// The `id` named by the first bytes of a message whose end has not come (and, from a hostile
+/// peer, may never come): the member-by-member read of [`request_id_of`] only, since the bytes
+/// end where a message's last member cannot be told from a nested one.
+pub fn request_id_in_prefix(bytes: &[u8]) -> Option<RequestId> {
+    struct FirstId<'a>(&'a mut Option<RequestId>);
+    impl<'de> Visitor<'de> for FirstId<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "id" {
+                    *self.0 = map.next_value()?;
+                    return Ok(());
+                }
+                map.next_value::<de::IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut id = None;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // The error is the caller's to report; only the id read before it matters here.
+    let _ = de.deserialize_map(FirstId(&mut id));
+    id
 }
 
 impl Request {
@@ -1187,5 +1240,38 @@ mod tests {
     fn integral_float_ids_are_accepted() {
         let m = parse(r#"{"jsonrpc":"2.0","id":4.0,"result":{}}"#).unwrap();
         assert!(matches!(m, Message::Response(r) if r.id == Some(RequestId::Number(4))));
+    }
+
+    #[test]
+    fn the_id_of_a_broken_message_is_found_before_the_fault_or_as_its_last_member() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{}"#,
+            "[".repeat(100_000)
+        );
+        assert!(Message::from_slice(deep.as_bytes()).is_err());
+        assert_eq!(request_id_of(deep.as_bytes()), Some(RequestId::Number(7)));
+        for (text, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":"a","result":1,"error":{}}"#,
+                Some("a".into()),
+            ),
+            (r#"{"id":3,"result":"cut"#, Some(RequestId::Number(3))),
+            (
+                r#"{"result":{"id":4},"id":5,"bogus""#,
+                Some(RequestId::Number(5)),
+            ),
+            (r#"{"jsonrpc":"2.0","result":[[[["#, None),
+            ("[1,2]", None),
+            ("not json", None),
+        ] {
+            assert_eq!(request_id_of(text.as_bytes()), id, "{text}");
+        }
+        // After the fault, the id is trusted as the object's last member only (the TypeScript
+        // SDK's order), and only where the whole message is at hand.
+        let deep_first = format!(r#"{{"result":{},"id":8}}"#, "[".repeat(100_000));
+        assert_eq!(request_id_of(deep_first.as_bytes()), Some(RequestId::Number(8)));
+        assert_eq!(request_id_in_prefix(deep_first.as_bytes()), None);
+        let nested_last = format!(r#"{{"result":{}{{"id":9}},"x":1}}"#, "[".repeat(100_000));
+        assert_eq!(request_id_of(nested_last.as_bytes()), None);
     }
 }

@@ -14,6 +14,7 @@
 //!   ([`Connector`]) to a server, for pools and supervisors, and the factories a registry of
 //!   transports holds ([`TransportFactory`]).
 //! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
+//! - [`redact`]: credential-shaped values taken out of a peer's text before it is shown.
 //! - [`extensions`]: protocol extensions — the Tasks extension ([`extensions::tasks`]).
 //!
 //! ```no_run
@@ -37,6 +38,7 @@ pub mod connector;
 pub mod error;
 pub mod extensions;
 pub mod jsonrpc;
+pub mod redact;
 pub mod service;
 pub mod session;
 pub mod sync;

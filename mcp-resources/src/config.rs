@@ -19,6 +19,14 @@ pub struct ResourceConfig {
     /// (or without the capability) freshness relies on the TTL alone, unless
     /// [`subscribe`](crate::ResourceManager::subscribe) is called. Default: true.
     pub auto_subscribe: bool,
+    /// The most automatic subscriptions (made by reads, not by
+    /// [`subscribe`](crate::ResourceManager::subscribe)) held at once. Past it, the one read
+    /// least recently loses its subscription: `resources/unsubscribe` is sent and the URI is
+    /// fresh by the TTL only (SUBSCRIBED → UNKNOWN; CACHED and STALE keep their state), so a
+    /// harness reading many distinct resources does not hold a subscription for each forever.
+    /// Explicit subscriptions are never evicted and do not count. 0 counts as 1 (turn
+    /// [`auto_subscribe`](Self::auto_subscribe) off for none). Default: 256.
+    pub max_auto_subscriptions: usize,
     /// The deadline of each call that goes to the server (a read with its automatic
     /// subscription, a subscribe, an unsubscribe, a discovery), also bounding how long a
     /// caller waits for a fetch another caller started. Default: 30 s.
@@ -38,6 +46,7 @@ impl Default for ResourceConfig {
             ttl: Duration::from_secs(60),
             max_bytes: 64 * 1024 * 1024,
             auto_subscribe: true,
+            max_auto_subscriptions: 256,
             request_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(2),
             transition_buffer: 1024,
@@ -66,6 +75,12 @@ impl ResourceConfig {
     /// Sets [`auto_subscribe`](Self::auto_subscribe).
     pub fn with_auto_subscribe(mut self, auto_subscribe: bool) -> Self {
         self.auto_subscribe = auto_subscribe;
+        self
+    }
+
+    /// Sets [`max_auto_subscriptions`](Self::max_auto_subscriptions).
+    pub fn with_max_auto_subscriptions(mut self, max: usize) -> Self {
+        self.max_auto_subscriptions = max;
         self
     }
 

@@ -60,6 +60,7 @@
 //! | CACHED | the owner's notification stream lagged ([`notifications_missed`](ResourceManager::notifications_missed)) | STALE ([`Trigger::NotificationsMissed`]) |
 //! | CACHED | evicted to stay within [`max_bytes`](ResourceConfig::max_bytes): the content is dropped, the subscription kept | SUBSCRIBED ([`Trigger::Evicted`]); UNKNOWN when not subscribed |
 //! | SUBSCRIBED | a new session on which the subscription could not be renewed | UNKNOWN ([`Trigger::ResubscribeFailed`]) |
+//! | SUBSCRIBED | a read's automatic subscription, the least recently read one past [`max_auto_subscriptions`](ResourceConfig::max_auto_subscriptions) (default 256): `resources/unsubscribe` is sent | UNKNOWN ([`Trigger::SubscriptionEvicted`]); CACHED and STALE keep their state and content, fresh by the TTL only, and the next fetch subscribes again |
 //! | any | [`unsubscribe`](ResourceManager::unsubscribe) | UNSUBSCRIBED ([`Trigger::Unsubscribe`]) |
 //! | any | [`close`](ResourceManager::close): the session ended | UNSUBSCRIBED ([`Trigger::Closed`]) |
 //! | UNSUBSCRIBED | [`subscribe`](ResourceManager::subscribe) | SUBSCRIBED ([`Trigger::Subscribe`]) |

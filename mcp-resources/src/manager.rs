@@ -110,7 +110,11 @@ impl ResourceManager {
         capabilities: &ServerCapabilities,
         config: ResourceConfig,
     ) -> Self {
-        let table = StateTable::new(config.max_bytes, config.transition_buffer);
+        let table = StateTable::new(
+            config.max_bytes,
+            config.transition_buffer,
+            config.max_auto_subscriptions,
+        );
         ResourceManager {
             inner: Arc::new(Inner {
                 services: Mutex::new(Services {
@@ -210,7 +214,10 @@ impl ResourceManager {
 
     /// Subscribes to `uri` (`resources/subscribe` on the subscription service), unless it is
     /// subscribed already: UNKNOWN / UNSUBSCRIBED → SUBSCRIBED. Fails when the server does not
-    /// offer subscriptions.
+    /// offer subscriptions. The subscription is kept until
+    /// [`unsubscribe`](Self::unsubscribe) or [`close`](Self::close) (a read's automatic one of
+    /// the same URI becomes explicit): it never counts against
+    /// [`max_auto_subscriptions`](ResourceConfig::max_auto_subscriptions).
     pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
         let inner = &self.inner;
         if inner.table.is_closed() {
@@ -221,7 +228,17 @@ impl ResourceManager {
             return Err(subscriptions_not_offered(uri));
         }
         let deadline = mcp_core::time::deadline_after(Instant::now(), inner.config.request_timeout);
-        inner.subscribe_once(uri, deadline, &services).await
+        inner
+            .subscribe_once(uri, deadline, &services, false)
+            .await?;
+        // Sharing a read's subscribe, the subscription may have been evicted before it became
+        // explicit here: once more, on our own.
+        if !inner.table.make_explicit(uri) && !inner.table.is_closed() {
+            inner
+                .subscribe_once(uri, deadline, &services, false)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Unsubscribes from `uri`: any state → UNSUBSCRIBED, content dropped, and the server told

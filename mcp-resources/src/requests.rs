@@ -62,7 +62,7 @@ impl Inner {
             && services.can_subscribe
             && self.table.wants_subscription(uri)
         {
-            if let Err(e) = self.subscribe_once(uri, deadline, &services).await {
+            if let Err(e) = self.subscribe_once(uri, deadline, &services, true).await {
                 if self.table.is_closed() {
                     return Err(closed(uri));
                 }
@@ -103,15 +103,22 @@ impl Inner {
 
     /// One `resources/subscribe` for `uri` at a time, recorded unless the subscription was
     /// reset meanwhile. A refusal by the server stops automatic attempts until a reconnect.
+    /// An `automatic` one (a read's) may push the least recently read automatic subscription
+    /// out: the server is told `resources/unsubscribe` for it, within `deadline`.
     pub(crate) async fn subscribe_once(
         &self,
         uri: &str,
         deadline: Instant,
         services: &Services,
+        automatic: bool,
     ) -> Result<(), Error> {
         let timeout = self.config.request_timeout;
         let subscribe = || async {
-            let Some(epoch) = self.table.begin_subscribe(uri).map_err(|_| closed(uri))? else {
+            let Some(epoch) = self
+                .table
+                .begin_subscribe(uri, automatic)
+                .map_err(|_| closed(uri))?
+            else {
                 return Ok(());
             };
             let request = services
@@ -119,7 +126,10 @@ impl Inner {
                 .subscribe_resource(uri, self.options(deadline));
             match bounded(deadline, uri, "resources/subscribe", request).await {
                 Ok(()) => {
-                    self.table.subscribed(uri, epoch);
+                    let evicted = self.table.subscribed(uri, epoch, automatic);
+                    for evicted in evicted.unwrap_or_default() {
+                        self.unsubscribe_evicted(&evicted, deadline, services).await;
+                    }
                     Ok(())
                 }
                 Err(e) => {
@@ -137,6 +147,23 @@ impl Inner {
             })
             .await;
         result
+    }
+
+    /// Tells the server an evicted automatic subscription is over (best effort: the URI is no
+    /// longer subscribed whatever the answer; a failure is logged).
+    async fn unsubscribe_evicted(&self, uri: &str, deadline: Instant, services: &Services) {
+        Counters::add(&self.counters.subscriptions_evicted);
+        tracing::debug!(
+            uri,
+            limit = self.config.max_auto_subscriptions,
+            "evicting the least recently read automatic resource subscription"
+        );
+        let request = services
+            .subscription
+            .unsubscribe_resource(uri, self.options(deadline));
+        if let Err(e) = bounded(deadline, uri, "resources/unsubscribe", request).await {
+            tracing::warn!(uri, error = %e, "could not unsubscribe from an evicted resource subscription; the server may still send updates for it");
+        }
     }
 
     /// The listing a discovery leads: both lists at once, kept unless invalidated meanwhile.

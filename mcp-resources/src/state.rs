@@ -72,6 +72,10 @@ pub enum Trigger {
     Evicted,
     /// An explicit [`unsubscribe`](crate::ResourceManager::unsubscribe).
     Unsubscribe,
+    /// The automatic subscription was the least recently read one past
+    /// [`max_auto_subscriptions`](crate::ResourceConfig::max_auto_subscriptions): the server
+    /// was told `resources/unsubscribe` and a SUBSCRIBED URI is forgotten.
+    SubscriptionEvicted,
     /// The manager closed ([`close`](crate::ResourceManager::close)): the session ended.
     Closed,
 }
@@ -89,6 +93,7 @@ impl Trigger {
             Trigger::NotificationsMissed => "notifications_missed",
             Trigger::Evicted => "evicted",
             Trigger::Unsubscribe => "unsubscribe",
+            Trigger::SubscriptionEvicted => "subscription_evicted",
             Trigger::Closed => "closed",
         }
     }

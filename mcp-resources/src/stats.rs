@@ -13,6 +13,7 @@ pub(crate) struct Counters {
     pub(crate) shared_fetches: AtomicU64,
     pub(crate) updates: AtomicU64,
     pub(crate) list_fetches: AtomicU64,
+    pub(crate) subscriptions_evicted: AtomicU64,
 }
 
 impl Counters {
@@ -36,6 +37,7 @@ impl Counters {
             shared_fetches: self.shared_fetches.load(Ordering::Relaxed),
             updates: self.updates.load(Ordering::Relaxed),
             list_fetches: self.list_fetches.load(Ordering::Relaxed),
+            subscriptions_evicted: self.subscriptions_evicted.load(Ordering::Relaxed),
             entries,
             weighted_bytes,
             tracked,
@@ -60,6 +62,9 @@ pub struct ResourceStats {
     pub updates: u64,
     /// Listings fetched (`resources/list` + `resources/templates/list`).
     pub list_fetches: u64,
+    /// Automatic subscriptions given up (and `resources/unsubscribe` sent) to stay within
+    /// [`max_auto_subscriptions`](crate::ResourceConfig::max_auto_subscriptions).
+    pub subscriptions_evicted: u64,
     /// Results in the cache.
     pub entries: u64,
     /// Their weight in bytes (what [`ResourceConfig::max_bytes`](crate::ResourceConfig::max_bytes) bounds).

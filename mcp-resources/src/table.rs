@@ -42,6 +42,9 @@ struct Entry {
     fresh_until: Option<Instant>,
     /// The cached content's id (CACHED only).
     content_id: u64,
+    /// The subscription was made by a read (not by an explicit subscribe): when it was last
+    /// read, its key in [`Inner::automatic`].
+    automatic: Option<u64>,
 }
 
 /// What a read finds.
@@ -76,6 +79,10 @@ pub(crate) struct Closed;
 
 struct Inner {
     entries: BTreeMap<String, Entry>,
+    /// The automatic subscriptions, least recently read first (stamp → URI).
+    automatic: BTreeMap<u64, String>,
+    /// The most automatic subscriptions held at once (at least 1).
+    max_automatic: usize,
     closed: bool,
     next_stamp: u64,
 }
@@ -97,7 +104,25 @@ impl Inner {
             epoch: stamp,
             fresh_until: None,
             content_id: 0,
+            automatic: None,
         })
+    }
+
+    /// `uri`'s subscription no longer counts as automatic (it ended, or became explicit).
+    fn forget_automatic(&mut self, uri: &str) {
+        if let Some(stamp) = self.entries.get_mut(uri).and_then(|e| e.automatic.take()) {
+            self.automatic.remove(&stamp);
+        }
+    }
+
+    /// `uri`'s automatic subscription (if it has one) was read now: the last to be evicted.
+    fn touch_automatic(&mut self, uri: &str) {
+        let stamp = self.stamp();
+        if let Some(slot) = self.entries.get_mut(uri).and_then(|e| e.automatic.as_mut()) {
+            let old = std::mem::replace(slot, stamp);
+            self.automatic.remove(&old);
+            self.automatic.insert(stamp, uri.to_owned());
+        }
     }
 
     fn invalidate(&mut self, uri: &str) {
@@ -123,10 +148,12 @@ pub(crate) struct StateTable {
 }
 
 impl StateTable {
-    pub(crate) fn new(max_bytes: u64, transition_buffer: usize) -> Self {
+    pub(crate) fn new(max_bytes: u64, transition_buffer: usize, max_automatic: usize) -> Self {
         StateTable {
             inner: Mutex::new(Inner {
                 entries: BTreeMap::new(),
+                automatic: BTreeMap::new(),
+                max_automatic: max_automatic.max(1),
                 closed: false,
                 next_stamp: 0,
             }),
@@ -229,12 +256,14 @@ impl StateTable {
         }
     }
 
-    /// What a read of `uri` finds now.
+    /// What a read of `uri` finds now (the read counts as a use of its automatic
+    /// subscription).
     pub(crate) fn lookup(&self, uri: &str, now: Instant) -> Lookup {
         let mut inner = lock(&self.inner);
         if inner.closed {
             return Lookup::Closed;
         }
+        inner.touch_automatic(uri);
         match self.observe(&mut inner, uri, now) {
             Some(result) => Lookup::Hit(result),
             None => Lookup::Miss,
@@ -277,33 +306,45 @@ impl StateTable {
     }
 
     /// Before a `resources/subscribe`: `None` when already subscribed, else the epoch to
-    /// hand back to [`subscribed`](Self::subscribed).
-    pub(crate) fn begin_subscribe(&self, uri: &str) -> Result<Option<u64>, Closed> {
+    /// hand back to [`subscribed`](Self::subscribed). An explicit one (not `automatic`) makes
+    /// a read's subscription of the URI explicit at once.
+    pub(crate) fn begin_subscribe(
+        &self,
+        uri: &str,
+        automatic: bool,
+    ) -> Result<Option<u64>, Closed> {
         let mut inner = lock(&self.inner);
         if inner.closed {
             return Err(Closed);
+        }
+        if !automatic {
+            inner.forget_automatic(uri);
         }
         let entry = inner.entry(uri);
         Ok((!entry.subscribed).then_some(entry.epoch))
     }
 
     /// The server accepted the subscription: UNKNOWN / UNSUBSCRIBED → SUBSCRIBED (subscribe);
-    /// an entry holding content keeps its state. Ignored when the subscription was reset
-    /// meanwhile.
-    pub(crate) fn subscribed(&self, uri: &str, epoch: u64) -> bool {
+    /// an entry holding content keeps its state. `None` (ignored) when the subscription was
+    /// reset meanwhile. An `automatic` one (a read's) is the most recently used; past the
+    /// limit the least recently read automatic subscription is evicted (see
+    /// [`evict_automatic`](Self::evict_automatic)): the URIs returned are the server's to be
+    /// told `resources/unsubscribe`.
+    pub(crate) fn subscribed(&self, uri: &str, epoch: u64, automatic: bool) -> Option<Vec<String>> {
         let mut inner = lock(&self.inner);
         if inner.closed {
-            return false;
+            return None;
         }
-        let Some(entry) = inner.entries.get_mut(uri).filter(|e| e.epoch == epoch) else {
-            return false;
-        };
+        let stamp = inner.stamp();
+        let entry = inner.entries.get_mut(uri).filter(|e| e.epoch == epoch)?;
         entry.subscribed = true;
         entry.auto_subscribe_refused = false;
-        if matches!(
-            entry.state,
-            ResourceState::Unknown | ResourceState::Unsubscribed
-        ) {
+        let state = entry.state;
+        if automatic && entry.automatic.is_none() {
+            entry.automatic = Some(stamp);
+            inner.automatic.insert(stamp, uri.to_owned());
+        }
+        if matches!(state, ResourceState::Unknown | ResourceState::Unsubscribed) {
             self.transition(
                 &mut inner,
                 uri,
@@ -311,7 +352,35 @@ impl StateTable {
                 Trigger::Subscribe,
             );
         }
-        true
+        let mut evicted = Vec::new();
+        while inner.automatic.len() > inner.max_automatic {
+            let Some((_, oldest)) = inner.automatic.pop_first() else {
+                break;
+            };
+            self.evict_automatic(&mut inner, &oldest);
+            evicted.push(oldest);
+        }
+        Some(evicted)
+    }
+
+    /// An automatic subscription evicted (already out of [`Inner::automatic`]): no longer
+    /// subscribed, its subscription reset (a read or renewal under way is not recorded),
+    /// SUBSCRIBED → UNKNOWN (subscription evicted, forgotten); CACHED and STALE keep their
+    /// state, fresh by the TTL only, and a later read that fetches subscribes again.
+    fn evict_automatic(&self, inner: &mut Inner, uri: &str) {
+        inner.reset_subscription(uri);
+        if let Some(entry) = inner.entries.get_mut(uri) {
+            entry.automatic = None;
+        }
+        self.lose_subscription(inner, uri, Trigger::SubscriptionEvicted);
+    }
+
+    /// An explicit subscribe that shared a read's subscribe of `uri`: the subscription is
+    /// the harness's now, never evicted. False when `uri` is not subscribed (any more).
+    pub(crate) fn make_explicit(&self, uri: &str) -> bool {
+        let mut inner = lock(&self.inner);
+        inner.forget_automatic(uri);
+        inner.entries.get(uri).is_some_and(|e| e.subscribed)
     }
 
     /// The server refused the automatic subscription: not tried again until a reconnect.
@@ -428,6 +497,7 @@ impl StateTable {
         }
         inner.entry(uri);
         inner.reset_subscription(uri);
+        inner.forget_automatic(uri);
         let entry = inner.entry(uri);
         let was_subscribed = std::mem::replace(&mut entry.subscribed, false);
         entry.auto_subscribe_refused = false;
@@ -466,24 +536,22 @@ impl StateTable {
             if can_subscribe {
                 renew.push((uri, epoch));
             } else {
-                self.lose_subscription(&mut inner, &uri);
+                self.lose_subscription(&mut inner, &uri, Trigger::ResubscribeFailed);
             }
         }
         Ok(renew)
     }
 
-    fn lose_subscription(&self, inner: &mut Inner, uri: &str) {
+    /// `uri` is no longer subscribed: SUBSCRIBED → UNKNOWN (`trigger`, forgotten); other
+    /// states stay.
+    fn lose_subscription(&self, inner: &mut Inner, uri: &str, trigger: Trigger) {
+        inner.forget_automatic(uri);
         let Some(entry) = inner.entries.get_mut(uri) else {
             return;
         };
         entry.subscribed = false;
         if entry.state == ResourceState::Subscribed {
-            self.transition(
-                inner,
-                uri,
-                ResourceState::Unknown,
-                Trigger::ResubscribeFailed,
-            );
+            self.transition(inner, uri, ResourceState::Unknown, trigger);
         }
     }
 
@@ -494,7 +562,7 @@ impl StateTable {
         if inner.closed || inner.entries.get(uri).is_none_or(|e| e.epoch != epoch) {
             return;
         }
-        self.lose_subscription(&mut inner, uri);
+        self.lose_subscription(&mut inner, uri, Trigger::ResubscribeFailed);
     }
 
     /// Closes the table: every URI → UNSUBSCRIBED (closed), all content dropped. Returns the
@@ -522,6 +590,10 @@ impl StateTable {
             );
         }
         inner.closed = true;
+        inner.automatic.clear();
+        for entry in inner.entries.values_mut() {
+            entry.automatic = None;
+        }
         self.content.clear();
         self.content.take_evicted();
         Some(subscribed)
@@ -576,10 +648,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_read_that_raced_an_update_is_not_kept() {
         use ResourceState::*;
-        let table = StateTable::new(1 << 20, 64);
+        let table = StateTable::new(1 << 20, 64, 256);
         let mut rx = table.transitions();
-        let epoch = table.begin_subscribe("x://a").ok().flatten().unwrap();
-        assert!(table.subscribed("x://a", epoch));
+        let epoch = table
+            .begin_subscribe("x://a", false)
+            .ok()
+            .flatten()
+            .unwrap();
+        assert!(table.subscribed("x://a", epoch, false).is_some());
         let generation = table.begin_read("x://a").ok().unwrap();
         assert!(table.updated("x://a"));
         let now = Instant::now();
@@ -604,10 +680,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_subscribe_that_raced_an_unsubscribe_is_not_recorded() {
-        let table = StateTable::new(1 << 20, 64);
-        let epoch = table.begin_subscribe("x://a").ok().flatten().unwrap();
+        let table = StateTable::new(1 << 20, 64, 256);
+        let epoch = table
+            .begin_subscribe("x://a", false)
+            .ok()
+            .flatten()
+            .unwrap();
         assert!(matches!(table.unsubscribe("x://a"), Ok(false)));
-        assert!(!table.subscribed("x://a", epoch));
+        assert!(table.subscribed("x://a", epoch, false).is_none());
         assert_eq!(
             table.state("x://a", Instant::now()),
             ResourceState::Unsubscribed
@@ -616,7 +696,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn unknown_entries_are_forgotten() {
-        let table = StateTable::new(1 << 20, 64);
+        let table = StateTable::new(1 << 20, 64, 256);
         table.begin_read("x://a").ok().unwrap();
         assert_eq!(lock(&table.inner).entries.len(), 1);
         assert_eq!(table.sizes().0, 0, "UNKNOWN is not tracked");

@@ -16,7 +16,12 @@ const DEADLINE: Duration = Duration::from_secs(20);
 const COUNTER: &str = "fixture://counter";
 
 async fn connect(relay: &NotificationRelay) -> ClientSession {
+    connect_with(relay, &[]).await
+}
+
+async fn connect_with(relay: &NotificationRelay, args: &[&str]) -> ClientSession {
     let config = StdioServerConfig::new(mcp_testkit::fixture_server_bin())
+        .args(args)
         .shutdown_grace(Duration::from_millis(300));
     let transport = StdioTransport::spawn(config).expect("spawns the fixture");
     let handler = ResourceHandler::with_relay((), relay.clone());
@@ -120,4 +125,68 @@ async fn the_fixture_counter_stays_fresh_across_updates_and_a_new_session() {
     assert_eq!(resources.state(COUNTER), ResourceState::Unsubscribed);
     assert!(resources.read(COUNTER).await.is_err(), "closed");
     second.close().await;
+}
+
+/// A harness reading many distinct resources holds at most `max_auto_subscriptions` automatic
+/// subscriptions: past it the least recently read one is unsubscribed at the fixture (whose
+/// counter then sends no update), while the one read again stays subscribed.
+#[tokio::test]
+async fn automatic_subscriptions_stay_within_their_limit_at_the_fixture() {
+    const LIMIT: usize = 3;
+    const ITEMS: usize = 10;
+    let log = std::env::temp_dir().join(format!(
+        "mcp-resources-auto-subscriptions-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&log);
+    let relay = NotificationRelay::new();
+    let session = connect_with(&relay, &["--event-log", log.to_str().unwrap()]).await;
+    let config = ResourceConfig::default().with_max_auto_subscriptions(LIMIT);
+    let resources = ResourceManager::for_session(&session, config);
+    relay.attach(&resources);
+    let (sender, mut updates) = mpsc::unbounded_channel();
+    let _guard = resources.on_update(COUNTER, move |update| {
+        let _ = sender.send(update.uri.clone());
+    });
+
+    // The counter is subscribed by its first read: a bump sends an update.
+    resources.read(COUNTER).await.unwrap();
+    bump(&session).await;
+    assert_eq!(next_update(&mut updates).await, COUNTER);
+
+    // Many distinct items: the counter, read least recently, is the first to go.
+    for i in 0..ITEMS {
+        resources
+            .read(&format!("fixture://items/{i}"))
+            .await
+            .unwrap();
+        let subscribed = resources.stats().subscribed;
+        assert!(
+            subscribed <= LIMIT as u64,
+            "{subscribed} subscriptions after item {i}"
+        );
+    }
+    let stats = resources.stats();
+    assert_eq!(stats.subscribed, LIMIT as u64);
+    assert_eq!(stats.subscriptions_evicted, (ITEMS + 1 - LIMIT) as u64);
+    // The fixture no longer sends the counter's updates: the update would have come on the
+    // pipe before the bump's answer, and the reader dispatches in order.
+    let updates_before = resources.stats().updates;
+    bump(&session).await;
+    assert_eq!(
+        resources.stats().updates,
+        updates_before,
+        "the counter is unsubscribed"
+    );
+    assert!(updates.try_recv().is_err());
+
+    // The fixture saw one subscribe per URI and one unsubscribe per eviction.
+    let events = mcp_testkit::event_log::read_events(&log);
+    let count = |method: &str| events.iter().filter(|e| e["method"] == method).count();
+    assert_eq!(count("resources/subscribe"), ITEMS + 1);
+    assert_eq!(count("resources/unsubscribe"), ITEMS + 1 - LIMIT);
+
+    resources.close().await;
+    session.close().await;
+    let _ = std::fs::remove_file(&log);
 }

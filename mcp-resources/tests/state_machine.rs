@@ -639,3 +639,85 @@ async fn a_missing_resource_fails_naming_it_and_is_not_tracked() {
     assert_eq!(resources.state("test://missing"), Unknown);
     assert!(resources.states().is_empty());
 }
+
+/// Past `max_auto_subscriptions`, the automatic subscription read least recently is given up:
+/// `resources/unsubscribe` is sent for it before the new read, its content stays (fresh by the
+/// TTL only), and a later fetch of it subscribes again, evicting the next least recently read.
+#[tokio::test(start_paused = true)]
+async fn automatic_subscriptions_past_the_limit_evict_the_least_recently_read() {
+    let server = server();
+    let resources = manager(&server, config().with_max_auto_subscriptions(2));
+    let mut rx = Recorder::new(&resources);
+    resources.read(X).await.unwrap();
+    resources.read(Y).await.unwrap();
+    resources.read(X).await.unwrap(); // a hit: X is now the most recently read
+    resources.read(Z).await.unwrap();
+    let calls = server.calls();
+    assert_eq!(
+        calls[calls.len() - 3..],
+        [
+            ("resources/subscribe".to_owned(), Some(Z.to_owned())),
+            ("resources/unsubscribe".to_owned(), Some(Y.to_owned())),
+            ("resources/read".to_owned(), Some(Z.to_owned())),
+        ]
+    );
+    let stats = resources.stats();
+    assert_eq!((stats.subscribed, stats.subscriptions_evicted), (2, 1));
+    assert_eq!(server.count("resources/unsubscribe"), 1);
+    // Y keeps its content, now without a subscription: no transition, a hit until the TTL.
+    rx.take(Y);
+    assert_eq!(resources.state(Y), Cached);
+    resources.read(Y).await.unwrap();
+    assert_eq!(server.count_for("resources/read", Y), 1);
+
+    // Once stale, Y is fetched and subscribed again; X is now the least recently read.
+    tokio::time::advance(Duration::from_secs(11)).await;
+    resources.read(Y).await.unwrap();
+    assert_eq!(server.count_for("resources/subscribe", Y), 2);
+    assert_eq!(server.count_for("resources/unsubscribe", X), 1);
+    assert_eq!(resources.stats().subscribed, 2);
+}
+
+/// An evicted automatic subscription of a URI holding no content forgets the URI:
+/// SUBSCRIBED → UNKNOWN (subscription evicted).
+#[tokio::test(start_paused = true)]
+async fn an_evicted_subscription_without_content_forgets_the_uri() {
+    let server = server();
+    // A zero TTL: results are returned but never kept, so X stays SUBSCRIBED.
+    let resources = manager(
+        &server,
+        config()
+            .with_ttl(Duration::ZERO)
+            .with_max_auto_subscriptions(1),
+    );
+    let mut rx = Recorder::new(&resources);
+    resources.read(X).await.unwrap();
+    assert_eq!(resources.state(X), Subscribed);
+    resources.read(Y).await.unwrap();
+    assert_eq!(
+        rx.take(X),
+        [
+            (Unknown, Subscribed, Trigger::Subscribe),
+            (Subscribed, Unknown, Trigger::SubscriptionEvicted)
+        ]
+    );
+    assert_eq!(resources.states(), [(Y.to_owned(), Subscribed)]);
+    assert_eq!(server.count_for("resources/unsubscribe", X), 1);
+}
+
+/// Explicit subscriptions (and a read's subscription made explicit by `subscribe`) are the
+/// harness's: never evicted, not counted against the limit.
+#[tokio::test(start_paused = true)]
+async fn explicit_subscriptions_are_never_evicted() {
+    let server = server();
+    let resources = manager(&server, config().with_max_auto_subscriptions(1));
+    resources.subscribe(X).await.unwrap();
+    resources.read(Y).await.unwrap();
+    resources.subscribe(Y).await.unwrap(); // already subscribed by the read: now explicit
+    resources.read(Z).await.unwrap();
+    resources.read(X).await.unwrap();
+    assert_eq!(server.count("resources/unsubscribe"), 0);
+    assert_eq!(server.count_for("resources/subscribe", Y), 1);
+    let stats = resources.stats();
+    assert_eq!((stats.subscribed, stats.subscriptions_evicted), (3, 0));
+}

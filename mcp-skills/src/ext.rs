@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use mcp_core::service::pagination::{collect_pages, DEFAULT_MAX_PAGES};
 use mcp_core::types::{methods, ReadResourceRequestParams, ServerCapabilities};
 use mcp_core::{Delivery, Error, ErrorKind, McpService, Operation, Payload, RequestOptions};
 use serde::Deserialize;
@@ -46,26 +47,13 @@ pub trait SkillsExt: McpService {
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<SkillEntry>, Error>> + Send {
         async move {
-            let max_pages = options.max_pages.unwrap_or(100).max(1);
-            let mut skills = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            let mut cursor = None;
-            for _ in 0..max_pages {
-                let page = self.list_skills(cursor.take(), options.clone()).await?;
-                skills.extend(page.skills);
-                match page.next_cursor {
-                    None => return Ok(skills),
-                    Some(next) if !seen.insert(next.clone()) => {
-                        return Err(Error::protocol(format!(
-                            "skills/list: the server repeated cursor {next:?}"
-                        )))
-                    }
-                    Some(next) => cursor = Some(next),
-                }
-            }
-            Err(Error::protocol(format!(
-                "skills/list: more than {max_pages} pages; raise max_pages to read them all"
-            )))
+            let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
+            let options = &options;
+            collect_pages(SKILLS_LIST, max_pages, |cursor| async move {
+                let page = self.list_skills(cursor, options.clone()).await?;
+                Ok((page.skills, page.next_cursor))
+            })
+            .await
         }
     }
 

@@ -25,6 +25,8 @@ struct Served {
     skills: Vec<Value>,
     files: HashMap<String, String>,
     reads: Mutex<Vec<String>>,
+    /// A `nextCursor` every `skills/list` page carries (a server that loops).
+    next_cursor: Option<&'static str>,
 }
 
 impl Served {
@@ -41,6 +43,7 @@ impl Served {
                 (FORMS_URI.to_owned(), FORMS.to_owned()),
             ]),
             reads: Mutex::new(Vec::new()),
+            next_cursor: None,
         }
     }
 
@@ -80,7 +83,10 @@ async fn serve(mut end: ServerEnd, served: Arc<Served>) {
                 "capabilities": {"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}},
                 "serverInfo": {"name": "skills", "version": "1"}
             }),
-            "skills/list" => json!({"skills": served.skills}),
+            "skills/list" => match served.next_cursor {
+                Some(next) => json!({"skills": served.skills, "nextCursor": next}),
+                None => json!({"skills": served.skills}),
+            },
             "skills/get" => match served.skills.iter().find(|s| s["uri"] == uri.as_str()) {
                 Some(skill) => json!({"skill": skill}),
                 None => {
@@ -152,6 +158,25 @@ async fn a_verified_skill_loads_and_its_files_are_read_on_request() {
         .unwrap_err();
     assert!(err.message().contains("not a file the skill"), "{err}");
     assert_eq!(served.reads().len(), 2);
+    session.close().await;
+}
+
+/// `skills/list` pages go through the one pagination loop of `mcp-core`: a cursor handed back
+/// again ends the listing at the second page with the protocol error every listing gives.
+#[tokio::test]
+async fn a_skills_listing_that_repeats_its_cursor_ends_at_once() {
+    let mut looping = Served::honest();
+    looping.next_cursor = Some("again");
+    let (session, _) = host(looping).await;
+    let err = session
+        .list_all_skills(RequestOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert_eq!(
+        err.message(),
+        "skills/list: the server repeated cursor \"again\"; stopping to avoid an endless loop"
+    );
     session.close().await;
 }
 

@@ -22,6 +22,7 @@
 //! - inside: `call` (the call task: metadata, credentials, one retry after a refusal),
 //!   `outbound` (the request stream and its replay), `line` (one message per line), `status`
 //!   (gRPC statuses as transport errors).
+//! - `fuzzing` (hidden): the line codec reached without a channel, for the targets in `fuzz/`.
 //!
 //! **Metadata.** Every call carries the configured headers, `authorization` (and `dpop` for
 //! DPoP-bound tokens) from the provider, asked for `POST <endpoint>/mcp.transport.v1.Mcp/Session`,
@@ -42,8 +43,11 @@
 //! made count as never delivered. A line that is not a JSON-RPC object is a recoverable
 //! `InvalidMessage`; a message over the cap is `MessageTooLarge` (refused before sending;
 //! received, a recoverable error naming its request, or — past gRPC's framing allowance — the
-//! end of the call). A peer that goes away fails the connection at once; keepalive PINGs
-//! notice one that vanished silently.
+//! end of the call); a message tonic cannot decode (a `line` that is not UTF-8, an
+//! unnegotiated compressed message) is a fatal `InvalidMessage`. A peer that goes away fails
+//! the connection at once; keepalive PINGs notice one that vanished silently. For a session on
+//! this transport: a fatal error ends the session (every pending call fails with it at once);
+//! a recoverable one fails the request it names; an answer for no waiting request is dropped.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_core::Error> {
@@ -65,6 +69,8 @@ mod bridge;
 mod call;
 mod config;
 mod factory;
+#[doc(hidden)]
+pub mod fuzzing;
 mod line;
 mod outbound;
 pub mod proto;

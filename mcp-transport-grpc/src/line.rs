@@ -111,10 +111,10 @@ fn bad_message(peer: &str, e: mcp_core::jsonrpc::MessageError, text: &str) -> Tr
     .for_request(id_of(text))
 }
 
-/// The `id` of a line that did not parse as a message, if it is JSON at all.
+/// The `id` of a line that did not parse as a message, read before whatever broke it (nesting
+/// past the parser's depth limit included).
 fn id_of(text: &str) -> Option<RequestId> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    serde_json::from_value(value.get("id")?.clone()).ok()
+    mcp_core::jsonrpc::request_id_of(text.as_bytes())
 }
 
 fn preview(text: &str) -> String {
@@ -186,7 +186,11 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":9,"bogus":1}"#,
                 Err(Some(RequestId::Number(9))),
             ),
-            (r#"{"jsonrpc":"2.0","id":"a","result""#, Err(None)),
+            // Cut off: the id before the cut still names the request.
+            (
+                r#"{"jsonrpc":"2.0","id":"a","result""#,
+                Err(Some(RequestId::String("a".into()))),
+            ),
             (
                 r#"{"jsonrpc":"1.0","id":"a","result":{}}"#,
                 Err(Some(RequestId::String("a".into()))),
@@ -219,6 +223,14 @@ mod tests {
                 assert!(result.to_json_string().contains(&text));
             }
             other => panic!("{other:?}"),
+        }
+        // Nested past the parser's depth limit, on either path: still an error for request 5.
+        for depth in [1_000, SHARE_FROM * 2] {
+            let deep = format!(r#"{{"jsonrpc":"2.0","id":5,"result":{}"#, "[".repeat(depth));
+            match decode(line(&deep), "the server") {
+                Decoded::Bad(e) => assert_eq!(e.request_id(), Some(&RequestId::Number(5))),
+                other => panic!("{other:?}"),
+            }
         }
         let broken = format!(r#"{{"jsonrpc":"2.0","id":4,"nothing":"{text}"}}"#);
         match decode(line(&broken), "the server") {

@@ -61,6 +61,15 @@ pub(crate) fn call_error(
             ),
         );
     }
+    if is_undecodable(status) {
+        return TransportError::fatal(
+            TransportErrorKind::InvalidMessage,
+            format!(
+                "a message on the gRPC call to {endpoint} could not be decoded (not a valid \
+                 JsonRpcLine), which ends the call: {detail}"
+            ),
+        );
+    }
     match (stage, status.code()) {
         (Stage::Starting, Code::Unimplemented) => TransportError::fatal(
             TransportErrorKind::Connect,
@@ -109,6 +118,19 @@ fn never_reached_a_handler(status: &Status) -> bool {
 fn is_size_limit(status: &Status) -> bool {
     matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted)
         && status.message().contains("message length too large")
+}
+
+/// tonic reports a message it cannot decode as INTERNAL: a protobuf decode error (a `line`
+/// that is not UTF-8, a broken field) or a compressed message when no compression was
+/// negotiated. The peer broke the protocol; it did not go away.
+fn is_undecodable(status: &Status) -> bool {
+    status.code() == Code::Internal
+        && (status
+            .message()
+            .starts_with("failed to decode Protobuf message")
+            || status
+                .message()
+                .starts_with("protocol error: received message with compressed-flag"))
 }
 
 /// `CODE: message` (or the underlying error when the message is empty).
@@ -202,6 +224,23 @@ mod tests {
         assert!(e.message().contains("16777216"), "{e}");
         assert!(e.message().contains("max_message_size"), "{e}");
         assert!(e.message().contains("found 20000000 bytes"), "{e}");
+    }
+
+    #[test]
+    fn messages_tonic_cannot_decode_are_invalid_messages() {
+        for message in [
+            "failed to decode Protobuf message: JsonRpcLine.line: invalid string value: data is not UTF-8 encoded",
+            "protocol error: received message with compressed-flag but no grpc-encoding was specified",
+        ] {
+            let e = call_error(&Status::internal(message), URL, Stage::Running, 1);
+            assert_eq!(e.kind(), TransportErrorKind::InvalidMessage, "{message}");
+            assert!(e.is_fatal());
+            assert!(e.message().contains("could not be decoded"), "{e}");
+            assert!(e.message().contains(message), "{e}");
+        }
+        // Any other INTERNAL status is the peer's end of the call.
+        let e = call_error(&Status::internal("boom"), URL, Stage::Running, 1);
+        assert_eq!(e.kind(), TransportErrorKind::PeerGone);
     }
 
     #[test]

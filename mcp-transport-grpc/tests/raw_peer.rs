@@ -320,9 +320,10 @@ async fn lines_that_are_not_json_rpc_objects_are_recoverable_errors() {
     assert_eq!(bogus.kind(), TransportErrorKind::InvalidMessage);
     assert!(!bogus.is_fatal());
     assert_eq!(bogus.request_id(), Some(&mcp_core::RequestId::Number(7)));
+    // Torn after its id: the request it names fails at once (as on stdio).
     let torn = receive(&mut receiver).await.unwrap().unwrap_err();
     assert!(!torn.is_fatal());
-    assert_eq!(torn.request_id(), None);
+    assert_eq!(torn.request_id(), Some(&mcp_core::RequestId::Number(1)));
     // The compatibility fields are ignored.
     let good = receive(&mut receiver).await.unwrap().unwrap();
     assert!(

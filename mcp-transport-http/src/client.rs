@@ -180,6 +180,9 @@ fn basic_auth(url: &Url) -> Result<Option<HeaderValue>, String> {
 #[derive(Debug)]
 pub(crate) struct HttpError {
     connect: bool,
+    /// The server answered with something that is not HTTP (or over hyper's limits: a head of
+    /// more than about 400 KiB, more than 100 headers).
+    malformed: bool,
     message: String,
 }
 
@@ -188,6 +191,7 @@ impl HttpError {
     pub(crate) fn connect(message: impl Into<String>) -> HttpError {
         HttpError {
             connect: true,
+            malformed: false,
             message: message.into(),
         }
     }
@@ -195,8 +199,15 @@ impl HttpError {
     fn exchange(e: &hyper::Error) -> HttpError {
         HttpError {
             connect: false,
+            malformed: e.is_parse() || e.is_parse_status(),
             message: error_chain(e),
         }
+    }
+
+    /// Whether the server's answer broke HTTP (a head too large, not HTTP at all): the server
+    /// is there, and answered wrongly.
+    pub(crate) fn is_malformed(&self) -> bool {
+        self.malformed
     }
 
     /// Whether the request never reached a server (the connection could not be made).

@@ -300,6 +300,10 @@ fn credentials_error_kind(e: &mcp_core::Error) -> TransportErrorKind {
 pub(crate) fn request_error(url: &str, e: HttpError) -> TransportError {
     let kind = if e.is_connect() {
         TransportErrorKind::Connect
+    } else if e.is_malformed() {
+        // Something answered, in a way no HTTP client can read: a protocol error, not an
+        // unreachable server.
+        TransportErrorKind::InvalidMessage
     } else {
         TransportErrorKind::Io
     };
@@ -335,8 +339,7 @@ pub(crate) async fn status_answer(
         Ok(mcp_core::Message::Response(r)) if r.outcome.is_err() => Some(r),
         _ => None,
     };
-    let text = String::from_utf8_lossy(&body);
-    let detail: String = text.trim().chars().take(ERROR_DETAIL_CHARS).collect();
+    let detail = body_excerpt(&body);
     let error = TransportError::recoverable(
         kind,
         format!(
@@ -351,6 +354,72 @@ pub(crate) async fn status_answer(
     );
     let error = if refused { error.never_sent() } else { error };
     (error, answer)
+}
+
+/// The start of a body as shown in an error message: at most [`ERROR_DETAIL_CHARS`]
+/// characters, invalid UTF-8 replaced, credential-shaped values redacted (a hostile server
+/// could echo the client's `Authorization` back into the user's logs). Redacted before it is
+/// cut, so that a cut cannot leave the start of a secret that no longer looks like one.
+pub(crate) fn body_excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let redacted = mcp_core::redact::redact_secrets(text.trim());
+    let mut excerpt: String = redacted.chars().take(ERROR_DETAIL_CHARS).collect();
+    if excerpt.len() < redacted.len() {
+        excerpt.push('…');
+    }
+    excerpt
+}
+
+/// The error for a success answer that is not what was asked for (`expected`): the server
+/// answered, but with a `Content-Type` the transport cannot read — an HTML login page, a
+/// proxy's status page. A protocol error (not "server unavailable": something did answer),
+/// naming the content type and the start of the body (read under [`ERROR_BODY_LIMIT`],
+/// redacted).
+pub(crate) async fn unexpected_content_error(
+    response: HttpResponse,
+    display_url: &str,
+    expected: &str,
+) -> TransportError {
+    let status = response.status().as_u16();
+    let content_type = match response.headers().get(CONTENT_TYPE) {
+        Some(value) => format!("{:?}", body_excerpt(value.as_bytes())),
+        None => "no Content-Type".to_owned(),
+    };
+    let body = read_prefix(response, ERROR_BODY_LIMIT).await;
+    let detail = body_excerpt(&body);
+    TransportError::recoverable(
+        TransportErrorKind::InvalidMessage,
+        format!(
+            "{display_url} answered HTTP {status} with Content-Type {content_type}, not {expected}{}",
+            if detail.is_empty() {
+                " (empty body)".to_owned()
+            } else {
+                format!(": {detail}")
+            }
+        ),
+    )
+}
+
+/// Why an answer's body cannot be read, when its `Content-Encoding` says it is compressed (or
+/// otherwise encoded): this client sends no `Accept-Encoding` and decodes nothing, so an
+/// encoded body is refused as it is — never inflated (a small gzip body can inflate to
+/// gigabytes) and never parsed as if it were JSON.
+pub(crate) fn unexpected_encoding(
+    headers: &HeaderMap,
+    display_url: &str,
+) -> Option<TransportError> {
+    let encoding = headers.get(http::header::CONTENT_ENCODING)?;
+    let shown = body_excerpt(encoding.as_bytes());
+    if shown.is_empty() || shown.eq_ignore_ascii_case("identity") {
+        return None;
+    }
+    Some(TransportError::recoverable(
+        TransportErrorKind::InvalidMessage,
+        format!(
+            "{display_url} answered with Content-Encoding {shown:?}, which was not asked for \
+             (this client sends no Accept-Encoding and decodes no compressed body)"
+        ),
+    ))
 }
 
 /// A message as the body of a POST (compact JSON).

@@ -14,7 +14,7 @@ use tokio::task::AbortHandle;
 
 use crate::client::{HttpResponse, Target};
 use crate::config::HttpServerConfig;
-use crate::exchange::{message_body, status_error, Exchange};
+use crate::exchange::{message_body, status_error, unexpected_encoding, Exchange};
 use crate::sse::SseParser;
 use crate::streamable::{
     event_message, incoming_channel, HttpReceiver, Incoming, PostError, INCOMING_QUEUE,
@@ -102,6 +102,9 @@ impl LegacyShared {
                     &display_url,
                     format!("HTTP {}", status.as_u16()),
                 ));
+            }
+            if let Some(encoded) = unexpected_encoding(response.headers(), &display_url) {
+                return Err(TransportError::fatal(encoded.kind(), encoded.message()));
             }
             // One stream answers every request: a discarded answer must still fail its request.
             let mut parser = SseParser::new(config.max_message_size).keeping_discarded();
@@ -214,12 +217,7 @@ async fn read_stream(
             if event.event_type() != "message" || event.data.is_empty() {
                 continue;
             }
-            let item = event_message(event.data).map_err(|e| {
-                TransportError::recoverable(
-                    TransportErrorKind::InvalidMessage,
-                    format!("the server sent {e}"),
-                )
-            });
+            let item = event_message(event.data, &display_url);
             if incoming.send(item).await.is_err() {
                 return;
             }

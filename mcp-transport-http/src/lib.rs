@@ -37,4 +37,4 @@ pub use auto::{AutoSender, HttpFlavor, HttpFlavorMemo, HttpTransport};
 pub use config::HttpServerConfig;
 pub use factory::{HttpConnector, HttpFactory, HttpKind};
 pub use legacy::{LegacySender, LegacySseTransport};
-pub use streamable::{HttpReceiver, HttpSender, StreamableHttpTransport};
+pub use streamable::{HttpReceiver, HttpSender, StreamableHttpTransport, MAX_SESSION_ID_LEN};

@@ -34,7 +34,10 @@ use tokio::task::AbortHandle;
 
 use crate::client::{HttpResponse, Target};
 use crate::config::HttpServerConfig;
-use crate::exchange::{message_body, read_limited, status_answer, status_error, Exchange};
+use crate::exchange::{
+    message_body, read_limited, status_answer, status_error, unexpected_content_error,
+    unexpected_encoding, Exchange,
+};
 use crate::sse::SseParser;
 
 /// `Mcp-Session-Id`.
@@ -43,6 +46,11 @@ pub const SESSION_ID_HEADER: &str = "mcp-session-id";
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// `Last-Event-ID`.
 pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// The longest `Mcp-Session-Id` accepted, in bytes. The id is sent back on every request, so a
+/// hostile or broken server must not make every request carry hundreds of kilobytes; 4 KiB
+/// leaves room for the signed, self-contained ids some servers hand out (real ones are a UUID
+/// or a few hundred bytes), and an id over it fails `initialize` with a protocol error.
+pub const MAX_SESSION_ID_LEN: usize = 4096;
 
 const SESSION_ID: HeaderName = HeaderName::from_static(SESSION_ID_HEADER);
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
@@ -289,16 +297,13 @@ impl Shared {
                 if event.event_type() != "message" || event.data.is_empty() {
                     continue;
                 }
-                let item = event_message(event.data).map_err(|e| {
-                    TransportError::recoverable(
-                        TransportErrorKind::InvalidMessage,
-                        format!("the server sent {e}"),
-                    )
-                });
-                let answers = matches!(
-                    (&item, awaiting),
-                    (Ok(Message::Response(r)), Some(id)) if answers(r, id)
-                );
+                let item = event_message(event.data, &self.display_url);
+                // An event that is not a message answers the request its ends name.
+                let answers = match (&item, awaiting) {
+                    (Ok(Message::Response(r)), Some(id)) => answers(r, id),
+                    (Err(e), Some(id)) => e.request_id().is_some_and(|r| r.answers(id)),
+                    _ => false,
+                };
                 let item = if answers && lists_tools {
                     self.learn_tool_headers(item)
                 } else {
@@ -793,13 +798,23 @@ impl Shared {
         headers.metadata = metadata;
         let response = shared.execute(Method::POST, &headers, Some(body)).await?;
         let status = response.status();
-        if let Some(id) = response
-            .headers()
-            .get(SESSION_ID)
-            .filter(|v| !modern && v.to_str().is_ok())
-        {
+        if let Some(id) = response.headers().get(SESSION_ID).filter(|_| !modern) {
             let mut session = lock(&shared.session_id);
             if session.is_none() {
+                if let Err(why) = check_session_id(id) {
+                    drop(session);
+                    return Err(PostError {
+                        status: Some(status),
+                        error: TransportError::recoverable(
+                            TransportErrorKind::InvalidMessage,
+                            format!(
+                                "{} sent an unusable Mcp-Session-Id: {why}",
+                                shared.display_url
+                            ),
+                        )
+                        .for_request(request_id),
+                    });
+                }
                 *session = Some(id.clone());
             }
         }
@@ -876,6 +891,12 @@ impl Shared {
             // Notifications and responses: 202 Accepted, nothing to read.
             return Ok(posted);
         };
+        if let Some(error) = unexpected_encoding(response.headers(), &shared.display_url) {
+            return Err(PostError {
+                status: Some(status),
+                error: error.for_request(Some(id)),
+            });
+        }
         if is_event_stream(response.headers()) {
             // The answer has usually arrived with the headers: read what is in here, and
             // follow the stream in a task only when more is to come.
@@ -943,12 +964,27 @@ impl Shared {
                 ),
             )));
         }
+        if !is_json_or_untyped(response.headers()) {
+            // Something answered (a login page, a proxy): that is the request's failure now,
+            // not a wait for an answer that cannot come.
+            let error = unexpected_content_error(
+                response,
+                &shared.display_url,
+                "application/json or text/event-stream",
+            )
+            .await;
+            return Err(PostError {
+                status: Some(status),
+                error: error.for_request(Some(id)),
+            });
+        }
         // A plain JSON answer: read it here (bounded), hand it to the reader.
         let limit = shared.config.max_message_size;
         let bytes = read_limited(response, limit)
             .await
             .map_err(|e| PostError::from(e.for_request(Some(id.clone()))))?;
-        let parsed = parse_json_body(&bytes);
+        let parsed = parse_json_body(&bytes, &shared.display_url, &id);
+        let mut answered = false;
         let Some(incoming) = shared.incoming() else {
             // The server answered, so it handled the request: not `Closed` (never sent).
             return Err(PostError::from(TransportError::fatal(
@@ -962,7 +998,12 @@ impl Shared {
             } else {
                 item
             };
-            let is_answer = matches!(&item, Ok(Message::Response(r)) if answers(r, &id));
+            let is_answer = match &item {
+                Ok(Message::Response(r)) => answers(r, &id),
+                Err(e) => e.request_id().is_some_and(|r| r.answers(&id)),
+                Ok(_) => false,
+            };
+            answered |= is_answer;
             if is_answer && answer_to == AnswerTo::Caller {
                 posted.answer = Some(item);
                 continue;
@@ -973,6 +1014,16 @@ impl Shared {
                 Ok(_) => {}
                 Err(_) => break,
             }
+        }
+        if !answered && answer_to == AnswerTo::Reader {
+            // A JSON answer is the whole answer: without the response (another id, only
+            // notifications), nothing more can come for the request.
+            shared
+                .fail_request(
+                    &id,
+                    "the server's answer to the POST did not include the response".into(),
+                )
+                .await;
         }
         Ok(posted)
     }
@@ -1037,9 +1088,22 @@ fn unresumable(why: &str) -> String {
 }
 
 /// The message an SSE event's data holds. Its parameters or result share the data's buffer
-/// instead of being copied out of it (a large result is not copied once more).
-pub(crate) fn event_message(data: String) -> Result<Message, mcp_core::jsonrpc::MessageError> {
-    Message::from_shared_line(&Arc::new(data.into_bytes()))
+/// instead of being copied out of it (a large result is not copied once more). Data that is
+/// not a message is an error for the request it names ([`mcp_core::jsonrpc::request_id_of`]),
+/// so that request fails at once instead of waiting for its deadline.
+pub(crate) fn event_message(data: String, display_url: &str) -> Result<Message, TransportError> {
+    let data = Arc::new(data.into_bytes());
+    Message::from_shared_line(&data).map_err(|e| {
+        TransportError::recoverable(
+            TransportErrorKind::InvalidMessage,
+            format!("{display_url} sent an event that is not a message: {e}"),
+        )
+        // Read as the session reads answers: a numeric string is this client's number.
+        .for_request(
+            mcp_core::jsonrpc::request_id_of(&data)
+                .map(|id| id.as_client_id().map(RequestId::Number).unwrap_or(id)),
+        )
+    })
 }
 
 /// The headers of one request to the endpoint, fixed when it is made (and applied again to
@@ -1083,14 +1147,60 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
     })
 }
 
-/// One message, or a batch (2025-03-26 servers).
-fn parse_json_body(bytes: &[u8]) -> Vec<Result<Message, TransportError>> {
+/// Whether a `Content-Type` says JSON (`application/json`, or `application/…+json`, any case,
+/// any parameters), or is missing (the body is then read as JSON, and fails as such).
+fn is_json_or_untyped(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return true;
+    };
+    let bytes = value.as_bytes();
+    let essence = bytes
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii()
+        .to_ascii_lowercase();
+    essence == b"application/json"
+        || (essence.starts_with(b"application/") && essence.ends_with(b"+json"))
+}
+
+/// Checks a session id the server hands out: the spec allows visible ASCII only
+/// (0x21–0x7E), and this client at most [`MAX_SESSION_ID_LEN`] bytes of it (it goes back on
+/// every request). The reason names the problem, never the id.
+fn check_session_id(id: &HeaderValue) -> Result<(), String> {
+    let bytes = id.as_bytes();
+    if bytes.is_empty() {
+        return Err("it is empty".to_owned());
+    }
+    if bytes.len() > MAX_SESSION_ID_LEN {
+        return Err(format!(
+            "it is {} bytes long, more than the {MAX_SESSION_ID_LEN} accepted",
+            bytes.len()
+        ));
+    }
+    if let Some(at) = bytes.iter().position(|b| !(0x21..=0x7e).contains(b)) {
+        return Err(format!(
+            "byte {at} is 0x{:02x}; only visible ASCII (0x21-0x7E) is allowed",
+            bytes[at]
+        ));
+    }
+    Ok(())
+}
+
+/// One message, or a batch (2025-03-26 servers). A body that is not even one message is the
+/// failure of request `id` (it was the answer to it); one bad item of a batch is skipped.
+fn parse_json_body(
+    bytes: &[u8],
+    display_url: &str,
+    id: &RequestId,
+) -> Vec<Result<Message, TransportError>> {
     let invalid = |e: String| {
         TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
-            format!("the server sent {e}"),
+            format!("{display_url} sent {e}"),
         )
     };
+    let answer_error = |e: String| invalid(e).for_request(Some(id.clone()));
     let trimmed = bytes.trim_ascii_start();
     if trimmed.first() == Some(&b'[') {
         match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(trimmed) {
@@ -1098,9 +1208,9 @@ fn parse_json_body(bytes: &[u8]) -> Vec<Result<Message, TransportError>> {
                 .iter()
                 .map(|raw| Message::from_json_str(raw.get()).map_err(|e| invalid(e.to_string())))
                 .collect(),
-            Err(e) => vec![Err(invalid(format!("an invalid JSON batch: {e}")))],
+            Err(e) => vec![Err(answer_error(format!("an invalid JSON batch: {e}")))],
         }
     } else {
-        vec![Message::from_slice(bytes).map_err(|e| invalid(e.to_string()))]
+        vec![Message::from_slice(bytes).map_err(|e| answer_error(e.to_string()))]
     }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 /// How to start an MCP server as a child process. Build it with [`StdioServerConfig::new`] and
 /// the chained setters; every limit has a sensible default. `Debug` shows environment variable
-/// names but never their values (they hold tokens).
+/// names but never their values, and only the number of arguments (both often hold tokens:
+/// `--api-key sk-…`, `TOKEN=…`, a URL with a key in it).
 #[derive(Clone)]
 pub struct StdioServerConfig {
     /// The program (looked up on `PATH` if it has no slash).
@@ -137,7 +138,10 @@ impl std::fmt::Debug for StdioServerConfig {
             .collect();
         f.debug_struct("StdioServerConfig")
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field(
+                "args",
+                &format_args!("<{} arguments, redacted>", self.args.len()),
+            )
             .field("env", &env)
             .field("clear_env", &self.clear_env)
             .field("cwd", &self.cwd)
@@ -155,14 +159,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn debug_shows_env_names_but_never_values() {
+    fn debug_shows_env_names_and_the_argument_count_but_never_values() {
         let config = StdioServerConfig::new("server")
             .env("GITHUB_TOKEN", "ghp_topsecret")
-            .arg("--verbose");
+            .args([
+                "--verbose",
+                "--api-key",
+                "sk-argsecret",
+                "API_TOKEN=envsecret",
+                "https://example.test/?key=urlsecret",
+            ]);
         for text in [format!("{config:?}"), format!("{config:#?}")] {
-            assert!(!text.contains("ghp_topsecret"), "{text}");
+            for secret in ["ghp_topsecret", "sk-argsecret", "envsecret", "urlsecret"] {
+                assert!(!text.contains(secret), "{secret} in {text}");
+            }
             assert!(text.contains("GITHUB_TOKEN=<redacted>"), "{text}");
-            assert!(text.contains("--verbose"), "{text}");
+            assert!(text.contains("<5 arguments, redacted>"), "{text}");
+            assert!(text.contains("\"server\""), "{text}");
         }
     }
 }

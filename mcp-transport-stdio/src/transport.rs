@@ -306,6 +306,23 @@ impl StdioReceiver {
     }
 }
 
+impl StdioReceiver {
+    /// A bad line's error, naming the server. A fatal one ends the transport: its output can no
+    /// longer be trusted to be framed, so nothing more is read (closing or dropping the
+    /// transport stops the child as usual).
+    fn bad_output(&mut self, error: TransportError) -> TransportError {
+        let message = format!("MCP server `{}` {}", self.process.name, error.message());
+        if error.is_fatal() {
+            self.ended = true;
+            tracing::warn!(server = %self.process.name, error = %message, "ending the connection to the MCP server");
+            TransportError::fatal(error.kind(), message)
+        } else {
+            TransportError::recoverable(error.kind(), message)
+                .for_request(error.request_id().cloned())
+        }
+    }
+}
+
 #[async_trait]
 impl TransportReceiver for StdioReceiver {
     async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
@@ -318,7 +335,7 @@ impl TransportReceiver for StdioReceiver {
             tokio::select! {
                 frame = self.lines.next_frame() => match frame {
                     Ok(Some(Frame::Message(message))) => return Some(Ok(message)),
-                    Ok(Some(Frame::Bad(error))) => return Some(Err(error)),
+                    Ok(Some(Frame::Bad(error))) => return Some(Err(self.bad_output(error))),
                     Ok(Some(Frame::Garbage(line))) => {
                         tracing::warn!(server = %self.process.name, line = %line, "skipping a non-JSON line on the MCP server's stdout");
                     }

@@ -53,7 +53,13 @@ pub(crate) fn peer_closed(display: &str, frame: Option<&CloseFrame>) -> Transpor
             TransportErrorKind::PeerGone,
             "closed the WebSocket: a message from this client was too large for it",
         ),
-        CloseCode::Unsupported | CloseCode::Invalid | CloseCode::Protocol => (
+        // tungstenite also reports 1002 in place of a close code a server may not send
+        // (1005, 1006, 1015, out of range), so the server is not blamed on the client.
+        CloseCode::Protocol => (
+            TransportErrorKind::PeerGone,
+            "closed the WebSocket for a protocol violation (the server's, when its own close code was not a valid one; else this client's)",
+        ),
+        CloseCode::Unsupported | CloseCode::Invalid => (
             TransportErrorKind::PeerGone,
             "closed the WebSocket: it could not accept a message from this client",
         ),
@@ -112,6 +118,12 @@ mod tests {
                 "bye\n\u{7}",
                 TransportErrorKind::PeerGone,
                 "closed the WebSocket (going away) (close code 1001): bye",
+            ),
+            (
+                1002,
+                "Protocol violation",
+                TransportErrorKind::PeerGone,
+                "closed the WebSocket for a protocol violation (the server's, when its own close code was not a valid one; else this client's) (close code 1002): Protocol violation",
             ),
             (
                 4000,

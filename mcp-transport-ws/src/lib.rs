@@ -35,7 +35,11 @@
 //! 1011 a server error, any other close or a dropped connection `PeerGone` (with the code and
 //! reason); a message over `max_message_size` fails the connection (`MessageTooLarge`, close
 //! 1009) before it is buffered; a binary frame fails it too (close 1003); a text frame that is
-//! not JSON-RPC is a recoverable `InvalidMessage` and the connection goes on.
+//! not JSON-RPC is a recoverable `InvalidMessage` and the connection goes on. For a session
+//! on this transport: a fatal error ends the session (every pending call fails with it at
+//! once, later calls fail at once); a recoverable one fails the request it names (its `id`
+//! is read even when the rest of the frame is broken or nested too deep); an answer for no
+//! waiting request is dropped.
 
 #![warn(missing_docs)]
 

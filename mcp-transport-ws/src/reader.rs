@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use futures_util::stream::SplitStream;
 use futures_util::StreamExt;
-use mcp_core::jsonrpc::MessageError;
-use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
+use mcp_core::jsonrpc::{request_id_of, MessageError};
+use mcp_core::{Message, TransportError, TransportErrorKind};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
@@ -195,7 +195,8 @@ impl Reader {
             ),
             WsError::Utf8(_) => failed(
                 TransportErrorKind::InvalidMessage,
-                format!("{display} sent a text frame that is not UTF-8; the connection was closed (1007)"),
+                // tungstenite checks close reasons too: the frame is not always a text frame.
+                format!("{display} sent text that is not UTF-8 (a text frame or a close frame's reason); the connection was closed (1007)"),
                 CloseCode::Invalid,
                 "text frames must be UTF-8",
             ),
@@ -247,36 +248,33 @@ fn parse_text(text: Utf8Bytes) -> Inbound {
 
 /// A text frame that is not a JSON-RPC message: the connection goes on.
 fn bad_message(bytes: &[u8], e: MessageError) -> TransportError {
-    // Only on the failure path: is it JSON at all, and does it name a request?
-    match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(value) => {
-            let id = value
-                .get("id")
-                .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
-            TransportError::recoverable(
-                TransportErrorKind::InvalidMessage,
-                format!("the server sent {e}"),
-            )
-            .for_request(id)
-        }
-        Err(_) => {
-            let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(PREVIEW_BYTES)]);
-            let more = if bytes.len() > PREVIEW_BYTES {
-                "…"
-            } else {
-                ""
-            };
-            TransportError::recoverable(
-                TransportErrorKind::InvalidMessage,
-                format!("the server sent a text frame that is not JSON: {shown:?}{more}"),
-            )
-        }
+    // Only on the failure path: does it name a request (even when nested past the parser's
+    // depth limit after its id), and is it JSON at all (checked without building a tree)?
+    let id = request_id_of(bytes);
+    if id.is_some() || serde_json::from_slice::<&serde_json::value::RawValue>(bytes).is_ok() {
+        TransportError::recoverable(
+            TransportErrorKind::InvalidMessage,
+            format!("the server sent {e}"),
+        )
+        .for_request(id)
+    } else {
+        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(PREVIEW_BYTES)]);
+        let more = if bytes.len() > PREVIEW_BYTES {
+            "…"
+        } else {
+            ""
+        };
+        TransportError::recoverable(
+            TransportErrorKind::InvalidMessage,
+            format!("the server sent a text frame that is not JSON: {shown:?}{more}"),
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_core::RequestId;
 
     #[test]
     fn text_frames_become_messages_or_recoverable_errors() {
@@ -307,5 +305,15 @@ mod tests {
 
         let e = parse_text(format!("[{}", "1,".repeat(PREVIEW_BYTES)).into()).unwrap_err();
         assert!(e.message().ends_with('…'), "{e}");
+
+        // Nested past the parser's depth limit: an error for the request it names, at once.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"result":{}"#,
+            "[".repeat(100_000)
+        );
+        let e = parse_text(deep.into()).unwrap_err();
+        assert!(!e.is_fatal());
+        assert_eq!(e.request_id(), Some(&RequestId::Number(8)));
+        assert!(e.message().contains("invalid JSON-RPC message"), "{e}");
     }
 }

@@ -16,10 +16,15 @@ use crate::errors::{first_line, reason_line, CliError, Missing};
 use crate::output;
 
 /// What a server that is not ready is doing, to follow its name: `is unavailable: <first line
-/// of the reason>`, `needs auth: …`, `is reconnecting (attempt 2)`, `is disabled`.
+/// of the reason>`, `broke the protocol: …` (it answered, but not as MCP), `needs auth: …`,
+/// `is reconnecting (attempt 2)`, `is disabled`.
 pub fn status_why(status: &ServerStatus) -> String {
     match status {
-        ServerStatus::Unavailable { reason } => {
+        ServerStatus::Unavailable {
+            reason,
+            kind: mcp_core::ErrorKind::Protocol,
+        } => format!("broke the protocol: {}", reason_line(reason)),
+        ServerStatus::Unavailable { reason, .. } => {
             format!("is unavailable: {}", reason_line(reason))
         }
         ServerStatus::NeedsCredentials { reason } => {
@@ -33,6 +38,11 @@ pub fn status_why(status: &ServerStatus) -> String {
 pub fn status_kind(status: &ServerStatus) -> mcp_core::ErrorKind {
     match status {
         ServerStatus::NeedsCredentials { .. } => mcp_core::ErrorKind::Auth,
+        // The server answered, but not as MCP: a protocol error (exit 7), not an outage.
+        ServerStatus::Unavailable {
+            kind: mcp_core::ErrorKind::Protocol,
+            ..
+        } => mcp_core::ErrorKind::Protocol,
         _ => mcp_core::ErrorKind::ServerUnavailable,
     }
 }

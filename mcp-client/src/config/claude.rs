@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use super::endpoints::read_region;
-use super::entry::{read_server, Flavor};
+use super::entry::{read_servers, Flavor};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::EnvLookup;
 use super::fields::{Ctx, Obj, Vars};
@@ -67,11 +67,7 @@ pub(crate) fn from_node(
         region: read_region(&top, &ctx)?,
         store: read_store(&top, &ctx)?,
     };
-    for (name, entry) in servers.entries() {
-        let ctx = ctx.for_server(&["mcpServers"], name);
-        config
-            .servers
-            .push(read_server(name, entry, &ctx, Flavor::Claude)?);
-    }
+    let entries: Vec<_> = servers.entries().iter().map(|(n, e)| (n, e)).collect();
+    config.servers = read_servers(&entries, &["mcpServers"], &ctx, Flavor::Claude)?;
     Ok(config)
 }

@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use super::endpoints::read_region;
-use super::entry::{read_server, Flavor};
+use super::entry::{read_servers, Flavor};
 use super::error::ConfigError;
 use super::expand::EnvLookup;
 use super::fields::{Ctx, Obj, Vars};
@@ -57,13 +57,8 @@ pub fn parse_codex_with_env(
     };
     // TOML tables come back sorted by name; restore the file's order.
     let order = toml_server_order(text);
-    let mut entries: Vec<_> = servers.entries().iter().collect();
-    entries.sort_by_key(|(name, _)| order.iter().position(|n| n == name).unwrap_or(usize::MAX));
-    for (name, entry) in entries {
-        let ctx = ctx.for_server(&["mcp_servers"], name);
-        config
-            .servers
-            .push(read_server(name, entry, &ctx, Flavor::Codex)?);
-    }
+    let mut entries: Vec<_> = servers.entries().iter().map(|(n, e)| (n, e)).collect();
+    entries.sort_by_key(|(name, _)| order.iter().position(|n| n == *name).unwrap_or(usize::MAX));
+    config.servers = read_servers(&entries, &["mcp_servers"], &ctx, Flavor::Codex)?;
     Ok(config)
 }

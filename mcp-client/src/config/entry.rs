@@ -26,6 +26,35 @@ pub(crate) enum Flavor {
     Codex,
 }
 
+/// The most servers one configuration file may list: 1,000. Every server is a process or a
+/// connection of the client's; a file with more is refused instead of started.
+pub const MAX_SERVERS: usize = 1000;
+
+/// Reads the server entries (`name`, entry), in the given order, of the object at the keys
+/// `servers_at` (`["mcpServers"]`, `["mcp", "servers"]`, `["mcp_servers"]`): refused as a
+/// whole when there are more than [`MAX_SERVERS`].
+pub(crate) fn read_servers<'n>(
+    entries: &[(&'n String, &'n Node)],
+    servers_at: &'n [&'n str],
+    ctx: &Ctx<'n>,
+    flavor: Flavor,
+) -> Result<Vec<ServerConfig>, ConfigError> {
+    if entries.len() > MAX_SERVERS {
+        return Err(ctx.error(
+            ConfigErrorKind::TooLarge,
+            &servers_at.join("."),
+            format!(
+                "{} servers are listed; at most {MAX_SERVERS} are supported in one file",
+                entries.len()
+            ),
+        ));
+    }
+    entries
+        .iter()
+        .map(|(name, entry)| read_server(name, entry, &ctx.for_server(servers_at, name), flavor))
+        .collect()
+}
+
 /// Reads the entry `node` of server `name` (`ctx` already names the server).
 pub(crate) fn read_server(
     name: &str,

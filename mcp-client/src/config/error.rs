@@ -30,6 +30,9 @@ pub enum ConfigErrorKind {
     Unsupported,
     /// The file is none of the known formats (no `mcpServers`, `servers` or `[mcp_servers]`).
     UnknownFormat,
+    /// The file is larger than [`MAX_CONFIG_BYTES`](super::MAX_CONFIG_BYTES), or lists more
+    /// than [`MAX_SERVERS`](super::MAX_SERVERS) servers.
+    TooLarge,
 }
 
 /// A configuration error: the file, the line/column, the server and the field (each when known),

@@ -1,5 +1,6 @@
 //! The dispatcher: which format a file is, then the matching parser.
 
+use std::io::Read;
 use std::path::Path;
 
 use super::error::{ConfigError, ConfigErrorKind};
@@ -26,14 +27,55 @@ pub fn load(path: &Path) -> Result<ClientConfig, ConfigError> {
 
 /// [`load`] reading variables through `env`.
 pub fn load_with_env(path: &Path, env: EnvLookup<'_>) -> Result<ClientConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|err| {
+    let text = read_config_file(path)?;
+    parse_with_env(&text, path, env)
+}
+
+/// The largest configuration file [`load`] reads: 4 MiB. Real files are a few KiB (1,000
+/// servers of a few lines each stay far below it); the cap keeps `--config /dev/zero`, an
+/// endless FIFO or a wrong multi-gigabyte file from taking the memory.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads at most [`MAX_CONFIG_BYTES`] of `path` as UTF-8 text. A longer file (or a device or
+/// FIFO that never ends) is refused once one byte past the cap has been read, without reading
+/// the rest.
+fn read_config_file(path: &Path) -> Result<String, ConfigError> {
+    let io_error = |err: std::io::Error| {
         ConfigError::new(
             ConfigErrorKind::Io,
             path,
             format!("cannot read the file: {err}"),
         )
-    })?;
-    parse_with_env(&text, path, env)
+    };
+    let file = std::fs::File::open(path).map_err(io_error)?;
+    // Sized from the metadata for a regular file; devices and pipes report 0 and grow.
+    let announced = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let initial = usize::try_from(announced.min(MAX_CONFIG_BYTES) + 1).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(initial);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::new(
+            ConfigErrorKind::TooLarge,
+            path,
+            format!(
+                "the file is larger than {} MiB, the limit for configuration files; \
+                 is it the right file?",
+                MAX_CONFIG_BYTES / (1024 * 1024)
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|err| {
+        ConfigError::new(
+            ConfigErrorKind::Syntax,
+            path,
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                err.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }
 
 /// Parses `text` (the content of `source`): a `.toml` file is Codex; JSON with `mcpServers` is

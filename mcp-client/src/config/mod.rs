@@ -22,6 +22,11 @@
 //! A top-level `store` says where a fleet shares its state ([`ClientConfig::store`],
 //! `store.rs`).
 //!
+//! Limits: [`load`] reads at most [`MAX_CONFIG_BYTES`] (4 MiB) of a file — a longer file, a
+//! device such as `/dev/zero` or a FIFO that never ends is refused with a
+//! [`ConfigErrorKind::TooLarge`] error naming the file — and a file may list at most
+//! [`MAX_SERVERS`] (1,000) servers.
+//!
 //! Secrets: `env` and `headers` values never appear in `Debug` output or in error messages.
 //! Every `*_with_env` function reads variables through a closure instead of the process
 //! environment (for tests and embedders).
@@ -48,9 +53,13 @@ pub use codex::{parse_codex, parse_codex_with_env};
 pub use discover::{
     default_config_paths, default_config_paths_with_env, discover, discover_with_env,
 };
+pub use entry::MAX_SERVERS;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use expand::EnvLookup;
-pub use load::{load, load_with_env, parse, parse_format_with_env, parse_with_env, ConfigFormat};
+pub use load::{
+    load, load_with_env, parse, parse_format_with_env, parse_with_env, ConfigFormat,
+    MAX_CONFIG_BYTES,
+};
 pub use model::{
     ClientConfig, DpopSetting, EndpointConfig, OAuthSettings, ServerConfig, StoreConfig,
     TransportConfig,

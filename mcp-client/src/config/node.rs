@@ -133,9 +133,21 @@ pub(crate) fn parse_json(text: &str, file: &Path) -> Result<Node, ConfigError> {
         if err.line() == 0 {
             error
         } else {
-            error.with_position(err.line(), err.column())
+            let (line, column) = line_column(text, json_offset(text, err.line(), err.column()));
+            error.with_position(line, column)
         }
     })
+}
+
+/// The byte offset in `text` of serde_json's error position: a 1-based line, and the bytes of
+/// that line read up to and including the offending one (0 before any).
+fn json_offset(text: &str, line: usize, bytes_into_line: usize) -> usize {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    line_start + bytes_into_line.saturating_sub(1)
 }
 
 /// Parses TOML into a [`Node`] (tables come back sorted by key; see [`toml_server_order`]).
@@ -184,8 +196,12 @@ pub(crate) fn toml_server_order(text: &str) -> Vec<String> {
 
 /// 1-based line and column (in characters) of byte `offset`.
 pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
+    let mut offset = offset.min(text.len());
+    // Inside a character: the character's own position.
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = before[line_start..].chars().count() + 1;
@@ -343,6 +359,19 @@ mod tests {
         let err = json("{\n  \"a\": 1\n  \"b\": 2\n}").unwrap_err();
         assert_eq!(err.position(), Some((3, 3)));
         assert!(!err.message().contains("at line"), "{}", err.message());
+    }
+
+    /// Found by the `config` fuzz target: serde_json counts bytes, from 0 at a line's start.
+    #[test]
+    fn json_error_columns_count_characters_from_one() {
+        assert_eq!(json("").unwrap_err().position(), Some((1, 1)));
+        assert_eq!(json("{\n").unwrap_err().position(), Some((2, 1)));
+        // `x` is the 7th character of the line (and its 8th byte).
+        assert_eq!(json("{\"é\": x}").unwrap_err().position(), Some((1, 7)));
+        assert_eq!(
+            json("{\"a\": \"é\" x}").unwrap_err().position(),
+            Some((1, 11))
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::endpoints::read_region;
-use super::entry::{read_server, Flavor};
+use super::entry::{read_servers, Flavor};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::expand::{EnvLookup, VsCodeVars};
 use super::fields::{Ctx, Obj, Vars};
@@ -95,12 +95,8 @@ pub(crate) fn from_node(
         region,
         store,
     };
-    for (name, entry) in servers.entries() {
-        let ctx = ctx.for_server(servers_at, name);
-        config
-            .servers
-            .push(read_server(name, entry, &ctx, Flavor::VsCode)?);
-    }
+    let entries: Vec<_> = servers.entries().iter().map(|(n, e)| (n, e)).collect();
+    config.servers = read_servers(&entries, servers_at, &ctx, Flavor::VsCode)?;
     Ok(config)
 }
 

@@ -31,7 +31,7 @@
 //!   session never waits past it, and a retry layer never sleeps past it.
 
 mod ext;
-pub(crate) mod pagination;
+pub mod pagination;
 
 use std::borrow::Cow;
 use std::fmt;

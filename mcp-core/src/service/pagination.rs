@@ -1,4 +1,6 @@
-//! Following `nextCursor` across pages, with a page cap and loop detection.
+//! Following `nextCursor` across pages, with a page cap and loop detection: the one loop every
+//! paginated listing uses (the `list_all_*` methods, the modern era's re-listing of tools,
+//! `skills/list`).
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -7,11 +9,35 @@ use crate::error::Error;
 
 /// The page cap of the `list_all_*` methods unless
 /// [`RequestOptions::max_pages`](crate::RequestOptions::max_pages) says otherwise.
-pub(crate) const DEFAULT_MAX_PAGES: usize = 100;
+pub const DEFAULT_MAX_PAGES: usize = 100;
 
-/// Fetches pages until one has no `nextCursor`. Fails clearly when the server returns more than
-/// `max_pages` pages or repeats a cursor (which would loop forever).
-pub(crate) async fn collect_pages<T, F, Fut>(
+/// How much of a repeated cursor an error quotes: a cursor is the server's text, of any length.
+const CURSOR_QUOTE_CHARS: usize = 64;
+
+/// Fetches pages until one has no `nextCursor`: `fetch` gets the cursor to send (`None` for the
+/// first page) and returns the page's items and its `nextCursor`. Fails with a protocol error
+/// naming `method` as soon as the server returns a cursor it returned before (which would loop
+/// forever), quoting the cursor (its first 64 characters), and when there are more than
+/// `max_pages` pages (at least one page is always read).
+///
+/// ```
+/// # tokio_test_block_on(async {
+/// use mcp_core::service::pagination::collect_pages;
+/// let err = collect_pages("tools/list", 100, |_cursor| async {
+///     Ok((vec![1], Some("again".to_owned())))
+/// })
+/// .await
+/// .unwrap_err();
+/// assert_eq!(
+///     err.message(),
+///     "tools/list: the server repeated cursor \"again\"; stopping to avoid an endless loop"
+/// );
+/// # });
+/// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+pub async fn collect_pages<T, F, Fut>(
     method: &str,
     max_pages: usize,
     mut fetch: F,
@@ -31,7 +57,8 @@ where
             Some(next) => {
                 if !seen.insert(next.clone()) {
                     return Err(Error::protocol(format!(
-                        "{method}: the server repeated cursor {next:?}; stopping to avoid an endless loop"
+                        "{method}: the server repeated cursor {}; stopping to avoid an endless loop",
+                        quote_cursor(&next)
                     )));
                 }
                 cursor = Some(next);
@@ -41,6 +68,14 @@ where
     Err(Error::protocol(format!(
         "{method}: the server returned more than {max_pages} pages; raise max_pages to read them all"
     )))
+}
+
+/// `"cursor"`, or its first [`CURSOR_QUOTE_CHARS`] characters and the length of the rest.
+fn quote_cursor(cursor: &str) -> String {
+    match cursor.char_indices().nth(CURSOR_QUOTE_CHARS) {
+        None => format!("{cursor:?}"),
+        Some((end, _)) => format!("{:?}… ({} bytes in all)", &cursor[..end], cursor.len()),
+    }
 }
 
 #[cfg(test)]
@@ -82,6 +117,40 @@ mod tests {
         })
         .await
         .unwrap_err();
-        assert!(err.message().contains("repeated cursor"), "{err}");
+        assert_eq!(
+            err.message(),
+            "prompts/list: the server repeated cursor \"same\"; stopping to avoid an endless loop"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cursor_seen_pages_earlier_ends_the_listing_when_it_comes_back() {
+        let mut fetched = Vec::new();
+        let err = collect_pages("resources/list", 100, |cursor| {
+            fetched.push(cursor.clone());
+            let next = match cursor.as_deref() {
+                None => "a",
+                Some("a") => "b",
+                _ => "a",
+            };
+            async move { Ok((vec![0u8], Some(next.to_owned()))) }
+        })
+        .await
+        .unwrap_err();
+        assert!(err.message().contains("repeated cursor \"a\""), "{err}");
+        assert_eq!(fetched, [None, Some("a".to_owned()), Some("b".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn a_long_repeated_cursor_is_quoted_in_part() {
+        let long = "x".repeat(100_000);
+        let err = collect_pages("tools/list", 10, |_| {
+            let next = long.clone();
+            async move { Ok((vec![0u8], Some(next))) }
+        })
+        .await
+        .unwrap_err();
+        assert!(err.message().len() < 300, "{}", err.message().len());
+        assert!(err.message().contains("(100000 bytes in all)"), "{err}");
     }
 }

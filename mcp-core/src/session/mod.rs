@@ -55,6 +55,7 @@ pub use handler::{ClientHandler, StaticRoots};
 pub use modern::result_type;
 pub use notifications::{NotificationEvent, NotificationStream, ServerNotification};
 pub use options::{ProgressCallback, RequestOptions, SessionOptions, TraceContext};
+pub use server_requests::MAX_SERVER_REQUEST_ID_BYTES;
 
 use crate::error::{Delivery, Error};
 use crate::jsonrpc::{Notification, Payload, RequestId};

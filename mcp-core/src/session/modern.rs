@@ -208,10 +208,12 @@ impl ClientSession {
     }
 
     /// Lists every page of tools again (which teaches the transport the tools' header
-    /// annotations).
+    /// annotations), through the one pagination loop: a repeated cursor or too many pages end
+    /// it with a protocol error.
     async fn list_tools_again(&self, options: &RequestOptions) -> Result<(), Error> {
-        let mut cursor: Option<String> = None;
-        for _ in 0..crate::service::pagination::DEFAULT_MAX_PAGES {
+        use crate::service::pagination::{collect_pages, DEFAULT_MAX_PAGES};
+        let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
+        collect_pages(methods::TOOLS_LIST, max_pages, |cursor| async move {
             let page = Payload::Value(match &cursor {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
@@ -219,15 +221,15 @@ impl ClientSession {
             let listed = self
                 .issue(methods::TOOLS_LIST, Some(page), options.clone())
                 .await?;
-            cursor = listed
+            // Only the transport's side effect matters; a page that does not parse ends it.
+            let next = listed
                 .deserialize::<crate::types::ListToolsResult>()
                 .ok()
                 .and_then(|l| l.next_cursor);
-            if cursor.is_none() {
-                break;
-            }
-        }
-        Ok(())
+            Ok((Vec::<()>::new(), next))
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Answers every input request through the handler, the way server→client requests are

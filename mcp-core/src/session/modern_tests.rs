@@ -725,6 +725,44 @@ async fn a_header_mismatch_relists_the_tools_and_sends_the_call_again() {
     call.await.unwrap().unwrap();
 }
 
+/// The re-listing after a header mismatch goes through the one pagination loop: a server that
+/// hands back a cursor it gave before ends the call at once with a protocol error naming
+/// `tools/list` and the cursor, instead of being asked for page after page.
+#[tokio::test]
+async fn a_header_mismatch_relisting_stops_at_a_repeated_cursor() {
+    let (session, mut server, _) = connect_modern((), SessionOptions::default(), json!({})).await;
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move {
+            s.call_tool("sql", Some(json!({"region": "eu"})), RequestOptions::new())
+                .await
+        }
+    });
+    let first = server.request("tools/call").await;
+    server
+        .fail(first.id, -32020, "Mcp-Param-Region header missing", None)
+        .await;
+    for _ in 0..2 {
+        let list = server.request("tools/list").await;
+        server
+            .respond(
+                list.id,
+                json!({"resultType": "complete", "tools": [], "nextCursor": "loop"}),
+            )
+            .await;
+    }
+    let err = tokio::time::timeout(std::time::Duration::from_secs(10), call)
+        .await
+        .expect("the call ends at the repeated cursor, without asking for a third page")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert_eq!(
+        err.message(),
+        "tools/list: the server repeated cursor \"loop\"; stopping to avoid an endless loop"
+    );
+}
+
 #[tokio::test]
 async fn a_wrong_legacy_memo_is_corrected_by_probing_again() {
     let memo = EraMemo::default();

@@ -54,8 +54,9 @@ pub struct SessionOptions {
     /// How long [`close`](super::ClientSession::close) lets the transport end the connection
     /// gracefully before the session drops it (which releases everything at once). Default: 10 s.
     pub close_timeout: Duration,
-    /// Server→client requests (sampling, elicitation, roots) handled at once; past it the server
-    /// gets a JSON-RPC error instead of another task. Default: 32.
+    /// Server→client requests (sampling, elicitation, roots) handled at once, until the
+    /// transport took each one's answer; past it the server gets a JSON-RPC error instead of
+    /// another task. Default: 32.
     pub max_concurrent_server_requests: usize,
     /// How long the handler may take to answer one server→client request (a human answering
     /// an elicitation included); past it the server gets an error. Default: 10 min.

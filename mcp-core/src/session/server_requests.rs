@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::reader::OutboxItem;
 use super::{lock, SessionShared};
-use crate::jsonrpc::{codes, ErrorObject, Payload, Request, Response};
+use crate::jsonrpc::{codes, ErrorObject, Payload, Request, RequestId, Response};
 use crate::types::methods;
 
 /// The JSON-RPC error code of the answer to a server request past the concurrency cap
@@ -19,11 +19,26 @@ use crate::types::methods;
 pub(crate) const BUSY_ERROR_CODE: i64 = -32000;
 /// How long a reply may wait for the transport.
 const REPLY_SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest string id of a server request the client answers. Every answer echoes its id
+/// and may wait in the session's outbox and the transport's send queue (each bounded by count),
+/// so a server that sends megabyte ids and reads no answers could otherwise make the client hold
+/// a megabyte per queued answer. Real servers use numbers or UUID-sized strings.
+pub const MAX_SERVER_REQUEST_ID_BYTES: usize = 1024;
 
 /// Answers one server→client request: `ping` at once; anything else on its own task (it may
 /// wait on a human or a model), unless the cap is reached, when the server is told the client
 /// is busy.
 pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Request) {
+    if let RequestId::String(id) = &request.id {
+        if id.len() > MAX_SERVER_REQUEST_ID_BYTES {
+            tracing::warn!(
+                method = %request.method,
+                id = %request.id,
+                "not answering a server request whose id is over {MAX_SERVER_REQUEST_ID_BYTES} bytes"
+            );
+            return;
+        }
+    }
     if request.method == methods::PING {
         let reply = Response::success(request.id, Payload::Value(json!({})));
         shared.queue(OutboxItem::Send(reply.into()));
@@ -78,10 +93,9 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
                 ),
             )),
         };
-        lock(&task_shared.handler_tasks).remove(&id);
         let response = match outcome {
-            Ok(result) => Response::success(id, result),
-            Err(error) => Response::error(Some(id), error),
+            Ok(result) => Response::success(id.clone(), result),
+            Err(error) => Response::error(Some(id.clone()), error),
         };
         let send = task_shared.sender.send(response.into());
         match tokio::time::timeout(REPLY_SEND_TIMEOUT, send).await {
@@ -91,6 +105,9 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
                 tracing::debug!("the transport did not take the answer to a server request in time")
             }
         }
+        // Counted against the cap until the transport took the reply: a server that floods
+        // requests and reads no replies must not grow one waiting task per request.
+        lock(&task_shared.handler_tasks).remove(&id);
     });
     tasks.insert(id, task.abort_handle());
 }

@@ -56,7 +56,7 @@
 //! the receiver, and the transport has it dispatched before the answer resolves.
 
 mod channel;
-mod oversized;
+pub(crate) mod oversized;
 
 use std::fmt;
 use std::future::Future;

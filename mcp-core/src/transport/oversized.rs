@@ -106,6 +106,12 @@ fn id_in_head(head: &[u8]) -> Option<RequestId> {
         .flatten()
 }
 
+/// The id as the last member of `bytes` (read from their last KiB): the end of a message that
+/// did not parse, for [`request_id_of`](crate::jsonrpc::request_id_of).
+pub(crate) fn id_at_the_end(bytes: &[u8]) -> Option<RequestId> {
+    id_in_tail(&bytes[bytes.len().saturating_sub(KEEP)..])
+}
+
 /// `…},"jsonrpc":"2.0","id":5}`: the id as the object's last member.
 fn id_in_tail(tail: &[u8]) -> Option<RequestId> {
     let text = String::from_utf8_lossy(tail);
