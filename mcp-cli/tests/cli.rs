@@ -713,7 +713,10 @@ impl Drop for WebPageServer {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         // Wakes the accept loop, which sees the flag and ends.
-        let address = self.url.trim_start_matches("http://").trim_end_matches("/mcp");
+        let address = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp");
         let _ = std::net::TcpStream::connect(address);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -736,7 +739,8 @@ fn a_server_that_answers_with_a_web_page_is_a_protocol_error_naming_what_came_ba
         run.stderr
     );
     assert!(
-        run.stderr.contains("hint: \"portal\" answered, but not as an MCP server"),
+        run.stderr
+            .contains("hint: \"portal\" answered, but not as an MCP server"),
         "{}",
         run.stderr
     );
