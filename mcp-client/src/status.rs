@@ -86,9 +86,8 @@ impl ServerStatus {
     /// The reason, for the states that have one.
     pub fn reason(&self) -> Option<&str> {
         match self {
-            ServerStatus::Unavailable { reason, .. } | ServerStatus::NeedsCredentials { reason } => {
-                Some(reason)
-            }
+            ServerStatus::Unavailable { reason, .. }
+            | ServerStatus::NeedsCredentials { reason } => Some(reason),
             _ => None,
         }
     }

@@ -40,7 +40,9 @@ async fn a_broken_server_does_not_stop_the_others() {
         ]
     );
     match &servers[1].status {
-        ServerStatus::Unavailable { reason, .. } => assert!(reason.contains("not found"), "{reason}"),
+        ServerStatus::Unavailable { reason, .. } => {
+            assert!(reason.contains("not found"), "{reason}")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(

@@ -231,7 +231,9 @@ async fn a_stdio_server_is_refused_a_dpop_bound_token_without_a_refresh() {
     local.oauth.token_env = Some("API_TOKEN".into());
     let client = start(vec![local], &policy).await;
     let reason = match status_of(&client, "local") {
-        ServerStatus::NeedsCredentials { reason } | ServerStatus::Unavailable { reason, .. } => reason,
+        ServerStatus::NeedsCredentials { reason } | ServerStatus::Unavailable { reason, .. } => {
+            reason
+        }
         other => panic!("expected a refusal, got {other:?}"),
     };
     assert!(reason.contains("DPoP-bound"), "{reason}");

@@ -1269,7 +1269,10 @@ mod tests {
         // After the fault, the id is trusted as the object's last member only (the TypeScript
         // SDK's order), and only where the whole message is at hand.
         let deep_first = format!(r#"{{"result":{},"id":8}}"#, "[".repeat(100_000));
-        assert_eq!(request_id_of(deep_first.as_bytes()), Some(RequestId::Number(8)));
+        assert_eq!(
+            request_id_of(deep_first.as_bytes()),
+            Some(RequestId::Number(8))
+        );
         assert_eq!(request_id_in_prefix(deep_first.as_bytes()), None);
         let nested_last = format!(r#"{{"result":{}{{"id":9}},"x":1}}"#, "[".repeat(100_000));
         assert_eq!(request_id_of(nested_last.as_bytes()), None);
