@@ -14,7 +14,8 @@
 //!   by the server's [`AddressPolicy`]; the connection then goes to those checked addresses
 //!   only ([`PinnedAddresses`] is the HTTP client's resolver), so a name that resolves to a
 //!   public address for the check and to a private one for the connection (DNS rebinding) is
-//!   not followed.
+//!   not followed. A name that cannot be resolved fails the request as a connection error
+//!   ([`AuthError::Http`]): it is never sent unchecked.
 //!
 //! The [`AddressPolicy`] follows from where the MCP server itself is ([`AddressPolicy::for_server`]):
 //! a server whose host resolves only to loopback, private or shared (CGNAT) addresses is on a
@@ -22,9 +23,16 @@
 //! gets public authorization servers only. Link-local addresses (169.254.0.0/16, fe80::/10,
 //! where cloud metadata services live) are allowed only to a server that is itself link-local.
 //! Unspecified, multicast, broadcast, documentation and reserved addresses are never allowed.
+//! A server whose host this machine cannot resolve (it is reached through a proxy, or there is
+//! no DNS here) is taken to be public.
 //!
-//! Through an HTTP proxy (`HTTPS_PROXY`), the proxy resolves the name and connects: the check
-//! is made on this machine's resolution, but the connection cannot be pinned to it.
+//! A request that goes through an HTTP proxy (`HTTPS_PROXY`, `HTTP_PROXY` or `ALL_PROXY`, and
+//! its host not in `NO_PROXY`: the decision reqwest's client makes, see [`ProxyRoutes`]) is
+//! connected by the proxy, which resolves the name itself; this machine may not be able to
+//! resolve it at all, and the connection cannot be pinned. Such a request is checked by its
+//! name only: an IP address host is classified as above, `localhost` and `*.localhost` are
+//! loopback (RFC 6761), and any other name is allowed without a lookup. The proxy is then the
+//! boundary: a proxy that reaches internal names is trusted not to be turned against them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -33,6 +41,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hyper_util::client::proxy::matcher::Matcher;
 use mcp_core::auth::redact_url;
 use mcp_core::sync::lock;
 use url::{Host, Origin, Url};
@@ -310,6 +319,78 @@ impl reqwest::dns::Resolve for PinnedAddresses {
     }
 }
 
+/// Which requests go through an HTTP proxy, decided as reqwest's client decides it: with the
+/// same matcher (hyper-util's), read from the same place when the client is built — the
+/// environment variables `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` (upper or
+/// lower case), and the system's proxy settings where that feature is compiled in.
+#[derive(Clone)]
+pub struct ProxyRoutes {
+    matcher: Arc<Matcher>,
+}
+
+impl fmt::Debug for ProxyRoutes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The proxy URLs may carry a user and password: not shown.
+        f.debug_struct("ProxyRoutes").finish_non_exhaustive()
+    }
+}
+
+impl ProxyRoutes {
+    /// The proxies of this process's environment, as an HTTP client built now without proxy
+    /// settings of its own uses them.
+    pub fn from_environment() -> ProxyRoutes {
+        ProxyRoutes {
+            matcher: Arc::new(Matcher::from_system()),
+        }
+    }
+
+    /// No proxy: every request connects directly.
+    pub fn direct() -> ProxyRoutes {
+        ProxyRoutes {
+            matcher: Arc::new(Matcher::builder().build()),
+        }
+    }
+
+    /// The proxies the variables would give: `https` for https URLs, `http` for http ones
+    /// (each falling back to `all`), except for the hosts in the `no_proxy` list (its syntax:
+    /// comma-separated names, which match their subdomains too, IP addresses and ranges, `*`).
+    pub fn new(
+        all: Option<&str>,
+        https: Option<&str>,
+        http: Option<&str>,
+        no_proxy: &str,
+    ) -> ProxyRoutes {
+        let builder = Matcher::builder()
+            .all(all.unwrap_or_default().to_owned())
+            .https(https.unwrap_or_default().to_owned())
+            .http(http.unwrap_or_default().to_owned())
+            .no(no_proxy.to_owned());
+        ProxyRoutes {
+            matcher: Arc::new(builder.build()),
+        }
+    }
+
+    /// Whether a request to `url` goes through a proxy.
+    pub fn proxies(&self, url: &Url) -> bool {
+        // reqwest turns the URL into a URI the same way; a URL it cannot turn into one is
+        // never sent, so "direct" (the stricter check) is right for it.
+        match url.as_str().parse::<http::Uri>() {
+            Ok(uri) => self.matcher.intercept(&uri).is_some(),
+            Err(_) => false,
+        }
+    }
+}
+
+/// The address a host name stands for by definition, without a lookup: `localhost` and the
+/// names under `.localhost` are loopback (RFC 6761 §6.3).
+fn address_by_name(domain: &str) -> Option<IpAddr> {
+    let name = domain
+        .strip_suffix('.')
+        .unwrap_or(domain)
+        .to_ascii_lowercase();
+    (name == "localhost" || name.ends_with(".localhost")).then_some(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
 /// How long resolving one host name may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -318,6 +399,7 @@ pub struct AddressGuard {
     server: Url,
     configured: Vec<Origin>,
     resolver: Arc<dyn HostResolver>,
+    proxies: ProxyRoutes,
     policy: tokio::sync::OnceCell<AddressPolicy>,
     pinned: PinnedAddresses,
 }
@@ -336,7 +418,10 @@ impl fmt::Debug for AddressGuard {
 impl AddressGuard {
     /// A guard for the MCP server at `server`; requests to `configured` origins (and the
     /// server's own) are not checked. A `policy` given here is used as is; without one it is
-    /// decided from the server's addresses on the first request.
+    /// decided from the server's addresses on the first request. Which requests go through a
+    /// proxy is read from the environment ([`ProxyRoutes::from_environment`]), as the HTTP
+    /// client built next to the guard reads it; [`with_proxy_routes`](Self::with_proxy_routes)
+    /// sets it otherwise.
     pub fn new(
         server: &Url,
         configured: Vec<Origin>,
@@ -349,9 +434,17 @@ impl AddressGuard {
             server: server.clone(),
             configured,
             resolver,
+            proxies: ProxyRoutes::from_environment(),
             policy: tokio::sync::OnceCell::new_with(policy),
             pinned: PinnedAddresses::default(),
         }
+    }
+
+    /// The guard with `proxies` deciding which requests go through a proxy (they must be the
+    /// HTTP client's own).
+    pub fn with_proxy_routes(mut self, proxies: ProxyRoutes) -> AddressGuard {
+        self.proxies = proxies;
+        self
     }
 
     /// The resolver the HTTP client connects with.
@@ -359,26 +452,42 @@ impl AddressGuard {
         self.pinned.clone()
     }
 
-    /// The MCP server's policy, decided from its addresses the first time.
-    pub async fn policy(&self) -> Result<AddressPolicy, AuthError> {
-        self.policy
-            .get_or_try_init(|| async {
-                let addresses = self.addresses_of(&self.server).await?;
-                Ok::<_, AuthError>(AddressPolicy::for_server(&addresses))
+    /// The MCP server's policy, decided from its addresses the first time. A server this
+    /// machine does not resolve — reached through a proxy by a name other than `localhost`, or
+    /// its name not resolvable here — is taken to be public.
+    pub async fn policy(&self) -> AddressPolicy {
+        *self
+            .policy
+            .get_or_init(|| async {
+                let addresses = match self.destination(&self.server).await {
+                    Ok(Destination::Direct(addresses)) => addresses,
+                    Ok(Destination::ByName(address)) => address.into_iter().collect(),
+                    Err(error) => {
+                        tracing::debug!(
+                            "taking the MCP server to be on a public address for its OAuth                              requests: {error}"
+                        );
+                        Vec::new()
+                    }
+                };
+                AddressPolicy::for_server(&addresses)
             })
             .await
-            .copied()
     }
 
     /// Refuses `url` unless it is on a configured origin or every address its host resolves
     /// to is allowed by the server's policy; the addresses checked are the ones connected to.
+    /// A request through a proxy is checked by its host name only (module documentation).
     pub async fn admit(&self, url: &Url) -> Result<(), AuthError> {
         if self.configured.contains(&url.origin()) {
             return Ok(());
         }
-        let policy = self.policy().await?;
-        let addresses = self.addresses_of(url).await?;
-        for address in &addresses {
+        let policy = self.policy().await;
+        let destination = self.destination(url).await?;
+        let addresses = match &destination {
+            Destination::Direct(addresses) => addresses.as_slice(),
+            Destination::ByName(address) => address.as_slice(),
+        };
+        for address in addresses {
             policy
                 .permits(*address)
                 .map_err(|refusal| AuthError::RefusedAddress {
@@ -387,17 +496,19 @@ impl AddressGuard {
                     reason: refusal.to_string(),
                 })?;
         }
-        if let Some(Host::Domain(domain)) = url.host() {
+        if let (Destination::Direct(addresses), Some(Host::Domain(domain))) =
+            (destination, url.host())
+        {
             self.pinned.pin(domain, addresses);
         }
         Ok(())
     }
 
-    /// The addresses of `url`'s host: an IP address itself, a name resolved.
-    async fn addresses_of(&self, url: &Url) -> Result<Vec<IpAddr>, AuthError> {
+    /// Where a request to `url` goes, as far as this machine can tell.
+    async fn destination(&self, url: &Url) -> Result<Destination, AuthError> {
         let domain = match url.host() {
-            Some(Host::Ipv4(ip)) => return Ok(vec![IpAddr::V4(ip)]),
-            Some(Host::Ipv6(ip)) => return Ok(vec![IpAddr::V6(ip)]),
+            Some(Host::Ipv4(ip)) => return Ok(Destination::Direct(vec![IpAddr::V4(ip)])),
+            Some(Host::Ipv6(ip)) => return Ok(Destination::Direct(vec![IpAddr::V6(ip)])),
             Some(Host::Domain(domain)) => domain,
             None => {
                 return Err(AuthError::Discovery(format!(
@@ -406,9 +517,14 @@ impl AddressGuard {
                 )))
             }
         };
+        if self.proxies.proxies(url) {
+            return Ok(Destination::ByName(address_by_name(domain)));
+        }
+        // The error reads as the request's own would: the name cannot be connected to
+        // directly, whatever the policy.
         let cannot = |why: String| {
             AuthError::Http(format!(
-                "cannot resolve {domain} (for {}): {why}",
+                "request to {} failed: cannot resolve {domain}: {why}",
                 redact_url(url.as_str())
             ))
         };
@@ -424,8 +540,18 @@ impl AddressGuard {
         if addresses.is_empty() {
             return Err(cannot("it has no addresses".into()));
         }
-        Ok(addresses)
+        Ok(Destination::Direct(addresses))
     }
+}
+
+/// Where a request goes, as far as this machine can tell.
+enum Destination {
+    /// Straight to these addresses: the host's IP address, or what its name resolved to here
+    /// (the connection is pinned to them).
+    Direct(Vec<IpAddr>),
+    /// Through a proxy, which resolves the name: the address the name stands for by
+    /// definition (`localhost`), if any.
+    ByName(Option<IpAddr>),
 }
 
 #[cfg(test)]
@@ -608,6 +734,7 @@ mod tests {
             Arc::new(table),
             None,
         )
+        .with_proxy_routes(ProxyRoutes::direct())
     }
 
     #[tokio::test]
@@ -625,7 +752,7 @@ mod tests {
                 ),
             ]),
         );
-        assert_eq!(guard.policy().await.unwrap(), AddressPolicy::PublicOnly);
+        assert_eq!(guard.policy().await, AddressPolicy::PublicOnly);
         let url = |u: &str| Url::parse(u).unwrap();
         guard
             .admit(&url("https://auth.example.com/token"))
@@ -680,10 +807,7 @@ mod tests {
                 ("keycloak.internal", vec![ip("172.17.0.2")]),
             ]),
         );
-        assert_eq!(
-            guard.policy().await.unwrap(),
-            AddressPolicy::AlsoLocalNetwork
-        );
+        assert_eq!(guard.policy().await, AddressPolicy::AlsoLocalNetwork);
         let url = |u: &str| Url::parse(u).unwrap();
         guard
             .admit(&url("https://keycloak.internal/realms/x"))
@@ -695,5 +819,55 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(e, AuthError::RefusedAddress { .. }), "{e}");
+    }
+
+    #[test]
+    fn requests_go_through_a_proxy_as_the_variables_and_no_proxy_say() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let https_only = ProxyRoutes::new(
+            None,
+            Some("http://proxy.corp:3128"),
+            None,
+            "internal.corp, 10.0.0.0/8, [::1]",
+        );
+        assert!(https_only.proxies(&url("https://auth.example.com/token")));
+        assert!(https_only.proxies(&url("https://169.254.169.254/")));
+        // No http proxy set, so http URLs connect directly.
+        assert!(!https_only.proxies(&url("http://auth.example.com/token")));
+        // NO_PROXY: a name and its subdomains, an address range.
+        assert!(!https_only.proxies(&url("https://internal.corp/x")));
+        assert!(!https_only.proxies(&url("https://sso.internal.corp/x")));
+        assert!(!https_only.proxies(&url("https://10.1.2.3/x")));
+        assert!(https_only.proxies(&url("https://notinternal.corp/x")));
+        let all = ProxyRoutes::new(Some("http://proxy.corp:3128"), None, None, "");
+        assert!(all.proxies(&url("http://auth.example.com/")));
+        assert!(all.proxies(&url("https://auth.example.com/")));
+        assert!(!ProxyRoutes::direct().proxies(&url("https://auth.example.com/")));
+        assert!(!ProxyRoutes::new(None, None, None, "").proxies(&url("https://a.example/")));
+        // Debug never shows the proxy (its URL may carry a password).
+        let with_password = ProxyRoutes::new(Some("http://user:hunter2@proxy:1"), None, None, "");
+        assert!(!format!("{with_password:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn localhost_and_its_subdomains_are_loopback_by_name() {
+        let loopback = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        for name in [
+            "localhost",
+            "LocalHost",
+            "localhost.",
+            "metadata.localhost",
+            "a.b.localhost.",
+        ] {
+            assert_eq!(address_by_name(name), loopback, "{name}");
+        }
+        for name in [
+            "localhost.example.com",
+            "notlocalhost",
+            "example.com",
+            "localhost.evil",
+        ] {
+            assert_eq!(address_by_name(name), None, "{name}");
+        }
     }
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use url::Url;
 
+use crate::address_policy::AddressPolicy;
 use crate::credentials::TokenEndpointAuth;
 use crate::jwt::Es256Key;
 use crate::secret::Secret;
@@ -45,6 +46,11 @@ pub struct OAuthConfig {
     /// (RFC 9728 §5.1). Empty by default: a challenge naming another origin is refused, since
     /// the client would otherwise fetch whatever URL a server hands out.
     pub resource_metadata_origins: Vec<Url>,
+    /// Which addresses the OAuth requests to origins the configuration does not name may go
+    /// to; `None` (the default): decided from the MCP server's own addresses
+    /// ([`AddressPolicy::for_server`]). `Some(AlsoLocalNetwork)` lets a public MCP server's
+    /// authorization server be on the local network.
+    pub address_policy: Option<AddressPolicy>,
 }
 
 impl OAuthConfig {
@@ -64,6 +70,7 @@ impl OAuthConfig {
             login_hint: None,
             dpop: DpopMode::Auto,
             resource_metadata_origins: Vec::new(),
+            address_policy: None,
         }
     }
 }

@@ -558,10 +558,19 @@ fn origin_of(url: &Url) -> Url {
     origin
 }
 
+/// `path` at `origin`. Set, not joined: a path starting with `//` (an issuer's
+/// `https://as.example.com//other.host/` in the OpenID Connect form) would otherwise be a
+/// scheme-relative reference naming another host.
 fn join(origin: &Url, path: &str) -> Result<Url, AuthError> {
-    origin
-        .join(path)
-        .map_err(|e| AuthError::Discovery(format!("cannot build a metadata URL: {e}")))
+    let mut url = origin.clone();
+    url.set_path(path);
+    if url.origin() != origin.origin() {
+        return Err(AuthError::Discovery(format!(
+            "cannot build a metadata URL for {} at {path:?}",
+            redact_url(origin.as_str())
+        )));
+    }
+    Ok(url)
 }
 
 #[cfg(test)]

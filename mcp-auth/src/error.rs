@@ -27,8 +27,8 @@ pub enum AuthError {
     /// The 401's `resource_metadata` is on another origin than the MCP server.
     #[error(
         "refusing the protected resource metadata URL {url} of the server's 401: it is not on \
-         the server's origin {origin} (a library user can allow other origins in \
-         OAuthConfig::resource_metadata_origins)"
+         the server's origin {origin} (other origins can be allowed in the server entry's \
+         oauth.resource_metadata_origins)"
     )]
     ForeignResourceMetadata {
         /// The URL, redacted.

@@ -88,10 +88,11 @@ impl Fetched {
         (200..300).contains(&self.status)
     }
 
-    /// The start of the body, for error messages about non-secret answers (metadata, errors).
+    /// The start of the body, for error messages (metadata, errors): an
+    /// [`excerpt`](mcp_core::redact::excerpt) of 200 characters, so that a server echoing a
+    /// client secret or a token back never puts it into an error or a log.
     pub fn snippet(&self) -> String {
-        let text = String::from_utf8_lossy(&self.body);
-        text.chars().take(200).collect()
+        mcp_core::redact::excerpt(&self.body, 200)
     }
 }
 
@@ -129,7 +130,8 @@ impl AuthHttp {
     }
 
     /// [`for_config`](Self::for_config) with another resolver, and with `policy` in place of
-    /// the one the server's addresses give (tests, and embedders that know the network).
+    /// `config.address_policy` or the one the server's addresses give (tests, and embedders
+    /// that know the network).
     pub fn with_resolver(
         config: &OAuthConfig,
         resolver: Arc<dyn HostResolver>,
@@ -139,6 +141,7 @@ impl AuthHttp {
         if let Grant::CrossAppAccess(xaa) = &config.grant {
             configured.push(xaa.idp_token_endpoint.origin());
         }
+        let policy = policy.or(config.address_policy);
         let guard = AddressGuard::new(&config.server_url, configured, resolver, policy);
         let client = Self::builder()
             .dns_resolver(guard.pinned_addresses())
@@ -239,6 +242,19 @@ impl AuthHttp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snippet_never_shows_a_secret_the_server_echoed() {
+        let fetched = Fetched {
+            status: 400,
+            headers: HeaderMap::new(),
+            body: br#"{"error":"invalid_client","client_secret":"SECRET-1","note":"Bearer SECRET-TOKEN-2"}"#
+                .to_vec(),
+        };
+        let snippet = fetched.snippet();
+        assert!(snippet.contains("invalid_client"), "{snippet}");
+        assert!(!snippet.contains("SECRET"), "a secret leaked: {snippet}");
+    }
 
     #[test]
     fn only_https_or_loopback_http() {

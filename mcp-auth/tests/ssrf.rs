@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use mcp_auth::address_policy::{AddressGuard, AddressPolicy, HostResolver, SystemResolver};
+use mcp_auth::address_policy::{
+    AddressGuard, AddressPolicy, HostResolver, ProxyRoutes, SystemResolver,
+};
 use mcp_auth::discovery::discover;
 use mcp_auth::http::AuthHttp;
 use mcp_auth::{AuthError, Authorizer, AutoApprove, MemoryStore, OAuthConfig, ResourceChallenge};
@@ -352,6 +354,33 @@ async fn a_public_servers_metadata_naming_internal_authorization_servers_is_refu
 }
 
 #[tokio::test]
+async fn the_configured_address_policy_replaces_the_one_the_servers_addresses_give() {
+    let bystander = Responder::start(|_| Vec::new()).await;
+    let server = Responder::start(|_| Vec::new()).await;
+    let token = Url::parse(&format!("http://127.0.0.1:{}/token", bystander.port())).expect("url");
+    // The server is on loopback, so by its addresses its requests may go to loopback; the
+    // configuration says public only.
+    let mut config = config_for(&format!("{}/mcp", server.origin));
+    config.address_policy = Some(AddressPolicy::PublicOnly);
+    let http = AuthHttp::for_config(&config).expect("http");
+    let error = within("post", http.post_json(&token, &json!({})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, AuthError::RefusedAddress { .. }),
+        "{error:?}"
+    );
+    assert_eq!(bystander.connections(), 0);
+    config.address_policy = Some(AddressPolicy::AlsoLocalNetwork);
+    let http = AuthHttp::for_config(&config).expect("http");
+    let answer = within("post", http.post_json(&token, &json!({})))
+        .await
+        .expect("allowed by the configured policy");
+    assert_eq!(answer.status, 404);
+    assert_eq!(bystander.connections(), 1);
+}
+
+#[tokio::test]
 async fn endpoints_learned_from_metadata_are_checked_before_each_request() {
     let bystander = Responder::start(|_| Vec::new()).await;
     let server = Responder::start(|_| Vec::new()).await;
@@ -426,9 +455,180 @@ async fn connections_go_to_the_addresses_that_were_checked() {
 #[tokio::test]
 async fn a_server_named_localhost_is_on_the_local_network() {
     let server = Url::parse("http://localhost:1/mcp").expect("url");
-    let guard = AddressGuard::new(&server, Vec::new(), Arc::new(SystemResolver), None);
+    let guard = AddressGuard::new(&server, Vec::new(), Arc::new(SystemResolver), None)
+        .with_proxy_routes(ProxyRoutes::direct());
     assert_eq!(
-        within("policy", guard.policy()).await.expect("policy"),
+        within("policy", guard.policy()).await,
         AddressPolicy::AlsoLocalNetwork
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machines without direct DNS, and proxies
+
+/// The resolver of a machine with no DNS of its own (everything goes through a proxy): every
+/// lookup fails, and is counted.
+#[derive(Debug, Default)]
+struct NoDns {
+    lookups: AtomicUsize,
+}
+
+#[async_trait]
+impl HostResolver for NoDns {
+    async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        Err(std::io::Error::other(format!(
+            "failed to lookup address information: Temporary failure in name resolution ({host})"
+        )))
+    }
+}
+
+fn url(text: &str) -> Url {
+    Url::parse(text).expect("url")
+}
+
+#[tokio::test]
+async fn a_server_this_machine_cannot_resolve_is_public_and_discovery_goes_on() {
+    let resolver = Arc::new(NoDns::default());
+    let guard = AddressGuard::new(
+        &url("https://mcp.example.com/mcp"),
+        Vec::new(),
+        resolver.clone(),
+        None,
+    )
+    .with_proxy_routes(ProxyRoutes::direct());
+    assert_eq!(
+        within("policy", guard.policy()).await,
+        AddressPolicy::PublicOnly
+    );
+    // Literal addresses are still judged by that policy.
+    let error = within("admit", guard.admit(&url("https://169.254.169.254/")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, AuthError::RefusedAddress { .. }),
+        "{error:?}"
+    );
+    // A metadata host that cannot be resolved either is a connection error of that request,
+    // not an address refusal, and it is not sent unchecked.
+    let token = url("https://auth.example.com/token");
+    let error = within("admit", guard.admit(&token)).await.unwrap_err();
+    let AuthError::Http(message) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        message.starts_with(
+            "request to https://auth.example.com/token failed: cannot resolve auth.example.com"
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        mcp_core::Error::from(error).kind(),
+        mcp_core::ErrorKind::Network
+    );
+    // The server's lookup is made once, the metadata host's once.
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn through_a_proxy_requests_are_checked_by_name_without_lookups() {
+    let resolver = Arc::new(NoDns::default());
+    let proxies = ProxyRoutes::new(None, Some("http://proxy.corp:3128"), None, "");
+    let guard = AddressGuard::new(
+        &url("https://mcp.example.com/mcp"),
+        Vec::new(),
+        resolver.clone(),
+        None,
+    )
+    .with_proxy_routes(proxies.clone());
+    assert_eq!(
+        within("policy", guard.policy()).await,
+        AddressPolicy::PublicOnly
+    );
+    // Other names are the proxy's to resolve: allowed, never looked up here.
+    for allowed in [
+        "https://auth.example.com/token",
+        "https://login.internal.corp/authorize",
+    ] {
+        within("admit", guard.admit(&url(allowed)))
+            .await
+            .unwrap_or_else(|e| panic!("{allowed}: {e}"));
+    }
+    // Addresses, and localhost by name, are refused as without a proxy.
+    for (refused, address) in [
+        (
+            "https://169.254.169.254/latest/meta-data/",
+            "169.254.169.254",
+        ),
+        ("https://10.0.0.1/token", "10.0.0.1"),
+        ("https://[::1]/token", "::1"),
+        ("https://localhost/token", "127.0.0.1"),
+        ("https://metadata.localhost./token", "127.0.0.1"),
+    ] {
+        let error = within("admit", guard.admit(&url(refused)))
+            .await
+            .unwrap_err();
+        let AuthError::RefusedAddress { address: got, .. } = &error else {
+            panic!("{refused}: {error:?}");
+        };
+        assert_eq!(got.to_string(), address, "{refused}");
+        assert!(error.to_string().contains("public address"), "{error}");
+    }
+    assert_eq!(
+        resolver.lookups.load(Ordering::SeqCst),
+        0,
+        "a proxied name was resolved on this machine"
+    );
+
+    // A server reached through the proxy as localhost is on the local network.
+    let local = AddressGuard::new(
+        &url("https://localhost:8443/mcp"),
+        Vec::new(),
+        resolver.clone(),
+        None,
+    )
+    .with_proxy_routes(proxies);
+    assert_eq!(
+        within("policy", local.policy()).await,
+        AddressPolicy::AlsoLocalNetwork
+    );
+    within("admit", local.admit(&url("https://192.168.1.20/token")))
+        .await
+        .expect("a local server's private authorization server");
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn hosts_in_no_proxy_are_resolved_and_checked_as_without_a_proxy() {
+    let resolver = Arc::new(OneAnswer {
+        address: IpAddr::from([10, 0, 0, 7]),
+        lookups: AtomicUsize::new(0),
+    });
+    let guard = AddressGuard::new(
+        &url("https://mcp.example.com/mcp"),
+        Vec::new(),
+        resolver.clone(),
+        Some(AddressPolicy::PublicOnly),
+    )
+    .with_proxy_routes(ProxyRoutes::new(
+        Some("http://proxy.corp:3128"),
+        None,
+        None,
+        "internal.corp",
+    ));
+    let error = within(
+        "admit",
+        guard.admit(&url("https://sso.internal.corp/token")),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, AuthError::RefusedAddress { address, .. } if address == IpAddr::from([10, 0, 0, 7])),
+        "{error:?}"
+    );
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1);
+    within("admit", guard.admit(&url("https://auth.example.com/token")))
+        .await
+        .expect("proxied, by name");
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1);
 }

@@ -14,12 +14,13 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use mcp_auth::address_policy::AddressPolicy;
 use mcp_auth::{
     default_store, Authorizer, DpopMode, OAuthClient, OAuthConfig, OAuthProvider, Secret, StoreKey,
     TokenStore,
 };
 
-use crate::config::{DpopSetting, ServerConfig, TransportConfig};
+use crate::config::{AddressPolicySetting, DpopSetting, ServerConfig, TransportConfig};
 
 /// The credential store service name tokens are kept under (shared with `mcph`).
 pub const STORE_SERVICE: &str = "mcp-client";
@@ -221,6 +222,25 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
         (_, DpopSetting::Auto) => DpopMode::Auto,
         (_, DpopSetting::Always) => DpopMode::Always,
         (_, DpopSetting::Never) => DpopMode::Never,
+    };
+    config.resource_metadata_origins = settings
+        .resource_metadata_origins
+        .iter()
+        .map(|origin| {
+            url::Url::parse(origin).map_err(|e| {
+                format!(
+                    "server \"{}\": oauth.resource_metadata_origins: {} is not a URL: {e}",
+                    server.name,
+                    mcp_core::auth::redact_url(origin)
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    config.address_policy = match settings.address_policy {
+        AddressPolicySetting::Auto => None,
+        AddressPolicySetting::Public => Some(AddressPolicy::PublicOnly),
+        AddressPolicySetting::LocalNetwork => Some(AddressPolicy::AlsoLocalNetwork),
+        AddressPolicySetting::LinkLocal => Some(AddressPolicy::AlsoLinkLocal),
     };
     Ok(Some(config))
 }

@@ -222,7 +222,11 @@ impl McpClient {
         *write(&inner.servers) = servers.clone();
         let listener: Arc<dyn SupervisorListener> = Arc::new(Listener(Arc::downgrade(&inner)));
         // Bounded parallelism: a file of many servers starts in waves, not all at once.
-        let permits = Arc::new(Semaphore::new(builder.max_concurrent_starts.max(1)));
+        // Past tokio's cap a semaphore panics; no file holds that many servers anyway.
+        let limit = builder
+            .max_concurrent_starts
+            .clamp(1, Semaphore::MAX_PERMITS);
+        let permits = Arc::new(Semaphore::new(limit));
         let mut starting = JoinSet::new();
         for server in servers {
             let listener = listener.clone();
@@ -1008,5 +1012,27 @@ impl Inner {
             tracing::debug!(?change, "tool catalog changed");
             let _ = self.catalog_changes.send(change);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unbounded_start_parallelism_is_taken_as_tokios_largest() {
+        let config = ClientConfig {
+            servers: vec![ServerConfig::new(
+                "s",
+                crate::config::TransportConfig::InProcess,
+            )],
+            ..ClientConfig::default()
+        };
+        let client = McpClient::builder(config)
+            .max_concurrent_starts(usize::MAX)
+            .start()
+            .await;
+        assert_eq!(client.servers().len(), 1);
+        client.shutdown().await;
     }
 }

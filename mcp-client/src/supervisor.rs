@@ -361,8 +361,13 @@ impl Supervisor {
                     ErrorKind::Auth,
                     format!("server \"{}\" needs credentials: {reason}", self.name),
                 ),
-                (ServerStatus::Unavailable { reason, .. }, _) => Error::new(
-                    ErrorKind::ServerUnavailable,
+                // A server that answered, but not as MCP, is a protocol failure, not one that
+                // is down: the call says so (`mcph` exits 7, not 4).
+                (ServerStatus::Unavailable { reason, kind }, _) => Error::new(
+                    match kind {
+                        ErrorKind::Protocol => ErrorKind::Protocol,
+                        _ => ErrorKind::ServerUnavailable,
+                    },
                     format!(
                         "server \"{}\" is unavailable: {reason}; it is tried again every {}s",
                         self.name,

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_client::config::{
-    discover_with_env, load_with_env, parse_with_env, BreakerSettings, ClientConfig, ConfigError,
-    ConfigErrorKind, DpopSetting, EndpointConfig, HarnessSettings, PoolSettings, RetrySettings,
-    ServerConfig, TransportConfig, DEFAULT_FAILBACK_AFTER,
+    discover_with_env, load_with_env, parse_with_env, AddressPolicySetting, BreakerSettings,
+    ClientConfig, ConfigError, ConfigErrorKind, DpopSetting, EndpointConfig, HarnessSettings,
+    PoolSettings, RetrySettings, ServerConfig, TransportConfig, DEFAULT_FAILBACK_AFTER,
 };
 
 fn sample(name: &str) -> PathBuf {
@@ -1018,7 +1018,9 @@ fn oauth_settings() {
                     "oauth": { "clientId": "cid", "client_secret_env": "SECRET_VAR",
                                "scopes": "read write", "callbackPort": 8765 } },
         "listed": { "url": "https://b.example.com/mcp", "oauth": { "scopes": ["a", "b"],
-                                                                   "dpop": "always" } },
+                                                                   "dpop": "always",
+                    "resource_metadata_origins": ["https://meta.example.com"],
+                    "address_policy": "local-network" } },
         "off":    { "url": "https://c.example.com/mcp", "oauth": false },
         "local":  { "command": "tool", "oauth": { "resource": "https://api.example.com/mcp",
                                                   "token_env": "API_TOKEN" } } } }"#;
@@ -1042,6 +1044,20 @@ fn oauth_settings() {
         config.server("listed").unwrap().oauth.dpop,
         DpopSetting::Always
     );
+    assert_eq!(
+        config
+            .server("listed")
+            .unwrap()
+            .oauth
+            .resource_metadata_origins,
+        strings(&["https://meta.example.com"])
+    );
+    assert_eq!(
+        config.server("listed").unwrap().oauth.address_policy,
+        AddressPolicySetting::LocalNetwork
+    );
+    assert_eq!(remote.address_policy, AddressPolicySetting::Auto);
+    assert!(remote.resource_metadata_origins.is_empty());
     assert!(config.server("off").unwrap().oauth.disabled);
     let local = &config.server("local").unwrap().oauth;
     assert_eq!(local.token_env.as_deref(), Some("API_TOKEN"));
@@ -1079,6 +1095,18 @@ fn oauth_settings() {
             r#"{ "mcpServers": { "s": { "command": "tool", "oauth": { "token_env": "T" } } } }"#,
             "oauth.resource",
             "needs `resource`",
+        ),
+        (
+            r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",
+                 "oauth": { "resource_metadata_origins": ["meta.example.com"] } } } }"#,
+            "oauth.resource_metadata_origins[0]",
+            "\"meta.example.com\"",
+        ),
+        (
+            r#"{ "mcpServers": { "r": { "url": "https://a.example.com/mcp",
+                 "oauth": { "address_policy": "anywhere" } } } }"#,
+            "oauth.address_policy",
+            "\"anywhere\"",
         ),
     ];
     for (text, field, says) in bad {

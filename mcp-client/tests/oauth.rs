@@ -10,8 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_auth::address_policy::AddressPolicy;
 use mcp_auth::{Authorizer, AutoApprove, DpopMode, MemoryStore, TokenSet, TokenType};
-use mcp_client::config::{ClientConfig, DpopSetting, ServerConfig, TransportConfig};
+use mcp_client::config::{
+    AddressPolicySetting, ClientConfig, DpopSetting, ServerConfig, TransportConfig,
+};
 use mcp_client::{ClientOptions, McpClient, OAuthPolicy, ServerStatus};
 use mcp_testkit::options::{parse_args, CliCommand};
 use mcp_testkit::{HttpFixture, OAuthOptions};
@@ -257,6 +260,41 @@ async fn a_stdio_server_is_refused_a_dpop_bound_token_without_a_refresh() {
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     fixture.shutdown().await;
+}
+
+#[test]
+fn oauth_address_settings_reach_the_oauth_config() {
+    let mut api = remote("api", "https://api.example.com/mcp".into());
+    let config = mcp_client::auth::oauth_config(&api).unwrap().unwrap();
+    assert!(config.resource_metadata_origins.is_empty());
+    assert_eq!(config.address_policy, None);
+
+    api.oauth.resource_metadata_origins = vec!["https://meta.example.com".into()];
+    for (setting, policy) in [
+        (AddressPolicySetting::Auto, None),
+        (
+            AddressPolicySetting::Public,
+            Some(AddressPolicy::PublicOnly),
+        ),
+        (
+            AddressPolicySetting::LocalNetwork,
+            Some(AddressPolicy::AlsoLocalNetwork),
+        ),
+        (
+            AddressPolicySetting::LinkLocal,
+            Some(AddressPolicy::AlsoLinkLocal),
+        ),
+    ] {
+        api.oauth.address_policy = setting;
+        let config = mcp_client::auth::oauth_config(&api).unwrap().unwrap();
+        assert_eq!(config.address_policy, policy);
+        let origins: Vec<&str> = config
+            .resource_metadata_origins
+            .iter()
+            .map(|u| u.as_str())
+            .collect();
+        assert_eq!(origins, ["https://meta.example.com/"]);
+    }
 }
 
 #[test]

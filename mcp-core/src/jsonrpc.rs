@@ -546,45 +546,147 @@ impl MessageError {
 /// The `id` of bytes that did not parse as a message, so that the request they answered fails
 /// at once instead of waiting for its deadline: the one place every transport finds it.
 ///
+/// Only an answer names one of this client's requests: an object with a top-level `method`
+/// member is a request or notification of the server's, and its id (a `sampling/createMessage`
+/// numbered 5, say) says nothing of the client's request 5, so it gives `None`.
+///
 /// Read member by member: an id that comes before the fault (a bad member, nesting past the
-/// parser's depth limit, a cut-off end) is found without parsing the rest. An id after the
-/// fault is trusted only as the object's last member (`…,"id":5}`, the TypeScript SDK's order),
-/// read from the last KiB as for an [`OversizedMessage`](crate::OversizedMessage). `None` when
-/// the bytes are not a JSON object or neither end names a request. Nothing is built but the id.
+/// parser's depth limit, a cut-off end) is trusted once a `result` or `error` member has been
+/// read too (before or after it), or when no `method` member can follow: the read reached the
+/// object's end, or the end of the bytes (a message cut short, `{"jsonrpc":"2.0","id":1,"res`).
+/// When it stops at a fault before the end with neither seen (`{"id":5,"x":[}`), the id is
+/// trusted only when the bytes hold no `"method"` at all, so no `method` member can follow.
+/// An id after the fault is trusted only as the object's last member
+/// (`…,"id":5}`, the TypeScript SDK's order, which writes `result` first), and only when a
+/// `result` or `error` member was read before the fault; it is read from the last KiB as for an
+/// [`OversizedMessage`](crate::OversizedMessage). `None` when the bytes are not a JSON object or
+/// do not name a request this way. Nothing is built but the id.
 pub fn request_id_of(bytes: &[u8]) -> Option<RequestId> {
     // A struct would also read from an array (positionally): only objects name a request.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return None;
     }
-    request_id_in_prefix(bytes).or_else(|| crate::transport::oversized::id_at_the_end(bytes))
+    let head = read_answer_head(bytes, Extent::WholeMessage);
+    crate::transport::oversized::answered_request(head, bytes)
 }
 
 /// The `id` named by the first bytes of a message whose end has not come (and, from a hostile
 /// peer, may never come): the member-by-member read of [`request_id_of`] only, since the bytes
 /// end where a message's last member cannot be told from a nested one.
+///
+/// An id is trusted when the read also meets a `result` or `error` member before the bytes end
+/// or break (`{"jsonrpc":"2.0","id":5,"result":…`, as most servers write an answer), or reaches
+/// the object's end with no `method` (unlike [`request_id_of`], the end of the bytes is not
+/// the end of the message). A `method` member, before or after the id, means `None`:
+/// the bytes are the server's request, not an answer. When the bytes end after the id but before
+/// any of these members (`{"jsonrpc":"2.0","id":5,"_meta":…` cut there), they could still be a
+/// request whose `method` comes later, so the answer is `None` too: a request of this client
+/// that such an answer was for waits for its deadline rather than a server request failing an
+/// unrelated call. The price: a server request too large to read whose id comes before its
+/// `method` is not recognised as one, so it cannot be refused by id either (it never could be
+/// answered, being unread; the server sees its own timeout).
 pub fn request_id_in_prefix(bytes: &[u8]) -> Option<RequestId> {
-    struct FirstId<'a>(&'a mut Option<RequestId>);
-    impl<'de> Visitor<'de> for FirstId<'_> {
+    match read_answer_head(bytes, Extent::Prefix) {
+        AnswerHead::Answers(id) => Some(id),
+        _ => None,
+    }
+}
+
+/// Whether bytes read for an id are a whole message or the first bytes of one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Extent {
+    /// Everything there is: where they end, the message ends (cut short, maybe).
+    WholeMessage,
+    /// The message goes on past them.
+    Prefix,
+}
+
+/// What the top-level members read before a message's fault or end say of the request it
+/// answers.
+#[derive(Debug, PartialEq)]
+pub(crate) enum AnswerHead {
+    /// An answer to this request: its id, and a `result` / `error` member or the message's end.
+    Answers(RequestId),
+    /// A `result` or `error` member, no id yet: the id may still come after the fault.
+    AnswerWithoutId,
+    /// A `method` member: the server's request or notification.
+    NotAnAnswer,
+    /// Nothing that tells.
+    Unknown,
+}
+
+/// Reads the top-level members of `bytes` up to its fault or end, building nothing but an id.
+pub(crate) fn read_answer_head(bytes: &[u8], what: Extent) -> AnswerHead {
+    #[derive(Default)]
+    struct Seen {
+        id: Option<RequestId>,
+        answer: bool,
+        method: bool,
+        ended: bool,
+    }
+    struct Members<'a>(&'a mut Seen);
+    impl<'de> Visitor<'de> for Members<'_> {
         type Value = ();
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a JSON object")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let seen = self.0;
             while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if key == "id" {
-                    *self.0 = map.next_value()?;
+                match key.as_ref() {
+                    "method" => {
+                        seen.method = true;
+                        return Ok(());
+                    }
+                    "id" if seen.id.is_none() => seen.id = map.next_value()?,
+                    "result" | "error" => {
+                        seen.answer = true;
+                        // Not needed once the id is known (and it may be what is broken).
+                        if seen.id.is_none() {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }
+                    _ => {
+                        map.next_value::<de::IgnoredAny>()?;
+                    }
+                }
+                // An answer to this id (a `method` after both would make it no valid message).
+                if seen.answer && seen.id.is_some() {
                     return Ok(());
                 }
-                map.next_value::<de::IgnoredAny>()?;
             }
+            seen.ended = true;
             Ok(())
         }
     }
-    let mut id = None;
+    let mut seen = Seen::default();
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    // The error is the caller's to report; only the id read before it matters here.
-    let _ = de.deserialize_map(FirstId(&mut id));
-    id
+    // The error is the caller's to report; only what was read before it matters here, and
+    // whether it was the end of a whole message: then no member follows.
+    if let Err(e) = de.deserialize_map(Members(&mut seen)) {
+        seen.ended |= e.is_eof() && what == Extent::WholeMessage;
+    }
+    match seen {
+        Seen { method: true, .. } => AnswerHead::NotAnAnswer,
+        Seen {
+            id: Some(id),
+            answer,
+            ended,
+            ..
+        } if answer || ended => AnswerHead::Answers(id),
+        // A whole message broken after its id and before any member that tells (a byte that
+        // is not UTF-8, a bad key): an answer unless a `method` could be in what is left. The
+        // search is of the raw bytes, so a `"method"` anywhere (in a tool's text, say) also
+        // means `None`: the request then waits for its deadline, never fails for another's.
+        Seen { id: Some(id), .. }
+            if what == Extent::WholeMessage
+                && memchr::memmem::find(bytes, b"\"method\"").is_none() =>
+        {
+            AnswerHead::Answers(id)
+        }
+        Seen { answer: true, .. } => AnswerHead::AnswerWithoutId,
+        _ => AnswerHead::Unknown,
+    }
 }
 
 impl Request {
@@ -1276,5 +1378,81 @@ mod tests {
         assert_eq!(request_id_in_prefix(deep_first.as_bytes()), None);
         let nested_last = format!(r#"{{"result":{}{{"id":9}},"x":1}}"#, "[".repeat(100_000));
         assert_eq!(request_id_of(nested_last.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_whole_message_broken_after_its_id_names_it_unless_a_method_could_follow() {
+        let mut broken = br#"{"jsonrpc":"2.0","id":5,"#.to_vec();
+        broken.extend_from_slice(b"\xff\"result\":{}}");
+        assert_eq!(request_id_of(&broken), Some(RequestId::Number(5)));
+        assert_eq!(request_id_in_prefix(&broken), None);
+        let mut request = br#"{"jsonrpc":"2.0","id":5,"#.to_vec();
+        request.extend_from_slice(b"\xff\"method\":\"ping\"}");
+        assert_eq!(request_id_of(&request), None);
+    }
+
+    #[test]
+    fn a_broken_server_request_names_no_request_of_the_client() {
+        let deep = "[".repeat(100_000);
+        for text in [
+            // id first, method next (the common order of a request).
+            format!(
+                r#"{{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{deep}"#
+            ),
+            // method first.
+            format!(r#"{{"jsonrpc":"2.0","method":"roots/list","id":5,"params":{deep}"#),
+            // whole, but not a valid message.
+            r#"{"jsonrpc":"2.0","id":5,"method":7}"#.to_owned(),
+            // broken, the TypeScript SDK's order (method first, id last).
+            format!(r#"{{"method":"ping","params":{{"a":{deep}}},"jsonrpc":"2.0","id":5}}"#),
+            // a broken notification whose params carry an id.
+            format!(r#"{{"method":"notifications/progress","params":{{"id":5,"x":{deep}"#),
+        ] {
+            assert_eq!(request_id_of(text.as_bytes()), None, "{:.80}", text);
+            assert_eq!(request_id_in_prefix(text.as_bytes()), None, "{:.80}", text);
+        }
+        // Cut short after the id: no member follows, so no method; the id is the answer's.
+        let torn = br#"{"jsonrpc":"2.0","id":1,"res"#;
+        assert_eq!(request_id_of(torn), Some(RequestId::Number(1)));
+        assert_eq!(request_id_in_prefix(torn), None, "a prefix may go on");
+        assert_eq!(
+            request_id_of(br#"{"jsonrpc":"2.0","id":1,"meth"#),
+            Some(RequestId::Number(1))
+        );
+        // Broken before the end with nothing that tells: a method may follow the fault.
+        assert_eq!(request_id_of(br#"{"id":5,"x":[},"method":"m"}"#), None);
+        // A numeric-string id is found as written (the session reads it as this client's 5).
+        assert_eq!(
+            request_id_of(format!(r#"{{"id":"5","result":{deep}"#).as_bytes()),
+            Some(RequestId::from("5"))
+        );
+    }
+
+    #[test]
+    fn an_id_in_a_prefix_is_trusted_only_once_the_prefix_says_it_is_an_answer() {
+        for (prefix, id) in [
+            // An answer member after the id: an answer, cut in its result.
+            (r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"#, Some(5)),
+            (r#"{"jsonrpc":"2.0","id":5,"error":{"code":"#, Some(5)),
+            // The answer member first, the id next.
+            (r#"{"result":{},"id":6,"jsonrpc""#, Some(6)),
+            // The object's end with no method: an answer (if no valid one).
+            (r#"{"jsonrpc":"2.0","id":7}"#, Some(7)),
+            // A method after the id, inside the prefix: a request.
+            (r#"{"jsonrpc":"2.0","id":5,"method":"x","params":{"#, None),
+            // The prefix ends after the id, before anything that tells: it may be a request
+            // whose method comes later, so no id.
+            (r#"{"jsonrpc":"2.0","id":5,"_meta":{"x":"#, None),
+            (r#"{"jsonrpc":"2.0","id":5"#, None),
+            (r#"{"jsonrpc":"2.0","id":5,"#, None),
+            // An answer member but no id before the cut.
+            (r#"{"result":{"id":4,"x":"#, None),
+        ] {
+            assert_eq!(
+                request_id_in_prefix(prefix.as_bytes()),
+                id.map(RequestId::Number),
+                "{prefix}"
+            );
+        }
     }
 }

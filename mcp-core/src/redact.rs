@@ -15,6 +15,18 @@
 //! - long high-entropy tokens: runs of 32 or more token characters (letters, digits,
 //!   `-_.~+/=`) holding both letters and digits.
 //!
+//! The shapes err on the side of redacting. Text that only looks like a credential goes too:
+//! a URL path or file path of 32 or more characters holding a digit
+//! (`/api/v2/projects/1234/items/5678`), a UUID with its dashes, a hex digest, a long
+//! base64 value, and the value of any field whose name ends in `_key` or `_token` (`sort_key`,
+//! `next_token`). What reads `[redacted]` in an error may therefore have been harmless; a
+//! credential that reads in clear would not be, and the exact text is one `--verbose` run (the
+//! protocol trace) away for whoever owns the logs.
+//!
+//! [`excerpt`] is the one way a peer's text (an error body, a header) enters a message: lossy
+//! UTF-8, redacted, control characters taken out (a terminal must not obey escape sequences a
+//! server sent), cut to a number of characters.
+//!
 //! Hand-written rather than a set of regular expressions: the patterns are few and simple, the
 //! core crate stays free of a regex engine, and the pass is linear in the text.
 //!
@@ -61,6 +73,48 @@ const SECRET_FIELD_SUFFIXES: [&str; 4] = ["_token", "_secret", "_password", "_ke
 /// documentation for what counts). Text without any comes back unchanged.
 pub fn redact_secrets(text: &str) -> String {
     redact_shapes(&redact_named(text))
+}
+
+/// A peer's bytes as they may appear in an error message or a log: invalid UTF-8 replaced,
+/// credential-shaped values redacted ([`redact_secrets`]), line breaks and tabs turned into
+/// spaces, other control and bidirectional-formatting characters removed, leading and trailing
+/// white space trimmed, and at most `max_chars` characters kept, with `…` when the text was
+/// cut. Redacted before it is cut, so that a cut cannot leave the start of a secret that no
+/// longer looks like one.
+///
+/// The pass is linear in `bytes`: callers bound what they read from a peer (an error body's
+/// first few KiB), not this function.
+///
+/// ```
+/// use mcp_core::redact::excerpt;
+/// let body = b"denied\r\n\x1b[31mAuthorization: Bearer sk-live-0123456789\x1b[0m, try later";
+/// assert_eq!(excerpt(body, 30), "denied  [31mAuthorization: [re…");
+/// assert_eq!(excerpt(b"  short\n", 30), "short");
+/// ```
+pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let redacted = redact_secrets(&text);
+    let mut cleaned = redacted
+        .chars()
+        .filter_map(|c| match c {
+            '\r' | '\n' | '\t' => Some(' '),
+            c if c.is_control() || is_bidi_or_invisible(c) => None,
+            c => Some(c),
+        })
+        .skip_while(|c| c.is_whitespace());
+    let mut out: String = cleaned.by_ref().take(max_chars).collect();
+    let cut = cleaned.any(|c| !c.is_whitespace());
+    out.truncate(out.trim_end().len());
+    if cut {
+        out.push('…');
+    }
+    out
+}
+
+/// Characters that reorder or hide text on a terminal (bidirectional overrides and isolates,
+/// zero-width characters): a peer's text must read as it is.
+fn is_bidi_or_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// Characters of a field name or scheme.
@@ -141,7 +195,10 @@ fn scheme_credentials(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     }
     let token = &bytes[from..to];
     let unpadded = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
-    let is_token68 = !token[..unpadded].contains(&b'=') && bytes.get(to) != Some(&b'"');
+    // `realm="…"` reads as a token `realm=` (its `=` taken for padding) before a quote; a
+    // credential at the end of a quoted string (`"you sent Bearer abc123xyz"`) is one.
+    let is_parameter = unpadded < token.len() && bytes.get(to) == Some(&b'"');
+    let is_token68 = !token[..unpadded].contains(&b'=') && !is_parameter;
     (token.len() >= SCHEME_CREDENTIALS_MIN_LEN && is_token68).then_some((from, to))
 }
 
@@ -261,6 +318,11 @@ mod tests {
         );
         assert_eq!(redact_secrets("basic dXNlcjpwYXNz!"), "[redacted]!");
         assert_eq!(redact_secrets("DPoP  eyJ0eXAi0"), "[redacted]");
+        // Echoed inside a challenge's quoted string.
+        assert_eq!(
+            redact_secrets(r#"Bearer error_description="you sent Bearer SECRET-token-42""#),
+            r#"Bearer error_description="you sent [redacted]""#
+        );
         // A scheme name before prose or a challenge's parameters is just a word.
         for kept in [
             "basic auth failed",
@@ -309,6 +371,33 @@ mod tests {
         // Ordinary prose, host names and short ids stay.
         let plain = "internal server error at mcp.example.com (request 42, id abc-123)";
         assert_eq!(redact_secrets(plain), plain);
+    }
+
+    #[test]
+    fn excerpts_are_redacted_before_they_are_cut() {
+        let token = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+        // Cut inside the token: its first characters alone would not look like a key.
+        let body = format!("refused: {token} was sent");
+        let shown = excerpt(body.as_bytes(), 16);
+        assert_eq!(shown, "refused: [redact…");
+        assert!(!shown.contains("sk_live"), "{shown}");
+        let echoed = br#"{"error":"denied","access_token":"SECRET-1"}"#;
+        let shown = excerpt(echoed, 200);
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("denied"), "{shown}");
+    }
+
+    #[test]
+    fn excerpts_hold_no_control_characters_and_say_when_they_were_cut() {
+        let body = b"\n  line one\r\n\x1b]0;owned\x07line\ttwo \xff\xfe\xe2\x80\xaecba  \n";
+        let shown = excerpt(body, 200);
+        assert_eq!(shown, "line one  ]0;ownedline two \u{FFFD}\u{FFFD}cba");
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert_eq!(excerpt("Grüße aus Köln".as_bytes(), 5), "Grüße…");
+        // Trailing white space past the cut is no cut.
+        assert_eq!(excerpt(b"exactly   \n\n", 7), "exactly");
+        assert_eq!(excerpt(b"", 10), "");
+        assert_eq!(excerpt(b"abc", 0), "…");
     }
 
     #[test]

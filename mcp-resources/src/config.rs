@@ -21,15 +21,18 @@ pub struct ResourceConfig {
     pub auto_subscribe: bool,
     /// The most automatic subscriptions (made by reads, not by
     /// [`subscribe`](crate::ResourceManager::subscribe)) held at once. Past it, the one read
-    /// least recently loses its subscription: `resources/unsubscribe` is sent and the URI is
-    /// fresh by the TTL only (SUBSCRIBED → UNKNOWN; CACHED and STALE keep their state), so a
-    /// harness reading many distinct resources does not hold a subscription for each forever.
+    /// least recently loses its subscription: `resources/unsubscribe` is sent in the
+    /// background (the read that pushed it out does not wait for it; it has its own
+    /// [`request_timeout`](Self::request_timeout)) and the URI is fresh by the TTL only
+    /// (SUBSCRIBED → UNKNOWN; CACHED and STALE keep their state), so a harness reading many
+    /// distinct resources does not hold a subscription for each forever.
     /// Explicit subscriptions are never evicted and do not count. 0 counts as 1 (turn
     /// [`auto_subscribe`](Self::auto_subscribe) off for none). Default: 256.
     pub max_auto_subscriptions: usize,
     /// The deadline of each call that goes to the server (a read with its automatic
-    /// subscription, a subscribe, an unsubscribe, a discovery), also bounding how long a
-    /// caller waits for a fetch another caller started. Default: 30 s.
+    /// subscription, a subscribe, an unsubscribe, an evicted subscription's unsubscribe, a
+    /// discovery), also bounding how long a caller waits for a fetch another caller started.
+    /// Default: 30 s.
     pub request_timeout: Duration,
     /// How long [`close`](crate::ResourceManager::close) spends on its best-effort
     /// `resources/unsubscribe` requests, all together. Default: 2 s.

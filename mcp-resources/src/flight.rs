@@ -1,16 +1,19 @@
 //! Single flight: concurrent callers asking for the same key share one fetch.
 //!
 //! The first caller (the leader) runs the fetch in its own future (no task is spawned); the
-//! others wait for its
-//! outcome on a `watch` channel, each until its own deadline. Nothing is locked across an
-//! await: the map of flights is locked only to join or leave one. A leader that is dropped
-//! mid-fetch (its caller gave up) leaves the map first and then drops its sender, so the
-//! waiting callers wake up and one of them leads a new fetch.
+//! others wait for its outcome on a `watch` channel, each until its own deadline. Nothing is
+//! locked across an await: the map of flights is locked only to join or leave one. A leader
+//! that is dropped mid-fetch (its caller gave up) leaves the map first and then drops its
+//! sender, so the waiting callers wake up and one of them leads a new fetch.
+//!
+//! A flight can also be claimed at once and finished later, elsewhere
+//! ([`lead`](SingleFlight::lead), [`Leading::finish`]): the key is taken from the moment of the
+//! claim, so callers arriving after it wait for what the claimant does.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use mcp_core::sync::lock;
 use mcp_core::Error;
@@ -18,6 +21,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 type Outcome<T> = Option<Result<T, Error>>;
+type Flights<T> = Arc<Mutex<HashMap<String, Flight<T>>>>;
 
 /// Who ran a fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +34,7 @@ pub(crate) enum Role {
 
 /// Flights by key.
 pub(crate) struct SingleFlight<T> {
-    flights: Mutex<HashMap<String, Flight<T>>>,
+    flights: Flights<T>,
     next_id: AtomicU64,
 }
 
@@ -39,33 +43,47 @@ struct Flight<T> {
     outcome: watch::Receiver<Outcome<T>>,
 }
 
-/// The leader's hold on its flight: leaves the map when dropped, before the sender goes.
-struct Leading<'a, T> {
-    flights: &'a Mutex<HashMap<String, Flight<T>>>,
-    key: &'a str,
+/// The leader's hold on its flight: leaves the map when dropped (finished or not), before
+/// the sender goes. Owns what it needs, so it can be handed to a spawned task.
+pub(crate) struct Leading<T> {
+    flights: Flights<T>,
+    key: String,
     id: u64,
     sender: watch::Sender<Outcome<T>>,
 }
 
-impl<T> Drop for Leading<'_, T> {
-    fn drop(&mut self) {
-        let mut flights = lock(self.flights);
-        if flights.get(self.key).is_some_and(|f| f.id == self.id) {
-            flights.remove(self.key);
+impl<T> Leading<T> {
+    /// Ends the flight with `outcome`: its followers get a clone. The flight leaves the map
+    /// first, so a follower that acts on the outcome (and joins again) finds it gone.
+    pub(crate) fn finish(self, outcome: Result<T, Error>) {
+        self.leave();
+        self.sender.send_replace(Some(outcome));
+    }
+
+    fn leave(&self) {
+        let mut flights = lock(&self.flights);
+        if flights.get(&self.key).is_some_and(|f| f.id == self.id) {
+            flights.remove(&self.key);
         }
+    }
+}
+
+impl<T> Drop for Leading<T> {
+    fn drop(&mut self) {
+        self.leave();
         // `sender` drops after this body: waiters find the map without this flight.
     }
 }
 
-enum Joined<'a, T> {
-    Leader(Leading<'a, T>),
+enum Joined<T> {
+    Leader(Leading<T>),
     Follower(watch::Receiver<Outcome<T>>),
 }
 
 impl<T: Clone> SingleFlight<T> {
     pub(crate) fn new() -> Self {
         SingleFlight {
-            flights: Mutex::new(HashMap::new()),
+            flights: Arc::default(),
             next_id: AtomicU64::new(0),
         }
     }
@@ -75,7 +93,7 @@ impl<T: Clone> SingleFlight<T> {
         lock(&self.flights).contains_key(key)
     }
 
-    fn join<'a>(&'a self, key: &'a str) -> Joined<'a, T> {
+    fn join(&self, key: &str) -> Joined<T> {
         let mut flights = lock(&self.flights);
         if let Some(flight) = flights.get(key) {
             // A sender that is gone without an outcome belongs to a leader that is leaving.
@@ -87,11 +105,37 @@ impl<T: Clone> SingleFlight<T> {
         let (sender, outcome) = watch::channel(None);
         flights.insert(key.to_owned(), Flight { id, outcome });
         Joined::Leader(Leading {
-            flights: &self.flights,
-            key,
+            flights: self.flights.clone(),
+            key: key.to_owned(),
             id,
             sender,
         })
+    }
+
+    /// Claims the flight of `key` now, unless another is under way: later callers of
+    /// [`run`](Self::run) wait for the claimant's [`finish`](Leading::finish) (or drop).
+    pub(crate) fn lead(&self, key: &str) -> Option<Leading<T>> {
+        match self.join(key) {
+            Joined::Leader(leading) => Some(leading),
+            Joined::Follower(_) => None,
+        }
+    }
+
+    /// Claims the flight of `key` once the one under way (if any) is over; `None` when that
+    /// takes until `deadline`.
+    pub(crate) async fn lead_when_free(&self, key: &str, deadline: Instant) -> Option<Leading<T>> {
+        loop {
+            match self.join(key) {
+                Joined::Leader(leading) => return Some(leading),
+                Joined::Follower(mut outcome) => {
+                    // Finished, or its leader left: either way, try again.
+                    let over = outcome.wait_for(Option::is_some);
+                    if tokio::time::timeout_at(deadline, over).await.is_err() {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 
     /// Runs `fetch` for `key`, or waits (until `deadline`) for the fetch another caller is
@@ -116,8 +160,7 @@ impl<T: Clone> SingleFlight<T> {
                         return (Err(timed_out()), Role::Leader);
                     };
                     let outcome = fetch().await;
-                    leading.sender.send_replace(Some(outcome.clone()));
-                    drop(leading);
+                    leading.finish(outcome.clone());
                     return (outcome, Role::Leader);
                 }
                 Joined::Follower(mut outcome) => {
@@ -236,6 +279,50 @@ mod tests {
         let (result, role) = flights.run("k", near, || async { Ok(1) }, timed_out).await;
         assert_eq!(role, Role::Follower);
         assert_eq!(result.unwrap_err().kind(), mcp_core::ErrorKind::Timeout);
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claimed_flight_makes_later_callers_wait_for_its_finish() {
+        let flights = Arc::new(SingleFlight::<u32>::new());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let claim = flights.lead("k").unwrap();
+        assert!(flights.lead("k").is_none(), "the key is taken");
+        let follower = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                flights
+                    .run("k", deadline, || async { Ok(2) }, timed_out)
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        claim.finish(Ok(1));
+        let (result, role) = follower.await.unwrap();
+        assert_eq!((result.unwrap(), role), (1, Role::Follower));
+        assert!(!flights.is_running("k"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lead_when_free_waits_for_the_flight_under_way_or_its_deadline() {
+        let flights = Arc::new(SingleFlight::<u32>::new());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let claim = flights.lead("k").unwrap();
+        let waiter = {
+            let flights = flights.clone();
+            tokio::spawn(async move { flights.lead_when_free("k", deadline).await.is_some() })
+        };
+        tokio::task::yield_now().await;
+        drop(claim);
+        assert!(
+            waiter.await.unwrap(),
+            "claimed once the first claim was dropped"
+        );
+
+        let _held = flights.lead("k").unwrap();
+        let started = Instant::now();
+        let near = started + Duration::from_secs(3);
+        assert!(flights.lead_when_free("k", near).await.is_none());
         assert_eq!(started.elapsed(), Duration::from_secs(3));
     }
 }

@@ -19,6 +19,11 @@
 //!   ([`ResourceConfig::max_bytes`]), least recently used out first.
 //! - **Single flight** (`flight.rs`, internal): concurrent callers of one URI (or of the
 //!   listing) share one request, each waiting within its own deadline.
+//! - **Subscription eviction** (`eviction.rs`, internal): past
+//!   [`max_auto_subscriptions`](ResourceConfig::max_auto_subscriptions) the least recently
+//!   read automatic subscription is given up; its `resources/unsubscribe` goes out from a task
+//!   the manager owns, in the URI's subscription flight, off the reader's path (at most
+//!   [`MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT`] at once).
 //! - **Observers** (`observers.rs`): URI → callbacks, removed when their [`UpdateGuard`]
 //!   drops; a panicking callback is caught.
 //! - **Discovery and templates** (`discovery.rs`, `template.rs`): [`Discovery`] (with
@@ -60,7 +65,7 @@
 //! | CACHED | the owner's notification stream lagged ([`notifications_missed`](ResourceManager::notifications_missed)) | STALE ([`Trigger::NotificationsMissed`]) |
 //! | CACHED | evicted to stay within [`max_bytes`](ResourceConfig::max_bytes): the content is dropped, the subscription kept | SUBSCRIBED ([`Trigger::Evicted`]); UNKNOWN when not subscribed |
 //! | SUBSCRIBED | a new session on which the subscription could not be renewed | UNKNOWN ([`Trigger::ResubscribeFailed`]) |
-//! | SUBSCRIBED | a read's automatic subscription, the least recently read one past [`max_auto_subscriptions`](ResourceConfig::max_auto_subscriptions) (default 256): `resources/unsubscribe` is sent | UNKNOWN ([`Trigger::SubscriptionEvicted`]); CACHED and STALE keep their state and content, fresh by the TTL only, and the next fetch subscribes again |
+//! | SUBSCRIBED | a read's automatic subscription, the least recently read one past [`max_auto_subscriptions`](ResourceConfig::max_auto_subscriptions) (default 256): `resources/unsubscribe` is sent in the background, each within [`request_timeout`](ResourceConfig::request_timeout) (the read that pushed it out does not wait; a failure is logged and counted in [`evicted_unsubscribes_failed`](ResourceStats::evicted_unsubscribes_failed)) | UNKNOWN ([`Trigger::SubscriptionEvicted`]); CACHED and STALE keep their state and content, fresh by the TTL only, and the next fetch subscribes again — once that unsubscribe is over, so the server never sees it after the new subscribe |
 //! | any | [`unsubscribe`](ResourceManager::unsubscribe) | UNSUBSCRIBED ([`Trigger::Unsubscribe`]) |
 //! | any | [`close`](ResourceManager::close): the session ended | UNSUBSCRIBED ([`Trigger::Closed`]) |
 //! | UNSUBSCRIBED | [`subscribe`](ResourceManager::subscribe) | SUBSCRIBED ([`Trigger::Subscribe`]) |
@@ -72,7 +77,8 @@
 //!
 //! # Wiring it to a session
 //!
-//! The manager owns no task and no session. Its owner:
+//! The manager owns no session and no long-lived task (only the short ones sending
+//! evictions' unsubscribes, aborted when its last handle drops). Its owner:
 //! 1. builds it over the service reads go through and, when subscriptions must use another
 //!    one (the primary session, while reads go through a pool),
 //!    [`with_subscription_service`](ResourceManager::with_subscription_service);
@@ -107,6 +113,7 @@ mod config;
 mod content;
 mod discovery;
 mod error;
+mod eviction;
 mod flight;
 mod handler;
 mod manager;
@@ -120,6 +127,7 @@ mod template;
 
 pub use config::ResourceConfig;
 pub use discovery::{Discovery, TemplateMatch};
+pub use eviction::MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT;
 pub use handler::{NotificationRelay, ResourceHandler};
 pub use manager::{offers_subscriptions, ReadSource, ResourceManager};
 pub use observers::UpdateGuard;

@@ -2,7 +2,7 @@
 //! subscriptions made and renewed, updates turned into state changes and observer calls.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use mcp_core::sync::lock;
 use mcp_core::types::{ReadResourceResult, ResourceUpdatedNotificationParams, ServerCapabilities};
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crate::config::ResourceConfig;
 use crate::discovery::{Discovery, ListingCache, TemplateMatch};
 use crate::error::{closed, subscriptions_not_offered, waited_too_long};
+use crate::eviction::{Evictions, SubscriptionFlights};
 use crate::flight::{Role, SingleFlight};
 use crate::observers::{Observers, UpdateGuard};
 use crate::renewal::{RenewalReport, SessionRenewal};
@@ -48,7 +49,10 @@ pub fn offers_subscriptions(capabilities: &ServerCapabilities) -> bool {
 /// [crate docs](crate), a bounded cache, subscriptions, update observers and the server's
 /// listing.
 ///
-/// Cheap to clone (one shared state); `Send + Sync`. It owns no task: the owner feeds it
+/// Cheap to clone (one shared state); `Send + Sync`. It owns no long-lived task (only the
+/// short ones sending evicted automatic subscriptions' `resources/unsubscribe`, each within
+/// [`request_timeout`](ResourceConfig::request_timeout) and aborted when the last handle
+/// drops): the owner feeds it
 /// notifications ([`handle_notification`](Self::handle_notification), a
 /// [`ResourceHandler`](crate::ResourceHandler), or [`follow`](Self::follow)), and tells it about
 /// new sessions ([`reconnected`](Self::reconnected)) and the end
@@ -79,16 +83,21 @@ pub struct ResourceManager {
 }
 
 pub(crate) struct Inner {
+    /// This manager, for the tasks it spawns (a weak hold: they must not keep it alive).
+    pub(crate) me: Weak<Inner>,
     pub(crate) config: ResourceConfig,
     pub(crate) services: Mutex<Services>,
     pub(crate) table: StateTable,
     pub(crate) reads: SingleFlight<Arc<ReadResourceResult>>,
-    pub(crate) subscriptions: SingleFlight<()>,
+    /// Per URI, one subscribe or eviction unsubscribe at a time.
+    pub(crate) subscriptions: Arc<SubscriptionFlights>,
     pub(crate) listings: SingleFlight<Arc<Discovery>>,
     pub(crate) listing: ListingCache,
     pub(crate) observers: Arc<Observers>,
     pub(crate) counters: Counters,
     pub(crate) closed_signal: watch::Sender<bool>,
+    /// The evictions' unsubscribes under way (aborted when this drops).
+    pub(crate) evictions: Evictions,
 }
 
 /// Where requests go.
@@ -116,7 +125,8 @@ impl ResourceManager {
             config.max_auto_subscriptions,
         );
         ResourceManager {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
+                me: me.clone(),
                 services: Mutex::new(Services {
                     read: service.clone(),
                     subscription: service,
@@ -125,12 +135,13 @@ impl ResourceManager {
                 config,
                 table,
                 reads: SingleFlight::new(),
-                subscriptions: SingleFlight::new(),
+                subscriptions: Arc::new(SingleFlight::new()),
                 listings: SingleFlight::new(),
                 listing: ListingCache::default(),
                 observers: Arc::default(),
                 counters: Counters::default(),
                 closed_signal: watch::channel(false).0,
+                evictions: Evictions::default(),
             }),
         }
     }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::discovery::Discovery;
 use crate::error::{about, closed, waited_too_long};
+use crate::eviction::SubscriptionChange;
 use crate::manager::{Inner, Services};
 use crate::stats::Counters;
 use crate::table::{Kept, Lookup};
@@ -104,7 +105,9 @@ impl Inner {
     /// One `resources/subscribe` for `uri` at a time, recorded unless the subscription was
     /// reset meanwhile. A refusal by the server stops automatic attempts until a reconnect.
     /// An `automatic` one (a read's) may push the least recently read automatic subscription
-    /// out: the server is told `resources/unsubscribe` for it, within `deadline`.
+    /// out: its `resources/unsubscribe` is sent in the background (`eviction.rs`), not
+    /// awaited here. A caller that finds an eviction's unsubscribe of `uri` under way waits
+    /// for it, then subscribes.
     pub(crate) async fn subscribe_once(
         &self,
         uri: &str,
@@ -113,56 +116,56 @@ impl Inner {
         automatic: bool,
     ) -> Result<(), Error> {
         let timeout = self.config.request_timeout;
-        let subscribe = || async {
-            let Some(epoch) = self
-                .table
-                .begin_subscribe(uri, automatic)
-                .map_err(|_| closed(uri))?
-            else {
-                return Ok(());
-            };
-            let request = services
-                .subscription
-                .subscribe_resource(uri, self.options(deadline));
-            match bounded(deadline, uri, "resources/subscribe", request).await {
-                Ok(()) => {
-                    let evicted = self.table.subscribed(uri, epoch, automatic);
-                    for evicted in evicted.unwrap_or_default() {
-                        self.unsubscribe_evicted(&evicted, deadline, services).await;
-                    }
-                    Ok(())
-                }
-                Err(e) => {
-                    if e.delivery() == Some(mcp_core::Delivery::Answered) {
-                        self.table.subscribe_refused(uri, epoch);
-                    }
-                    Err(e)
-                }
+        loop {
+            let (result, _) = self
+                .subscriptions
+                .run(
+                    uri,
+                    deadline,
+                    || self.subscribe_now(uri, deadline, services, automatic),
+                    || waited_too_long(uri, "the subscription another caller started", timeout),
+                )
+                .await;
+            match result {
+                Ok(SubscriptionChange::Subscribed) => return Ok(()),
+                // The flight was an eviction's unsubscribe, now over: subscribe afresh.
+                Ok(SubscriptionChange::Unsubscribed) => continue,
+                Err(e) => return Err(e),
             }
-        };
-        let (result, _) = self
-            .subscriptions
-            .run(uri, deadline, subscribe, || {
-                waited_too_long(uri, "the subscription another caller started", timeout)
-            })
-            .await;
-        result
+        }
     }
 
-    /// Tells the server an evicted automatic subscription is over (best effort: the URI is no
-    /// longer subscribed whatever the answer; a failure is logged).
-    async fn unsubscribe_evicted(&self, uri: &str, deadline: Instant, services: &Services) {
-        Counters::add(&self.counters.subscriptions_evicted);
-        tracing::debug!(
-            uri,
-            limit = self.config.max_auto_subscriptions,
-            "evicting the least recently read automatic resource subscription"
-        );
+    /// The `resources/subscribe` of [`subscribe_once`](Self::subscribe_once), in `uri`'s
+    /// flight.
+    async fn subscribe_now(
+        &self,
+        uri: &str,
+        deadline: Instant,
+        services: &Services,
+        automatic: bool,
+    ) -> Result<SubscriptionChange, Error> {
+        let Some(epoch) = self
+            .table
+            .begin_subscribe(uri, automatic)
+            .map_err(|_| closed(uri))?
+        else {
+            return Ok(SubscriptionChange::Subscribed);
+        };
         let request = services
             .subscription
-            .unsubscribe_resource(uri, self.options(deadline));
-        if let Err(e) = bounded(deadline, uri, "resources/unsubscribe", request).await {
-            tracing::warn!(uri, error = %e, "could not unsubscribe from an evicted resource subscription; the server may still send updates for it");
+            .subscribe_resource(uri, self.options(deadline));
+        match bounded(deadline, uri, "resources/subscribe", request).await {
+            Ok(()) => {
+                let evicted = self.table.subscribed(uri, epoch, automatic);
+                self.unsubscribe_evicted(evicted.unwrap_or_default(), services);
+                Ok(SubscriptionChange::Subscribed)
+            }
+            Err(e) => {
+                if e.delivery() == Some(mcp_core::Delivery::Answered) {
+                    self.table.subscribe_refused(uri, epoch);
+                }
+                Err(e)
+            }
         }
     }
 

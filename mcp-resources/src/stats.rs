@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub(crate) updates: AtomicU64,
     pub(crate) list_fetches: AtomicU64,
     pub(crate) subscriptions_evicted: AtomicU64,
+    pub(crate) evicted_unsubscribes_failed: AtomicU64,
 }
 
 impl Counters {
@@ -38,6 +39,7 @@ impl Counters {
             updates: self.updates.load(Ordering::Relaxed),
             list_fetches: self.list_fetches.load(Ordering::Relaxed),
             subscriptions_evicted: self.subscriptions_evicted.load(Ordering::Relaxed),
+            evicted_unsubscribes_failed: self.evicted_unsubscribes_failed.load(Ordering::Relaxed),
             entries,
             weighted_bytes,
             tracked,
@@ -62,9 +64,15 @@ pub struct ResourceStats {
     pub updates: u64,
     /// Listings fetched (`resources/list` + `resources/templates/list`).
     pub list_fetches: u64,
-    /// Automatic subscriptions given up (and `resources/unsubscribe` sent) to stay within
-    /// [`max_auto_subscriptions`](crate::ResourceConfig::max_auto_subscriptions).
+    /// Automatic subscriptions given up to stay within
+    /// [`max_auto_subscriptions`](crate::ResourceConfig::max_auto_subscriptions) (each with a
+    /// `resources/unsubscribe` sent in the background).
     pub subscriptions_evicted: u64,
+    /// Of those, the ones whose `resources/unsubscribe` failed, got no answer within
+    /// [`request_timeout`](crate::ResourceConfig::request_timeout), or was not sent (more than
+    /// [`MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT`](crate::MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT)
+    /// under way): the server may still send updates for them.
+    pub evicted_unsubscribes_failed: u64,
     /// Results in the cache.
     pub entries: u64,
     /// Their weight in bytes (what [`ResourceConfig::max_bytes`](crate::ResourceConfig::max_bytes) bounds).

@@ -375,6 +375,14 @@ impl StateTable {
         self.lose_subscription(inner, uri, Trigger::SubscriptionEvicted);
     }
 
+    /// Whether the server sends updates for `uri` (as far as the table knows).
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.inner)
+            .entries
+            .get(uri)
+            .is_some_and(|e| e.subscribed)
+    }
+
     /// An explicit subscribe that shared a read's subscribe of `uri`: the subscription is
     /// the harness's now, never evicted. False when `uri` is not subscribed (any more).
     pub(crate) fn make_explicit(&self, uri: &str) -> bool {

@@ -169,6 +169,21 @@ async fn automatic_subscriptions_stay_within_their_limit_at_the_fixture() {
     let stats = resources.stats();
     assert_eq!(stats.subscribed, LIMIT as u64);
     assert_eq!(stats.subscriptions_evicted, (ITEMS + 1 - LIMIT) as u64);
+    // The evictions' unsubscribes go out in the background: wait until the fixture has them
+    // all (it handles each request as it reads it, so the bump below comes after them).
+    let unsubscribes = |events: &[serde_json::Value]| {
+        events
+            .iter()
+            .filter(|e| e["method"] == "resources/unsubscribe")
+            .count()
+    };
+    mcp_testkit::event_log::wait_for_events(
+        &log,
+        DEADLINE,
+        "every eviction's unsubscribe reached the fixture",
+        |events| unsubscribes(events) == ITEMS + 1 - LIMIT,
+    )
+    .await;
     // The fixture no longer sends the counter's updates: the update would have come on the
     // pipe before the bump's answer, and the reader dispatches in order.
     let updates_before = resources.stats().updates;

@@ -641,8 +641,9 @@ async fn a_missing_resource_fails_naming_it_and_is_not_tracked() {
 }
 
 /// Past `max_auto_subscriptions`, the automatic subscription read least recently is given up:
-/// `resources/unsubscribe` is sent for it before the new read, its content stays (fresh by the
-/// TTL only), and a later fetch of it subscribes again, evicting the next least recently read.
+/// `resources/unsubscribe` is sent for it in the background (the read that pushed it out goes
+/// on to its own `resources/read`), its content stays (fresh by the TTL only), and a later
+/// fetch of it subscribes again, evicting the next least recently read.
 #[tokio::test(start_paused = true)]
 async fn automatic_subscriptions_past_the_limit_evict_the_least_recently_read() {
     let server = server();
@@ -651,18 +652,34 @@ async fn automatic_subscriptions_past_the_limit_evict_the_least_recently_read() 
     resources.read(X).await.unwrap();
     resources.read(Y).await.unwrap();
     resources.read(X).await.unwrap(); // a hit: X is now the most recently read
+    let before = server.calls().len();
     resources.read(Z).await.unwrap();
+    until("Y's eviction was unsubscribed", || {
+        server.count_for("resources/unsubscribe", Y) == 1
+    })
+    .await;
     let calls = server.calls();
+    let mut after = calls[before..].to_vec();
+    assert_eq!(after.len(), 3);
+    let unsubscribe = after
+        .iter()
+        .position(|call| call.0 == "resources/unsubscribe")
+        .unwrap();
     assert_eq!(
-        calls[calls.len() - 3..],
+        after.remove(unsubscribe),
+        ("resources/unsubscribe".to_owned(), Some(Y.to_owned()))
+    );
+    assert_eq!(
+        after,
         [
             ("resources/subscribe".to_owned(), Some(Z.to_owned())),
-            ("resources/unsubscribe".to_owned(), Some(Y.to_owned())),
             ("resources/read".to_owned(), Some(Z.to_owned())),
-        ]
+        ],
+        "Z is subscribed before it is read"
     );
     let stats = resources.stats();
     assert_eq!((stats.subscribed, stats.subscriptions_evicted), (2, 1));
+    assert_eq!(stats.evicted_unsubscribes_failed, 0);
     assert_eq!(server.count("resources/unsubscribe"), 1);
     // Y keeps its content, now without a subscription: no transition, a hit until the TTL.
     rx.take(Y);
@@ -674,7 +691,10 @@ async fn automatic_subscriptions_past_the_limit_evict_the_least_recently_read() 
     tokio::time::advance(Duration::from_secs(11)).await;
     resources.read(Y).await.unwrap();
     assert_eq!(server.count_for("resources/subscribe", Y), 2);
-    assert_eq!(server.count_for("resources/unsubscribe", X), 1);
+    until("X's eviction was unsubscribed", || {
+        server.count_for("resources/unsubscribe", X) == 1
+    })
+    .await;
     assert_eq!(resources.stats().subscribed, 2);
 }
 
@@ -702,7 +722,10 @@ async fn an_evicted_subscription_without_content_forgets_the_uri() {
         ]
     );
     assert_eq!(resources.states(), [(Y.to_owned(), Subscribed)]);
-    assert_eq!(server.count_for("resources/unsubscribe", X), 1);
+    until("X's eviction was unsubscribed", || {
+        server.count_for("resources/unsubscribe", X) == 1
+    })
+    .await;
 }
 
 /// Explicit subscriptions (and a read's subscription made explicit by `subscribe`) are the

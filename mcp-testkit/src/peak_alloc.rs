@@ -9,13 +9,22 @@
 //! static ALLOC: mcp_testkit::peak_alloc::PeakAlloc = mcp_testkit::peak_alloc::PeakAlloc::new();
 //! ```
 //!
-//! and measures one case with [`PeakAlloc::reset_peak`] before and [`PeakAlloc::peak_since_reset`]
-//! after. The counts are process-wide: under nextest every test runs in its own process, so the
-//! peak is that test's; under `cargo test`'s threads a concurrent test's allocations are counted
-//! too, which only makes a bound stricter, never looser.
+//! and measures one case with a [`Measure`]: [`Measure::start`] before, [`Measure::peak`] after.
+//! The counts are process-wide. Under nextest every test runs in its own process, so the peak
+//! is that test's. Under `cargo test`'s threads two measurements would spoil each other (a
+//! start resets the one peak the other is reading), so a [`Measure`] holds a process-wide lock
+//! for as long as it lives: a second [`Measure::start`] waits (blocking its thread) until the
+//! first is dropped, and a test must drop one before starting the next. What other threads
+//! allocate meanwhile (a test that is not measuring) is still counted, which makes a bound
+//! stricter, never looser; a test binary whose cases must not count each other's traffic runs
+//! them one at a time itself.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Held by the one [`Measure`] alive in the process.
+static MEASURING: Mutex<()> = Mutex::new(());
 
 /// The counting allocator: the system allocator plus two counters.
 #[derive(Debug)]
@@ -104,21 +113,28 @@ unsafe impl GlobalAlloc for PeakAlloc {
     }
 }
 
-/// One measured case: the peak it added, read when the case is over.
+/// One measured case: the peak it added, read when the case is over. Only one is alive in the
+/// process at a time (see the [module documentation](self)).
 #[derive(Debug)]
 pub struct Measure<'a> {
     alloc: &'a PeakAlloc,
     held_at_start: usize,
+    _only_one: MutexGuard<'static, ()>,
 }
 
 impl<'a> Measure<'a> {
-    /// Starts measuring on `alloc`.
+    /// Starts measuring on `alloc`, once any other measurement in the process has ended (this
+    /// blocks the thread until then; starting a second one on the thread that holds the first
+    /// never returns).
     pub fn start(alloc: &'a PeakAlloc) -> Self {
+        // A test that failed while measuring poisons the lock; the counters are still sound.
+        let only_one = MEASURING.lock().unwrap_or_else(|p| p.into_inner());
         let held_at_start = alloc.held();
         alloc.reset_peak();
         Measure {
             alloc,
             held_at_start,
+            _only_one: only_one,
         }
     }
 
@@ -144,5 +160,51 @@ mod tests {
         unsafe { meter.dealloc(ptr, layout) };
         assert_eq!(start.peak(), 4096);
         assert_eq!(meter.held(), 0);
+    }
+
+    /// Allocates and frees `bytes` on `meter`.
+    fn spike(meter: &PeakAlloc, bytes: usize) {
+        let layout = Layout::from_size_align(bytes, 8).unwrap();
+        // SAFETY: a plain allocation of a valid layout, freed below with the same layout.
+        let ptr = unsafe { meter.alloc(layout) };
+        assert!(!ptr.is_null());
+        // SAFETY: `ptr` came from `meter.alloc(layout)`.
+        unsafe { meter.dealloc(ptr, layout) };
+    }
+
+    #[test]
+    fn a_measurement_started_on_another_thread_waits_and_erases_no_peak() {
+        static METER: PeakAlloc = PeakAlloc::new();
+        let first = Measure::start(&METER);
+        spike(&METER, 1 << 20);
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let second = std::thread::spawn(move || {
+            let second = Measure::start(&METER);
+            spike(&METER, 10);
+            started_tx.send(()).unwrap();
+            second.peak()
+        });
+        // The second start waits for the first measurement: without the lock it would reset
+        // the peak under it (bounded wait: it must not come while `first` lives).
+        assert!(started_rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err());
+        assert_eq!(first.peak(), 1 << 20, "the first peak was erased");
+        drop(first);
+        assert_eq!(second.join().unwrap(), 10);
+    }
+
+    #[test]
+    fn a_test_that_panicked_while_measuring_does_not_stop_the_next() {
+        static METER: PeakAlloc = PeakAlloc::new();
+        let panicked = std::thread::spawn(|| {
+            let _measure = Measure::start(&METER);
+            panic!("a failed assertion while measuring");
+        })
+        .join();
+        assert!(panicked.is_err());
+        let measure = Measure::start(&METER);
+        spike(&METER, 64);
+        assert_eq!(measure.peak(), 64);
     }
 }

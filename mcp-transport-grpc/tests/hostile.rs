@@ -37,7 +37,9 @@ use tonic::Streaming;
 #[global_allocator]
 static ALLOC: PeakAlloc = PeakAlloc::new();
 
-/// The measured cases run one at a time (the allocation counts are process-wide).
+/// The cases run one at a time, peers included: the allocation counts are process-wide, and
+/// while one case is measured another's traffic (a flood, an endless frame being read) would be
+/// counted in its peak. A [`Measure`] alone only keeps two measurements from overlapping.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {

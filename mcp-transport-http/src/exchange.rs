@@ -13,6 +13,7 @@ use http::header::{
     HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
 use http::{Method, StatusCode};
+use mcp_core::redact::excerpt;
 use mcp_core::{
     AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, TransportError, TransportErrorKind,
 };
@@ -24,7 +25,9 @@ use crate::redirect::{self, Redirect};
 /// How much of an error body is read for the error message: a server answering 500 with an
 /// endless body must not hold the request (or fill memory).
 const ERROR_BODY_LIMIT: usize = 4096;
-/// How many characters of an error body go into the message.
+/// How many characters of an error body (or of a header's value) go into the message, as a
+/// [`excerpt`]: redacted (a hostile server could echo the client's `Authorization` back into
+/// the user's logs), without control characters.
 const ERROR_DETAIL_CHARS: usize = 200;
 const DPOP: HeaderName = HeaderName::from_static(mcp_core::DPOP_HEADER);
 const DPOP_NONCE: HeaderName = HeaderName::from_static(mcp_core::DPOP_NONCE_HEADER);
@@ -215,6 +218,8 @@ impl Exchange {
                     retried_with_nonce = true
                 }
                 _ => {
+                    // The challenge is the server's text: shown as an excerpt (redacted,
+                    // capped), like a body.
                     return Err(TransportError::recoverable(
                         TransportErrorKind::Unauthorized,
                         format!(
@@ -223,10 +228,13 @@ impl Exchange {
                             status.as_u16(),
                             challenge
                                 .www_authenticate
-                                .map(|c| format!(" (WWW-Authenticate: {c})"))
+                                .map(|c| format!(
+                                    " (WWW-Authenticate: {})",
+                                    excerpt(c.as_bytes(), ERROR_DETAIL_CHARS)
+                                ))
                                 .unwrap_or_default()
                         ),
-                    ))
+                    ));
                 }
             }
             // The retry starts over from the URL the caller gave.
@@ -339,7 +347,7 @@ pub(crate) async fn status_answer(
         Ok(mcp_core::Message::Response(r)) if r.outcome.is_err() => Some(r),
         _ => None,
     };
-    let detail = body_excerpt(&body);
+    let detail = excerpt(&body, ERROR_DETAIL_CHARS);
     let error = TransportError::recoverable(
         kind,
         format!(
@@ -356,41 +364,26 @@ pub(crate) async fn status_answer(
     (error, answer)
 }
 
-/// The start of a body as shown in an error message: at most [`ERROR_DETAIL_CHARS`]
-/// characters, invalid UTF-8 replaced, credential-shaped values redacted (a hostile server
-/// could echo the client's `Authorization` back into the user's logs). Redacted before it is
-/// cut, so that a cut cannot leave the start of a secret that no longer looks like one.
-pub(crate) fn body_excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let redacted = mcp_core::redact::redact_secrets(text.trim());
-    let mut excerpt: String = redacted.chars().take(ERROR_DETAIL_CHARS).collect();
-    if excerpt.len() < redacted.len() {
-        excerpt.push('…');
-    }
-    excerpt
-}
-
-/// The error for a success answer that is not what was asked for (`expected`): the server
-/// answered, but with a `Content-Type` the transport cannot read — an HTML login page, a
-/// proxy's status page. A protocol error (not "server unavailable": something did answer),
-/// naming the content type and the start of the body (read under [`ERROR_BODY_LIMIT`],
-/// redacted).
-pub(crate) async fn unexpected_content_error(
-    response: HttpResponse,
+/// The error for a success answer that is not what was asked for (`expected`) and does not
+/// read as it either: the server answered, but with a body under another `Content-Type` — an
+/// HTML login page, a proxy's status page. A protocol error (not "server unavailable":
+/// something did answer), naming the content type and the start of the body (an
+/// [`excerpt`]).
+pub(crate) fn unexpected_content_error(
     display_url: &str,
+    status: StatusCode,
+    content_type: &HeaderValue,
+    body: &[u8],
     expected: &str,
 ) -> TransportError {
-    let status = response.status().as_u16();
-    let content_type = match response.headers().get(CONTENT_TYPE) {
-        Some(value) => format!("{:?}", body_excerpt(value.as_bytes())),
-        None => "no Content-Type".to_owned(),
-    };
-    let body = read_prefix(response, ERROR_BODY_LIMIT).await;
-    let detail = body_excerpt(&body);
+    let content_type = excerpt(content_type.as_bytes(), ERROR_DETAIL_CHARS);
+    let detail = excerpt(body, ERROR_DETAIL_CHARS);
     TransportError::recoverable(
         TransportErrorKind::InvalidMessage,
         format!(
-            "{display_url} answered HTTP {status} with Content-Type {content_type}, not {expected}{}",
+            "{display_url} answered HTTP {} with Content-Type {content_type:?}, not {expected}, \
+             and a body that does not read as JSON-RPC either{}",
+            status.as_u16(),
             if detail.is_empty() {
                 " (empty body)".to_owned()
             } else {
@@ -409,7 +402,7 @@ pub(crate) fn unexpected_encoding(
     display_url: &str,
 ) -> Option<TransportError> {
     let encoding = headers.get(http::header::CONTENT_ENCODING)?;
-    let shown = body_excerpt(encoding.as_bytes());
+    let shown = excerpt(encoding.as_bytes(), ERROR_DETAIL_CHARS);
     if shown.is_empty() || shown.eq_ignore_ascii_case("identity") {
         return None;
     }

@@ -401,9 +401,9 @@ impl SseParser {
     /// Appends a `data` line's value, or starts discarding the event if its data would exceed
     /// the limit.
     fn push_data(&mut self, line: Line<'_>, value_start: usize, too_large: &mut bool) {
-        if line.bytes().len() - value_start > self.max_event_bytes
-            || (self.data_started
-                && self.data.len() + 1 + line.bytes().len() - value_start > self.max_event_bytes)
+        let value_len = decoded_len(&line.bytes()[value_start..]);
+        if value_len > self.max_event_bytes
+            || (self.data_started && self.data.len() + 1 + value_len > self.max_event_bytes)
         {
             self.start_discard(too_large, &[&line.bytes()[value_start..]]);
             self.recycle(line);
@@ -592,6 +592,15 @@ fn text(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// The length of `bytes` as text: invalid UTF-8 grows when decoded (each bad byte can become a
+/// 3-byte U+FFFD), and the size cap holds for the data as delivered.
+fn decoded_len(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(_) => String::from_utf8_lossy(bytes).len(),
     }
 }
 

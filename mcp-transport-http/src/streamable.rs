@@ -503,8 +503,13 @@ impl Shared {
     }
 
     async fn fail_request(&self, id: &RequestId, why: String) {
+        self.send_failure(self.request_failure(id, why)).await;
+    }
+
+    /// Hands the reader a request's failure (nothing to do once the transport is closed).
+    async fn send_failure(&self, error: TransportError) {
         if let Some(incoming) = self.incoming() {
-            let _ = incoming.send(Err(self.request_failure(id, why))).await;
+            let _ = incoming.send(Err(error)).await;
         }
     }
 
@@ -513,6 +518,20 @@ impl Shared {
         TransportError::recoverable(
             TransportErrorKind::PeerGone,
             format!("{}: {why}", self.display_url),
+        )
+        .for_request(Some(id.clone()))
+    }
+
+    /// Request `id` failed: the server answered its POST with JSON that holds no response to
+    /// it (another id, only notifications). A JSON answer is the whole answer, so nothing
+    /// more can come: a protocol error of the server's, not a lost connection.
+    fn response_missing(&self, id: &RequestId) -> TransportError {
+        TransportError::recoverable(
+            TransportErrorKind::InvalidMessage,
+            format!(
+                "{}: the server's answer to the POST did not include the response",
+                self.display_url
+            ),
         )
         .for_request(Some(id.clone()))
     }
@@ -709,10 +728,7 @@ impl Shared {
                         "the transport was closed while the answer was being read",
                     ))
                 }
-                None => Err(shared.request_failure(
-                    &id,
-                    "the server's answer to the POST did not include the response".into(),
-                )),
+                None => Err(shared.response_missing(&id)),
             }
         }))
     }
@@ -964,26 +980,38 @@ impl Shared {
                 ),
             )));
         }
-        if !is_json_or_untyped(response.headers()) {
-            // Something answered (a login page, a proxy): that is the request's failure now,
-            // not a wait for an answer that cannot come.
-            let error = unexpected_content_error(
-                response,
-                &shared.display_url,
-                "application/json or text/event-stream",
-            )
-            .await;
-            return Err(PostError {
-                status: Some(status),
-                error: error.for_request(Some(id)),
-            });
-        }
-        // A plain JSON answer: read it here (bounded), hand it to the reader.
+        // A plain JSON answer: read it here (bounded), hand it to the reader. Read as JSON
+        // whatever its `Content-Type` says (servers label JSON `text/plain` or `text/json`
+        // too); only a body that is not JSON is the label's fault: something else answered
+        // (a login page, a proxy), and the request fails now, naming what came back, instead
+        // of waiting for an answer that cannot come.
+        let content_type = (!is_json_or_untyped(response.headers()))
+            .then(|| response.headers().get(CONTENT_TYPE).cloned())
+            .flatten();
         let limit = shared.config.max_message_size;
         let bytes = read_limited(response, limit)
             .await
             .map_err(|e| PostError::from(e.for_request(Some(id.clone()))))?;
-        let parsed = parse_json_body(&bytes, &shared.display_url, &id);
+        let parsed = match parse_json_body(&bytes, &shared.display_url) {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                let error = match &content_type {
+                    Some(content_type) => unexpected_content_error(
+                        &shared.display_url,
+                        status,
+                        content_type,
+                        &bytes,
+                        "application/json or text/event-stream",
+                    ),
+                    None => TransportError::recoverable(
+                        TransportErrorKind::InvalidMessage,
+                        format!("{} sent {why}", shared.display_url),
+                    ),
+                };
+                // The body was the answer to request `id`: its failure.
+                vec![Err(error.for_request(Some(id.clone())))]
+            }
+        };
         let mut answered = false;
         let Some(incoming) = shared.incoming() else {
             // The server answered, so it handled the request: not `Closed` (never sent).
@@ -1018,12 +1046,7 @@ impl Shared {
         if !answered && answer_to == AnswerTo::Reader {
             // A JSON answer is the whole answer: without the response (another id, only
             // notifications), nothing more can come for the request.
-            shared
-                .fail_request(
-                    &id,
-                    "the server's answer to the POST did not include the response".into(),
-                )
-                .await;
+            shared.send_failure(shared.response_missing(&id)).await;
         }
         Ok(posted)
     }
@@ -1098,11 +1121,7 @@ pub(crate) fn event_message(data: String, display_url: &str) -> Result<Message, 
             TransportErrorKind::InvalidMessage,
             format!("{display_url} sent an event that is not a message: {e}"),
         )
-        // Read as the session reads answers: a numeric string is this client's number.
-        .for_request(
-            mcp_core::jsonrpc::request_id_of(&data)
-                .map(|id| id.as_client_id().map(RequestId::Number).unwrap_or(id)),
-        )
+        .for_request(mcp_core::jsonrpc::request_id_of(&data))
     })
 }
 
@@ -1187,30 +1206,31 @@ fn check_session_id(id: &HeaderValue) -> Result<(), String> {
     Ok(())
 }
 
-/// One message, or a batch (2025-03-26 servers). A body that is not even one message is the
-/// failure of request `id` (it was the answer to it); one bad item of a batch is skipped.
+/// One message, or a batch (2025-03-26 servers). A body that is not even one message is an
+/// error (why, for the caller to turn into the failure of the request it answered); one bad
+/// item of a batch is skipped.
 fn parse_json_body(
     bytes: &[u8],
     display_url: &str,
-    id: &RequestId,
-) -> Vec<Result<Message, TransportError>> {
-    let invalid = |e: String| {
-        TransportError::recoverable(
-            TransportErrorKind::InvalidMessage,
-            format!("{display_url} sent {e}"),
-        )
-    };
-    let answer_error = |e: String| invalid(e).for_request(Some(id.clone()));
+) -> Result<Vec<Result<Message, TransportError>>, String> {
     let trimmed = bytes.trim_ascii_start();
     if trimmed.first() == Some(&b'[') {
-        match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(trimmed) {
-            Ok(items) => items
-                .iter()
-                .map(|raw| Message::from_json_str(raw.get()).map_err(|e| invalid(e.to_string())))
-                .collect(),
-            Err(e) => vec![Err(answer_error(format!("an invalid JSON batch: {e}")))],
-        }
+        let items = serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(trimmed)
+            .map_err(|e| format!("an invalid JSON batch: {e}"))?;
+        Ok(items
+            .iter()
+            .map(|raw| {
+                Message::from_json_str(raw.get()).map_err(|e| {
+                    TransportError::recoverable(
+                        TransportErrorKind::InvalidMessage,
+                        format!("{display_url} sent {e}"),
+                    )
+                })
+            })
+            .collect())
     } else {
-        vec![Message::from_slice(bytes).map_err(|e| answer_error(e.to_string()))]
+        Ok(vec![Ok(
+            Message::from_slice(bytes).map_err(|e| e.to_string())?
+        )])
     }
 }

@@ -513,6 +513,95 @@ async fn an_error_body_echoing_credentials_is_redacted_in_the_message() {
 }
 
 #[tokio::test]
+async fn a_challenge_echoing_credentials_is_redacted_and_capped_in_the_message() {
+    // The provider (a static token) gives up; the refusal quotes the server's challenge.
+    let challenge = format!(
+        "Bearer error_description=\"you sent Bearer SECRET-token-42\", padding=\"{}\"",
+        "p".repeat(5000)
+    );
+    let challenge = Arc::new(challenge);
+    let server = Hostile::start(on_call(move |_, mut writer| {
+        let challenge = challenge.clone();
+        async move {
+            let refusal = response(
+                "401 Unauthorized",
+                &[("WWW-Authenticate", challenge.as_str())],
+                b"",
+            );
+            writer.write_all(&refusal).await.ok()?;
+            Some(writer)
+        }
+    }))
+    .await;
+    let config = config(&server.url("/mcp")).auth(Arc::new(StaticBearer::new("SECRET-token-42")));
+    let transport = StreamableHttpTransport::new(config).unwrap();
+    let session = tokio::time::timeout(DEADLINE, ClientSession::connect(transport, (), options()))
+        .await
+        .unwrap()
+        .unwrap();
+    let outcome = call(&session).await;
+    outcome.report("401 challenge echoing the token × streamable", CALL_TIMEOUT);
+    let e = outcome.error();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+    assert!(
+        e.message()
+            .contains("WWW-Authenticate: Bearer error_description="),
+        "{e}"
+    );
+    assert!(!e.message().contains("SECRET"), "the token leaked: {e}");
+    assert!(e.message().contains('…'), "not cut: {e}");
+    assert!(
+        e.message().len() < 1000,
+        "not capped: {} bytes",
+        e.message().len()
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn json_labelled_as_plain_text_is_read_as_json() {
+    let outcome = hostile_call(
+        "JSON answer labelled text/plain × streamable",
+        on_call(|req, mut writer| async move {
+            let answer = response(
+                "200 OK",
+                &[("Content-Type", "text/plain; charset=utf-8")],
+                &result_json(&req.id(), "plain but JSON"),
+            );
+            writer.write_all(&answer).await.ok()?;
+            Some(writer)
+        }),
+    )
+    .await;
+    assert_eq!(outcome.result.as_deref().ok(), Some("plain but JSON"));
+}
+
+#[tokio::test]
+async fn a_json_answer_without_the_response_is_a_protocol_error() {
+    let outcome = hostile_call(
+        "JSON answer to the POST holding another id × streamable",
+        on_call(|_, mut writer| async move {
+            let answer = response(
+                "200 OK",
+                &[("Content-Type", "application/json")],
+                &result_json(&json!(987654), "not yours"),
+            );
+            writer.write_all(&answer).await.ok()?;
+            Some(writer)
+        }),
+    )
+    .await;
+    let e = outcome.error();
+    assert_eq!(e.kind(), ErrorKind::Protocol, "{e}");
+    assert!(e.message().contains("did not include the response"), "{e}");
+    assert!(
+        outcome.took < CALL_TIMEOUT,
+        "not at once: {:?}",
+        outcome.took
+    );
+}
+
+#[tokio::test]
 async fn a_head_over_hypers_limits_is_a_protocol_error() {
     let mut head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n".to_vec();
     let pad = format!("X-Pad: {}\r\n", "a".repeat(8 * 1024));

@@ -20,7 +20,10 @@ pub struct StdioServerConfig {
     pub clear_env: bool,
     /// The working directory. Default: this process's.
     pub cwd: Option<PathBuf>,
-    /// Largest message accepted from the server, in bytes. Default: 64 MiB.
+    /// Largest message accepted from the server, in bytes. Default: 64 MiB. A longer line is
+    /// discarded as it arrives and fails the request it names; one that names none in its first
+    /// KiB may run to twice this size for its end to name one, and is fatal past that (the
+    /// crate docs say exactly what happens).
     pub max_message_size: usize,
     /// How much of the server's stderr is kept for error reports, in bytes. Default: 16 KiB.
     pub stderr_buffer: usize,

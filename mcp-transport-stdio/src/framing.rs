@@ -5,12 +5,18 @@
 //!
 //! What a line turns into depends on its bytes only, never on how they were split into reads:
 //! - a JSON-RPC message: [`Frame::Message`];
-//! - longer than the cap: reported as soon as the cap is passed, without waiting for its end
-//!   (a hostile server may never send one), and the rest of it is discarded as it arrives.
-//!   When its first bytes name the request it answers, that request fails and the connection
-//!   goes on; otherwise the error is fatal, since nothing tells which request to fail;
-//! - not UTF-8: fatal (JSON text is UTF-8; a server writing other bytes to its stdout is not
-//!   speaking the protocol, and no request can be named);
+//! - longer than the cap (`max` bytes), it is discarded as it arrives, never buffered:
+//!   - when its first KiB names the request it answers (`{"jsonrpc":"2.0","id":5,…`), that
+//!     request fails as soon as the cap is passed, without waiting for the line's end (a
+//!     hostile server may never send one);
+//!   - otherwise only its first and last KiB are kept ([`OversizedMessage`]), and the line
+//!     gets an allowance of another `max` bytes to end: if it does, the request its end names
+//!     (`…,"jsonrpc":"2.0","id":5}`, the TypeScript SDK's order) fails, or none if it names
+//!     none; either way the connection goes on. A line still going at `2 × max` bytes is fatal
+//!     (nothing tells which request to fail, and an endless line must end somewhere);
+//! - not UTF-8: fails the request it names (read member by member, or as its last member);
+//!   fatal when it is a JSON object naming none (an answer is lost and nothing tells whose);
+//!   otherwise a stray log line in another encoding: [`Frame::Garbage`];
 //! - JSON but not JSON-RPC, or JSON-RPC-shaped but broken (`{"jsonrpc":"2.0","id":3,"result":`
 //!   cut short): reported for the request it names, if any;
 //! - anything else (a stray `console.log`): [`Frame::Garbage`], logged and skipped.
@@ -18,11 +24,13 @@
 use std::sync::Arc;
 
 use mcp_core::jsonrpc::{request_id_in_prefix, request_id_of};
-use mcp_core::{Message, TransportError, TransportErrorKind};
+use mcp_core::{Message, OversizedMessage, TransportError, TransportErrorKind};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The first bytes of an over-long line searched for the request it names.
 const HEAD_BYTES: usize = 1024;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+/// The bytes of a line kept in a [`Frame::Garbage`] preview.
+const PREVIEW_BYTES: usize = 200;
 
 /// What one line turned into.
 #[derive(Debug)]
@@ -35,14 +43,25 @@ pub(crate) enum Frame {
     Garbage(String),
 }
 
+/// Where the reader is in a line longer than the cap.
+#[derive(Debug)]
+enum OverCap {
+    /// Not in one.
+    No,
+    /// Past the cap, its first KiB naming no request: discarded while its ends are kept,
+    /// until it ends (reported for the request its end names) or passes `2 × max` (fatal).
+    Discarding(OversizedMessage),
+    /// Already reported: the rest of it is discarded, unseen.
+    Skipping,
+}
+
 pub(crate) struct LineReader<R> {
     inner: R,
     line: Vec<u8>,
     max: usize,
     /// Lines ended so far (the current line's number is one more), for error messages.
     lines_ended: u64,
-    /// Discarding the rest of a line already reported for being over the cap.
-    skipping: bool,
+    over_cap: OverCap,
     /// The last line whose payloads share their bytes with it; reused when they are dropped.
     spare: Option<Arc<Vec<u8>>>,
 }
@@ -54,7 +73,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             line: Vec::new(),
             max,
             lines_ended: 0,
-            skipping: false,
+            over_cap: OverCap::No,
             spare: None,
         }
     }
@@ -62,98 +81,167 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// The next non-empty line as a frame; `Ok(None)` at end of stream.
     pub(crate) async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
         loop {
+            let number = self.lines_ended + 1;
             let buf = self.inner.fill_buf().await?;
             if buf.is_empty() {
                 // End of stream: a final line without a newline still counts.
-                if self.skipping || self.line.iter().all(u8::is_ascii_whitespace) {
-                    self.skipping = false;
-                    self.line.clear();
-                    return Ok(None);
-                }
-                let line = std::mem::take(&mut self.line);
-                return Ok(Some(parse_line(&line, self.lines_ended + 1)));
+                let frame = match std::mem::replace(&mut self.over_cap, OverCap::No) {
+                    OverCap::Skipping => None,
+                    OverCap::Discarding(discarded) => {
+                        Some(too_large_at_its_end(&discarded, self.max, number))
+                    }
+                    OverCap::No if self.line.iter().all(u8::is_ascii_whitespace) => None,
+                    OverCap::No => Some(parse_line(&self.line, number)),
+                };
+                self.line = Vec::new();
+                return Ok(frame);
             }
-            let number = self.lines_ended + 1;
-            match memchr(buf) {
-                Some(pos) => {
-                    let frame = if self.skipping {
-                        self.skipping = false;
-                        None
-                    } else if self.line.len() + pos > self.max {
-                        let frame = over_the_cap(self.max, &self.line, &buf[..pos]);
-                        self.line = Vec::new();
-                        Some(frame)
-                    } else if self.line.is_empty() {
-                        // Fast path: the whole line is in the buffer; parse it in place.
-                        blank_or_parse(&buf[..pos], number)
-                    } else {
-                        self.line.extend_from_slice(&buf[..pos]);
-                        // A line assembled from several reads is parsed in place: the
-                        // message's payloads share the buffer instead of copying out of it,
-                        // and the buffer is reused once they are dropped.
-                        let line = Arc::new(std::mem::take(&mut self.line));
-                        let frame = blank_or_parse_shared(&line, number);
-                        self.spare = Some(line);
-                        frame
-                    };
-                    self.inner.consume(pos + 1);
-                    self.lines_ended += 1;
-                    if let Some(frame) = frame {
-                        return Ok(Some(frame));
-                    }
-                }
-                None => {
-                    let n = buf.len();
-                    if self.skipping {
-                        self.inner.consume(n);
-                    } else if self.line.len() + n > self.max {
-                        // Over the cap with no end in sight: report it now, discard the rest.
-                        let frame = over_the_cap(self.max, &self.line, buf);
-                        self.line = Vec::new();
-                        self.skipping = true;
-                        self.inner.consume(n);
-                        return Ok(Some(frame));
-                    } else {
-                        if self.line.capacity() == 0 {
-                            self.line = reclaim_spare(&mut self.spare);
+            let (bytes, ends) = match memchr(buf) {
+                Some(pos) => (&buf[..pos], true),
+                None => (buf, false),
+            };
+            let used = bytes.len() + usize::from(ends);
+            let frame = if !matches!(self.over_cap, OverCap::No) {
+                discard(&mut self.over_cap, bytes, ends, self.max, number)
+            } else if self.line.len() + bytes.len() > self.max {
+                // Over the cap, with or without an end in sight: decided now, from the
+                // line's first KiB; the rest is discarded as it arrives.
+                let start = std::mem::take(&mut self.line);
+                match request_id_in_prefix(&head_of(self.max, &start, bytes)) {
+                    Some(id) => {
+                        if !ends {
+                            self.over_cap = OverCap::Skipping;
                         }
-                        self.line.extend_from_slice(buf);
-                        self.inner.consume(n);
+                        Some(too_large_at_the_cap(id, self.max, number))
+                    }
+                    None => {
+                        let mut discarded = OversizedMessage::new();
+                        discarded.push(&start);
+                        self.over_cap = OverCap::Discarding(discarded);
+                        discard(&mut self.over_cap, bytes, ends, self.max, number)
                     }
                 }
+            } else if !ends {
+                if self.line.capacity() == 0 {
+                    self.line = reclaim_spare(&mut self.spare);
+                }
+                self.line.extend_from_slice(bytes);
+                None
+            } else if self.line.is_empty() {
+                // Fast path: the whole line is in the buffer; parse it in place.
+                blank_or_parse(bytes, number)
+            } else {
+                self.line.extend_from_slice(bytes);
+                // A line assembled from several reads is parsed in place: the message's
+                // payloads share the buffer instead of copying out of it, and the buffer is
+                // reused once they are dropped.
+                let line = Arc::new(std::mem::take(&mut self.line));
+                let frame = blank_or_parse_shared(&line, number);
+                self.spare = Some(line);
+                frame
+            };
+            self.inner.consume(used);
+            if ends {
+                self.lines_ended += 1;
+            }
+            if let Some(frame) = frame {
+                return Ok(Some(frame));
             }
         }
     }
 }
 
-/// The error for a line longer than `max` whose first bytes are `start` then `more`: for the
-/// request its first bytes name (the connection goes on), else fatal. Only the first `max + 1`
-/// bytes are looked at, so the outcome does not depend on how the line was split into reads.
-fn over_the_cap(max: usize, start: &[u8], more: &[u8]) -> Frame {
-    // The id comes in the first KiB or not at all (a line's end is where it can come too, and
-    // this line's end is not waited for).
+/// The next `bytes` of a line over the cap (its last ones if `ends`), in state `over_cap`
+/// (not [`OverCap::No`]); the frame, once its outcome is known. Depends on the line's bytes
+/// only: the allowance is counted in bytes, not reads.
+fn discard(
+    over_cap: &mut OverCap,
+    bytes: &[u8],
+    ends: bool,
+    max: usize,
+    number: u64,
+) -> Option<Frame> {
+    let frame = match over_cap {
+        OverCap::No | OverCap::Skipping => None,
+        OverCap::Discarding(discarded) => {
+            let allowed = max.saturating_mul(2);
+            if discarded.size().saturating_add(bytes.len()) > allowed {
+                let frame = too_large_past_the_allowance(max, number);
+                *over_cap = OverCap::Skipping;
+                Some(frame)
+            } else {
+                discarded.push(bytes);
+                ends.then(|| too_large_at_its_end(discarded, max, number))
+            }
+        }
+    };
+    if ends {
+        *over_cap = OverCap::No;
+    }
+    frame
+}
+
+/// The first [`HEAD_BYTES`] of a line longer than `max` whose first bytes are `start` then
+/// `more`, never past its byte `max + 1`: what was known when the cap was passed, so the
+/// outcome does not depend on how the line was split into reads.
+fn head_of(max: usize, start: &[u8], more: &[u8]) -> Vec<u8> {
     let mut head = start[..start.len().min(HEAD_BYTES)].to_vec();
-    let wanted = (max + 1).saturating_sub(start.len()).min(more.len());
+    let wanted = max
+        .saturating_add(1)
+        .saturating_sub(start.len())
+        .min(more.len());
     let room = HEAD_BYTES.saturating_sub(head.len()).min(wanted);
     head.extend_from_slice(&more[..room]);
-    Frame::Bad(match request_id_in_prefix(&head) {
-        Some(id) => TransportError::recoverable(
+    head
+}
+
+/// Line `number`, over the `max`-byte cap, named request `id` in its first KiB.
+fn too_large_at_the_cap(id: mcp_core::RequestId, max: usize, number: u64) -> Frame {
+    Frame::Bad(
+        TransportError::recoverable(
             TransportErrorKind::MessageTooLarge,
             format!(
-                "sent a message longer than the {max}-byte limit (max_message_size); it is \
-                 discarded"
+                "sent a message longer than the {max}-byte limit (max_message_size) on line \
+                 {number} of its output; it is discarded"
             ),
         )
         .for_request(Some(id)),
-        None => TransportError::fatal(
+    )
+}
+
+/// Line `number`, over the `max`-byte cap, ended within the allowance: for the request its
+/// ends name, if any.
+fn too_large_at_its_end(discarded: &OversizedMessage, max: usize, number: u64) -> Frame {
+    let id = discarded.request_id();
+    let named = if id.is_some() {
+        ""
+    } else {
+        " that names no request"
+    };
+    Frame::Bad(
+        TransportError::recoverable(
             TransportErrorKind::MessageTooLarge,
             format!(
-                "sent a line longer than the {max}-byte limit (max_message_size) that does not \
-                 name its request at its start; the connection is closed, failing every request \
-                 in flight"
+                "sent a message of {} bytes{named} on line {number} of its output, over the \
+                 {max}-byte limit (max_message_size); it was discarded",
+                discarded.size()
             ),
+        )
+        .for_request(id),
+    )
+}
+
+/// Line `number` passed twice the `max`-byte cap without naming a request in its first KiB.
+fn too_large_past_the_allowance(max: usize, number: u64) -> Frame {
+    let allowed = max.saturating_mul(2);
+    Frame::Bad(TransportError::fatal(
+        TransportErrorKind::MessageTooLarge,
+        format!(
+            "sent a line longer than {allowed} bytes on line {number} of its output, over the \
+             {max}-byte limit (max_message_size), that names no request in its first KiB; the \
+             connection is closed, failing every request in flight"
         ),
-    })
+    ))
 }
 
 /// The buffer of the last shared line if every payload sharing it is gone (cleared, with its
@@ -200,23 +288,15 @@ fn parse_line(line: &[u8], number: u64) -> Frame {
     }
 }
 
-/// A line (number `number` of the output) that is not a JSON-RPC message: not UTF-8 (fatal),
-/// JSON or JSON-RPC-shaped (reported, with the request it names), or neither (skipped).
+/// A line (number `number` of the output) that is not a JSON-RPC message: reported for the
+/// request it names; if it names none, fatal when it is a JSON object that is not UTF-8,
+/// reported without a request when it is JSON, else skipped.
 ///
 /// Only on the failure path, and without building a `serde_json::Value` of the line: a line of
 /// megabytes of `[0,0,…]` would take sixteen times its size as a `Value`.
 fn bad_line(line: &[u8], number: u64, e: mcp_core::jsonrpc::MessageError) -> Frame {
     if let Err(utf8) = std::str::from_utf8(line) {
-        let at = utf8.valid_up_to();
-        return Frame::Bad(TransportError::fatal(
-            TransportErrorKind::InvalidMessage,
-            format!(
-                "sent bytes that are not UTF-8 on line {number} of its output, at byte offset \
-                 {at} of that line (byte 0x{:02x}); JSON-RPC messages are UTF-8 text, so the \
-                 connection is closed, failing every request in flight",
-                line[at]
-            ),
-        ));
+        return not_utf8(line, number, utf8.valid_up_to());
     }
     if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
         return Frame::Bad(
@@ -236,17 +316,55 @@ fn bad_line(line: &[u8], number: u64, e: mcp_core::jsonrpc::MessageError) -> Fra
     }
 }
 
+/// Line `number`, whose first byte that is not UTF-8 is at offset `at`: fails the request it
+/// names; a JSON object naming none is fatal (an answer was lost, and nothing tells whose);
+/// anything else is a log line in another encoding, skipped.
+fn not_utf8(line: &[u8], number: u64, at: usize) -> Frame {
+    let where_ = format!(
+        "bytes that are not UTF-8 on line {number} of its output, at byte offset {at} of that \
+         line (byte 0x{:02x})",
+        line.get(at).copied().unwrap_or_default()
+    );
+    if let Some(id) = request_id_of(line) {
+        return Frame::Bad(
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!(
+                    "sent {where_} in a message naming request {id}; JSON-RPC messages are \
+                     UTF-8 text, so it is discarded"
+                ),
+            )
+            .for_request(Some(id)),
+        );
+    }
+    if line.trim_ascii_start().first() == Some(&b'{') {
+        return Frame::Bad(TransportError::fatal(
+            TransportErrorKind::InvalidMessage,
+            format!(
+                "sent {where_} in a message that names no request; JSON-RPC messages are UTF-8 \
+                 text, so the connection is closed, failing every request in flight"
+            ),
+        ));
+    }
+    Frame::Garbage(preview(line))
+}
+
+/// The line's first [`PREVIEW_BYTES`] for the log, bytes that are not UTF-8 replaced, `…` if
+/// cut.
 fn preview(line: &[u8]) -> String {
-    let head = &line[..line.len().min(200)];
-    // Never split a character (the line is UTF-8 here; only the cut can end mid-character).
-    let text = match std::str::from_utf8(head) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
-    };
-    if line.len() > text.len() {
+    let mut end = line.len().min(PREVIEW_BYTES);
+    if end < line.len() {
+        // Never split a character: step back over the continuation bytes at the cut.
+        let floor = end.saturating_sub(3);
+        while end > floor && line[end] & 0xC0 == 0x80 {
+            end -= 1;
+        }
+    }
+    let text = String::from_utf8_lossy(&line[..end]);
+    if end < line.len() {
         format!("{text}…")
     } else {
-        text.to_owned()
+        text.into_owned()
     }
 }
 
@@ -329,12 +447,24 @@ mod tests {
         }
     }
 
+    /// Over-cap lines (`max` 1000): the id first (reported at the cap), the id last within the
+    /// allowance (reported at the line's end), no id within the allowance, the id last past
+    /// the allowance (fatal at 2 × `max`), then a good line.
+    fn over_cap_lines() -> String {
+        let big = "x".repeat(1500);
+        let huge = "x".repeat(2500);
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{\"t\":\"{huge}\"}}}}\n\
+             {{\"result\":{{\"t\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\":\"s\"}}\n\
+             {big}\n\
+             {{\"result\":{{\"t\":\"{huge}\"}},\"jsonrpc\":\"2.0\",\"id\":5}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{}}}}\n"
+        )
+    }
+
     #[tokio::test]
-    async fn oversized_lines_are_reported_for_the_id_at_their_start_and_skipped() {
-        let big = "x".repeat(5000);
-        let data = format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{\"t\":\"{big}\"}}}}\n{{\"result\":{{\"t\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\":\"s\"}}\n{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{}}}}\n"
-        );
+    async fn oversized_lines_fail_the_request_they_name_at_either_end() {
+        let data = over_cap_lines();
         for chunk in [1, 100, 7000] {
             for buffer in [64, 8192] {
                 let got: Vec<String> = frames(data.as_bytes(), chunk, buffer, 1000)
@@ -346,7 +476,10 @@ mod tests {
                     got,
                     vec![
                         "bad:MessageTooLarge:Some(Number(9))".to_owned(),
-                        // The id comes last: nothing names the request when the cap is passed.
+                        // The TypeScript SDK's order: the id comes last, within the allowance.
+                        "bad:MessageTooLarge:Some(String(\"s\"))".to_owned(),
+                        "bad:MessageTooLarge:None".to_owned(),
+                        // The id would come last, but past twice the cap: nothing is waited for.
                         "fatal:MessageTooLarge".to_owned(),
                         "msg:{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}".to_owned(),
                     ],
@@ -356,18 +489,46 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn oversized_line_message_names_the_limit() {
-        let data = format!("{}\n", "y".repeat(3000));
-        let got = frames(data.as_bytes(), 512, 256, 1000).await;
-        match &got[..] {
-            [Frame::Bad(e)] => {
-                assert!(e.message().contains("1000-byte limit"), "{e}");
-                assert_eq!(e.kind(), TransportErrorKind::MessageTooLarge);
-                assert!(e.is_fatal(), "no request is named: {e}");
+    #[test]
+    fn over_cap_outcomes_do_not_depend_on_how_the_bytes_were_read() {
+        let mut data = over_cap_lines().into_bytes();
+        data.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"a\xffb\"}\ncaf\xe9\n{\xff}\n",
+        );
+        data.extend_from_slice(&[b'x'; 2100]);
+        let whole = crate::fuzzing::frames(&data, data.len(), data.len() + 1, 1000);
+        assert_eq!(whole.len(), 9, "{whole:#?}");
+        for read_size in 1..=300 {
+            for buffer in [1, 7, 64, 1000, 1001, 4096] {
+                assert_eq!(
+                    crate::fuzzing::frames(&data, read_size, buffer, 1000),
+                    whole,
+                    "reads of {read_size} through a {buffer}-byte buffer"
+                );
             }
-            other => panic!("{other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn over_cap_messages_name_the_limit_and_what_happens() {
+        let data = over_cap_lines();
+        let got = frames(data.as_bytes(), 512, 256, 1000).await;
+        let messages: Vec<String> = got
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Bad(e) => Some(e.message().to_owned()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(messages.len(), 4, "{messages:#?}");
+        for message in &messages {
+            assert!(message.contains("1000-byte limit"), "{message}");
+            assert!(message.contains("max_message_size"), "{message}");
+        }
+        assert!(messages[1].contains("line 2"), "{}", messages[1]);
+        assert!(messages[1].contains("1544 bytes"), "{}", messages[1]);
+        assert!(messages[3].contains("2000 bytes"), "{}", messages[3]);
+        assert!(messages[3].contains("closed"), "{}", messages[3]);
     }
 
     /// Never ends and never sends a newline: `x` forever.
@@ -393,12 +554,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_endless_line_is_reported_once_it_passes_the_cap() {
-        for (head, expected) in [
-            (&b""[..], "fatal:MessageTooLarge"),
+    async fn an_endless_line_is_reported_after_a_bounded_amount_of_input() {
+        // (its first bytes, the outcome, how far it is read before the outcome)
+        for (head, expected, read_at_most) in [
+            (&b""[..], "fatal:MessageTooLarge", 200_000),
+            (&b"{\"result\":\""[..], "fatal:MessageTooLarge", 200_000),
             (
                 &b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\""[..],
                 "bad:MessageTooLarge:Some(Number(4))",
+                100_000,
             ),
         ] {
             let source = Endless {
@@ -408,8 +572,11 @@ mod tests {
             let mut lines = LineReader::new(BufReader::with_capacity(1000, source), 100_000);
             let frame = lines.next_frame().await.unwrap().unwrap();
             assert_eq!(describe(&frame), expected);
-            // Discarded as it arrived: nothing of it was kept.
+            // Discarded as it arrived: nothing of it was kept but its ends.
             assert_eq!(lines.line.capacity(), 0);
+            // Read no further than the point where the outcome is known (plus one read).
+            let sent = lines.inner.get_ref().sent;
+            assert!(sent <= read_at_most + 1000, "{sent} bytes read");
             match frame {
                 Frame::Bad(e) => assert!(e.message().contains("100000-byte limit"), "{e}"),
                 other => panic!("{other:?}"),
@@ -418,27 +585,73 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn invalid_utf8_is_fatal_and_names_the_line_and_byte() {
-        let data = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"ab\xffc\"}\n";
+    async fn a_line_that_is_not_utf8_fails_the_request_it_names() {
+        // The id before the bad byte, and the id last (the TypeScript SDK's order).
+        let data = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"ab\xffc\"}\n{\"result\":\"\xff\",\"jsonrpc\":\"2.0\",\"id\":2}\n";
         for chunk in [1, 5, 1000] {
             for buffer in [8, 8192] {
                 let got = frames(data, chunk, buffer, 1 << 20).await;
-                assert_eq!(got.len(), 2, "chunk {chunk} buffer {buffer}");
+                assert_eq!(
+                    got.iter().map(describe).collect::<Vec<_>>(),
+                    [
+                        "msg:{\"jsonrpc\":\"2.0\",\"method\":\"m\"}",
+                        "bad:InvalidMessage:Some(Number(1))",
+                        "bad:InvalidMessage:Some(Number(2))",
+                    ],
+                    "chunk {chunk} buffer {buffer}"
+                );
                 let Frame::Bad(e) = &got[1] else {
                     panic!("{:?}", got[1])
                 };
-                assert!(e.is_fatal());
-                assert_eq!(e.kind(), TransportErrorKind::InvalidMessage);
+                assert!(e.message().contains("not UTF-8"), "{e}");
                 assert!(e.message().contains("line 2 of its output"), "{e}");
                 assert!(e.message().contains("byte offset 36"), "{e}");
                 assert!(e.message().contains("0xff"), "{e}");
             }
         }
-        let got = frames(b"\xfe\xfe\n", 7, 64, 100).await;
-        assert_eq!(
-            got.iter().map(describe).collect::<Vec<_>>(),
-            ["fatal:InvalidMessage"]
-        );
+    }
+
+    #[tokio::test]
+    async fn a_json_object_that_is_not_utf8_and_names_no_request_is_fatal() {
+        let data = b"{\"jsonrpc\":\"2.0\",\"result\":\"ab\xffc\"}\n";
+        for chunk in [1, 1000] {
+            let got = frames(data, chunk, 8, 1 << 20).await;
+            let [Frame::Bad(e)] = &got[..] else {
+                panic!("{got:?}")
+            };
+            assert!(e.is_fatal(), "{e}");
+            assert_eq!(e.kind(), TransportErrorKind::InvalidMessage);
+            assert!(e.message().contains("line 1 of its output"), "{e}");
+            assert!(e.message().contains("byte offset 29"), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn other_lines_that_are_not_utf8_are_skipped_with_a_lossy_preview() {
+        let data = b"caf\xe9 ready on port 8080\n\xfe\xfe\xfe\n  [\xff]\n";
+        for chunk in [1, 4, 1000] {
+            let got: Vec<String> = frames(data, chunk, 8, 1 << 20)
+                .await
+                .iter()
+                .map(describe)
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    "garbage:caf\u{fffd} ready on port 8080",
+                    "garbage:\u{fffd}\u{fffd}\u{fffd}",
+                    "garbage:  [\u{fffd}]",
+                ],
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_preview_never_splits_a_character_at_its_cut() {
+        let line = format!("{}é and more", "a".repeat(199));
+        assert_eq!(preview(line.as_bytes()), format!("{}…", "a".repeat(199)));
+        assert_eq!(preview(b"short \xff"), "short \u{fffd}");
     }
 
     #[tokio::test]

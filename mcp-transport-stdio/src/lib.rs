@@ -8,7 +8,8 @@
 //! - [`StdioTransport`]: the [`mcp_core::Transport`] over a child process.
 //! - [`StdioConnector`], [`StdioFactory`]: a new child per connection, for pools, supervisors
 //!   and registries of transports (`type: "stdio"`).
-//! - framing: newline-delimited JSON with a message-size cap; non-JSON lines are skipped.
+//! - framing: newline-delimited JSON with a message-size cap; each line becomes a message, an
+//!   error for the request it names (or a fatal one), or a skipped log line (below).
 //! - process: the child's process group and its shutdown (stdin EOF → SIGTERM → SIGKILL).
 //! - stderr: the ring buffer of the child's stderr, bounded while it is read.
 //! - fuzzing (hidden): the framing reached without a child, for the targets in `fuzz/`.
@@ -29,17 +30,31 @@
 //! # A server that misbehaves
 //!
 //! What the client holds stays bounded, and a call ends as soon as its cause is known:
-//! - **stdout**: a line is read up to [`StdioServerConfig::max_message_size`] and no further.
-//!   One that passes the cap is reported at that moment, not at its end (an endless line has
-//!   none): when its first bytes name the request it answers (`{"jsonrpc":"2.0","id":5,…`), that
-//!   request fails with a protocol error and the connection goes on; otherwise (`{"result":…`
-//!   with the id last, or no id at all) the error is fatal, since nothing tells which request to
-//!   fail. A line that is not UTF-8 is fatal too, naming its line and the byte offset of the bad
-//!   byte. A fatal error ends the transport: every request in flight fails at once with it
+//! - **stdout**: a line is read up to [`StdioServerConfig::max_message_size`] (`max`) and no
+//!   further; what it becomes depends on its bytes only, never on how they arrived:
+//!   - over the cap, with its first KiB naming the request it answers
+//!     (`{"jsonrpc":"2.0","id":5,…`): that request fails with a protocol error as soon as the
+//!     cap is passed (the line's end is not waited for), the rest of the line is discarded as it
+//!     arrives, and the connection goes on;
+//!   - over the cap, naming no request in its first KiB (`{"result":…`, the TypeScript SDK's
+//!     order, with the id last): discarded as it arrives, keeping only its first and last KiB,
+//!     with an allowance of another `max` bytes to end. If it ends within `2 × max` bytes, the
+//!     request its ends name (the id as its last member) fails with a protocol error (none if
+//!     they name none) and the connection goes on; once it passes `2 × max` bytes (an endless
+//!     line), the error is fatal, naming the cap: an endless line ends the connection after
+//!     `2 × max` bytes, not at a timeout;
+//!   - not UTF-8: when it names a request (member by member, or as its last member), that
+//!     request fails with a protocol error naming the line number and the byte offset of the
+//!     first bad byte, and the connection goes on; a JSON object naming none is fatal (an answer
+//!     was lost and nothing tells whose); anything else (a log line in Latin-1, binary output)
+//!     is logged with its bad bytes replaced and skipped;
+//!   - JSON but not JSON-RPC, or JSON-RPC-shaped but broken: fails the request it names; other
+//!     lines (a stray `console.log`) are logged and skipped.
+//!
+//!   A fatal error ends the transport: every request in flight fails at once with it
 //!   ([`mcp_core::ErrorKind::Protocol`], naming the server), nothing more is read from the child,
-//!   and closing or dropping the transport stops it as usual. A line that is JSON but not
-//!   JSON-RPC, or JSON-RPC-shaped but broken, fails the request it names; other lines (a stray
-//!   `console.log`) are logged and skipped.
+//!   and closing or dropping the transport stops it as usual. The client holds at most one line
+//!   of `max` bytes (plus 3 KiB of an over-cap line's ends) at a time.
 //! - **stderr**: read as it comes, whatever the child writes (the child never blocks on a full
 //!   pipe); a line keeps at most 4 KiB, text after a carriage return starts the line over (a
 //!   progress bar keeps its latest state), and the tail keeps

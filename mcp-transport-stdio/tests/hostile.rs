@@ -1,6 +1,6 @@
 //! Hostile stdio servers: a small Python server that answers the `initialize` handshake, then
-//! misbehaves on the tool called (endless stderr, bytes that are not UTF-8, an endless line,
-//! unknown and duplicate answers, deep nesting, a huge id, floods, a grandchild holding the
+//! misbehaves on the tool called (endless stderr, bytes that are not UTF-8, over-cap answers and
+//! an endless line, unknown and duplicate answers, deep nesting, a huge id, floods, a grandchild holding the
 //! pipes). For every case the call ends with a clear, correctly classified error no later than
 //! its deadline (or is answered), the client's memory stays under the stated bound (counted by
 //! [`PeakAlloc`], deterministic), the session is left as the crate documents (a fatal framing
@@ -34,8 +34,10 @@ const CALL_DEADLINE: Duration = Duration::from_secs(60);
 const BOUND: usize = 4 * CAP;
 
 /// The hostile server. Tools: `echo`, `stderr` (`n` bytes of `pattern` on stderr, then an
-/// answer), `invalid_utf8` (an answer with a byte that is not UTF-8), `binary_line` (a line of
-/// such bytes, no answer), `endless_line` (`x` forever, no newline), `unknown_id`,
+/// answer), `invalid_utf8` (an answer with a byte that is not UTF-8; `id_last` puts its id
+/// last, as the TypeScript SDK does; `no_id` names no request), `binary_line` (lines of such
+/// bytes that are no JSON, then an answer), `big_answer` (an answer whose text is `n` bytes,
+/// its id last), `endless_line` (`x` forever, no newline), `unknown_id`,
 /// `duplicate_id`, `deep` (a result nested `n` deep), `huge_id` (an answer with an `n`-byte id
 /// first), `big_array` (an `n`-element JSON array line first), `flood` (`n` notifications and `n`
 /// pings first), `grandchild` (starts `sleep 600` sharing the pipes; answers its pid), `exit`.
@@ -69,9 +71,22 @@ def call(id, name, args):
         err.flush()
         answer(id, "flooded")
     elif name == "invalid_utf8":
-        write(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"a\xffb"}]}}\n' % id)
+        result = b'{"content":[{"type":"text","text":"a\xffb"}]}'
+        if args.get("no_id"):
+            write(b'{"jsonrpc":"2.0","result":' + result + b"}\n")
+        elif args.get("id_last"):
+            write(b'{"result":' + result + b',"jsonrpc":"2.0","id":%d}\n' % id)
+        else:
+            write(b'{"jsonrpc":"2.0","id":%d,"result":' % id + result + b"}\n")
     elif name == "binary_line":
         write(b"\xfe\xfe\xfe\n")
+        write(b"caf\xe9 listening (a Latin-1 log line)\n")
+        answer(id, "after binary lines")
+    elif name == "big_answer":
+        # The TypeScript SDK's order and compact form: the id comes last.
+        result = {"content": [{"type": "text", "text": "x" * n}]}
+        write(json.dumps({"result": result, "jsonrpc": "2.0", "id": id},
+                         separators=(",", ":")).encode() + b"\n")
     elif name == "endless_line":
         chunk = b"x" * CHUNK
         while True:
@@ -256,30 +271,108 @@ async fn endless_stderr_lines_are_drained_in_bounded_memory() {
 }
 
 #[tokio::test]
-async fn an_answer_that_is_not_utf8_fails_at_once_and_closes_the_session() {
+async fn an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session_goes_on() {
     let _one = ONE_AT_A_TIME.lock().await;
-    for tool in ["invalid_utf8", "binary_line"] {
-        let (session, pid) = connect().await;
-        let (outcome, _, peak) = measured(&session, tool, json!({})).await;
+    let (session, pid) = connect().await;
+    for (case, arguments) in [
+        ("id first", json!({})),
+        ("id last", json!({"id_last": true})),
+    ] {
+        let (outcome, took, peak) = measured(&session, "invalid_utf8", arguments).await;
         let err = outcome.expect_err("bytes that are not UTF-8 are no answer");
-        assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+        assert_eq!(err.kind(), ErrorKind::Protocol, "{case}: {err}");
+        assert!(took < CALL_DEADLINE, "{case}: ended before its deadline");
         assert!(err.message().contains("MCP server `hostile`"), "{err}");
         assert!(err.message().contains("not UTF-8"), "{err}");
         assert!(err.message().contains("byte offset"), "{err}");
-        assert_bounded(peak, tool);
-        assert!(session.is_closed(), "the output cannot be trusted any more");
-        close(session, pid).await;
+        assert!(err.message().contains("of its output"), "{err}");
+        assert_bounded(peak, case);
     }
+    assert_still_serving(&session).await;
+    close(session, pid).await;
 }
 
 #[tokio::test]
-async fn an_endless_line_fails_the_call_once_it_passes_the_cap() {
+async fn a_message_that_is_not_utf8_and_names_no_request_closes_the_session() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    let (outcome, took, peak) = measured(&session, "invalid_utf8", json!({"no_id": true})).await;
+    let err = outcome.expect_err("an answer was lost, and nothing tells whose");
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(took < CALL_DEADLINE, "ended before its deadline: {took:?}");
+    assert!(err.message().contains("MCP server `hostile`"), "{err}");
+    assert!(err.message().contains("not UTF-8"), "{err}");
+    assert!(err.message().contains("byte offset"), "{err}");
+    assert_bounded(peak, "no id");
+    assert!(session.is_closed(), "the output cannot be trusted any more");
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn log_lines_that_are_not_utf8_are_skipped() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    let (outcome, _, peak) = measured(&session, "binary_line", json!({})).await;
+    assert_eq!(outcome.expect("answered").text(), "after binary lines");
+    assert_bounded(peak, "binary lines");
+    assert_still_serving(&session).await;
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn an_over_cap_answer_with_its_id_last_fails_only_its_call() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    // Past the cap, but ending within the allowance of another `CAP` bytes.
+    let (outcome, took, peak) = measured(&session, "big_answer", json!({"n": CAP + CAP / 2})).await;
+    let err = outcome.expect_err("an answer over the cap is discarded");
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(took < CALL_DEADLINE, "ended before its deadline: {took:?}");
+    assert!(err.message().contains("MCP server `hostile`"), "{err}");
+    assert!(
+        err.message().contains(&format!("{CAP}-byte limit")),
+        "{err}"
+    );
+    assert_bounded(peak, "big answer, id last");
+    assert!(!session.is_closed(), "only the call fails");
+    assert_still_serving(&session).await;
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn an_over_cap_answer_past_the_allowance_closes_the_session_at_twice_the_cap() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    let (outcome, took, peak) = measured(&session, "big_answer", json!({"n": 3 * CAP})).await;
+    let err = outcome.expect_err("nothing named the request in time");
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(took < CALL_DEADLINE, "ended before its deadline: {took:?}");
+    assert!(err.message().contains("MCP server `hostile`"), "{err}");
+    assert!(
+        err.message().contains(&format!("{CAP}-byte limit")),
+        "{err}"
+    );
+    assert!(
+        err.message().contains(&format!("{} bytes", 2 * CAP)),
+        "{err}"
+    );
+    assert_bounded(peak, "big answer past the allowance");
+    assert!(session.is_closed());
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn an_endless_line_fails_the_call_once_it_passes_twice_the_cap() {
     let _one = ONE_AT_A_TIME.lock().await;
     let (session, pid) = connect().await;
     let (outcome, took, peak) = measured(&session, "endless_line", json!({})).await;
     let err = outcome.expect_err("an endless line is no answer");
     assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
-    assert!(took < CALL_DEADLINE, "ended before its deadline: {took:?}");
+    // Known after 2 MiB of input: well before the deadline, however slow the machine.
+    assert!(
+        took < CALL_DEADLINE / 2,
+        "ended well before its deadline: {took:?}"
+    );
     assert!(err.message().contains("MCP server `hostile`"), "{err}");
     assert!(
         err.message().contains(&format!("{CAP}-byte limit")),

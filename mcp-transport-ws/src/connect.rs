@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::config::{Target, WebSocketServerConfig};
-use crate::handshake::{upgrade, Answer, UpgradeRequest};
+use crate::handshake::{upgrade, Answer, UpgradeRequest, ERROR_DETAIL_CHARS};
 use crate::stream::NetStream;
 
 /// An open WebSocket to an MCP server.
@@ -111,7 +111,10 @@ pub(crate) async fn open_socket(
                         target.display,
                         challenge
                             .www_authenticate
-                            .map(|c| format!(" (WWW-Authenticate: {c})"))
+                            .map(|c| format!(
+                                " (WWW-Authenticate: {})",
+                                mcp_core::redact::excerpt(c.as_bytes(), ERROR_DETAIL_CHARS)
+                            ))
                             .unwrap_or_default()
                     ),
                 ))

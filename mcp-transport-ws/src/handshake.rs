@@ -22,8 +22,8 @@ pub const SUBPROTOCOL: &str = "mcp";
 const MAX_RESPONSE_HEAD: usize = 16 * 1024;
 /// The most response headers parsed.
 const MAX_HEADERS: usize = 64;
-/// How many characters of a refusal's body go into the error.
-const ERROR_DETAIL_CHARS: usize = 200;
+/// How many characters of a refusal's body (or of its `WWW-Authenticate`) go into the error.
+pub(crate) const ERROR_DETAIL_CHARS: usize = 200;
 
 /// One upgrade request.
 pub(crate) struct UpgradeRequest<'a> {
@@ -190,8 +190,9 @@ fn parse_answer(buf: &[u8], key: &str, display: &str) -> Result<Option<Answer>, 
             }))
         }
         _ => {
-            let body = String::from_utf8_lossy(&buf[head_len..]);
-            let detail: String = body.trim().chars().take(ERROR_DETAIL_CHARS).collect();
+            // The server's text: redacted (it may echo the credentials it was sent), capped,
+            // without control characters.
+            let detail = mcp_core::redact::excerpt(&buf[head_len..], ERROR_DETAIL_CHARS);
             let hint = match status {
                 404 => "; check the URL's path".to_owned(),
                 300..=399 => format!(
@@ -398,6 +399,20 @@ mod tests {
             assert!(e.message().contains(expected), "{expected:?} in {e}");
             assert!(!e.message().contains("s3cret"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_refusal_body_echoing_credentials_is_redacted_in_the_error() {
+        let answer = b"HTTP/1.1 500 Internal Server Error\r\n\r\nyou sent \
+                       Authorization: Bearer SECRET-BEARER-1 and \x1b[2J{\"api_key\":\"SECRET-2\"}";
+        let e = parse_answer(answer, "KEY", "ws://h/mcp").unwrap_err();
+        assert!(e.message().contains("HTTP 500"), "{e}");
+        assert!(e.message().contains("you sent"), "{e}");
+        assert!(!e.message().contains("SECRET"), "a credential leaked: {e}");
+        assert!(
+            !e.message().contains('\x1b'),
+            "a control character got through: {e:?}"
+        );
     }
 
     #[test]

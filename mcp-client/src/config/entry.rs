@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use super::endpoints::{check_endpoint_urls, read_endpoints};
 use super::error::{ConfigError, ConfigErrorKind};
 use super::fields::{Ctx, Obj};
-use super::model::{DpopSetting, OAuthSettings, ServerConfig, TransportConfig};
+use super::model::{
+    AddressPolicySetting, DpopSetting, OAuthSettings, ServerConfig, TransportConfig,
+};
 use super::node::Node;
 use super::settings::{
     BreakerSettings, HarnessSettings, PoolSettings, RateLimitScope, RateLimitSettings,
@@ -411,6 +413,46 @@ fn read_oauth(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<OAuthSettings, ConfigError
             ))
         }
     };
+    let resource_metadata_origins =
+        match oauth.string_list(ctx, "resource_metadata_origins", true)? {
+            None => Vec::new(),
+            Some(origins) => {
+                for (i, origin) in origins.iter().enumerate() {
+                    let host_and_rest = origin
+                        .strip_prefix("https://")
+                        .or_else(|| origin.strip_prefix("http://"));
+                    if !host_and_rest.is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+                    {
+                        return Err(ctx.error(
+                            ConfigErrorKind::Invalid,
+                            &format!("{}[{i}]", oauth.path("resource_metadata_origins")),
+                            format!(
+                                "expected an https origin such as \"https://auth.example.com\", \
+                             found {:?}",
+                                mcp_core::auth::redact_url(origin)
+                            ),
+                        ));
+                    }
+                }
+                origins
+            }
+        };
+    let address_policy = match oauth.string(ctx, "address_policy")?.as_deref() {
+        None | Some("auto") => AddressPolicySetting::Auto,
+        Some("public") => AddressPolicySetting::Public,
+        Some("local-network") => AddressPolicySetting::LocalNetwork,
+        Some("link-local") => AddressPolicySetting::LinkLocal,
+        Some(other) => {
+            return Err(ctx.error(
+                ConfigErrorKind::Invalid,
+                &oauth.path("address_policy"),
+                format!(
+                    "expected \"auto\" (decided by the server's own addresses), \"public\", \
+                     \"local-network\" or \"link-local\", found {other:?}"
+                ),
+            ))
+        }
+    };
     let settings = OAuthSettings {
         disabled: false,
         client_id: either("client_id", "clientId")?,
@@ -422,6 +464,8 @@ fn read_oauth(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<OAuthSettings, ConfigError
         resource: either("resource", "resource_url")?,
         token_env: either("token_env", "tokenEnv")?,
         dpop,
+        resource_metadata_origins,
+        address_policy,
     };
     oauth.log_unknown(ctx);
     Ok(settings)

@@ -61,8 +61,8 @@ pub use load::{
     MAX_CONFIG_BYTES,
 };
 pub use model::{
-    ClientConfig, DpopSetting, EndpointConfig, OAuthSettings, ServerConfig, StoreConfig,
-    TransportConfig,
+    AddressPolicySetting, ClientConfig, DpopSetting, EndpointConfig, OAuthSettings, ServerConfig,
+    StoreConfig, TransportConfig,
 };
 pub use settings::{
     BreakerSettings, HarnessSettings, PoolSettings, RateLimitScope, RateLimitSettings,

@@ -1,7 +1,8 @@
 //! The configuration model every format is read into.
 //!
 //! `Debug` never prints `env` or `headers` values (they hold tokens): keys are shown, values read
-//! `"<redacted>"`; URLs are shown without user info, query or fragment.
+//! `"<redacted>"`; a stdio server's arguments are shown as their count only; URLs are shown
+//! without user info, query or fragment.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -158,6 +159,28 @@ pub struct OAuthSettings {
     pub token_env: Option<String>,
     /// When tokens are bound to a DPoP key (`dpop`: `auto`, `always`, `never`).
     pub dpop: DpopSetting,
+    /// Origins besides the server's own where its 401's `resource_metadata` may point
+    /// (`resource_metadata_origins`: a list of http(s) URLs, only their origins count).
+    pub resource_metadata_origins: Vec<String>,
+    /// Which addresses OAuth requests to other origins may go to (`address_policy`).
+    pub address_policy: AddressPolicySetting,
+}
+
+/// `oauth.address_policy`: which addresses the OAuth requests of a server may go to, besides
+/// its own origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AddressPolicySetting {
+    /// `auto`: decided by the server's own addresses (a server on a local network may use
+    /// authorization servers there too; a public one only public ones).
+    #[default]
+    Auto,
+    /// `public`: public addresses only.
+    Public,
+    /// `local-network`: loopback, private and shared (CGNAT) addresses too, e.g. a public
+    /// MCP server whose authorization server is inside the user's network.
+    LocalNetwork,
+    /// `link-local`: link-local addresses (169.254.0.0/16, fe80::/10) too.
+    LinkLocal,
 }
 
 /// `oauth.dpop`: when access tokens are bound to a DPoP key (RFC 9449), so a leaked token is
@@ -192,6 +215,15 @@ impl fmt::Debug for OAuthSettings {
             )
             .field("token_env", &self.token_env)
             .field("dpop", &self.dpop)
+            .field(
+                "resource_metadata_origins",
+                &self
+                    .resource_metadata_origins
+                    .iter()
+                    .map(|u| mcp_core::auth::redact_url(u))
+                    .collect::<Vec<_>>(),
+            )
+            .field("address_policy", &self.address_policy)
             .finish()
     }
 }
@@ -367,7 +399,11 @@ impl fmt::Debug for TransportConfig {
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
-                .field("args", args)
+                // Arguments often carry keys (`--api-key=…`): only their count is shown.
+                .field(
+                    "args",
+                    &format_args!("<{} arguments, redacted>", args.len()),
+                )
                 .field("env", &Redacted(env))
                 .field("cwd", cwd)
                 .finish(),
@@ -405,7 +441,7 @@ mod tests {
     fn debug_redacts_env_and_header_values() {
         let stdio = TransportConfig::Stdio {
             command: "npx".into(),
-            args: vec!["-y".into()],
+            args: vec!["-y".into(), "--api-key=ak-secret321".into()],
             env: BTreeMap::from([("GITHUB_TOKEN".into(), "ghp_secret123".into())]),
             cwd: None,
         };
@@ -419,12 +455,14 @@ mod tests {
         };
         for text in [format!("{config:?}"), format!("{config:#?}")] {
             assert!(!text.contains("ghp_secret123"), "{text}");
+            assert!(!text.contains("ak-secret321"), "{text}");
             assert!(!text.contains("sk-secret456"), "{text}");
             assert!(!text.contains("pw-secret789"), "{text}");
             assert!(!text.contains("q-secret000"), "{text}");
         }
         let text = format!("{:?}", config.servers[0].transport);
         assert!(text.contains(r#""GITHUB_TOKEN": "<redacted>""#), "{text}");
+        assert!(text.contains("<2 arguments, redacted>"), "{text}");
         assert!(text.contains("npx"));
         let text = format!("{:?}", config.servers[1]);
         assert!(text.contains(r#""Authorization": "<redacted>""#), "{text}");

@@ -21,6 +21,8 @@ enum Plan {
     Refuse,
     /// The server refuses the credentials.
     Deny,
+    /// The server answers, but not as MCP.
+    Garble,
 }
 
 /// Scripts the servers a [`Scripted`] connector connects to.
@@ -66,6 +68,10 @@ impl Connector for Scripted {
                 Err(Error::network("connection refused").with_delivery(Delivery::NotSent))
             }
             Plan::Deny => Err(Error::new(ErrorKind::Auth, "HTTP 401")),
+            Plan::Garble => Err(Error::new(
+                ErrorKind::Protocol,
+                "the server answered with Content-Type text/html, not JSON or an event stream",
+            )),
             Plan::Serve => {
                 let (transport, end) = ChannelTransport::pair(64);
                 let task = tokio::spawn(serve(end, script.clone()));
@@ -267,6 +273,30 @@ async fn start_up_retries_once_at_once_and_a_refused_start_is_unavailable() {
         err.clone().with_subject("s__echo").agent_message(),
         "tool s__echo is unavailable: server not responding"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_unavailable_for_a_protocol_failure_fails_calls_as_protocol_errors() {
+    let script = Arc::new(Script::default());
+    script.plan(&[Plan::Garble, Plan::Garble]);
+    let sup = supervisor(&script, Duration::from_secs(10));
+    sup.start(Arc::new(Recorder::default()));
+    sup.started(Duration::from_secs(60)).await;
+    assert!(matches!(
+        sup.snapshot().status,
+        ServerStatus::Unavailable {
+            kind: ErrorKind::Protocol,
+            ..
+        }
+    ));
+    let err = sup
+        .ready_session(Instant::now() + Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.was_never_sent());
+    assert!(err.message().contains("is unavailable"), "{err}");
+    assert!(err.message().contains("Content-Type text/html"), "{err}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -2,8 +2,10 @@
 //! paginated listing uses (the `list_all_*` methods, the modern era's re-listing of tools,
 //! `skills/list`).
 
+use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
 use std::future::Future;
+use std::hash::BuildHasher;
 
 use crate::error::Error;
 
@@ -19,6 +21,12 @@ const CURSOR_QUOTE_CHARS: usize = 64;
 /// naming `method` as soon as the server returns a cursor it returned before (which would loop
 /// forever), quoting the cursor (its first 64 characters), and when there are more than
 /// `max_pages` pages (at least one page is always read).
+///
+/// Each cursor is remembered as a 64-bit hash, not as its text: a server's cursors can be as
+/// long as a message may be, and `max_pages` of them would be held at once. Two distinct
+/// cursors with the same hash would end the listing early with the repeated-cursor error
+/// (never a wrong page); the hash's keys are random per listing, so a server cannot choose
+/// cursors that collide, and by chance it is about one in 10¹⁶ for a 100-page listing.
 ///
 /// ```
 /// # tokio_test_block_on(async {
@@ -47,6 +55,7 @@ where
     Fut: Future<Output = Result<(Vec<T>, Option<String>), Error>>,
 {
     let mut items = Vec::new();
+    let hash_keys = RandomState::new();
     let mut seen = HashSet::new();
     let mut cursor = None;
     for _ in 0..max_pages.max(1) {
@@ -55,7 +64,7 @@ where
         match next {
             None => return Ok(items),
             Some(next) => {
-                if !seen.insert(next.clone()) {
+                if !seen.insert(hash_keys.hash_one(&next)) {
                     return Err(Error::protocol(format!(
                         "{method}: the server repeated cursor {}; stopping to avoid an endless loop",
                         quote_cursor(&next)
@@ -70,7 +79,8 @@ where
     )))
 }
 
-/// `"cursor"`, or its first [`CURSOR_QUOTE_CHARS`] characters and the length of the rest.
+/// `"cursor"`, or its first [`CURSOR_QUOTE_CHARS`] characters followed by the whole cursor's
+/// length in bytes.
 fn quote_cursor(cursor: &str) -> String {
     match cursor.char_indices().nth(CURSOR_QUOTE_CHARS) {
         None => format!("{cursor:?}"),

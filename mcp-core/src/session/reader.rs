@@ -66,8 +66,10 @@ pub(super) async fn run_reader(
             Some(Ok(message)) => dispatch(&shared, notifications.as_ref(), message),
             Some(Err(e)) if !e.is_fatal() => {
                 tracing::warn!(error = %e, "skipping a bad message from the server");
-                if let Some(RequestId::Number(id)) = e.request_id() {
-                    shared.pending.complete(*id, Err(Error::from(e.clone())));
+                // Read as an answer's id is (`dispatch`): "5" from a server that writes ids
+                // back as strings is this client's request 5, on every transport.
+                if let Some(id) = e.request_id().and_then(RequestId::as_client_id) {
+                    shared.pending.complete(id, Err(Error::from(e.clone())));
                 }
             }
             // Every request still pending was handed to the transport: whatever the failure

@@ -1412,3 +1412,85 @@ fn spliced_params_are_written_as_valid_json() {
         serde_json::to_string(&message).unwrap()
     );
 }
+
+/// A [`ChannelTransport`] whose receiver also delivers the errors a test injects, as a
+/// transport reports a message it could not read.
+struct WithInjectedErrors {
+    inner: ChannelTransport,
+    errors: tokio::sync::mpsc::Receiver<crate::TransportError>,
+}
+
+struct InjectingReceiver {
+    inner: crate::transport::ChannelReceiver,
+    errors: tokio::sync::mpsc::Receiver<crate::TransportError>,
+}
+
+#[async_trait::async_trait]
+impl TransportReceiver for InjectingReceiver {
+    async fn receive(&mut self) -> Option<Result<Message, crate::TransportError>> {
+        tokio::select! {
+            Some(e) = self.errors.recv() => Some(Err(e)),
+            message = self.inner.receive() => message,
+        }
+    }
+}
+
+impl Transport for WithInjectedErrors {
+    type Sender = crate::transport::ChannelSender;
+    type Receiver = InjectingReceiver;
+    fn split(self) -> (Self::Sender, InjectingReceiver) {
+        let (sender, inner) = self.inner.split();
+        let receiver = InjectingReceiver {
+            inner,
+            errors: self.errors,
+        };
+        (sender, receiver)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_answer_naming_its_request_as_a_numeric_string_fails_it_at_once() {
+    let (transport, end) = ChannelTransport::pair(8);
+    let (inject, errors) = tokio::sync::mpsc::channel(4);
+    let mut server = FakeServer { end };
+    let server_task = tokio::spawn(async move {
+        server.handshake("2025-11-25").await;
+        server
+    });
+    let transport = WithInjectedErrors {
+        inner: transport,
+        errors,
+    };
+    let session = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .expect("connects");
+    let mut server = server_task.await.unwrap();
+    let deadline = Duration::from_secs(30);
+    let options = RequestOptions::new().with_timeout(deadline);
+    let started = Instant::now();
+    let call = tokio::spawn({
+        let s = session.clone();
+        async move { s.call_tool("t", None, options).await }
+    });
+    let request = server.expect_request("tools/call").await;
+    let RequestId::Number(n) = request.id else {
+        panic!("the client sends numeric ids: {:?}", request.id)
+    };
+    // What any transport reports for `{"jsonrpc":"2.0","id":"<n>","result":<broken>`: the id
+    // as the server wrote it, a string.
+    let broken = crate::TransportError::recoverable(
+        crate::transport::TransportErrorKind::InvalidMessage,
+        "the server sent invalid JSON-RPC message: nested too deep",
+    )
+    .for_request(Some(RequestId::from(n.to_string().as_str())));
+    inject.send(broken).await.unwrap();
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.message().contains("nested too deep"), "{err}");
+    assert!(
+        Instant::now() - started < deadline,
+        "ended by its deadline, not by the broken answer"
+    );
+    assert_eq!(session.pending_requests(), 0);
+    session.close().await;
+}

@@ -3,12 +3,16 @@
 //!
 //! A transport that caps message size discards an oversized message as it arrives, without
 //! buffering it. [`OversizedMessage`] keeps only its size and its first and last KiB, and finds
-//! the request id there without parsing the message: before the `result` / `error` member
-//! (`{"jsonrpc":"2.0","id":5,"result":…`, as most servers write it) or as the object's last member
-//! (`…,"jsonrpc":"2.0","id":5}`, as the TypeScript SDK does). An `"id"` anywhere else could
-//! belong to the payload and is not trusted.
+//! the request id there as [`request_id_of`](crate::jsonrpc::request_id_of) does for a message
+//! that did not parse: the first KiB's top-level members are read up to where it is cut, and
+//! name the request when an id and a `result` / `error` member come there
+//! (`{"jsonrpc":"2.0","id":5,"result":…`, as most servers write it); after a `result` / `error`
+//! member with no id yet, the id is trusted as the object's last member
+//! (`…,"jsonrpc":"2.0","id":5}`, as the TypeScript SDK does). A `method` member makes it the
+//! server's request, which answers nothing; an `"id"` anywhere else could belong to the payload
+//! and is not trusted.
 
-use crate::jsonrpc::{Message, RequestId};
+use crate::jsonrpc::{read_answer_head, AnswerHead, Extent, Message, RequestId};
 use crate::transport::{TransportError, TransportErrorKind};
 
 /// Bytes kept from each end of an oversized message.
@@ -58,8 +62,7 @@ impl OversizedMessage {
 
     /// The request the message answered, if its first or last bytes say so.
     pub fn request_id(&self) -> Option<RequestId> {
-        let tail = &self.tail[self.tail.len().saturating_sub(KEEP)..];
-        id_in_head(&self.head).or_else(|| id_in_tail(tail))
+        answered_request(read_answer_head(&self.head, Extent::Prefix), &self.tail)
     }
 
     /// The non-fatal [`TransportErrorKind::MessageTooLarge`] error for this message, naming its
@@ -92,24 +95,15 @@ pub fn unsent_oversized(message: &Message, size: usize, max: usize) -> Transport
     .never_sent()
 }
 
-/// `{"jsonrpc":"2.0","id":5,"result":…`: the id before the result starts.
-fn id_in_head(head: &[u8]) -> Option<RequestId> {
-    let text = String::from_utf8_lossy(head);
-    let id_at = text.find("\"id\"")?;
-    let body_at = ["\"result\"", "\"error\"", "\"params\""]
-        .iter()
-        .filter_map(|k| text.find(k))
-        .min()
-        .unwrap_or(usize::MAX);
-    (id_at < body_at)
-        .then(|| parse_id_after(&text[id_at + 4..]))
-        .flatten()
-}
-
-/// The id as the last member of `bytes` (read from their last KiB): the end of a message that
-/// did not parse, for [`request_id_of`](crate::jsonrpc::request_id_of).
-pub(crate) fn id_at_the_end(bytes: &[u8]) -> Option<RequestId> {
-    id_in_tail(&bytes[bytes.len().saturating_sub(KEEP)..])
+/// The request a message answered, from what its first bytes say (`head`) and, when they show
+/// an answer whose id has not come yet, the last KiB of `tail` (the message's end; all of it,
+/// for a whole message that did not parse, see [`request_id_of`](crate::jsonrpc::request_id_of)).
+pub(crate) fn answered_request(head: AnswerHead, tail: &[u8]) -> Option<RequestId> {
+    match head {
+        AnswerHead::Answers(id) => Some(id),
+        AnswerHead::AnswerWithoutId => id_in_tail(&tail[tail.len().saturating_sub(KEEP)..]),
+        AnswerHead::NotAnAnswer | AnswerHead::Unknown => None,
+    }
 }
 
 /// `…},"jsonrpc":"2.0","id":5}`: the id as the object's last member.
@@ -156,11 +150,12 @@ mod tests {
 
     #[test]
     fn ids_are_found_only_at_the_top_level_positions() {
+        let head_only = |head: &[u8]| message(&[head]).request_id();
         assert_eq!(
-            id_in_head(br#"{"jsonrpc":"2.0","id":12,"result":{"#),
+            head_only(br#"{"jsonrpc":"2.0","id":12,"result":{"#),
             Some(RequestId::Number(12))
         );
-        assert_eq!(id_in_head(br#"{"jsonrpc":"2.0","result":{"id":4"#), None);
+        assert_eq!(head_only(br#"{"jsonrpc":"2.0","result":{"id":4"#), None);
         assert_eq!(
             id_in_tail(br#"xx"}]},"jsonrpc":"2.0","id":5}"#),
             Some(RequestId::Number(5))
@@ -217,5 +212,29 @@ mod tests {
         ]);
         assert_eq!(none.request_id(), None);
         assert_eq!(none.error(10).request_id(), None);
+    }
+
+    #[test]
+    fn an_oversized_server_request_names_no_request_of_the_client() {
+        let filler = vec![b'w'; 3000];
+        for head in [
+            // The id first, then the method: a server request, not an answer.
+            &br#"{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"t":""#[..],
+            br#"{"jsonrpc":"2.0","method":"sampling/createMessage","id":5,"params":{"t":""#,
+            // The method first and the id last (the TypeScript SDK's order).
+            br#"{"method":"sampling/createMessage","params":{"t":""#,
+        ] {
+            let request = message(&[head, &filler, br#""},"jsonrpc":"2.0","id":5}"#]);
+            assert_eq!(
+                request.request_id(),
+                None,
+                "{}",
+                String::from_utf8_lossy(head)
+            );
+            assert_eq!(request.error(10).request_id(), None);
+        }
+        // An id before the cut with nothing after it that tells: maybe a request; no id.
+        let unknown = message(&[br#"{"jsonrpc":"2.0","id":5,"_meta":{"t":""#, &filler]);
+        assert_eq!(unknown.request_id(), None);
     }
 }

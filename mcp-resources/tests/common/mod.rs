@@ -26,6 +26,8 @@ struct Script {
     refuse_subscribe: HashSet<String>,
     /// (method, uri) of every request, in order.
     calls: Vec<(String, Option<String>)>,
+    /// ("→ method" on arrival or "← method" on answer, uri), in order.
+    exchanges: Vec<(String, Option<String>)>,
     resources: Vec<Value>,
     templates: Option<Vec<Value>>,
 }
@@ -113,6 +115,27 @@ impl FakeServer {
         lock(&self.script).calls.clone()
     }
 
+    /// What happened to `uri`'s requests, in order: "→ method" when one arrived, "← method"
+    /// when it was answered (a request given up while held is never answered).
+    pub fn exchanges_for(&self, uri: &str) -> Vec<String> {
+        lock(&self.script)
+            .exchanges
+            .iter()
+            .filter(|(_, u)| u.as_deref() == Some(uri))
+            .map(|(what, _)| what.clone())
+            .collect()
+    }
+
+    /// How many `method` requests were answered (for any URI).
+    pub fn answered(&self, method: &str) -> usize {
+        let answer = format!("← {method}");
+        lock(&self.script)
+            .exchanges
+            .iter()
+            .filter(|(what, _)| *what == answer)
+            .count()
+    }
+
     /// Waits until `n` requests in all have arrived.
     pub async fn wait_for_requests(&self, n: usize) {
         let mut requests = self.requests.subscribe();
@@ -124,6 +147,12 @@ impl FakeServer {
 
     pub fn service(&self) -> BoxService {
         Arc::new(self.clone())
+    }
+
+    /// How many handles to this server exist (the test's own included): a manager's spawned
+    /// work holding one has not ended.
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.script)
     }
 
     fn answer(&self, operation: &Operation) -> Result<Value, Error> {
@@ -177,16 +206,34 @@ fn not_found(uri: &str) -> Error {
 #[async_trait]
 impl McpService for FakeServer {
     async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        lock(&self.script)
-            .calls
-            .push((operation.method.to_string(), operation.subject.clone()));
+        {
+            let mut script = lock(&self.script);
+            let (method, uri) = (operation.method.to_string(), operation.subject.clone());
+            script.exchanges.push((format!("→ {method}"), uri.clone()));
+            script.calls.push((method, uri));
+        }
         self.requests.send_modify(|n| *n += 1);
+        // Like a session: a request whose deadline has passed is not sent.
+        if operation
+            .options
+            .deadline
+            .is_some_and(|deadline| deadline <= tokio::time::Instant::now())
+        {
+            return Err(
+                Error::timeout(format!("{} issued after its deadline", operation.method))
+                    .with_delivery(Delivery::NotSent),
+            );
+        }
         let mut held = self.held.subscribe();
         // Bounded by the manager's own deadline (some tests rely on it).
         let _ = held
             .wait_for(|held| !held.contains(&*operation.method))
             .await;
-        self.answer(&operation).map(Payload::Value)
+        let answer = self.answer(&operation).map(Payload::Value);
+        lock(&self.script)
+            .exchanges
+            .push((format!("← {}", operation.method), operation.subject.clone()));
+        answer
     }
 }
 
