@@ -592,6 +592,35 @@ pub fn request_id_in_prefix(bytes: &[u8]) -> Option<RequestId> {
     }
 }
 
+/// The `id` of a request that did not parse, for the side that answers requests (a bridge
+/// serving clients) and owes it an error answer: the first top-level `id` read before the
+/// fault, whatever else the object holds. Not for a client reading answers, where
+/// [`request_id_of`] keeps a server's broken request from naming one of the client's own.
+pub fn id_of_broken_request(bytes: &[u8]) -> Option<RequestId> {
+    struct FirstId<'a>(&'a mut Option<RequestId>);
+    impl<'de> Visitor<'de> for FirstId<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "id" {
+                    *self.0 = map.next_value()?;
+                    return Ok(());
+                }
+                map.next_value::<de::IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut id = None;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // The fault is the caller's to report; only the id read before it matters here.
+    let _ = de.deserialize_map(FirstId(&mut id));
+    id
+}
+
 /// Whether bytes read for an id are a whole message or the first bytes of one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Extent {
@@ -1378,6 +1407,23 @@ mod tests {
         assert_eq!(request_id_in_prefix(deep_first.as_bytes()), None);
         let nested_last = format!(r#"{{"result":{}{{"id":9}},"x":1}}"#, "[".repeat(100_000));
         assert_eq!(request_id_of(nested_last.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_broken_request_names_its_id_for_the_side_that_answers_it() {
+        let deep = "[".repeat(100_000);
+        let request = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{deep}"#);
+        assert_eq!(
+            id_of_broken_request(request.as_bytes()),
+            Some(RequestId::Number(3))
+        );
+        assert_eq!(request_id_of(request.as_bytes()), None);
+        let method_first = format!(r#"{{"method":"ping","id":"a","params":{deep}"#);
+        assert_eq!(
+            id_of_broken_request(method_first.as_bytes()),
+            Some("a".into())
+        );
+        assert_eq!(id_of_broken_request(br#"{"params":[[[}"#), None);
     }
 
     #[test]

@@ -65,9 +65,23 @@ pub(crate) enum Decoded {
     Bad(TransportError),
 }
 
-/// Decodes one line from `peer` ("the server", "the client"); the compatibility fields are
-/// ignored.
+/// Decodes one line from the server (the client's side); the compatibility fields are ignored.
+/// A broken line names the client's request only when it is an answer
+/// ([`mcp_core::jsonrpc::request_id_of`]).
 pub(crate) fn decode(line: JsonRpcLine, peer: &str) -> Decoded {
+    decode_with(line, peer, mcp_core::jsonrpc::request_id_of)
+}
+
+/// Decodes one line from a client (the bridge's side): a broken request names the id its error
+/// answer goes to ([`mcp_core::jsonrpc::id_of_broken_request`]).
+pub(crate) fn decode_request(line: JsonRpcLine) -> Decoded {
+    decode_with(line, "the client", mcp_core::jsonrpc::id_of_broken_request)
+}
+
+/// How a broken line's id is found.
+type IdFinder = fn(&[u8]) -> Option<RequestId>;
+
+fn decode_with(line: JsonRpcLine, peer: &str, id_of: IdFinder) -> Decoded {
     let text = line.line;
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
@@ -87,7 +101,7 @@ pub(crate) fn decode(line: JsonRpcLine, peer: &str) -> Decoded {
     if text.len() < SHARE_FROM {
         return match Message::from_slice(text.as_bytes()) {
             Ok(message) => Decoded::Message(message),
-            Err(e) => Decoded::Bad(bad_message(peer, e, &text)),
+            Err(e) => Decoded::Bad(bad_message(peer, e, &text, id_of)),
         };
     }
     let shared = Arc::new(text.into_bytes());
@@ -97,24 +111,24 @@ pub(crate) fn decode(line: JsonRpcLine, peer: &str) -> Decoded {
             peer,
             e,
             std::str::from_utf8(&shared).unwrap_or_default(),
+            id_of,
         )),
     }
 }
 
 /// A line that is a JSON object but not a JSON-RPC message; only on this path is it parsed
 /// again, to find the request it names.
-fn bad_message(peer: &str, e: mcp_core::jsonrpc::MessageError, text: &str) -> TransportError {
+fn bad_message(
+    peer: &str,
+    e: mcp_core::jsonrpc::MessageError,
+    text: &str,
+    id_of: IdFinder,
+) -> TransportError {
     TransportError::recoverable(
         TransportErrorKind::InvalidMessage,
         format!("{peer} sent {e}"),
     )
-    .for_request(id_of(text))
-}
-
-/// The `id` of a line that did not parse as a message, read before whatever broke it (nesting
-/// past the parser's depth limit included).
-fn id_of(text: &str) -> Option<RequestId> {
-    mcp_core::jsonrpc::request_id_of(text.as_bytes())
+    .for_request(id_of(text.as_bytes()))
 }
 
 fn preview(text: &str) -> String {
@@ -235,6 +249,22 @@ mod tests {
         let broken = format!(r#"{{"jsonrpc":"2.0","id":4,"nothing":"{text}"}}"#);
         match decode(line(&broken), "the server") {
             Decoded::Bad(e) => assert_eq!(e.request_id(), Some(&RequestId::Number(4))),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_broken_request_names_its_id_on_the_bridge_side_only() {
+        let deep = "[".repeat(1_000);
+        let request = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{deep}"#);
+        // The bridge answers the client's request 3 with an error.
+        match decode_request(line(&request)) {
+            Decoded::Bad(e) => assert_eq!(e.request_id(), Some(&RequestId::Number(3))),
+            other => panic!("{other:?}"),
+        }
+        // A client reading the same from a server: the server's request names none of its own.
+        match decode(line(&request), "the server") {
+            Decoded::Bad(e) => assert_eq!(e.request_id(), None),
             other => panic!("{other:?}"),
         }
     }

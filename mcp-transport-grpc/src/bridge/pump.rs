@@ -114,7 +114,7 @@ pub(crate) async fn pump(call: Pump) {
             Ok(None) => break End::ClientDone,
             Err(status) => break End::ClientGone(status),
         };
-        let message = match line::decode(line, "the client") {
+        let message = match line::decode_request(line) {
             Decoded::Message(message) => message,
             Decoded::Empty => continue,
             Decoded::Bad(e) => {
