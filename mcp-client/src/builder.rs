@@ -182,9 +182,10 @@ impl McpClientBuilder {
     }
 
     /// How many servers [`start`](Self::start) starts at once (default
-    /// [`DEFAULT_MAX_CONCURRENT_STARTS`], 16; 0 counts as 1, and `usize::MAX` as tokio's largest semaphore, unbounded in practice): the others wait for a start-up to
-    /// end (ready, failed or timed out) before theirs begins, in configuration order. Only the
-    /// first start-up is bounded; later restarts and reconnects are each server's own.
+    /// [`DEFAULT_MAX_CONCURRENT_STARTS`], 16; 0 counts as 1, and anything over tokio's largest
+    /// semaphore as that, unbounded in practice): the others wait for a start-up to end (ready,
+    /// failed or timed out) before theirs begins, in configuration order. Only the first
+    /// start-up is bounded; later restarts and reconnects are each server's own.
     pub fn max_concurrent_starts(mut self, limit: usize) -> Self {
         self.max_concurrent_starts = limit.max(1);
         self
