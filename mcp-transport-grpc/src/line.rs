@@ -74,6 +74,7 @@ pub(crate) fn decode(line: JsonRpcLine, peer: &str) -> Decoded {
 
 /// Decodes one line from a client (the bridge's side): a broken request names the id its error
 /// answer goes to ([`mcp_core::jsonrpc::id_of_broken_request`]).
+#[cfg(any(feature = "server", test))]
 pub(crate) fn decode_request(line: JsonRpcLine) -> Decoded {
     decode_with(line, "the client", mcp_core::jsonrpc::id_of_broken_request)
 }

@@ -90,6 +90,12 @@ pub const STEPS: &[Step] = &[
         fatal: false,
     },
     Step {
+        name: "deny",
+        action: Action::Custom(deny),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
         name: "interop-setup",
         action: Action::Custom(interop_setup),
         interop_env: false,
@@ -134,6 +140,12 @@ pub const STEPS: &[Step] = &[
     Step {
         name: "package",
         action: Action::Custom(package),
+        interop_env: false,
+        fatal: false,
+    },
+    Step {
+        name: "fuzz",
+        action: Action::Custom(fuzz_smoke),
         interop_env: false,
         fatal: false,
     },
@@ -411,6 +423,61 @@ fn free_debug_build(ctx: &Ctx) -> Outcome {
             counts: None,
             note: format!("could not remove {}: {e}", debug.display()),
         },
+    }
+}
+
+/// `cargo xtask deny`: licenses, bans and sources, offline.
+fn deny(ctx: &Ctx) -> Outcome {
+    match crate::deny::run(ctx.root, crate::deny::Checks::Offline) {
+        Ok(()) => Outcome::from_ok(true),
+        Err(e) => {
+            eprintln!("deny: error: {e}");
+            Outcome {
+                ok: false,
+                counts: None,
+                note: e,
+            }
+        }
+    }
+}
+
+/// The fuzz crate is formatted, and every target runs [`crate::fuzz::CI_SECONDS`] from its
+/// seeds without a crash (the fuzz crate is outside the workspace, so `fmt` does not see it).
+fn fuzz_smoke(ctx: &Ctx) -> Outcome {
+    let manifest = crate::fuzz::fuzz_dir(ctx.root).join("Cargo.toml");
+    let manifest = manifest.to_string_lossy();
+    let mut fmt = ctx.cargo(&["fmt", "--manifest-path", &manifest, "--", "--check"]);
+    let formatted = shell::run(&mut fmt).is_ok_and(|s| s.success());
+    let seconds = crate::fuzz::CI_SECONDS;
+    match crate::fuzz::run(ctx.root, seconds, None) {
+        Ok(reports) => {
+            let failed: Vec<&str> = reports
+                .iter()
+                .filter(|r| !r.ok)
+                .map(|r| r.target.as_str())
+                .collect();
+            let execs: u64 = reports.iter().filter_map(|r| r.execs).sum();
+            let mut note = format!("{} targets × {seconds} s, {execs} execs", reports.len());
+            if !failed.is_empty() {
+                note.push_str(&format!("; FAILED: {}", failed.join(", ")));
+            }
+            if !formatted {
+                note.push_str("; fuzz/ not formatted (cargo fmt --manifest-path fuzz/Cargo.toml)");
+            }
+            Outcome {
+                ok: failed.is_empty() && formatted,
+                counts: None,
+                note,
+            }
+        }
+        Err(e) => {
+            eprintln!("fuzz: error: {e}");
+            Outcome {
+                ok: false,
+                counts: None,
+                note: e,
+            }
+        }
     }
 }
 

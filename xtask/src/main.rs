@@ -7,11 +7,14 @@ mod bench;
 mod chaos;
 mod ci;
 mod conformance;
+mod deny;
+mod fuzz;
 mod interop;
 mod profiles;
 mod redis_server;
 mod secret_service;
 mod shell;
+mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,9 +23,10 @@ const USAGE: &str = "\
 Usage: cargo xtask <command>
 
 Commands:
-  ci               Run every CI step (fmt, clippy, interop-setup, profile
-                   checks, nextest, a bounded chaos run, conformance, doc
-                   tests, bench build, quick bench run),
+  ci               Run every CI step (fmt, clippy, the supply-chain check,
+                   interop-setup, profile checks, nextest, a bounded chaos
+                   run, conformance, doc tests, fuzz smoke runs, bench build,
+                   quick bench run),
                    print a summary, and exit non-zero if any step failed.
                    This is what `.ci/run` executes.
   bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
@@ -47,6 +51,19 @@ Commands:
                    scenario on one suite) with the baselines in conformance/,
                    writes results to target/conformance/ and prints
                    per-scenario check counts. Exits with the suites' code.
+  deny [--advisories]
+                   Supply chain: cargo-deny (installed, pinned, into
+                   `<workspace>/.tools/`) checks licenses, banned and duplicate
+                   crates and sources against deny.toml, offline (CI runs it).
+                   --advisories: the RustSec advisories instead (needs the
+                   network to fetch the advisory database).
+  fuzz [--seconds N] [TARGET]
+                   Build the fuzz targets of fuzz/ with cargo-fuzz (libFuzzer,
+                   no sanitizer; installed, pinned, into `<workspace>/.tools/`)
+                   and run each (or TARGET) for N seconds (default 60) from its
+                   seeds in fuzz/corpus/<target>/. Prints executions and
+                   coverage per target; fails on a crash, naming the saved
+                   input. CI runs every target for 5 s.
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/`, and the Debian
                    packages of the Secret Service tests (gnome-keyring,
@@ -97,6 +114,52 @@ fn main() -> ExitCode {
                 },
                 Err(e) => {
                     eprintln!("conformance: error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("deny") => {
+            let checks = match &args[1..] {
+                [] => deny::Checks::Offline,
+                [flag] if flag == "--advisories" => deny::Checks::Advisories,
+                _ => {
+                    eprintln!("xtask: usage: cargo xtask deny [--advisories]");
+                    return ExitCode::from(2);
+                }
+            };
+            match deny::run(&root, checks) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("deny: error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("fuzz") => {
+            let mut seconds = fuzz::DEFAULT_SECONDS;
+            let mut target = None;
+            let mut rest = args[1..].iter();
+            while let Some(arg) = rest.next() {
+                match (arg.as_str(), target) {
+                    ("--seconds", _) => match rest.next().and_then(|v| v.parse().ok()) {
+                        Some(n) if n > 0 => seconds = n,
+                        _ => {
+                            eprintln!("xtask: --seconds needs a positive number of seconds");
+                            return ExitCode::from(2);
+                        }
+                    },
+                    (name, None) if !name.starts_with('-') => target = Some(name),
+                    _ => {
+                        eprintln!("xtask: usage: cargo xtask fuzz [--seconds N] [TARGET]");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            match fuzz::run(&root, seconds, target) {
+                Ok(reports) if reports.iter().all(|r| r.ok) => ExitCode::SUCCESS,
+                Ok(_) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("fuzz: error: {e}");
                     ExitCode::FAILURE
                 }
             }
