@@ -72,27 +72,26 @@ fuzz_target!(|data: &[u8]| {
         "chunking changed the last event ID"
     );
     assert_eq!(whole.retry, cut.retry, "chunking changed the retry");
-    // One feed keeps at most 64 discarded events; compare only below that, and only when the
-    // last line is complete: an oversized line cut off by the end of the stream is reported
-    // as discarded or not depending on where the chunks split it (the parser counts a data
-    // line's field name only when the line's start and end arrive together).
-    let complete = stream.last().is_none_or(|b| matches!(b, b'\n' | b'\r'));
-    if whole.discarded.len() < 64 && complete {
-        // How many events were discarded; not what was kept of each (its size and the
-        // request it answered), which can still depend on where a chunk split the line that
-        // went over the cap (reported in issue 23, with inputs).
+    // Each discarded event's size and request, whatever the chunking (an unterminated last
+    // line too). One feed keeps at most the last 64 discarded events: when the whole stream's
+    // one feed reached that, its list is the end of the chunked one.
+    if whole.discarded.len() < 64 {
         assert_eq!(
-            whole.discarded.len(),
-            cut.discarded.len(),
+            whole.discarded, cut.discarded,
             "chunking changed the discarded events"
         );
-    }
-    if complete {
-        // An oversized event is reported, in some chunk, whenever one was discarded.
+    } else {
+        let from = cut.discarded.len().saturating_sub(whole.discarded.len());
         assert_eq!(
-            whole.rejected_chunks > 0,
-            cut.rejected_chunks > 0,
-            "chunking changed whether an event was too large"
+            whole.discarded,
+            cut.discarded[from..],
+            "chunking changed the last discarded events"
         );
     }
+    // An oversized event is reported, in some chunk, whenever one was discarded.
+    assert_eq!(
+        whole.rejected_chunks > 0,
+        cut.rejected_chunks > 0,
+        "chunking changed whether an event was too large"
+    );
 });

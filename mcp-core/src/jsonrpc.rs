@@ -530,10 +530,26 @@ pub struct MessageError {
     reason: String,
 }
 
+/// The characters of a parse error's text kept in a [`MessageError`]: serde quotes the
+/// offending value (a whole string, megabytes of a peer's text, a token it echoed).
+const REASON_CHARS: usize = 200;
+
 impl MessageError {
-    fn new(reason: impl Into<String>) -> Self {
+    /// The parser's error, the peer's text it quotes passed through
+    /// [`excerpt_of_start`](crate::redact::excerpt_of_start) (redacted, control characters out,
+    /// cut), its position kept.
+    fn from_parser(e: &serde_json::Error) -> Self {
+        let full = e.to_string();
+        let position = format!(" at line {} column {}", e.line(), e.column());
+        let (what, at) = match full.strip_suffix(&position) {
+            Some(what) => (what, position.as_str()),
+            None => (full.as_str(), ""),
+        };
         MessageError {
-            reason: reason.into(),
+            reason: format!(
+                "{}{at}",
+                crate::redact::excerpt_of_start(what.as_bytes(), REASON_CHARS)
+            ),
         }
     }
 
@@ -553,7 +569,9 @@ impl MessageError {
 /// Read member by member: an id that comes before the fault (a bad member, nesting past the
 /// parser's depth limit, a cut-off end) is trusted once a `result` or `error` member has been
 /// read too (before or after it), or when no `method` member can follow: the read reached the
-/// object's end, or the end of the bytes (a message cut short, `{"jsonrpc":"2.0","id":1,"res`).
+/// object's end, or the end of the bytes inside a key that is not `method`'s (a message cut
+/// short, `{"jsonrpc":"2.0","id":1,"res`); bytes that end between members or inside a key that
+/// may be `method` (`…,"id":1,"meth`) could be a request cut short, so they name none.
 /// When it stops at a fault before the end with neither seen (`{"id":5,"x":[}`), the id is
 /// trusted only when the bytes hold no `"method"` at all, so no `method` member can follow.
 /// An id after the fault is trusted only as the object's last member
@@ -562,12 +580,44 @@ impl MessageError {
 /// [`OversizedMessage`](crate::OversizedMessage). `None` when the bytes are not a JSON object or
 /// do not name a request this way. Nothing is built but the id.
 pub fn request_id_of(bytes: &[u8]) -> Option<RequestId> {
+    match classify_broken_message(bytes) {
+        BrokenMessage::AnswerTo(id) => Some(id),
+        BrokenMessage::ServerRequestOrNotification | BrokenMessage::Unknown => None,
+    }
+}
+
+/// What bytes that did not parse as a message are, for a client reading answers
+/// ([`classify_broken_message`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokenMessage {
+    /// An answer to this request of the client's, found as [`request_id_of`] finds it.
+    AnswerTo(RequestId),
+    /// A JSON object with a top-level `method` member, read before the fault: the server's own
+    /// request or notification. It answers none of the client's requests, so losing it loses no
+    /// answer.
+    ServerRequestOrNotification,
+    /// Nothing tells: not a JSON object, or one that names no request and no `method` before
+    /// its fault (an answer may have been lost, and nothing tells whose).
+    Unknown,
+}
+
+/// What bytes that did not parse as a message are: an answer to one of the client's requests
+/// (the id [`request_id_of`] gives), the server's own request or notification, or unknown. A
+/// transport fails the request an answer names; it can skip a broken server notification and
+/// go on; only an unknown message may have been an answer it can no longer place.
+pub fn classify_broken_message(bytes: &[u8]) -> BrokenMessage {
     // A struct would also read from an array (positionally): only objects name a request.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
-        return None;
+        return BrokenMessage::Unknown;
     }
     let head = read_answer_head(bytes, Extent::WholeMessage);
-    crate::transport::oversized::answered_request(head, bytes)
+    if head == AnswerHead::NotAnAnswer {
+        return BrokenMessage::ServerRequestOrNotification;
+    }
+    match crate::transport::oversized::answered_request(head, bytes) {
+        Some(id) => BrokenMessage::AnswerTo(id),
+        None => BrokenMessage::Unknown,
+    }
 }
 
 /// The `id` named by the first bytes of a message whose end has not come (and, from a hostile
@@ -652,6 +702,10 @@ pub(crate) fn read_answer_head(bytes: &[u8], what: Extent) -> AnswerHead {
         answer: bool,
         method: bool,
         ended: bool,
+        /// Reading a member's key (or the `,` / `}` before it) when the read stopped.
+        in_key: bool,
+        /// The bytes ended where a `method` member may have been cut off.
+        method_may_be_cut: bool,
     }
     struct Members<'a>(&'a mut Seen);
     impl<'de> Visitor<'de> for Members<'_> {
@@ -661,7 +715,12 @@ pub(crate) fn read_answer_head(bytes: &[u8], what: Extent) -> AnswerHead {
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             let seen = self.0;
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            loop {
+                seen.in_key = true;
+                let Some(key) = map.next_key::<Cow<'de, str>>()? else {
+                    break;
+                };
+                seen.in_key = false;
                 match key.as_ref() {
                     "method" => {
                         seen.method = true;
@@ -693,10 +752,22 @@ pub(crate) fn read_answer_head(bytes: &[u8], what: Extent) -> AnswerHead {
     // The error is the caller's to report; only what was read before it matters here, and
     // whether it was the end of a whole message: then no member follows.
     if let Err(e) = de.deserialize_map(Members(&mut seen)) {
-        seen.ended |= e.is_eof() && what == Extent::WholeMessage;
+        if e.is_eof() && what == Extent::WholeMessage {
+            if seen.in_key && a_method_key_may_be_cut(bytes) {
+                seen.method_may_be_cut = true;
+            } else {
+                seen.ended = true;
+            }
+        }
     }
     match seen {
         Seen { method: true, .. } => AnswerHead::NotAnAnswer,
+        // `{"jsonrpc":"2.0","id":1,"meth` cut there: perhaps the server's request.
+        Seen {
+            method_may_be_cut: true,
+            answer: false,
+            ..
+        } => AnswerHead::Unknown,
         Seen {
             id: Some(id),
             answer,
@@ -716,6 +787,19 @@ pub(crate) fn read_answer_head(bytes: &[u8], what: Extent) -> AnswerHead {
         Seen { answer: true, .. } => AnswerHead::AnswerWithoutId,
         _ => AnswerHead::Unknown,
     }
+}
+
+/// Whether `bytes`, which end while an object member's key is read, could have gone on with a
+/// `method` member: they end between members (after a value or its `,`), or inside a key whose
+/// characters so far are the first ones of `method` (or hold an escape, which could spell them).
+fn a_method_key_may_be_cut(bytes: &[u8]) -> bool {
+    let Some(quote) = memchr::memrchr(b'"', bytes) else {
+        return true;
+    };
+    let opens_a_key = matches!(bytes[..quote].trim_ascii_end().last(), Some(b',' | b'{'));
+    let begun = &bytes[quote + 1..];
+    let between_members = begun.trim_ascii().is_empty() || begun.trim_ascii_end().ends_with(b",");
+    !opens_a_key || between_members || begun.contains(&b'\\') || b"method".starts_with(begun)
 }
 
 impl Request {
@@ -779,7 +863,7 @@ impl Message {
     /// Parses one message from JSON bytes. Never panics; a batch (array) is rejected because no
     /// protocol version this crate speaks allows one from a server.
     pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
-        serde_json::from_slice(bytes).map_err(|e| MessageError::new(e.to_string()))
+        serde_json::from_slice(bytes).map_err(|e| MessageError::from_parser(&e))
     }
 
     /// Parses one message from JSON text.
@@ -794,7 +878,7 @@ impl Message {
         let message = de
             .deserialize_map(MessageVisitor(SharedCapture { line }))
             .and_then(|m| de.end().map(|()| m))
-            .map_err(|e| MessageError::new(e.to_string()))?;
+            .map_err(|e| MessageError::from_parser(&e))?;
         Ok(message)
     }
 
@@ -1461,8 +1545,27 @@ mod tests {
         let torn = br#"{"jsonrpc":"2.0","id":1,"res"#;
         assert_eq!(request_id_of(torn), Some(RequestId::Number(1)));
         assert_eq!(request_id_in_prefix(torn), None, "a prefix may go on");
+        // Cut where a `method` member may have begun: perhaps the server's request.
+        for cut in [
+            &br#"{"jsonrpc":"2.0","id":1,"meth"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"m"#,
+            br#"{"jsonrpc":"2.0","id":1,""#,
+            br#"{"jsonrpc":"2.0","id":1, "#,
+            br#"{"jsonrpc":"2.0","id":1"#,
+            br#"{"id":1,"jsonrpc":"2.0""#,
+            br#"{"jsonrpc":"2.0","id":1,"met"#,
+        ] {
+            let shown = String::from_utf8_lossy(cut);
+            assert_eq!(request_id_of(cut), None, "{shown}");
+            assert_eq!(
+                classify_broken_message(cut),
+                BrokenMessage::Unknown,
+                "{shown}"
+            );
+        }
+        // Inside a key that is not `method`'s: no method follows.
         assert_eq!(
-            request_id_of(br#"{"jsonrpc":"2.0","id":1,"meth"#),
+            request_id_of(br#"{"jsonrpc":"2.0","id":1,"methods"#),
             Some(RequestId::Number(1))
         );
         // Broken before the end with nothing that tells: a method may follow the fault.
@@ -1472,6 +1575,53 @@ mod tests {
             request_id_of(format!(r#"{{"id":"5","result":{deep}"#).as_bytes()),
             Some(RequestId::from("5"))
         );
+    }
+
+    #[test]
+    fn a_broken_message_is_an_answer_a_server_message_or_unknown() {
+        for (bytes, expected) in [
+            (
+                &b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\"caf\xe9\"}"[..],
+                BrokenMessage::AnswerTo(RequestId::Number(4)),
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"caf\xe9\"}}",
+                BrokenMessage::ServerRequestOrNotification,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":\"\xe9\"}",
+                BrokenMessage::ServerRequestOrNotification,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"result\":\"\xe9\"}",
+                BrokenMessage::Unknown,
+            ),
+            (b"[1,\xe9]", BrokenMessage::Unknown),
+        ] {
+            let shown = String::from_utf8_lossy(bytes);
+            assert_eq!(classify_broken_message(bytes), expected, "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_parse_error_quotes_the_peers_text_redacted_and_cut() {
+        let secret = format!("Bearer SECRET{}", "x".repeat(100_000));
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"error":"{secret}\u001b[2J"}}"#);
+        let e = Message::from_slice(line.as_bytes()).unwrap_err();
+        let reason = e.reason();
+        assert!(!reason.contains("SECRET"), "{reason}");
+        assert!(reason.chars().count() < 300, "{reason}");
+        assert!(!reason.chars().any(char::is_control), "{reason:?}");
+        assert!(reason.starts_with("invalid type: string"), "{reason}");
+        // The position stays, after the cut.
+        assert!(
+            reason.ends_with(&format!("column {}", line.len() - 1)),
+            "{reason}"
+        );
+        let shared = Arc::new(line.into_bytes());
+        let e = Message::from_shared_line(&shared).unwrap_err();
+        assert!(!e.reason().contains("SECRET"), "{e}");
+        assert!(e.reason().chars().count() < 300, "{e}");
     }
 
     #[test]

@@ -25,7 +25,8 @@
 //!
 //! [`excerpt`] is the one way a peer's text (an error body, a header) enters a message: lossy
 //! UTF-8, redacted, control characters taken out (a terminal must not obey escape sequences a
-//! server sent), cut to a number of characters.
+//! server sent), cut to a number of characters; [`excerpt_of_start`] does the same reading only
+//! the first bytes of a message that may be megabytes long.
 //!
 //! Hand-written rather than a set of regular expressions: the patterns are few and simple, the
 //! core crate stays free of a regex engine, and the pass is linear in the text.
@@ -109,6 +110,28 @@ pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// [`excerpt`] of a peer's message that may be megabytes long (a line, a frame, a parse error
+/// quoting one): only its first bytes are read, enough for `max_chars` characters with room to
+/// spare for the control characters taken out and the secrets redacted, so the cost does not
+/// grow with the message; `…` when it was cut.
+///
+/// ```
+/// use mcp_core::redact::excerpt_of_start;
+/// let line = format!("Bearer sk-live-0123456789 {}", "x".repeat(1 << 20));
+/// assert_eq!(excerpt_of_start(line.as_bytes(), 12), "[redacted] x…");
+/// ```
+pub fn excerpt_of_start(bytes: &[u8], max_chars: usize) -> String {
+    let read = max_chars.saturating_mul(4).saturating_add(1024);
+    if bytes.len() <= read {
+        return excerpt(bytes, max_chars);
+    }
+    let mut shown = excerpt(&bytes[..read], max_chars);
+    if !shown.ends_with('…') {
+        shown.push('…');
+    }
+    shown
 }
 
 /// Characters that reorder or hide text on a terminal (bidirectional overrides and isolates,

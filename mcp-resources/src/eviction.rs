@@ -5,11 +5,13 @@
 //! `resources/read` at once).
 //!
 //! - An eviction claims the evicted URI's subscription flight (the single flight every
-//!   subscribe goes through) before anything can await, so a subscribe or read of that URI
+//!   subscribe goes through) before anything can await, so an explicit subscribe of that URI
 //!   coming later waits for the unsubscribe to be over and then subscribes again: the server
-//!   never sees a subscribe followed by a stale unsubscribe. When a flight of the URI is
-//!   already under way (a subscribe that raced the eviction), the unsubscribe waits for it
-//!   and is not sent when the URI ended up subscribed again.
+//!   never sees a subscribe followed by a stale unsubscribe. A read of it meanwhile does not
+//!   wait under its own deadline: it skips its automatic subscribe (the content is fresh by
+//!   the TTL only) and the first fetch after the unsubscribe subscribes. When a flight of
+//!   the URI is already under way (a subscribe that raced the eviction), the unsubscribe
+//!   waits for it and is not sent when the URI ended up subscribed again.
 //! - Each unsubscribe has its own deadline, [`request_timeout`](crate::ResourceConfig::request_timeout)
 //!   from the eviction. A failure (no answer in time included) is logged and counted
 //!   ([`evicted_unsubscribes_failed`](crate::ResourceStats::evicted_unsubscribes_failed)); the

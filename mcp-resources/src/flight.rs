@@ -8,7 +8,8 @@
 //!
 //! A flight can also be claimed at once and finished later, elsewhere
 //! ([`lead`](SingleFlight::lead), [`Leading::finish`]): the key is taken from the moment of the
-//! claim, so callers arriving after it wait for what the claimant does.
+//! claim, so callers arriving after it wait for what the claimant does — unless they ask not
+//! to ([`OnClaimed::Skip`]): then they learn at once that the key is claimed.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -32,6 +33,16 @@ pub(crate) enum Role {
     Follower,
 }
 
+/// What a caller of [`SingleFlight::run_unless_claimed`] does when the flight under way for
+/// its key was claimed ([`lead`](SingleFlight::lead)) rather than run by another caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnClaimed {
+    /// Wait for the claimant's outcome, like any follower.
+    Wait,
+    /// Do not wait: the call returns `None` at once.
+    Skip,
+}
+
 /// Flights by key.
 pub(crate) struct SingleFlight<T> {
     flights: Flights<T>,
@@ -40,6 +51,9 @@ pub(crate) struct SingleFlight<T> {
 
 struct Flight<T> {
     id: u64,
+    /// Taken with [`lead`](SingleFlight::lead) (or [`lead_when_free`](SingleFlight::lead_when_free)),
+    /// to be finished elsewhere; not a [`run`](SingleFlight::run).
+    claimed: bool,
     outcome: watch::Receiver<Outcome<T>>,
 }
 
@@ -77,7 +91,8 @@ impl<T> Drop for Leading<T> {
 
 enum Joined<T> {
     Leader(Leading<T>),
-    Follower(watch::Receiver<Outcome<T>>),
+    /// The flight under way, and whether it was claimed.
+    Follower(watch::Receiver<Outcome<T>>, bool),
 }
 
 impl<T: Clone> SingleFlight<T> {
@@ -88,22 +103,36 @@ impl<T: Clone> SingleFlight<T> {
         }
     }
 
-    /// Whether a fetch for `key` is under way.
+    /// Whether a fetch for `key` is under way (run or claimed).
     pub(crate) fn is_running(&self, key: &str) -> bool {
         lock(&self.flights).contains_key(key)
     }
 
-    fn join(&self, key: &str) -> Joined<T> {
+    /// Whether a fetch for `key` started by [`run`](Self::run) is under way (a claimed flight
+    /// does not count).
+    pub(crate) fn is_run_by_a_caller(&self, key: &str) -> bool {
+        lock(&self.flights).get(key).is_some_and(|f| !f.claimed)
+    }
+
+    /// Joins the flight of `key`, or starts one (`claimed` when taken by [`lead`](Self::lead)).
+    fn join(&self, key: &str, claimed: bool) -> Joined<T> {
         let mut flights = lock(&self.flights);
         if let Some(flight) = flights.get(key) {
             // A sender that is gone without an outcome belongs to a leader that is leaving.
             if flight.outcome.has_changed().is_ok() || flight.outcome.borrow().is_some() {
-                return Joined::Follower(flight.outcome.clone());
+                return Joined::Follower(flight.outcome.clone(), flight.claimed);
             }
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, outcome) = watch::channel(None);
-        flights.insert(key.to_owned(), Flight { id, outcome });
+        flights.insert(
+            key.to_owned(),
+            Flight {
+                id,
+                claimed,
+                outcome,
+            },
+        );
         Joined::Leader(Leading {
             flights: self.flights.clone(),
             key: key.to_owned(),
@@ -115,9 +144,9 @@ impl<T: Clone> SingleFlight<T> {
     /// Claims the flight of `key` now, unless another is under way: later callers of
     /// [`run`](Self::run) wait for the claimant's [`finish`](Leading::finish) (or drop).
     pub(crate) fn lead(&self, key: &str) -> Option<Leading<T>> {
-        match self.join(key) {
+        match self.join(key, true) {
             Joined::Leader(leading) => Some(leading),
-            Joined::Follower(_) => None,
+            Joined::Follower(..) => None,
         }
     }
 
@@ -125,9 +154,9 @@ impl<T: Clone> SingleFlight<T> {
     /// takes until `deadline`.
     pub(crate) async fn lead_when_free(&self, key: &str, deadline: Instant) -> Option<Leading<T>> {
         loop {
-            match self.join(key) {
+            match self.join(key, true) {
                 Joined::Leader(leading) => return Some(leading),
-                Joined::Follower(mut outcome) => {
+                Joined::Follower(mut outcome, _) => {
                     // Finished, or its leader left: either way, try again.
                     let over = outcome.wait_for(Option::is_some);
                     if tokio::time::timeout_at(deadline, over).await.is_err() {
@@ -151,31 +180,57 @@ impl<T: Clone> SingleFlight<T> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
+        match self
+            .run_unless_claimed(key, deadline, OnClaimed::Wait, fetch, &timed_out)
+            .await
+        {
+            Some(ran) => ran,
+            // Unreachable: only `OnClaimed::Skip` gives up on a claimed flight.
+            None => (Err(timed_out()), Role::Follower),
+        }
+    }
+
+    /// [`run`](Self::run), except that a flight under way that was claimed
+    /// ([`lead`](Self::lead)) is waited for only when `on_claimed` says so; `None` when it
+    /// was skipped (nothing was run).
+    pub(crate) async fn run_unless_claimed<F, Fut>(
+        &self,
+        key: &str,
+        deadline: Instant,
+        on_claimed: OnClaimed,
+        fetch: F,
+        timed_out: impl Fn() -> Error,
+    ) -> Option<(Result<T, Error>, Role)>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
         let mut fetch = Some(fetch);
         loop {
-            match self.join(key) {
+            match self.join(key, false) {
                 Joined::Leader(leading) => {
                     let Some(fetch) = fetch.take() else {
                         // Unreachable: a caller leads at most once, and returns then.
-                        return (Err(timed_out()), Role::Leader);
+                        return Some((Err(timed_out()), Role::Leader));
                     };
                     let outcome = fetch().await;
                     leading.finish(outcome.clone());
-                    return (outcome, Role::Leader);
+                    return Some((outcome, Role::Leader));
                 }
-                Joined::Follower(mut outcome) => {
+                Joined::Follower(_, true) if on_claimed == OnClaimed::Skip => return None,
+                Joined::Follower(mut outcome, _) => {
                     let waited =
                         tokio::time::timeout_at(deadline, outcome.wait_for(Option::is_some)).await;
                     match waited {
                         Ok(Ok(done)) => {
                             if let Some(result) = done.as_ref() {
-                                return (result.clone(), Role::Follower);
+                                return Some((result.clone(), Role::Follower));
                             }
                         }
                         // The leader gave up without an outcome: lead a new fetch (or join
                         // the one another waiter started).
                         Ok(Err(_)) => continue,
-                        Err(_) => return (Err(timed_out()), Role::Follower),
+                        Err(_) => return Some((Err(timed_out()), Role::Follower)),
                     }
                 }
             }
@@ -324,5 +379,64 @@ mod tests {
         let near = started + Duration::from_secs(3);
         assert!(flights.lead_when_free("k", near).await.is_none());
         assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_skips_claims_is_not_held_by_one_but_follows_a_run() {
+        let flights = Arc::new(SingleFlight::<u32>::new());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let claim = flights.lead("k").unwrap();
+        assert!(flights.is_running("k") && !flights.is_run_by_a_caller("k"));
+        let skipped = flights
+            .run_unless_claimed(
+                "k",
+                deadline,
+                OnClaimed::Skip,
+                || async { Ok(2) },
+                timed_out,
+            )
+            .await;
+        assert!(skipped.is_none(), "nothing run, nothing waited for");
+        assert_eq!(Instant::now(), deadline - Duration::from_secs(10));
+        drop(claim);
+
+        let (release, mut released) = watch::channel(false);
+        let running = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                flights
+                    .run(
+                        "k",
+                        deadline,
+                        || async move {
+                            let _ = released.wait_for(|r| *r).await;
+                            Ok(1)
+                        },
+                        timed_out,
+                    )
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(flights.is_run_by_a_caller("k"));
+        let follower = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                flights
+                    .run_unless_claimed(
+                        "k",
+                        deadline,
+                        OnClaimed::Skip,
+                        || async { Ok(2) },
+                        timed_out,
+                    )
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        release.send_replace(true);
+        let (result, role) = follower.await.unwrap().expect("a run is followed");
+        assert_eq!((result.unwrap(), role), (1, Role::Follower));
+        assert_eq!(running.await.unwrap().0.unwrap(), 1);
     }
 }

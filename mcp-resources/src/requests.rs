@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::discovery::Discovery;
 use crate::error::{about, closed, waited_too_long};
 use crate::eviction::SubscriptionChange;
+use crate::flight::OnClaimed;
 use crate::manager::{Inner, Services};
 use crate::stats::Counters;
 use crate::table::{Kept, Lookup};
@@ -46,7 +47,9 @@ impl Inner {
             .with_deadline(deadline)
     }
 
-    /// The fetch a read leads: subscribe first when wanted, then `resources/read`, then keep.
+    /// The fetch a read leads: subscribe first when wanted (not while an eviction's
+    /// unsubscribe of `uri` is under way: see [`subscribe_once`](Self::subscribe_once)), then
+    /// `resources/read`, then keep.
     pub(crate) async fn fetch(
         &self,
         uri: &str,
@@ -76,8 +79,9 @@ impl Inner {
         let result = match bounded(deadline, uri, "resources/read", read).await {
             Ok(result) => Arc::new(result),
             Err(e) => {
-                // A subscribe under way for this URI still needs its entry.
-                if !self.subscriptions.is_running(uri) {
+                // A subscribe under way for this URI still needs its entry (an eviction's
+                // unsubscribe does not).
+                if !self.subscriptions.is_run_by_a_caller(uri) {
                     self.table.read_failed(uri);
                 }
                 return Err(e);
@@ -106,8 +110,13 @@ impl Inner {
     /// reset meanwhile. A refusal by the server stops automatic attempts until a reconnect.
     /// An `automatic` one (a read's) may push the least recently read automatic subscription
     /// out: its `resources/unsubscribe` is sent in the background (`eviction.rs`), not
-    /// awaited here. A caller that finds an eviction's unsubscribe of `uri` under way waits
-    /// for it, then subscribes.
+    /// awaited here.
+    ///
+    /// An eviction's unsubscribe of `uri` under way holds `uri`'s flight, so the server never
+    /// sees a subscribe followed by that stale unsubscribe. An explicit caller waits for it,
+    /// then subscribes. An `automatic` one (a read, whose deadline is the read's own) does not
+    /// wait: it subscribes nothing this time and returns `Ok` at once — the read goes on
+    /// without a subscription, fresh by the TTL only, and a later fetch subscribes.
     pub(crate) async fn subscribe_once(
         &self,
         uri: &str,
@@ -116,21 +125,34 @@ impl Inner {
         automatic: bool,
     ) -> Result<(), Error> {
         let timeout = self.config.request_timeout;
+        let on_eviction = if automatic {
+            OnClaimed::Skip
+        } else {
+            OnClaimed::Wait
+        };
         loop {
-            let (result, _) = self
+            let ran = self
                 .subscriptions
-                .run(
+                .run_unless_claimed(
                     uri,
                     deadline,
+                    on_eviction,
                     || self.subscribe_now(uri, deadline, services, automatic),
                     || waited_too_long(uri, "the subscription another caller started", timeout),
                 )
                 .await;
-            match result {
-                Ok(SubscriptionChange::Subscribed) => return Ok(()),
+            match ran.map(|(result, _)| result) {
+                Some(Ok(SubscriptionChange::Subscribed)) => return Ok(()),
                 // The flight was an eviction's unsubscribe, now over: subscribe afresh.
-                Ok(SubscriptionChange::Unsubscribed) => continue,
-                Err(e) => return Err(e),
+                Some(Ok(SubscriptionChange::Unsubscribed)) if !automatic => continue,
+                Some(Ok(SubscriptionChange::Unsubscribed)) | None => {
+                    tracing::debug!(
+                        uri,
+                        "the unsubscribe of an evicted subscription of this resource is under way; read without subscribing (fresh by the TTL only)"
+                    );
+                    return Ok(());
+                }
+                Some(Err(e)) => return Err(e),
             }
         }
     }

@@ -1,8 +1,9 @@
 //! Automatic subscriptions past `max_auto_subscriptions`: the least recently read one is
 //! given up and its `resources/unsubscribe` is sent off the reader's path — a server that
 //! never answers it slows and fails no read — through the URI's single flight, so a later
-//! subscribe or read of that URI waits for the unsubscribe and then subscribes again (the
-//! server never sees a subscribe followed by a stale unsubscribe).
+//! subscribe of that URI waits for the unsubscribe and then subscribes again (the server
+//! never sees a subscribe followed by a stale unsubscribe), while a read of it meanwhile does
+//! not wait: it reads without subscribing, and a read after the unsubscribe subscribes.
 
 mod common;
 
@@ -155,45 +156,30 @@ async fn a_subscribe_of_an_evicted_uri_waits_for_its_unsubscribe_then_subscribes
     );
 }
 
-/// A read of an evicted URI (holding no content) whose unsubscribe is under way waits for it,
-/// then subscribes again and reads.
+/// A read of an evicted URI (holding no content) whose unsubscribe is under way does not wait
+/// for it under its own deadline: it reads without subscribing (fresh by the TTL only). The
+/// server never answers that unsubscribe; the read is answered at once all the same.
 #[tokio::test(start_paused = true)]
-async fn a_read_of_an_evicted_uri_waits_for_its_unsubscribe_then_subscribes_again() {
+async fn a_read_of_an_evicted_uri_does_not_wait_for_its_unanswered_unsubscribe() {
     let server = server();
     server.hold(UNSUBSCRIBE);
     // A zero TTL: nothing is cached, so every read fetches (and subscribes when it must).
     let resources = manager(&server, config().with_ttl(Duration::ZERO));
     let mut rx = Recorder::new(&resources);
     resources.read(X).await.unwrap();
-    let read_y = tokio::spawn({
-        let resources = resources.clone();
-        async move { resources.read(Y).await.map(|_| ()) }
-    });
+    resources.read(Y).await.unwrap();
     until("X's eviction unsubscribe was sent", || {
         server.count_for(UNSUBSCRIBE, X) == 1
     })
     .await;
-    let started = Arc::new(AtomicBool::new(false));
-    let read_x = tokio::spawn({
-        let resources = resources.clone();
-        let started = started.clone();
-        async move {
-            started.store(true, Ordering::SeqCst);
-            resources.read(X).await.map(|_| ())
-        }
-    });
-    until("the read of X started", || started.load(Ordering::SeqCst)).await;
-    server.release(UNSUBSCRIBE);
-    tokio::time::timeout(DEADLINE, read_x)
+    // On the paused clock a read that waited for the held unsubscribe would let time run to
+    // this bound (well before the read's own deadline) and fail here.
+    let bound = resources.config().request_timeout / 4;
+    let read_x = tokio::time::timeout(bound, resources.read(X))
         .await
-        .unwrap()
-        .unwrap()
+        .expect("the read of X did not wait for X's unsubscribe")
         .expect("X is read");
-    tokio::time::timeout(DEADLINE, read_y)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    assert_eq!(text(&read_x), "x1");
     assert_eq!(
         server.exchanges_for(X),
         [
@@ -202,6 +188,53 @@ async fn a_read_of_an_evicted_uri_waits_for_its_unsubscribe_then_subscribes_agai
             "→ resources/read",
             "← resources/read",
             "→ resources/unsubscribe",
+            "→ resources/read",
+            "← resources/read",
+        ],
+        "no subscribe while the eviction's unsubscribe is under way"
+    );
+    assert_eq!(resources.state(X), Unknown);
+    assert_eq!(
+        rx.take(X),
+        [
+            (Unknown, Subscribed, Trigger::Subscribe),
+            (Subscribed, Unknown, Trigger::SubscriptionEvicted),
+        ]
+    );
+}
+
+/// Once an eviction's unsubscribe is over, the next read of the URI subscribes again: the
+/// server sees subscribe, unsubscribe, subscribe — never a stale unsubscribe last.
+#[tokio::test(start_paused = true)]
+async fn a_read_of_an_evicted_uri_subscribes_again_once_its_unsubscribe_is_over() {
+    let server = server();
+    server.hold(UNSUBSCRIBE);
+    let resources = manager(&server, config().with_ttl(Duration::ZERO));
+    let mut rx = Recorder::new(&resources);
+    resources.read(X).await.unwrap();
+    resources.read(Y).await.unwrap();
+    until("X's eviction unsubscribe was sent", || {
+        server.count_for(UNSUBSCRIBE, X) == 1
+    })
+    .await;
+    resources.read(X).await.expect("X is read meanwhile");
+    server.release(UNSUBSCRIBE);
+    until("X's eviction unsubscribe was answered", || {
+        server.answered(UNSUBSCRIBE) == 1
+    })
+    .await;
+    // The eviction's task recorded the answer and ended X's flight in the same turn.
+    resources.read(X).await.expect("X is read again");
+    assert_eq!(
+        server.exchanges_for(X),
+        [
+            "→ resources/subscribe",
+            "← resources/subscribe",
+            "→ resources/read",
+            "← resources/read",
+            "→ resources/unsubscribe",
+            "→ resources/read",
+            "← resources/read",
             "← resources/unsubscribe",
             "→ resources/subscribe",
             "← resources/subscribe",

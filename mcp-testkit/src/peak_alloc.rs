@@ -14,17 +14,25 @@
 //! is that test's. Under `cargo test`'s threads two measurements would spoil each other (a
 //! start resets the one peak the other is reading), so a [`Measure`] holds a process-wide lock
 //! for as long as it lives: a second [`Measure::start`] waits (blocking its thread) until the
-//! first is dropped, and a test must drop one before starting the next. What other threads
+//! first is dropped, and a test must drop one before starting the next (starting a second one
+//! on the thread that holds the first panics, naming the mistake, where waiting would hang the
+//! test for good). What other threads
 //! allocate meanwhile (a test that is not measuring) is still counted, which makes a bound
 //! stricter, never looser; a test binary whose cases must not count each other's traffic runs
 //! them one at a time itself.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Held by the one [`Measure`] alive in the process.
 static MEASURING: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Whether this thread holds [`MEASURING`] (a [`Measure`] cannot move to another thread).
+    static MEASURING_HERE: Cell<bool> = const { Cell::new(false) };
+}
 
 /// The counting allocator: the system allocator plus two counters.
 #[derive(Debug)]
@@ -119,16 +127,39 @@ unsafe impl GlobalAlloc for PeakAlloc {
 pub struct Measure<'a> {
     alloc: &'a PeakAlloc,
     held_at_start: usize,
-    _only_one: MutexGuard<'static, ()>,
+    _only_one: OnlyOne,
+}
+
+/// The process-wide lock, and this thread's note that it holds it, released together.
+#[derive(Debug)]
+struct OnlyOne {
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Drop for OnlyOne {
+    fn drop(&mut self) {
+        MEASURING_HERE.with(|here| here.set(false));
+    }
 }
 
 impl<'a> Measure<'a> {
     /// Starts measuring on `alloc`, once any other measurement in the process has ended (this
-    /// blocks the thread until then; starting a second one on the thread that holds the first
-    /// never returns).
+    /// blocks the thread until then).
+    ///
+    /// # Panics
+    ///
+    /// When this thread already holds a [`Measure`]: it would wait for itself forever.
     pub fn start(alloc: &'a PeakAlloc) -> Self {
+        assert!(
+            !MEASURING_HERE.with(Cell::get),
+            "Measure::start on a thread that already holds a Measure: drop the first one \
+             before starting the next (one measurement at a time per process)"
+        );
         // A test that failed while measuring poisons the lock; the counters are still sound.
-        let only_one = MEASURING.lock().unwrap_or_else(|p| p.into_inner());
+        let only_one = OnlyOne {
+            _lock: MEASURING.lock().unwrap_or_else(|p| p.into_inner()),
+        };
+        MEASURING_HERE.with(|here| here.set(true));
         let held_at_start = alloc.held();
         alloc.reset_peak();
         Measure {
@@ -192,6 +223,25 @@ mod tests {
         assert_eq!(first.peak(), 1 << 20, "the first peak was erased");
         drop(first);
         assert_eq!(second.join().unwrap(), 10);
+    }
+
+    #[test]
+    fn a_second_measurement_on_the_same_thread_panics_instead_of_hanging() {
+        static METER: PeakAlloc = PeakAlloc::new();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let first = Measure::start(&METER);
+            let nested = std::panic::catch_unwind(|| Measure::start(&METER).peak());
+            drop(first);
+            // Once the first is dropped, the thread can measure again.
+            let again = Measure::start(&METER).peak();
+            done_tx.send((nested.is_err(), again)).unwrap();
+        });
+        // Generous: before the fix the nested start never returned.
+        let (nested_panicked, _) = done_rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("a nested Measure::start hung instead of panicking");
+        assert!(nested_panicked);
     }
 
     #[test]

@@ -11,6 +11,8 @@ use crate::proto::JsonRpcLine;
 /// Lines shorter than this are parsed by copying their payloads out; longer ones are parsed in
 /// place, their payloads sharing the line's buffer (no copy of a large result).
 const SHARE_FROM: usize = 64 * 1024;
+/// How much of a line that is not a JSON object goes into the error, in characters.
+const PREVIEW_CHARS: usize = 80;
 
 /// Why a message cannot go out as a line.
 #[derive(Debug)]
@@ -132,12 +134,12 @@ fn bad_message(
     .for_request(id_of(text.as_bytes()))
 }
 
+/// The start of a line for an error message: redacted, control characters out, cut, quoted.
 fn preview(text: &str) -> String {
-    let mut shown: String = text.chars().take(80).collect();
-    if shown.len() < text.len() {
-        shown.push('…');
-    }
-    format!("{shown:?}")
+    format!(
+        "{:?}",
+        mcp_core::redact::excerpt_of_start(text.as_bytes(), PREVIEW_CHARS)
+    )
 }
 
 #[cfg(test)]
@@ -225,6 +227,22 @@ mod tests {
         }
         assert!(matches!(decode(line(""), "x"), Decoded::Empty));
         assert!(matches!(decode(line(" \n"), "x"), Decoded::Empty));
+    }
+
+    #[test]
+    fn the_peers_text_in_an_error_is_redacted_and_cut() {
+        let secret = format!("Bearer SECRET-0123456789{}", "x".repeat(10_000));
+        for text in [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":"{secret}"}}"#),
+            format!("\u{1b}[2J {secret}"),
+        ] {
+            let Decoded::Bad(e) = decode(line(&text), "the server") else {
+                panic!("{text:.80}")
+            };
+            assert!(!e.message().contains("SECRET"), "{e}");
+            assert!(!e.message().contains('\u{1b}'), "{e}");
+            assert!(e.message().chars().count() < 400, "{e}");
+        }
     }
 
     #[test]

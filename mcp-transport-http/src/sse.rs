@@ -23,6 +23,16 @@
 //! data ([`SseParser::next_discarded`]), from which a stream that answers many requests (legacy
 //! SSE) learns which request's answer was lost.
 //!
+//! All of this is the same whatever the chunking: a line counts against the line cap with all
+//! its bytes as they came (a `data` line's field name too, however the chunks cut it), and what
+//! is kept of a discarded event is its data as it would have been delivered (the `data` lines'
+//! values joined with `\n`). The end of the stream ([`SseParser::finish`]) drops an unterminated
+//! last line with its event, as the spec does, and reports nothing about it — except that a line
+//! whose bytes went over the line cap has already failed a `feed` and started discarding its
+//! event, which `finish` then reports as discarded: whether a line is over the cap does not
+//! depend on whether its end came. A line within the line cap whose data would make the event
+//! too large is only judged at its end, so one cut off by the end of the stream is just dropped.
+//!
 //! ```
 //! use mcp_transport_http::sse::SseParser;
 //!
@@ -103,9 +113,10 @@ pub struct SseParser {
     max_event_bytes: usize,
     /// Bytes of the current, unterminated line carried over from earlier chunks.
     line: Vec<u8>,
-    /// The current line is a `data` line whose field name (and the space after the colon)
-    /// was left out of `line` as it arrived: a long value is not moved when the line ends.
-    line_is_data: bool,
+    /// When the current line is a `data` line whose field name, colon and optional space were
+    /// left out of `line` as it arrived (a long value is not moved when the line ends): how
+    /// many bytes were left out, which still count against the line cap. 0 otherwise.
+    data_prefix_skipped: usize,
     /// How many bytes of a leading BOM have been matched; `None` once past the stream's start.
     bom_matched: Option<usize>,
     /// The previous chunk ended with CR: a LF starting the next chunk belongs to it.
@@ -115,7 +126,7 @@ pub struct SseParser {
     /// Keep the size and ends of discarded events ([`SseParser::keeping_discarded`]).
     keep_discarded: bool,
     /// While discarding (when kept): what was seen of the event's data so far.
-    discarding: Option<OversizedMessage>,
+    discarding: Option<DiscardedData>,
     /// While discarding (when kept): what the current line is.
     discard_line: DiscardLine,
     /// Discarded events whose end was seen, oldest first.
@@ -142,7 +153,7 @@ impl SseParser {
         SseParser {
             max_event_bytes,
             line: Vec::new(),
-            line_is_data: false,
+            data_prefix_skipped: 0,
             bom_matched: Some(0),
             pending_cr: false,
             discard_event: false,
@@ -235,14 +246,16 @@ impl SseParser {
         self.queue.len()
     }
 
-    /// End of stream: an unterminated line and an event without its empty line are discarded.
+    /// End of stream: an unterminated line and an event without its empty line are discarded
+    /// (an event already being discarded as too large — its line went over the line cap — is
+    /// then reported by [`next_discarded`](SseParser::next_discarded)).
     ///
     /// Queued events, [`last_event_id`](SseParser::last_event_id) and
     /// [`retry`](SseParser::retry) are kept, and the parser is ready for a new stream (a
     /// reconnection), which may again start with a BOM.
     pub fn finish(&mut self) {
         self.line.clear();
-        self.line_is_data = false;
+        self.data_prefix_skipped = 0;
         self.drop_big_line_buffer();
         self.bom_matched = Some(0);
         self.pending_cr = false;
@@ -290,17 +303,23 @@ impl SseParser {
         self.max_event_bytes.saturating_add(LINE_OVERHEAD)
     }
 
+    /// The bytes of the current line so far, as they came (with a `data` line's field name,
+    /// left out of `line`), so that how a chunking cut the line does not change what fits.
+    fn line_len(&self) -> usize {
+        self.line.len() + self.data_prefix_skipped
+    }
+
     /// Bytes of a line whose end is not in this chunk.
     fn partial_line(&mut self, bytes: &[u8], too_large: &mut bool) {
         if self.discard_event {
             self.discard_line_nonempty = true;
             self.keep_discarded_bytes(bytes);
-        } else if self.line.len() + bytes.len() > self.line_limit() {
+        } else if self.line_len() + bytes.len() > self.line_limit() {
             let line = std::mem::take(&mut self.line);
-            let is_data = std::mem::take(&mut self.line_is_data);
-            let value = data_line_value(&line, is_data, bytes);
+            let skipped = std::mem::take(&mut self.data_prefix_skipped);
+            let value = data_line_value(&line, skipped, bytes, false);
             let was_data = value.is_some();
-            self.start_discard(too_large, &value.unwrap_or_default());
+            self.start_discard(too_large, value);
             // The rest of this line is more of the same.
             self.discard_line = if was_data {
                 DiscardLine::Data
@@ -309,14 +328,14 @@ impl SseParser {
             };
             self.recycle(Line::Owned(line));
             self.discard_line_nonempty = true;
-        } else if self.line.is_empty() && !self.line_is_data {
+        } else if self.line.is_empty() && self.data_prefix_skipped == 0 {
             // The start of a line: a data line keeps only its value.
-            match data_value(bytes) {
-                Some(value) => {
-                    self.line_is_data = true;
-                    self.line.extend_from_slice(value);
+            match line_kind(bytes, false) {
+                LineKind::Data { value_at } => {
+                    self.data_prefix_skipped = value_at;
+                    self.line.extend_from_slice(&bytes[value_at..]);
                 }
-                None => self.line.extend_from_slice(bytes),
+                LineKind::Other | LineKind::Undecided => self.line.extend_from_slice(bytes),
             }
         } else {
             self.line.extend_from_slice(bytes);
@@ -337,15 +356,15 @@ impl SseParser {
             }
             return;
         }
-        if self.line.len() + tail.len() > self.line_limit() {
+        if self.line_len() + tail.len() > self.line_limit() {
             let line = std::mem::take(&mut self.line);
-            let is_data = std::mem::take(&mut self.line_is_data);
-            let value = data_line_value(&line, is_data, tail);
-            self.start_discard(too_large, &value.unwrap_or_default());
+            let skipped = std::mem::take(&mut self.data_prefix_skipped);
+            let value = data_line_value(&line, skipped, tail, true);
+            self.start_discard(too_large, value);
             self.recycle(Line::Owned(line));
             return;
         }
-        if std::mem::take(&mut self.line_is_data) {
+        if std::mem::take(&mut self.data_prefix_skipped) > 0 {
             let mut value = std::mem::take(&mut self.line);
             value.extend_from_slice(tail);
             self.push_data(Line::Owned(value), 0, too_large);
@@ -405,7 +424,7 @@ impl SseParser {
         if value_len > self.max_event_bytes
             || (self.data_started && self.data.len() + 1 + value_len > self.max_event_bytes)
         {
-            self.start_discard(too_large, &[&line.bytes()[value_start..]]);
+            self.start_discard(too_large, Some([&line.bytes()[value_start..], &[]]));
             self.recycle(line);
             return;
         }
@@ -446,22 +465,22 @@ impl SseParser {
         self.queue.push_back(SseEvent { event, data, id });
     }
 
-    /// Starts discarding the current event; `line_so_far` is what was read of the value of the
-    /// `data` line that made it too large (kept, with the data so far, when discarded events
-    /// are kept).
-    fn start_discard(&mut self, too_large: &mut bool, line_so_far: &[&[u8]]) {
+    /// Starts discarding the current event; `data_line_so_far` is what was read of the value
+    /// of the line that made it too large, when that is a `data` line (kept, after the data so
+    /// far, when discarded events are kept).
+    fn start_discard(&mut self, too_large: &mut bool, data_line_so_far: Option<[&[u8]; 2]>) {
         *too_large = true;
         self.discard_event = true;
         self.discard_line_nonempty = false;
         self.discard_line = DiscardLine::Start(Vec::new());
         if self.keep_discarded {
-            let mut discarding = OversizedMessage::new();
+            let mut discarding = DiscardedData::default();
             if self.data_started {
-                discarding.push(self.data.as_bytes());
-                discarding.push(b"\n");
+                discarding.data_line(self.data.as_bytes());
             }
-            for part in line_so_far {
-                discarding.push(part);
+            if let Some([start, rest]) = data_line_so_far {
+                discarding.data_line(start);
+                discarding.message.push(rest);
             }
             self.discarding = Some(discarding);
         }
@@ -483,10 +502,10 @@ impl SseParser {
             if start.len() < DATA_PREFIX {
                 return;
             }
-            self.discard_line = decide_discarded_line(start, discarding);
+            self.discard_line = decide_discarded_line(start, false, discarding);
         }
         if matches!(self.discard_line, DiscardLine::Data) {
-            discarding.push(bytes);
+            discarding.message.push(bytes);
         }
     }
 
@@ -496,7 +515,7 @@ impl SseParser {
             (&mut self.discarding, &mut self.discard_line)
         {
             if !start.is_empty() {
-                decide_discarded_line(start, discarding);
+                decide_discarded_line(start, true, discarding);
             }
         }
         self.discard_line = DiscardLine::Start(Vec::new());
@@ -510,7 +529,7 @@ impl SseParser {
             if self.discarded.len() == MAX_KEPT_DISCARDED {
                 self.discarded.pop_front();
             }
-            self.discarded.push_back(discarded);
+            self.discarded.push_back(discarded.message);
         }
     }
 
@@ -538,20 +557,60 @@ impl SseParser {
     }
 }
 
-/// The value so far of a line over the limit (`line` as buffered — only its value when
-/// `is_data` — then `more`), if it is a `data` line.
-fn data_line_value<'a>(line: &'a [u8], is_data: bool, more: &'a [u8]) -> Option<[&'a [u8]; 2]> {
-    if is_data {
+/// The value so far of a line over the limit, if it is a `data` line: `line` as buffered (only
+/// its value when `skipped`, the length of its left-out field name, is not 0), then `more`
+/// (which reaches the line's end when `ended`). The field name may be cut anywhere between
+/// the two.
+fn data_line_value<'a>(
+    line: &'a [u8],
+    skipped: usize,
+    more: &'a [u8],
+    ended: bool,
+) -> Option<[&'a [u8]; 2]> {
+    if skipped > 0 {
         return Some([line, more]);
     }
-    if line.is_empty() {
-        return data_value(more).map(|value| [&[][..], value]);
+    let mut start = [0u8; DATA_PREFIX];
+    let from_line = line.len().min(DATA_PREFIX);
+    let from_more = (DATA_PREFIX - from_line).min(more.len());
+    start[..from_line].copy_from_slice(&line[..from_line]);
+    start[from_line..from_line + from_more].copy_from_slice(&more[..from_more]);
+    match line_kind(&start[..from_line + from_more], ended) {
+        LineKind::Data { value_at } if value_at <= line.len() => Some([&line[value_at..], more]),
+        LineKind::Data { value_at } => Some([&[], &more[value_at - line.len()..]]),
+        LineKind::Other | LineKind::Undecided => None,
     }
-    data_value(line).map(|value| [value, more])
 }
 
 /// `data: `: the most of a line needed to tell whether it is a `data` line.
 const DATA_PREFIX: usize = 6;
+
+/// What a line is, as far as its first bytes tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    /// A `data` line whose value starts at this byte.
+    Data { value_at: usize },
+    /// Another field, or a comment.
+    Other,
+    /// The line goes on and its first bytes could still start `data:` or `data: `.
+    Undecided,
+}
+
+/// What a line starting with `start` is: its first [`DATA_PREFIX`] bytes always tell, fewer
+/// only when the line `ended` there. The one place that tells a `data` line, whether the line
+/// is buffered, over the cap, or part of a discarded event.
+fn line_kind(start: &[u8], ended: bool) -> LineKind {
+    match start.strip_prefix(b"data:") {
+        Some([b' ', ..]) => LineKind::Data { value_at: 6 },
+        Some([_, ..]) => LineKind::Data { value_at: 5 },
+        Some([]) if ended => LineKind::Data { value_at: 5 },
+        Some([]) => LineKind::Undecided,
+        // `data` alone is the field with an empty value.
+        None if ended && start == b"data" => LineKind::Data { value_at: 4 },
+        None if !ended && b"data:".starts_with(start) => LineKind::Undecided,
+        None => LineKind::Other,
+    }
+}
 
 /// A line of an event being discarded.
 #[derive(Debug)]
@@ -564,25 +623,35 @@ enum DiscardLine {
     Other,
 }
 
-/// Decides what a discarded line is from its `start`; a `data` line's value so far is kept
-/// (after the `\n` joining it to the data before it).
-fn decide_discarded_line(start: &[u8], discarding: &mut OversizedMessage) -> DiscardLine {
-    let value = match start.strip_prefix(b"data:") {
-        Some(rest) => rest.strip_prefix(b" ").unwrap_or(rest),
-        None => return DiscardLine::Other,
-    };
-    discarding.push(b"\n");
-    discarding.push(value);
-    DiscardLine::Data
+/// What is kept of a discarded event: its data as it would have been delivered.
+#[derive(Debug, Default)]
+struct DiscardedData {
+    message: OversizedMessage,
+    /// A `data` line was kept: the next one is joined to it with `\n`.
+    has_data: bool,
 }
 
-/// The value of a line that starts `data:` (without the one space after the colon), when the
-/// bytes show where it starts.
-fn data_value(line_start: &[u8]) -> Option<&[u8]> {
-    let rest = line_start.strip_prefix(b"data:")?;
-    match rest.first()? {
-        b' ' => Some(&rest[1..]),
-        _ => Some(rest),
+impl DiscardedData {
+    /// The start of a `data` line's value.
+    fn data_line(&mut self, value: &[u8]) {
+        if std::mem::replace(&mut self.has_data, true) {
+            self.message.push(b"\n");
+        }
+        self.message.push(value);
+    }
+}
+
+/// Decides what a discarded line is from its `start` (all of it when the line `ended`); a
+/// `data` line's value so far is kept.
+fn decide_discarded_line(start: &[u8], ended: bool, discarding: &mut DiscardedData) -> DiscardLine {
+    match line_kind(start, ended) {
+        LineKind::Data { value_at } => {
+            discarding.data_line(&start[value_at..]);
+            DiscardLine::Data
+        }
+        // Only when `start` is shorter than `DATA_PREFIX` and the line goes on, which the
+        // caller does not ask.
+        LineKind::Undecided | LineKind::Other => DiscardLine::Other,
     }
 }
 
@@ -624,24 +693,39 @@ mod tests {
     use super::*;
     use mcp_core::RequestId;
 
-    /// Events, last event ID, retry, and whether any `feed` failed.
-    type Outcome = (Vec<SseEvent>, Option<String>, Option<Duration>, bool);
+    /// Events, last event ID, retry, whether any `feed` failed, and the size and request of
+    /// each discarded event.
+    type Outcome = (
+        Vec<SseEvent>,
+        Option<String>,
+        Option<Duration>,
+        bool,
+        Vec<(usize, Option<RequestId>)>,
+    );
 
     fn run<'a>(max: usize, chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
-        let mut parser = SseParser::new(max);
+        let mut parser = SseParser::new(max).keeping_discarded();
         let mut events = Vec::new();
         let mut failed = false;
+        let mut discarded = Vec::new();
+        let mut drain = |parser: &mut SseParser, events: &mut Vec<SseEvent>| {
+            events.extend(std::iter::from_fn(|| parser.next_event()));
+            discarded.extend(
+                std::iter::from_fn(|| parser.next_discarded())
+                    .map(|over| (over.size(), over.request_id())),
+            );
+        };
         for chunk in chunks {
             if let Err(err) = parser.feed(chunk) {
                 assert_eq!(err, SseError::EventTooLarge { limit: max });
                 failed = true;
             }
-            events.extend(std::iter::from_fn(|| parser.next_event()));
+            drain(&mut parser, &mut events);
         }
         parser.finish();
-        events.extend(std::iter::from_fn(|| parser.next_event()));
+        drain(&mut parser, &mut events);
         let last_id = parser.last_event_id().map(str::to_owned);
-        (events, last_id, parser.retry(), failed)
+        (events, last_id, parser.retry(), failed, discarded)
     }
 
     /// Runs `input` whole, split at every point into two chunks, and byte by byte; all must agree.
@@ -839,7 +923,7 @@ mod tests {
     #[test]
     fn table_every_chunking() {
         for case in cases() {
-            let (events, last_id, retry, failed) = run_all_chunkings(1 << 20, case.input);
+            let (events, last_id, retry, failed, _) = run_all_chunkings(1 << 20, case.input);
             assert_eq!(events, case.events, "{}", case.name);
             assert_eq!(last_id.as_deref(), case.last_id, "{}", case.name);
             assert_eq!(
@@ -890,7 +974,7 @@ mod tests {
     #[test]
     fn too_large_joined_data_every_chunking() {
         let input = b"data: 01234\ndata: 56789\nid: x\n\nevent: e\ndata: ok\n\n";
-        let (events, last_id, _, failed) = run_all_chunkings(10, input);
+        let (events, last_id, _, failed, _) = run_all_chunkings(10, input);
         assert!(failed);
         assert_eq!(events, vec![ev(Some("e"), "ok", None)]);
         assert_eq!(last_id, None);
@@ -901,7 +985,7 @@ mod tests {
         let mut input = b"data: a\n\n: ".to_vec();
         input.extend([b'c'; 100]);
         input.extend(b"\r\ndata: dropped\r\n\r\ndata: ok\r\n\r\n");
-        let (events, _, _, failed) = run_all_chunkings(10, &input);
+        let (events, _, _, failed, _) = run_all_chunkings(10, &input);
         assert!(failed);
         assert_eq!(events, vec![msg("a"), msg("ok")]);
     }
@@ -975,6 +1059,39 @@ mod tests {
         let mut parser = SseParser::new(100);
         assert!(parser.feed(head.as_bytes()).is_err());
         assert!(parser.next_discarded().is_none());
+    }
+
+    #[test]
+    fn discarded_events_are_the_same_in_every_chunking() {
+        let answer = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"{}\"}}",
+            "x".repeat(60)
+        );
+        // Over the line cap (74 bytes) with the field name only: however a chunk cuts `data: `.
+        let over_line_cap = format!("data: {answer}\n\ndata: ok\n\n");
+        let (events, _, _, failed, discarded) = run_all_chunkings(10, over_line_cap.as_bytes());
+        assert!(failed);
+        assert_eq!(events, vec![msg("ok")]);
+        assert_eq!(discarded, vec![(answer.len(), Some(RequestId::Number(7)))]);
+
+        // Cut off by the end of the stream: over the line cap, so discarded in every chunking.
+        let cut_off = format!("data: {answer}");
+        let (_, _, _, failed, discarded) = run_all_chunkings(10, cut_off.as_bytes());
+        assert!(failed);
+        assert_eq!(discarded, vec![(answer.len(), Some(RequestId::Number(7)))]);
+        // Within the line cap but over the event cap: dropped with its event, as the spec says.
+        let (events, _, _, failed, discarded) = run_all_chunkings(10, b"data: 0123456789AB");
+        assert!(!failed && events.is_empty() && discarded.is_empty());
+
+        // A line over the cap that is not data (nothing of it kept), and a `data` line with no
+        // colon (an empty value): the data kept is the data as it would have been delivered.
+        let stream = format!(
+            "data: a\nevent: {}\ndata\ndata: {answer}\n\n",
+            "e".repeat(80)
+        );
+        let (_, _, _, failed, discarded) = run_all_chunkings(10, stream.as_bytes());
+        assert!(failed);
+        assert_eq!(discarded, vec![("a\n\n".len() + answer.len(), None)]);
     }
 
     #[test]
@@ -1099,6 +1216,8 @@ mod tests {
             b"\r\n",
             b"\n\n",
             b"\r\n\r\n",
+            // Long enough to take a line over the line cap (65 to 76 bytes here).
+            b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":\"",
         ];
         let mut rng = Lcg(42);
         for round in 0..2000 {
@@ -1113,7 +1232,7 @@ mod tests {
             };
             let whole = run(max, [&input[..]]);
             if !whole.3 {
-                let (events, last_id, retry, _) = whole.clone();
+                let (events, last_id, retry, ..) = whole.clone();
                 assert_eq!(reference(&input), (events, last_id, retry), "{input:?}");
             }
             for _ in 0..4 {

@@ -8,29 +8,40 @@
 //! - longer than the cap (`max` bytes), it is discarded as it arrives, never buffered:
 //!   - when its first KiB names the request it answers (`{"jsonrpc":"2.0","id":5,…`), that
 //!     request fails as soon as the cap is passed, without waiting for the line's end (a
-//!     hostile server may never send one);
+//!     hostile server may never send one); the rest is skipped, and the connection goes on
+//!     when the line ends within [`skipped_allowance`] (`max` plus at least 16 MiB: a large
+//!     but finite answer costs only the reading); a line still going past it is fatal (an
+//!     endless line must end somewhere, or no other message is ever read);
 //!   - otherwise only its first and last KiB are kept ([`OversizedMessage`]), and the line
 //!     gets an allowance of another `max` bytes to end: if it does, the request its end names
 //!     (`…,"jsonrpc":"2.0","id":5}`, the TypeScript SDK's order) fails, or none if it names
 //!     none; either way the connection goes on. A line still going at `2 × max` bytes is fatal
 //!     (nothing tells which request to fail, and an endless line must end somewhere);
 //! - not UTF-8: fails the request it names (read member by member, or as its last member);
-//!   fatal when it is a JSON object naming none (an answer is lost and nothing tells whose);
-//!   otherwise a stray log line in another encoding: [`Frame::Garbage`];
+//!   reported for no request when a `method` member makes it the server's own request or
+//!   notification (no answer is lost); fatal when it is another JSON object naming none (an
+//!   answer may be lost and nothing tells whose); otherwise a stray log line in another
+//!   encoding: [`Frame::Garbage`];
 //! - JSON but not JSON-RPC, or JSON-RPC-shaped but broken (`{"jsonrpc":"2.0","id":3,"result":`
 //!   cut short): reported for the request it names, if any;
 //! - anything else (a stray `console.log`): [`Frame::Garbage`], logged and skipped.
+//!
+//! What a line shows of the server's text (a preview, a parse error quoting it) goes through
+//! [`excerpt_of_start`]: redacted, control characters out, cut.
 
 use std::sync::Arc;
 
-use mcp_core::jsonrpc::{request_id_in_prefix, request_id_of};
+use mcp_core::jsonrpc::{
+    classify_broken_message, request_id_in_prefix, request_id_of, BrokenMessage,
+};
+use mcp_core::redact::excerpt_of_start;
 use mcp_core::{Message, OversizedMessage, TransportError, TransportErrorKind};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The first bytes of an over-long line searched for the request it names.
 const HEAD_BYTES: usize = 1024;
-/// The bytes of a line kept in a [`Frame::Garbage`] preview.
-const PREVIEW_BYTES: usize = 200;
+/// The characters of a line shown in a [`Frame::Garbage`] preview.
+const PREVIEW_CHARS: usize = 200;
 
 /// What one line turned into.
 #[derive(Debug)]
@@ -39,7 +50,8 @@ pub(crate) enum Frame {
     Message(Message),
     /// A line that cannot be used: reported for its request (non-fatal), or fatal.
     Bad(TransportError),
-    /// Not JSON at all (a stray `console.log`); logged and skipped.
+    /// Not JSON at all (a stray `console.log`), as an excerpt (redacted, cut); logged and
+    /// skipped.
     Garbage(String),
 }
 
@@ -51,7 +63,10 @@ enum OverCap {
     /// Past the cap, its first KiB naming no request: discarded while its ends are kept,
     /// until it ends (reported for the request its end names) or passes `2 × max` (fatal).
     Discarding(OversizedMessage),
-    /// Already reported: the rest of it is discarded, unseen.
+    /// Reported at the cap for the request its first KiB names, `read` bytes of it read:
+    /// the rest is discarded, unseen, until it ends or passes `2 × max` (fatal).
+    Reported { read: usize },
+    /// Already fatal: the rest of it is discarded, unseen.
     Skipping,
 }
 
@@ -86,7 +101,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             if buf.is_empty() {
                 // End of stream: a final line without a newline still counts.
                 let frame = match std::mem::replace(&mut self.over_cap, OverCap::No) {
-                    OverCap::Skipping => None,
+                    OverCap::Skipping | OverCap::Reported { .. } => None,
                     OverCap::Discarding(discarded) => {
                         Some(too_large_at_its_end(&discarded, self.max, number))
                     }
@@ -96,11 +111,11 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 self.line = Vec::new();
                 return Ok(frame);
             }
-            let (bytes, ends) = match memchr(buf) {
+            let (mut bytes, mut ends) = match memchr(buf) {
                 Some(pos) => (&buf[..pos], true),
                 None => (buf, false),
             };
-            let used = bytes.len() + usize::from(ends);
+            let mut used = bytes.len() + usize::from(ends);
             let frame = if !matches!(self.over_cap, OverCap::No) {
                 discard(&mut self.over_cap, bytes, ends, self.max, number)
             } else if self.line.len() + bytes.len() > self.max {
@@ -109,9 +124,14 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 let start = std::mem::take(&mut self.line);
                 match request_id_in_prefix(&head_of(self.max, &start, bytes)) {
                     Some(id) => {
-                        if !ends {
-                            self.over_cap = OverCap::Skipping;
-                        }
+                        // Read only up to the cap: the rest (its end, or its passing
+                        // `2 × max`) is counted by `discard`, whatever the reads' sizes.
+                        let to_the_cap = (self.max + 1).saturating_sub(start.len());
+                        (bytes, ends) = (&bytes[..to_the_cap.min(bytes.len())], false);
+                        used = bytes.len();
+                        self.over_cap = OverCap::Reported {
+                            read: start.len() + bytes.len(),
+                        };
                         Some(too_large_at_the_cap(id, self.max, number))
                     }
                     None => {
@@ -161,12 +181,21 @@ fn discard(
     max: usize,
     number: u64,
 ) -> Option<Frame> {
+    let allowed = max.saturating_mul(2);
     let frame = match over_cap {
         OverCap::No | OverCap::Skipping => None,
+        OverCap::Reported { read } => {
+            *read = read.saturating_add(bytes.len());
+            if *read > skipped_allowance(max) {
+                *over_cap = OverCap::Skipping;
+                Some(too_large_past_the_allowance(max, number, Named::AtTheCap))
+            } else {
+                None
+            }
+        }
         OverCap::Discarding(discarded) => {
-            let allowed = max.saturating_mul(2);
             if discarded.size().saturating_add(bytes.len()) > allowed {
-                let frame = too_large_past_the_allowance(max, number);
+                let frame = too_large_past_the_allowance(max, number, Named::Nothing);
                 *over_cap = OverCap::Skipping;
                 Some(frame)
             } else {
@@ -231,15 +260,39 @@ fn too_large_at_its_end(discarded: &OversizedMessage, max: usize, number: u64) -
     )
 }
 
-/// Line `number` passed twice the `max`-byte cap without naming a request in its first KiB.
-fn too_large_past_the_allowance(max: usize, number: u64) -> Frame {
-    let allowed = max.saturating_mul(2);
+/// What the first KiB of a line over the cap named.
+enum Named {
+    /// No request.
+    Nothing,
+    /// A request, failed when the cap was passed.
+    AtTheCap,
+}
+
+/// How far a line over the `max`-byte cap whose request already failed at the cap is read
+/// before it counts as endless: `max` plus the larger of `max` and 16 MiB. Nothing waits on
+/// such a line any more, so a well-behaved answer somewhat over the cap leaves the connection
+/// be; only a line that goes on and on ends it.
+pub(crate) fn skipped_allowance(max: usize) -> usize {
+    max.saturating_add(max.max(16 * 1024 * 1024))
+}
+
+/// Line `number` passed its allowance (twice the `max`-byte cap when it named no request,
+/// [`skipped_allowance`] when it did) without ending.
+fn too_large_past_the_allowance(max: usize, number: u64, named: Named) -> Frame {
+    let allowed = match named {
+        Named::Nothing => max.saturating_mul(2),
+        Named::AtTheCap => skipped_allowance(max),
+    };
+    let what = match named {
+        Named::Nothing => "that names no request in its first KiB",
+        Named::AtTheCap => "whose request already failed when the limit was passed",
+    };
     Frame::Bad(TransportError::fatal(
         TransportErrorKind::MessageTooLarge,
         format!(
             "sent a line longer than {allowed} bytes on line {number} of its output, over the \
-             {max}-byte limit (max_message_size), that names no request in its first KiB; the \
-             connection is closed, failing every request in flight"
+             {max}-byte limit (max_message_size), {what}; the connection is closed, failing \
+             every request in flight"
         ),
     ))
 }
@@ -312,30 +365,43 @@ fn bad_line(line: &[u8], number: u64, e: mcp_core::jsonrpc::MessageError) -> Fra
             )
             .for_request(Some(id)),
         ),
-        None => Frame::Garbage(preview(line)),
+        None => Frame::Garbage(excerpt_of_start(line, PREVIEW_CHARS)),
     }
 }
 
 /// Line `number`, whose first byte that is not UTF-8 is at offset `at`: fails the request it
-/// names; a JSON object naming none is fatal (an answer was lost, and nothing tells whose);
-/// anything else is a log line in another encoding, skipped.
+/// names; the server's own request or notification is reported for no request (no answer is
+/// lost); another JSON object naming none is fatal (an answer may be lost, and nothing tells
+/// whose); anything else is a log line in another encoding, skipped.
 fn not_utf8(line: &[u8], number: u64, at: usize) -> Frame {
     let where_ = format!(
         "bytes that are not UTF-8 on line {number} of its output, at byte offset {at} of that \
          line (byte 0x{:02x})",
         line.get(at).copied().unwrap_or_default()
     );
-    if let Some(id) = request_id_of(line) {
-        return Frame::Bad(
-            TransportError::recoverable(
+    match classify_broken_message(line) {
+        BrokenMessage::AnswerTo(id) => {
+            return Frame::Bad(
+                TransportError::recoverable(
+                    TransportErrorKind::InvalidMessage,
+                    format!(
+                        "sent {where_} in a message naming request {id}; JSON-RPC messages are \
+                         UTF-8 text, so it is discarded"
+                    ),
+                )
+                .for_request(Some(id)),
+            );
+        }
+        BrokenMessage::ServerRequestOrNotification => {
+            return Frame::Bad(TransportError::recoverable(
                 TransportErrorKind::InvalidMessage,
                 format!(
-                    "sent {where_} in a message naming request {id}; JSON-RPC messages are \
-                     UTF-8 text, so it is discarded"
+                    "sent {where_} in a request or notification of its own (it answers no \
+                     request); JSON-RPC messages are UTF-8 text, so it is discarded"
                 ),
-            )
-            .for_request(Some(id)),
-        );
+            ));
+        }
+        BrokenMessage::Unknown => {}
     }
     if line.trim_ascii_start().first() == Some(&b'{') {
         return Frame::Bad(TransportError::fatal(
@@ -346,26 +412,7 @@ fn not_utf8(line: &[u8], number: u64, at: usize) -> Frame {
             ),
         ));
     }
-    Frame::Garbage(preview(line))
-}
-
-/// The line's first [`PREVIEW_BYTES`] for the log, bytes that are not UTF-8 replaced, `…` if
-/// cut.
-fn preview(line: &[u8]) -> String {
-    let mut end = line.len().min(PREVIEW_BYTES);
-    if end < line.len() {
-        // Never split a character: step back over the continuation bytes at the cut.
-        let floor = end.saturating_sub(3);
-        while end > floor && line[end] & 0xC0 == 0x80 {
-            end -= 1;
-        }
-    }
-    let text = String::from_utf8_lossy(&line[..end]);
-    if end < line.len() {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
+    Frame::Garbage(excerpt_of_start(line, PREVIEW_CHARS))
 }
 
 #[cfg(test)]
@@ -430,7 +477,7 @@ mod tests {
         let data = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\nnot json\r\n  \n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n{\"x\":1,\"id\":7}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":[]}";
         let expected = vec![
             "msg:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_owned(),
-            "garbage:not json\r".to_owned(),
+            "garbage:not json".to_owned(),
             "msg:{\"jsonrpc\":\"2.0\",\"method\":\"m\"}".to_owned(),
             "bad:InvalidMessage:Some(Number(7))".to_owned(),
             "msg:{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":[]}".to_owned(),
@@ -447,9 +494,9 @@ mod tests {
         }
     }
 
-    /// Over-cap lines (`max` 1000): the id first (reported at the cap), the id last within the
-    /// allowance (reported at the line's end), no id within the allowance, the id last past
-    /// the allowance (fatal at 2 × `max`), then a good line.
+    /// Over-cap lines (`max` 1000): the id first (reported at the cap, then skipped to its end:
+    /// it ends well within [`skipped_allowance`]), the id last within the allowance (reported at the line's end), no id within the allowance,
+    /// the id last past the allowance (fatal at 2 × `max`), then a good line.
     fn over_cap_lines() -> String {
         let big = "x".repeat(1500);
         let huge = "x".repeat(2500);
@@ -475,6 +522,7 @@ mod tests {
                 assert_eq!(
                     got,
                     vec![
+                        // Its request fails at the cap; the line ends within its allowance.
                         "bad:MessageTooLarge:Some(Number(9))".to_owned(),
                         // The TypeScript SDK's order: the id comes last, within the allowance.
                         "bad:MessageTooLarge:Some(String(\"s\"))".to_owned(),
@@ -525,9 +573,11 @@ mod tests {
             assert!(message.contains("1000-byte limit"), "{message}");
             assert!(message.contains("max_message_size"), "{message}");
         }
+        assert!(messages[0].contains("line 1"), "{}", messages[0]);
         assert!(messages[1].contains("line 2"), "{}", messages[1]);
         assert!(messages[1].contains("1544 bytes"), "{}", messages[1]);
         assert!(messages[3].contains("2000 bytes"), "{}", messages[3]);
+        assert!(messages[3].contains("names no request"), "{}", messages[3]);
         assert!(messages[3].contains("closed"), "{}", messages[3]);
     }
 
@@ -555,14 +605,21 @@ mod tests {
 
     #[tokio::test]
     async fn an_endless_line_is_reported_after_a_bounded_amount_of_input() {
-        // (its first bytes, the outcome, how far it is read before the outcome)
-        for (head, expected, read_at_most) in [
-            (&b""[..], "fatal:MessageTooLarge", 200_000),
-            (&b"{\"result\":\""[..], "fatal:MessageTooLarge", 200_000),
+        // (its first bytes, the outcomes, how far it is read before each)
+        for (head, expected) in [
+            (&b""[..], &[("fatal:MessageTooLarge", 200_000)][..]),
+            (
+                &b"{\"result\":\""[..],
+                &[("fatal:MessageTooLarge", 200_000)],
+            ),
             (
                 &b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\""[..],
-                "bad:MessageTooLarge:Some(Number(4))",
-                100_000,
+                // Its request fails at the cap; the line still ends the connection past its
+                // allowance, or no other message would ever be read.
+                &[
+                    ("bad:MessageTooLarge:Some(Number(4))", 100_000),
+                    ("fatal:MessageTooLarge", skipped_allowance(100_000)),
+                ],
             ),
         ] {
             let source = Endless {
@@ -570,16 +627,18 @@ mod tests {
                 sent: 0,
             };
             let mut lines = LineReader::new(BufReader::with_capacity(1000, source), 100_000);
-            let frame = lines.next_frame().await.unwrap().unwrap();
-            assert_eq!(describe(&frame), expected);
-            // Discarded as it arrived: nothing of it was kept but its ends.
-            assert_eq!(lines.line.capacity(), 0);
-            // Read no further than the point where the outcome is known (plus one read).
-            let sent = lines.inner.get_ref().sent;
-            assert!(sent <= read_at_most + 1000, "{sent} bytes read");
-            match frame {
-                Frame::Bad(e) => assert!(e.message().contains("100000-byte limit"), "{e}"),
-                other => panic!("{other:?}"),
+            for &(outcome, read_at_most) in expected {
+                let frame = lines.next_frame().await.unwrap().unwrap();
+                assert_eq!(describe(&frame), outcome);
+                // Discarded as it arrived: nothing of it was kept but its ends.
+                assert_eq!(lines.line.capacity(), 0);
+                // Read no further than the point where the outcome is known (plus one read).
+                let sent = lines.inner.get_ref().sent;
+                assert!(sent <= read_at_most + 1000, "{sent} bytes read");
+                match frame {
+                    Frame::Bad(e) => assert!(e.message().contains("100000-byte limit"), "{e}"),
+                    other => panic!("{other:?}"),
+                }
             }
         }
     }
@@ -640,18 +699,48 @@ mod tests {
                 [
                     "garbage:caf\u{fffd} ready on port 8080",
                     "garbage:\u{fffd}\u{fffd}\u{fffd}",
-                    "garbage:  [\u{fffd}]",
+                    "garbage:[\u{fffd}]",
                 ],
                 "chunk {chunk}"
             );
         }
     }
 
+    #[tokio::test]
+    async fn a_server_notification_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
+        let data = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"caf\xe9\"}}\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"\xe9\"}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+        for chunk in [1, 1000] {
+            let got = frames(data, chunk, 8, 1 << 20).await;
+            assert_eq!(
+                got.iter().map(describe).collect::<Vec<_>>(),
+                [
+                    "bad:InvalidMessage:None",
+                    "bad:InvalidMessage:None",
+                    "msg:{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+                ],
+                "chunk {chunk}"
+            );
+            let Frame::Bad(e) = &got[0] else {
+                panic!("{:?}", got[0])
+            };
+            assert!(e.message().contains("notification of its own"), "{e}");
+            assert!(e.message().contains("byte offset 71"), "{e}");
+        }
+    }
+
     #[test]
-    fn a_preview_never_splits_a_character_at_its_cut() {
-        let line = format!("{}é and more", "a".repeat(199));
-        assert_eq!(preview(line.as_bytes()), format!("{}…", "a".repeat(199)));
-        assert_eq!(preview(b"short \xff"), "short \u{fffd}");
+    fn a_preview_is_redacted_cut_and_free_of_control_characters() {
+        let line = format!(
+            "\x1b[31mAuthorization: Bearer SECRET-0123456789 {}",
+            "é".repeat(100_000)
+        );
+        let Frame::Garbage(shown) = parse_line(line.as_bytes(), 1) else {
+            panic!()
+        };
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(!shown.contains('\x1b'), "{shown:?}");
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS + 1, "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
     }
 
     #[tokio::test]

@@ -35,7 +35,9 @@
 //!   - over the cap, with its first KiB naming the request it answers
 //!     (`{"jsonrpc":"2.0","id":5,…`): that request fails with a protocol error as soon as the
 //!     cap is passed (the line's end is not waited for), the rest of the line is discarded as it
-//!     arrives, and the connection goes on;
+//!     arrives, and the connection goes on if it ends within `max` plus the larger of `max`
+//!     and 16 MiB (nothing waits on it any more; a large but finite answer costs only the
+//!     reading); past that (an endless line) the error is fatal, as below;
 //!   - over the cap, naming no request in its first KiB (`{"result":…`, the TypeScript SDK's
 //!     order, with the id last): discarded as it arrives, keeping only its first and last KiB,
 //!     with an allowance of another `max` bytes to end. If it ends within `2 × max` bytes, the
@@ -45,9 +47,11 @@
 //!     `2 × max` bytes, not at a timeout;
 //!   - not UTF-8: when it names a request (member by member, or as its last member), that
 //!     request fails with a protocol error naming the line number and the byte offset of the
-//!     first bad byte, and the connection goes on; a JSON object naming none is fatal (an answer
-//!     was lost and nothing tells whose); anything else (a log line in Latin-1, binary output)
-//!     is logged with its bad bytes replaced and skipped;
+//!     first bad byte, and the connection goes on; the server's own request or notification (a
+//!     `method` member before the bad byte) is reported for no request and the connection goes
+//!     on; another JSON object naming none is fatal (an answer may be lost and nothing tells
+//!     whose); anything else (a log line in Latin-1, binary output) is logged, as a redacted
+//!     excerpt with its bad bytes replaced, and skipped;
 //!   - JSON but not JSON-RPC, or JSON-RPC-shaped but broken: fails the request it names; other
 //!     lines (a stray `console.log`) are logged and skipped.
 //!

@@ -37,7 +37,9 @@ const BOUND: usize = 4 * CAP;
 /// answer), `invalid_utf8` (an answer with a byte that is not UTF-8; `id_last` puts its id
 /// last, as the TypeScript SDK does; `no_id` names no request), `binary_line` (lines of such
 /// bytes that are no JSON, then an answer), `big_answer` (an answer whose text is `n` bytes,
-/// its id last), `endless_line` (`x` forever, no newline), `unknown_id`,
+/// its id last), `endless_line` (`x` forever, no newline; `id_first` starts it as the answer),
+/// `bad_notification` (a notification with a byte that is not UTF-8, then an answer),
+/// `secret_error` (an answer whose `error` is a string holding a token, `n` bytes), `unknown_id`,
 /// `duplicate_id`, `deep` (a result nested `n` deep), `huge_id` (an answer with an `n`-byte id
 /// first), `big_array` (an `n`-element JSON array line first), `flood` (`n` notifications and `n`
 /// pings first), `grandchild` (starts `sleep 600` sharing the pipes; answers its pid), `exit`.
@@ -88,9 +90,16 @@ def call(id, name, args):
         write(json.dumps({"result": result, "jsonrpc": "2.0", "id": id},
                          separators=(",", ":")).encode() + b"\n")
     elif name == "endless_line":
+        if args.get("id_first"):
+            write(b'{"jsonrpc":"2.0","id":%d,"result":"' % id)
         chunk = b"x" * CHUNK
         while True:
             write(chunk)
+    elif name == "bad_notification":
+        write(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"caf\xe9"}}\n')
+        answer(id, "after a bad notification")
+    elif name == "secret_error":
+        send({"jsonrpc": "2.0", "id": id, "error": "Bearer SECRET-0123456789 \x1b[2J" + "x" * n})
     elif name == "unknown_id":
         send({"jsonrpc": "2.0", "id": id + 1000000, "result": {}})
         send({"jsonrpc": "2.0", "id": "not-ours", "result": {}})
@@ -381,6 +390,72 @@ async fn an_endless_line_fails_the_call_once_it_passes_twice_the_cap() {
     assert_bounded(peak, "endless line");
     assert!(session.is_closed());
     // The server is blocked writing to a pipe nobody reads: close still ends it.
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn an_endless_answer_fails_its_call_at_the_cap_then_closes_the_session_past_its_allowance() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    let measure = Measure::start(&ALLOC);
+    let outcome = call(&session, "endless_line", json!({"id_first": true})).await;
+    let err = outcome.expect_err("an endless line is no answer");
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(
+        err.message().contains(&format!("{CAP}-byte limit")),
+        "{err}"
+    );
+    // Its request failed at the cap; the line still ends the connection past its allowance (the
+    // cap plus 16 MiB here), instead of being read forever while later calls wait out their
+    // deadlines.
+    let closed = tokio::time::timeout(CALL_DEADLINE / 2, session.closed())
+        .await
+        .expect("the session closed well before a call's deadline");
+    let peak = measure.peak();
+    drop(measure);
+    eprintln!(
+        "endless answer: {err}; then closed: {closed}; peak {} KiB",
+        peak / 1024
+    );
+    assert!(
+        closed
+            .message()
+            .contains(&format!("{} bytes", CAP + 16 * 1024 * 1024)),
+        "{closed}"
+    );
+    assert!(closed.message().contains("already failed"), "{closed}");
+    assert_bounded(peak, "endless answer, id first");
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn a_server_notification_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    let (outcome, _, peak) = measured(&session, "bad_notification", json!({})).await;
+    assert_eq!(
+        outcome.expect("answered").text(),
+        "after a bad notification"
+    );
+    assert_bounded(peak, "bad notification");
+    assert!(!session.is_closed());
+    assert_still_serving(&session).await;
+    close(session, pid).await;
+}
+
+#[tokio::test]
+async fn the_servers_text_in_an_error_is_redacted_and_cut() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (session, pid) = connect().await;
+    let (outcome, took, peak) = measured(&session, "secret_error", json!({"n": CAP / 2})).await;
+    let err = outcome.expect_err("a string is no error object");
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(took < CALL_DEADLINE, "ended before its deadline: {took:?}");
+    assert!(!err.message().contains("SECRET"), "{err}");
+    assert!(!err.message().contains('\u{1b}'), "{err:?}");
+    assert!(err.message().chars().count() < 1000, "{err}");
+    assert_bounded(peak, "secret error");
+    assert_still_serving(&session).await;
     close(session, pid).await;
 }
 

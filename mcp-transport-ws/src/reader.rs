@@ -29,8 +29,8 @@ pub(crate) type Inbound = Result<Message, TransportError>;
 /// Messages larger than this are parsed in place: their parameters and results share the
 /// frame's buffer instead of being copied out of it.
 const SHARE_ABOVE: usize = 64 * 1024;
-/// How much of a frame that is not JSON goes into the error.
-const PREVIEW_BYTES: usize = 200;
+/// How much of a frame that is not JSON goes into the error, in characters.
+const PREVIEW_CHARS: usize = 200;
 
 /// The reader task's parts.
 pub(crate) struct Reader {
@@ -258,15 +258,11 @@ fn bad_message(bytes: &[u8], e: MessageError) -> TransportError {
         )
         .for_request(id)
     } else {
-        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(PREVIEW_BYTES)]);
-        let more = if bytes.len() > PREVIEW_BYTES {
-            "…"
-        } else {
-            ""
-        };
+        // Redacted, control characters out, cut: the frame is the server's text.
+        let shown = mcp_core::redact::excerpt_of_start(bytes, PREVIEW_CHARS);
         TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
-            format!("the server sent a text frame that is not JSON: {shown:?}{more}"),
+            format!("the server sent a text frame that is not JSON: {shown:?}"),
         )
     }
 }
@@ -303,8 +299,20 @@ mod tests {
         assert!(!e.is_fatal());
         assert_eq!(e.request_id(), Some(&RequestId::Number(7)));
 
-        let e = parse_text(format!("[{}", "1,".repeat(PREVIEW_BYTES)).into()).unwrap_err();
-        assert!(e.message().ends_with('…'), "{e}");
+        let e = parse_text(format!("[{}", "1,".repeat(PREVIEW_CHARS)).into()).unwrap_err();
+        assert!(e.message().ends_with("…\""), "{e}");
+
+        // The server's text in an error: redacted, without control characters, cut.
+        let secret = format!("Bearer SECRET-0123456789{}", "x".repeat(100_000));
+        for text in [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":"{secret}\u001b[2J"}}"#),
+            format!("\u{1b}[2J {secret}"),
+        ] {
+            let e = parse_text(text.into()).unwrap_err();
+            assert!(!e.message().contains("SECRET"), "{e}");
+            assert!(!e.message().contains('\u{1b}'), "{e}");
+            assert!(e.message().chars().count() < 400, "{e}");
+        }
 
         // Nested past the parser's depth limit: an error for the request it names, at once.
         let deep = format!(

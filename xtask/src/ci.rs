@@ -143,15 +143,19 @@ pub const STEPS: &[Step] = &[
         interop_env: false,
         fatal: false,
     },
-    Step {
-        name: "fuzz",
-        action: Action::Custom(fuzz_smoke),
-        interop_env: false,
-        fatal: false,
-    },
+    // After every step that uses the debug build (tests, chaos, conformance, doc tests, docs).
     Step {
         name: "free-debug",
         action: Action::Custom(free_debug_build),
+        interop_env: false,
+        fatal: false,
+    },
+    // After free-debug, so its instrumented build (its own `fuzz/target/`, 3+ GB) never shares
+    // the disk with the debug build; on CI it removes that build when done, before the release
+    // build of the bench steps.
+    Step {
+        name: "fuzz",
+        action: Action::Custom(fuzz_smoke),
         interop_env: false,
         fatal: false,
     },
@@ -443,21 +447,29 @@ fn deny(ctx: &Ctx) -> Outcome {
 
 /// The fuzz crate is formatted, and every target runs [`crate::fuzz::CI_SECONDS`] from its
 /// seeds without a crash (the fuzz crate is outside the workspace, so `fmt` does not see it).
+/// On CI ([`shell::on_ci`]) the fuzz build output is removed afterwards, pass or fail (the logs
+/// stay): the bench steps' release build needs the disk.
 fn fuzz_smoke(ctx: &Ctx) -> Outcome {
     let manifest = crate::fuzz::fuzz_dir(ctx.root).join("Cargo.toml");
     let manifest = manifest.to_string_lossy();
     let mut fmt = ctx.cargo(&["fmt", "--manifest-path", &manifest, "--", "--check"]);
     let formatted = shell::run(&mut fmt).is_ok_and(|s| s.success());
     let seconds = crate::fuzz::CI_SECONDS;
-    match crate::fuzz::run(ctx.root, seconds, None) {
-        Ok(reports) => {
-            let failed: Vec<&str> = reports
+    let mut outcome = match crate::fuzz::run(ctx.root, seconds, None) {
+        Ok(run) => {
+            let failed: Vec<&str> = run
+                .reports
                 .iter()
                 .filter(|r| !r.ok)
                 .map(|r| r.target.as_str())
                 .collect();
-            let execs: u64 = reports.iter().filter_map(|r| r.execs).sum();
-            let mut note = format!("{} targets × {seconds} s, {execs} execs", reports.len());
+            let execs: u64 = run.reports.iter().filter_map(|r| r.execs).sum();
+            let mut note = format!(
+                "built in {:.0} s, ran {:.0} s: {} targets × {seconds} s, {execs} execs",
+                run.build_time.as_secs_f64(),
+                run.run_time.as_secs_f64(),
+                run.reports.len()
+            );
             if !failed.is_empty() {
                 note.push_str(&format!("; FAILED: {}", failed.join(", ")));
             }
@@ -478,7 +490,21 @@ fn fuzz_smoke(ctx: &Ctx) -> Outcome {
                 note: e,
             }
         }
+    };
+    if shell::on_ci() {
+        match crate::fuzz::remove_build_output(ctx.root) {
+            Ok(freed) => outcome.note.push_str(&format!(
+                "; removed fuzz/target ({:.1} GB, logs kept)",
+                freed as f64 / 1e9
+            )),
+            Err(e) => {
+                eprintln!("fuzz: error: {e}");
+                outcome.ok = false;
+                outcome.note.push_str(&format!("; {e}"));
+            }
+        }
     }
+    outcome
 }
 
 /// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
@@ -637,6 +663,34 @@ fn parse_cargo_test(output: &str) -> Option<Counts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn position(name: &str) -> usize {
+        STEPS
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no step {name}"))
+    }
+
+    #[test]
+    fn the_fuzz_build_never_shares_the_disk_with_the_debug_build() {
+        // free-debug after every step that builds or uses the debug build...
+        for debug_user in [
+            "clippy",
+            "nextest",
+            "chaos",
+            "conformance",
+            "doctest",
+            "doc",
+        ] {
+            assert!(
+                position(debug_user) < position("free-debug"),
+                "{debug_user}"
+            );
+        }
+        // ...then the fuzz step, whose build output is gone before the release build.
+        assert!(position("free-debug") < position("fuzz"));
+        assert!(position("fuzz") < position("bench-build"));
+    }
 
     #[test]
     fn nextest_summary_all_pass() {

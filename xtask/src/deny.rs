@@ -23,9 +23,20 @@ pub enum Checks {
     Advisories,
 }
 
+/// The error when cargo-deny could not be installed: the check itself runs offline, but the
+/// first run in a fresh clone installs the pinned cargo-deny from crates.io into `.tools/`.
+fn not_installed(cause: &str) -> String {
+    format!(
+        "cargo-deny {version} is not installed and could not be: {cause}. The check runs \
+         offline, but a fresh clone needs crates.io once to install cargo-deny {version} into \
+         .tools/ (`cargo install cargo-deny --version ={version} --locked --root .tools`)",
+        version = CARGO_DENY.version
+    )
+}
+
 /// Installs cargo-deny if needed and runs the checks; `Err` names what failed.
 pub fn run(root: &Path, checks: Checks) -> Result<(), String> {
-    tools::ensure(root, &CARGO_DENY)?;
+    tools::ensure(root, &CARGO_DENY).map_err(|e| not_installed(&e))?;
     let args: &[&str] = match checks {
         Checks::Offline => &[
             "deny",
@@ -47,5 +58,18 @@ pub fn run(root: &Path, checks: Checks) -> Result<(), String> {
         Err(format!(
             "cargo deny check failed ({status}); see the report above"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_install_says_crates_io_is_needed_once() {
+        let message = not_installed("`cargo install cargo-deny --version =0.20.2` failed");
+        assert!(message.contains("fresh clone needs crates.io"), "{message}");
+        assert!(message.contains(CARGO_DENY.version), "{message}");
+        assert!(message.contains("`cargo install cargo-deny"), "{message}");
     }
 }

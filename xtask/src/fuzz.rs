@@ -12,7 +12,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::shell;
 use crate::tools::{self, Tool};
@@ -55,6 +55,23 @@ pub struct Report {
     pub failure: Option<String>,
 }
 
+/// A whole `cargo xtask fuzz`: the build and every target's run.
+#[derive(Debug, Default)]
+pub struct Run {
+    /// How long the instrumented build took.
+    pub build_time: Duration,
+    /// How long the targets ran, together.
+    pub run_time: Duration,
+    pub reports: Vec<Report>,
+}
+
+impl Run {
+    /// No target failed.
+    pub fn ok(&self) -> bool {
+        self.reports.iter().all(|r| r.ok)
+    }
+}
+
 /// The `fuzz/` directory.
 pub fn fuzz_dir(root: &Path) -> PathBuf {
     root.join("fuzz")
@@ -76,8 +93,8 @@ pub fn targets(root: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Builds the targets (`only`, or all) and runs each for `seconds`; prints a summary and
-/// returns the reports. `Err` when nothing could be run at all.
-pub fn run(root: &Path, seconds: u64, only: Option<&str>) -> Result<Vec<Report>, String> {
+/// returns the reports with the build and run times. `Err` when nothing could be run at all.
+pub fn run(root: &Path, seconds: u64, only: Option<&str>) -> Result<Run, String> {
     let all = targets(root)?;
     let chosen: Vec<String> = match only {
         Some(name) if all.iter().any(|t| t == name) => vec![name.to_owned()],
@@ -90,7 +107,8 @@ pub fn run(root: &Path, seconds: u64, only: Option<&str>) -> Result<Vec<Report>,
         None => all,
     };
     tools::ensure(root, &CARGO_FUZZ)?;
-    build(root, only)?;
+    let build_time = build(root, only)?;
+    let running = Instant::now();
     let mut reports = Vec::new();
     for target in &chosen {
         eprintln!("==> fuzz {target} for {seconds} s");
@@ -99,7 +117,64 @@ pub fn run(root: &Path, seconds: u64, only: Option<&str>) -> Result<Vec<Report>,
         reports.push(report);
     }
     print_summary(&reports, seconds);
-    Ok(reports)
+    Ok(Run {
+        build_time,
+        run_time: running.elapsed(),
+        reports,
+    })
+}
+
+/// The directory libFuzzer's logs are written to (`fuzz/target/logs/`); kept by
+/// [`remove_build_output`], since a failure's report points into it.
+fn logs_dir(root: &Path) -> PathBuf {
+    fuzz_dir(root).join("target").join("logs")
+}
+
+/// Removes everything under `fuzz/target/` but the logs: the instrumented build (several GB)
+/// and the working corpora. Returns the bytes freed. For CI, whose clone is thrown away after
+/// the run and whose disk the later release build needs; a developer keeps the build (the next
+/// `cargo xtask fuzz` would rebuild from scratch) and the corpora (they carry coverage over).
+pub fn remove_build_output(root: &Path) -> Result<u64, String> {
+    let target = fuzz_dir(root).join("target");
+    let logs = logs_dir(root);
+    let entries = match fs::read_dir(&target) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(format!("cannot list {}: {e}", target.display())),
+    };
+    let mut freed = 0;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot list {}: {e}", target.display()))?
+            .path();
+        if path == logs {
+            continue;
+        }
+        freed += size_of(&path);
+        let removed = if path.is_dir() && !path.is_symlink() {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        removed.map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+    }
+    Ok(freed)
+}
+
+/// The bytes of the files under `path` (symbolic links not followed; unreadable parts count 0).
+fn size_of(path: &Path) -> u64 {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    fs::read_dir(path).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| size_of(&entry.path()))
+            .sum()
+    })
 }
 
 /// A `cargo fuzz` command in `fuzz/`, with the pinned cargo-fuzz on `PATH` and the fuzz
@@ -119,7 +194,7 @@ fn cargo_fuzz(root: &Path, args: &[&str]) -> std::process::Command {
 /// executions per second.
 const BUILD_FLAGS: &[&str] = &["-s", "none", "--codegen-units", "16"];
 
-fn build(root: &Path, only: Option<&str>) -> Result<(), String> {
+fn build(root: &Path, only: Option<&str>) -> Result<Duration, String> {
     let mut args = vec!["fuzz", "build"];
     args.extend_from_slice(BUILD_FLAGS);
     args.extend(only);
@@ -129,11 +204,9 @@ fn build(root: &Path, only: Option<&str>) -> Result<(), String> {
     if !status.success() {
         return Err(format!("cargo fuzz build failed ({status})"));
     }
-    eprintln!(
-        "==> fuzz targets built in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    let took = started.elapsed();
+    eprintln!("==> fuzz targets built in {:.0} s", took.as_secs_f64());
+    Ok(took)
 }
 
 fn run_target(root: &Path, target: &str, seconds: u64) -> Result<Report, String> {
@@ -141,7 +214,7 @@ fn run_target(root: &Path, target: &str, seconds: u64) -> Result<Report, String>
     let work = fuzz.join("target").join("corpus").join(target);
     let seeds = fuzz.join("corpus").join(target);
     let artifacts = fuzz.join("artifacts").join(target);
-    let logs = fuzz.join("target").join("logs");
+    let logs = logs_dir(root);
     for dir in [&work, &seeds, &artifacts, &logs] {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -286,6 +359,33 @@ fn print_summary(reports: &[Report], seconds: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removing_the_build_output_keeps_the_logs() {
+        let root = std::env::temp_dir().join(format!("xtask-fuzz-clean-{}", std::process::id()));
+        let target = fuzz_dir(&root).join("target");
+        let build = target.join("x86_64-unknown-linux-gnu").join("release");
+        fs::create_dir_all(&build).unwrap();
+        fs::create_dir_all(logs_dir(&root)).unwrap();
+        fs::create_dir_all(target.join("corpus").join("sse")).unwrap();
+        fs::write(build.join("sse"), vec![0u8; 1000]).unwrap();
+        fs::write(target.join("corpus").join("sse").join("a"), b"12345").unwrap();
+        fs::write(target.join("CACHEDIR.TAG"), b"tag").unwrap();
+        fs::write(logs_dir(&root).join("sse.log"), b"log").unwrap();
+
+        let freed = remove_build_output(&root).unwrap();
+
+        let left: Vec<_> = fs::read_dir(&target)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("logs")]);
+        assert!(logs_dir(&root).join("sse.log").is_file());
+        assert_eq!(freed, 1000 + 5 + 3);
+        // Nothing to remove is not an error.
+        fs::remove_dir_all(&root).unwrap();
+        assert_eq!(remove_build_output(&root), Ok(0));
+    }
 
     #[test]
     fn reads_libfuzzer_final_stats() {

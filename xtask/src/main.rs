@@ -156,7 +156,7 @@ fn main() -> ExitCode {
                 }
             }
             match fuzz::run(&root, seconds, target) {
-                Ok(reports) if reports.iter().all(|r| r.ok) => ExitCode::SUCCESS,
+                Ok(run) if run.ok() => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,
                 Err(e) => {
                     eprintln!("fuzz: error: {e}");
