@@ -175,6 +175,15 @@ impl<'a> Measure<'a> {
     }
 }
 
+/// Hostile-peer cases of one test binary, run one at a time *peers included*: the allocation
+/// counts are process-wide, so while one case is measured another case's traffic (a flood, an
+/// endless frame being read) would be counted in its peak. A [`Measure`] alone only keeps two
+/// measurements from overlapping; a case holds this guard for its whole run.
+pub async fn one_case_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static ONE_CASE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    ONE_CASE.lock().await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

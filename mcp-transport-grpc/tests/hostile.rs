@@ -22,7 +22,7 @@ use http_body::Frame;
 use mcp_core::{
     ClientSession, Era, Error, ErrorKind, Operation, Payload, RequestOptions, SessionOptions,
 };
-use mcp_testkit::peak_alloc::{Measure, PeakAlloc};
+use mcp_testkit::peak_alloc::{one_case_at_a_time, Measure, PeakAlloc};
 use mcp_transport_grpc::proto::JsonRpcLine;
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 use serde_json::{json, Value};
@@ -36,15 +36,6 @@ use tonic::Streaming;
 
 #[global_allocator]
 static ALLOC: PeakAlloc = PeakAlloc::new();
-
-/// The cases run one at a time, peers included: the allocation counts are process-wide, and
-/// while one case is measured another's traffic (a flood, an endless frame being read) would be
-/// counted in its peak. A [`Measure`] alone only keeps two measurements from overlapping.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().await
-}
 
 /// Generous deadline for anything a test waits on besides the call under test.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -386,7 +377,7 @@ async fn assert_session_goes_on(session: &ClientSession) {
 
 #[tokio::test]
 async fn an_endless_message_fails_the_call_from_its_length_prefix() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, _request| async move {
         // A message that says it is 1 GiB, then filler for as long as the client reads.
         let mut head = vec![0u8];
@@ -407,7 +398,7 @@ async fn an_endless_message_fails_the_call_from_its_length_prefix() {
 
 #[tokio::test]
 async fn a_line_just_over_the_cap_fails_its_call_and_the_session_goes_on() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         // Over the cap, within tonic's framing allowance: the transport's own check. Sent in
         // pieces, the filler from a static buffer.
@@ -443,7 +434,7 @@ async fn a_line_just_over_the_cap_fails_its_call_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn a_line_of_invalid_utf8_fails_the_call_as_a_protocol_error() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         let mut bytes =
             format!(r#"{{"jsonrpc":"2.0","id":{},"result":"caf"#, request["id"]).into_bytes();
@@ -460,7 +451,7 @@ async fn a_line_of_invalid_utf8_fails_the_call_as_a_protocol_error() {
 
 #[tokio::test]
 async fn a_compressed_message_nobody_negotiated_is_a_protocol_error() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, _request| async move {
         // A "gzip bomb" the client never agreed to: the compressed flag without grpc-encoding.
         if peer
@@ -483,7 +474,7 @@ async fn a_compressed_message_nobody_negotiated_is_a_protocol_error() {
 
 #[tokio::test]
 async fn answers_with_unknown_ids_are_ignored_and_the_real_one_completes_the_call() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         for id in [
             json!(987_654_321),
@@ -506,7 +497,7 @@ async fn answers_with_unknown_ids_are_ignored_and_the_real_one_completes_the_cal
 
 #[tokio::test]
 async fn only_unknown_ids_end_the_call_at_its_deadline_with_nothing_leaked() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, _request| async move {
         peer.send(json!({"jsonrpc": "2.0", "id": 424_242, "result": {}}))
             .await;
@@ -520,7 +511,7 @@ async fn only_unknown_ids_end_the_call_at_its_deadline_with_nothing_leaked() {
 
 #[tokio::test]
 async fn a_duplicate_answer_is_dropped_and_never_answers_a_later_call() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         let id = request["id"].clone();
         peer.send(json!({"jsonrpc": "2.0", "id": id, "result": {"first": true}}))
@@ -539,7 +530,7 @@ async fn a_duplicate_answer_is_dropped_and_never_answers_a_later_call() {
 
 #[tokio::test]
 async fn deeply_nested_json_is_a_protocol_error_not_a_stack_overflow() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         let text = format!(
             r#"{{"jsonrpc":"2.0","id":{},"result":{}"#,
@@ -561,7 +552,7 @@ async fn deeply_nested_json_is_a_protocol_error_not_a_stack_overflow() {
 
 #[tokio::test]
 async fn a_huge_id_under_the_cap_is_an_unknown_answer() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     // Built before the call is measured: the server's own copies are not the client's.
     let digits = "7".repeat(CAP / 2);
     let text = "i".repeat(CAP / 2);
@@ -590,7 +581,7 @@ async fn a_huge_id_under_the_cap_is_an_unknown_answer() {
 
 #[tokio::test]
 async fn a_flood_of_notifications_stays_bounded_and_the_call_is_answered() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": "info", "data": "x".repeat(200)}})
@@ -615,7 +606,7 @@ async fn a_flood_of_notifications_stays_bounded_and_the_call_is_answered() {
 
 #[tokio::test]
 async fn a_flood_of_server_requests_stays_bounded_and_the_call_is_answered() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, request| async move {
         // Mostly requests the client has no handler for (each a task, up to the concurrency
         // cap; past it a busy answer), a few pings. The server reads none of the answers
@@ -652,7 +643,7 @@ async fn a_flood_of_server_requests_stays_bounded_and_the_call_is_answered() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_ends_the_call_at_its_deadline() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = Hostile::start(|peer, _request| peer.hold());
     let session = session_to(&server).await;
     let outcome = measured_call(&session, CALL_DEADLINE).await;

@@ -14,16 +14,13 @@ use std::time::Duration;
 use common::{group_members, wait_group_gone, DEADLINE};
 use mcp_core::types::CallToolResult;
 use mcp_core::{ClientSession, Error, ErrorKind, McpServiceExt, RequestOptions, SessionOptions};
-use mcp_testkit::peak_alloc::{Measure, PeakAlloc};
+use mcp_testkit::peak_alloc::{one_case_at_a_time, Measure, PeakAlloc};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
 #[global_allocator]
 static ALLOC: PeakAlloc = PeakAlloc::new();
-
-/// The measured cases run one at a time (the allocation counts are process-wide).
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The client's `max_message_size` in these tests.
 const CAP: usize = 1 << 20;
@@ -244,7 +241,7 @@ async fn close(session: ClientSession, pid: u32) {
 
 #[tokio::test]
 async fn endless_stderr_without_newlines_is_drained_in_bounded_memory() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     for pattern in ["x", "progress 42%\r", "\r"] {
         let (outcome, _, peak) = measured(
@@ -262,7 +259,7 @@ async fn endless_stderr_without_newlines_is_drained_in_bounded_memory() {
 
 #[tokio::test]
 async fn endless_stderr_lines_are_drained_in_bounded_memory() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     // Empty lines once took no room in the tail's budget: 4 M of them were 4 M entries.
     for pattern in ["\n", "a stderr line\n"] {
@@ -281,7 +278,7 @@ async fn endless_stderr_lines_are_drained_in_bounded_memory() {
 
 #[tokio::test]
 async fn an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session_goes_on() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     for (case, arguments) in [
         ("id first", json!({})),
@@ -303,7 +300,7 @@ async fn an_answer_that_is_not_utf8_fails_its_call_at_once_and_the_session_goes_
 
 #[tokio::test]
 async fn a_message_that_is_not_utf8_and_names_no_request_closes_the_session() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, took, peak) = measured(&session, "invalid_utf8", json!({"no_id": true})).await;
     let err = outcome.expect_err("an answer was lost, and nothing tells whose");
@@ -319,7 +316,7 @@ async fn a_message_that_is_not_utf8_and_names_no_request_closes_the_session() {
 
 #[tokio::test]
 async fn log_lines_that_are_not_utf8_are_skipped() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, _, peak) = measured(&session, "binary_line", json!({})).await;
     assert_eq!(outcome.expect("answered").text(), "after binary lines");
@@ -330,7 +327,7 @@ async fn log_lines_that_are_not_utf8_are_skipped() {
 
 #[tokio::test]
 async fn an_over_cap_answer_with_its_id_last_fails_only_its_call() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     // Past the cap, but ending within the allowance of another `CAP` bytes.
     let (outcome, took, peak) = measured(&session, "big_answer", json!({"n": CAP + CAP / 2})).await;
@@ -350,7 +347,7 @@ async fn an_over_cap_answer_with_its_id_last_fails_only_its_call() {
 
 #[tokio::test]
 async fn an_over_cap_answer_past_the_allowance_closes_the_session_at_twice_the_cap() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, took, peak) = measured(&session, "big_answer", json!({"n": 3 * CAP})).await;
     let err = outcome.expect_err("nothing named the request in time");
@@ -372,7 +369,7 @@ async fn an_over_cap_answer_past_the_allowance_closes_the_session_at_twice_the_c
 
 #[tokio::test]
 async fn an_endless_line_fails_the_call_once_it_passes_twice_the_cap() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, took, peak) = measured(&session, "endless_line", json!({})).await;
     let err = outcome.expect_err("an endless line is no answer");
@@ -395,7 +392,7 @@ async fn an_endless_line_fails_the_call_once_it_passes_twice_the_cap() {
 
 #[tokio::test]
 async fn an_endless_answer_fails_its_call_at_the_cap_then_closes_the_session_past_its_allowance() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let measure = Measure::start(&ALLOC);
     let outcome = call(&session, "endless_line", json!({"id_first": true})).await;
@@ -430,7 +427,7 @@ async fn an_endless_answer_fails_its_call_at_the_cap_then_closes_the_session_pas
 
 #[tokio::test]
 async fn a_server_notification_that_is_not_utf8_is_skipped_and_the_session_goes_on() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, _, peak) = measured(&session, "bad_notification", json!({})).await;
     assert_eq!(
@@ -445,7 +442,7 @@ async fn a_server_notification_that_is_not_utf8_is_skipped_and_the_session_goes_
 
 #[tokio::test]
 async fn the_servers_text_in_an_error_is_redacted_and_cut() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, took, peak) = measured(&session, "secret_error", json!({"n": CAP / 2})).await;
     let err = outcome.expect_err("a string is no error object");
@@ -461,7 +458,7 @@ async fn the_servers_text_in_an_error_is_redacted_and_cut() {
 
 #[tokio::test]
 async fn unknown_and_duplicate_answers_are_ignored() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, _, peak) = measured(&session, "unknown_id", json!({})).await;
     assert_eq!(outcome.expect("answered").text(), "after unknown ids");
@@ -475,7 +472,7 @@ async fn unknown_and_duplicate_answers_are_ignored() {
 
 #[tokio::test]
 async fn deep_nesting_is_a_clean_error_not_a_stack_overflow() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     for place in ["result", "structured"] {
         let (outcome, _, peak) =
@@ -499,7 +496,7 @@ async fn deep_nesting_is_a_clean_error_not_a_stack_overflow() {
 
 #[tokio::test]
 async fn a_huge_id_is_dropped_in_bounded_memory() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, _, peak) = measured(&session, "huge_id", json!({"n": CAP - 100})).await;
     assert_eq!(outcome.expect("answered").text(), "after huge id");
@@ -513,7 +510,7 @@ async fn a_huge_id_is_dropped_in_bounded_memory() {
 /// `MAX_SERVER_REQUEST_ID_BYTES` are not answered and the queues hold kilobytes, not megabytes.
 #[tokio::test]
 async fn server_requests_with_huge_ids_are_refused_in_bounded_memory() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let arguments = json!({"n": 48, "size": CAP - 100});
     let (outcome, _, peak) = measured(&session, "huge_request_ids", arguments).await;
@@ -525,7 +522,7 @@ async fn server_requests_with_huge_ids_are_refused_in_bounded_memory() {
 
 #[tokio::test]
 async fn a_big_json_line_that_is_no_message_is_skipped_without_building_it() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     // Just under the cap: as a `serde_json::Value` it would take 16 times its size.
     let (outcome, _, peak) = measured(&session, "big_array", json!({"n": CAP / 2 - 10})).await;
@@ -537,7 +534,7 @@ async fn a_big_json_line_that_is_no_message_is_skipped_without_building_it() {
 
 #[tokio::test]
 async fn a_flood_of_notifications_and_requests_is_bounded_and_calls_are_answered() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let (outcome, _, peak) = measured(&session, "flood", json!({"n": 20_000})).await;
     assert_eq!(outcome.expect("answered").text(), "after flood");
@@ -557,7 +554,7 @@ async fn wait_members(pid: u32, count: usize) {
 
 #[tokio::test]
 async fn close_ends_a_server_whose_grandchild_holds_the_pipes() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     let result = call(&session, "grandchild", json!({})).await.unwrap();
     assert!(result.text().parse::<u32>().is_ok(), "{}", result.text());
@@ -567,7 +564,7 @@ async fn close_ends_a_server_whose_grandchild_holds_the_pipes() {
 
 #[tokio::test]
 async fn dropping_the_session_ends_a_server_whose_grandchild_holds_the_pipes() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     call(&session, "grandchild", json!({})).await.unwrap();
     wait_members(pid, 2).await;
@@ -577,7 +574,7 @@ async fn dropping_the_session_ends_a_server_whose_grandchild_holds_the_pipes() {
 
 #[tokio::test]
 async fn a_server_that_dies_while_its_grandchild_holds_the_pipes_fails_the_call_at_once() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = one_case_at_a_time().await;
     let (session, pid) = connect().await;
     call(&session, "grandchild", json!({})).await.unwrap();
     wait_members(pid, 2).await;

@@ -18,7 +18,7 @@ use futures_util::{SinkExt, StreamExt};
 use mcp_core::{
     ClientSession, Era, Error, ErrorKind, Operation, Payload, RequestOptions, SessionOptions,
 };
-use mcp_testkit::peak_alloc::{Measure, PeakAlloc};
+use mcp_testkit::peak_alloc::{one_case_at_a_time, Measure, PeakAlloc};
 use mcp_transport_ws::WebSocketTransport;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,15 +29,6 @@ use tokio_tungstenite::WebSocketStream;
 
 #[global_allocator]
 static ALLOC: PeakAlloc = PeakAlloc::new();
-
-/// The cases run one at a time, peers included: the allocation counts are process-wide, and
-/// while one case is measured another's traffic (a flood, an endless frame being read) would be
-/// counted in its peak. A [`Measure`] alone only keeps two measurements from overlapping.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().await
-}
 
 /// The client's `max_message_size` in these tests.
 const CAP: usize = 1 << 20;
@@ -294,7 +285,7 @@ async fn answer_the_rest(mut peer: Peer) {
 
 #[tokio::test]
 async fn an_endless_frame_over_the_cap_fails_the_call_from_its_head() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, _request| async move {
         // A text frame that says it is 1 GiB long, then filler for as long as the client reads.
         if peer.raw(&frame_head(TEXT, true, 1 << 30)).await.is_ok() {
@@ -314,7 +305,7 @@ async fn an_endless_frame_over_the_cap_fails_the_call_from_its_head() {
 
 #[tokio::test]
 async fn an_endless_fragmented_message_fails_the_call_at_the_cap() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, _request| async move {
         // A text message in 64 KiB fragments that never ends.
         let mut first = frame_head(TEXT, false, FILLER.len() as u64);
@@ -338,7 +329,7 @@ async fn an_endless_fragmented_message_fails_the_call_at_the_cap() {
 
 #[tokio::test]
 async fn a_text_frame_of_invalid_utf8_fails_the_call_at_once() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         let answer = format!(
             r#"{{"jsonrpc":"2.0","id":{},"result":{{"text":"caf"#,
@@ -363,7 +354,7 @@ async fn a_text_frame_of_invalid_utf8_fails_the_call_at_once() {
 
 #[tokio::test]
 async fn a_binary_answer_fails_the_call_at_once() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {}}).to_string();
         if peer.raw(&frame(BINARY, answer.as_bytes())).await.is_ok() {
@@ -379,7 +370,7 @@ async fn a_binary_answer_fails_the_call_at_once() {
 
 #[tokio::test]
 async fn answers_with_unknown_ids_are_ignored_and_the_real_one_completes_the_call() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         for id in [
             json!(987_654_321),
@@ -410,7 +401,7 @@ async fn answers_with_unknown_ids_are_ignored_and_the_real_one_completes_the_cal
 
 #[tokio::test]
 async fn only_unknown_ids_end_the_call_at_its_deadline_with_nothing_leaked() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, _request| async move {
         peer.send(json!({"jsonrpc": "2.0", "id": 424_242, "result": {}}))
             .await;
@@ -425,7 +416,7 @@ async fn only_unknown_ids_end_the_call_at_its_deadline_with_nothing_leaked() {
 
 #[tokio::test]
 async fn a_duplicate_answer_is_dropped_and_never_answers_a_later_call() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         let id = request["id"].clone();
         peer.send(json!({"jsonrpc": "2.0", "id": id, "result": {"first": true}}))
@@ -452,7 +443,7 @@ async fn a_duplicate_answer_is_dropped_and_never_answers_a_later_call() {
 
 #[tokio::test]
 async fn deeply_nested_json_is_a_protocol_error_not_a_stack_overflow() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         let text = format!(
             r#"{{"jsonrpc":"2.0","id":{},"result":{}"#,
@@ -475,7 +466,7 @@ async fn deeply_nested_json_is_a_protocol_error_not_a_stack_overflow() {
 
 #[tokio::test]
 async fn a_deeply_nested_but_balanced_result_is_kept_raw_or_refused_never_overflowing() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         let depth = 50_000;
         let text = format!(
@@ -510,7 +501,7 @@ async fn a_deeply_nested_but_balanced_result_is_kept_raw_or_refused_never_overfl
 
 #[tokio::test]
 async fn a_huge_id_under_the_cap_is_an_unknown_answer() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     // Built before the call is measured: the server's own copies are not the client's.
     let digits = "7".repeat(CAP / 2);
     let text = "i".repeat(CAP / 2);
@@ -559,7 +550,7 @@ const FLOOD_DEADLINE: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn a_flood_of_notifications_stays_bounded_and_the_call_is_answered() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": "info", "data": "x".repeat(200)}})
@@ -588,7 +579,7 @@ async fn a_flood_of_notifications_stays_bounded_and_the_call_is_answered() {
 
 #[tokio::test]
 async fn a_flood_of_server_requests_stays_bounded_and_the_call_is_answered() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|mut peer, request| async move {
         // A few pings (answered at once from the session's outbox), mostly requests the
         // client has no handler for (each a task, up to the concurrency cap; past it a busy
@@ -629,7 +620,7 @@ async fn a_flood_of_server_requests_stays_bounded_and_the_call_is_answered() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_ends_the_call_at_its_deadline() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = hostile(|peer, _request| peer.hold()).await;
     let session = session_to(&server).await;
     let outcome = measured_call(&session, "tools/list").await;
@@ -647,7 +638,7 @@ async fn a_server_that_never_answers_ends_the_call_at_its_deadline() {
 
 #[tokio::test]
 async fn a_slow_loris_upgrade_answer_ends_at_the_connect_deadline() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     // Reads the upgrade request, then answers one byte of a header at a time, forever.
     let server = RawServer::start_tcp(|mut stream| async move {
         let mut request = [0u8; 4096];
@@ -689,7 +680,7 @@ async fn a_slow_loris_upgrade_answer_ends_at_the_connect_deadline() {
 
 #[tokio::test]
 async fn an_endless_upgrade_answer_is_refused_at_the_head_cap() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     let server = RawServer::start_tcp(|mut stream| async move {
         let mut request = [0u8; 4096];
         if stream.read(&mut request).await.is_err() {
@@ -774,7 +765,7 @@ fn weird_closes() -> Vec<(&'static str, Vec<u8>, ErrorKind, &'static str)> {
 
 #[tokio::test]
 async fn weird_close_frames_end_the_call_with_a_classified_clean_error() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     for (case, payload, kind, says) in weird_closes() {
         let frame_bytes = Arc::new(frame(CLOSE, &payload));
         let server = hostile(move |mut peer, _request| {
@@ -795,7 +786,7 @@ async fn weird_close_frames_end_the_call_with_a_classified_clean_error() {
 
 #[tokio::test]
 async fn an_oversized_close_frame_is_a_protocol_error() {
-    let _serial = one_at_a_time().await;
+    let _serial = one_case_at_a_time().await;
     // A control frame may hold 125 bytes at most; this one says 64 KiB.
     let server = hostile(|mut peer, _request| async move {
         let mut close = frame_head(CLOSE, true, FILLER.len() as u64);
