@@ -12,8 +12,9 @@
 //! - an expression stops at a `?` (`#`) when a `{?…}` (`{#…}`) follows, so `{?a}{?b}` and
 //!   `{#a}/{#b}` never match their own expansion, nor does `{+x}{?q}` with a `?` in x;
 //! - `{?x,x}` repeats a name, which a query reading refuses;
-//! - the search has a budget of 20 000 steps (`MATCH_BUDGET`) and gives up past it, so a
-//!   template with many expressions can miss a URI it expanded.
+//! - the search has a budget of 20 000 steps (`MATCH_BUDGET`, the work of trying parts and
+//!   candidate ends and reading the URI) and gives up past it, so a template with many
+//!   expressions can miss a URI it expanded.
 //!
 //! So the target asserts the precise invariant that does hold: for a template without those
 //! shapes (no `{?…}` followed by another `{?…}`, no `{#…}` by another `{#…}`, no name twice in
@@ -31,6 +32,8 @@ use mcp_resources::{UriTemplate, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS};
 
 /// `MATCH_BUDGET` of mcp-resources `template.rs`: the most steps a match may take.
 const MATCH_BUDGET: u64 = 20_000;
+/// `BYTES_PER_STEP` of mcp-resources `template.rs`: the URI bytes read for one step.
+const BYTES_PER_STEP: u64 = 64;
 
 /// The characters of values that read back unchanged from any expression: RFC 3986's
 /// unreserved characters (never percent-encoded) without `.` (the label separator).
@@ -140,17 +143,22 @@ fn assert_round_trip(
 
 /// Whether matching a `uri_len`-byte URI against a template of `expressions` expressions is
 /// sure to finish within [`MATCH_BUDGET`], so that it is an exhaustive search (it finds the
-/// reading an expansion came from when there is one). Each step is one call of the matcher:
-/// a literal (literals are merged, so at most one between two expressions) or an expression
-/// at a position; an expression tries each end at a character boundary, at most `uri_len + 1`.
-/// So after `d` expressions there are at most `(uri_len + 1)^d` positions, each costing a
-/// literal and the next expression (or the end): `Σ_{d=0}^{e} 2·(uri_len + 1)^d` steps.
+/// reading an expansion came from when there is one). The matcher pays a step for each part
+/// it tries at a position (a literal — literals are merged, so at most one between two
+/// expressions — or an expression), and an expression pays one more for reading the URI up to
+/// where it may reach and for each end it tries (at most `uri_len + 1`), plus a step per
+/// [`BYTES_PER_STEP`] bytes each of those reads. So one position costs at most
+/// `c = 2 + (uri_len + 2)·(1 + uri_len / BYTES_PER_STEP)`, after `d` expressions there are at
+/// most `(uri_len + 1)^d` positions, and the whole search costs at most
+/// `Σ_{d=0}^{e} c·(uri_len + 1)^d` steps.
 fn search_fits_budget(expressions: usize, uri_len: usize) -> bool {
-    let ends = uri_len as u64 + 1;
+    let len = uri_len as u64;
+    let ends = len + 1;
+    let per_position = 2 + (len + 2) * (1 + len / BYTES_PER_STEP);
     let mut steps: u64 = 0;
     let mut level: u64 = 1;
     for _ in 0..=expressions {
-        steps = steps.saturating_add(level.saturating_mul(2));
+        steps = steps.saturating_add(level.saturating_mul(per_position));
         level = level.saturating_mul(ends);
     }
     steps <= MATCH_BUDGET

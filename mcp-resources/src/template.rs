@@ -9,8 +9,15 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// How many steps [`UriTemplate::matches`] may take before it gives up.
+/// How much work [`UriTemplate::matches`] may do before it gives up, in steps: a step is one
+/// part of the template tried at one position, or one candidate end of an expression tried
+/// there, plus one more for every [`BYTES_PER_STEP`] bytes of the URI read while doing it. A
+/// match costs about as much as the URI is long (a few hundred steps for a long one); the
+/// budget caps what a hostile template can cost at a few milliseconds.
 const MATCH_BUDGET: u32 = 20_000;
+
+/// The bytes of the URI read for one step of [`MATCH_BUDGET`].
+const BYTES_PER_STEP: usize = 64;
 
 /// An RFC 6570 URI template, parsed.
 ///
@@ -30,8 +37,9 @@ const MATCH_BUDGET: u32 = 20_000;
 /// - values are percent-decoded.
 ///
 /// A template comes from a server, so matching is bounded: the search gives up (no match)
-/// after a fixed number of steps instead of backtracking without end on a pathological
-/// template such as `{+a}{+b}{+c}{+d}`.
+/// after a fixed amount of work instead of backtracking without end on a pathological
+/// template such as `{+a}{+b}{+c}{+d}`, or trying every end of every expression of one such
+/// as `{&a,b}{&a,b}…` against a long URI.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -270,12 +278,7 @@ impl UriTemplate {
     /// The variables that expand this template to `uri`, or `None` when it cannot (see the
     /// [type docs](UriTemplate) for how lenient matching is).
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
-        let mut matcher = Matcher {
-            parts: &self.parts,
-            uri,
-            budget: MATCH_BUDGET,
-            found: Vec::new(),
-        };
+        let mut matcher = Matcher::new(&self.parts, uri);
         if !matcher.match_from(0, 0) {
             return None;
         }
@@ -493,21 +496,56 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// The backtracking search of [`UriTemplate::matches`].
+/// The backtracking search of [`UriTemplate::matches`], within [`MATCH_BUDGET`].
 struct Matcher<'a> {
     parts: &'a [Part],
     uri: &'a str,
+    /// Steps left.
     budget: u32,
+    /// Tries made (parts tried at a position, candidate ends read), counted apart from the
+    /// budget so that a test can check the budget pays for every one.
+    #[cfg(test)]
+    tries: u64,
     /// Variables assigned so far (raw text), undone on backtracking.
     found: Vec<(String, String)>,
 }
 
-impl Matcher<'_> {
+impl<'a> Matcher<'a> {
+    fn new(parts: &'a [Part], uri: &'a str) -> Self {
+        Matcher {
+            parts,
+            uri,
+            budget: MATCH_BUDGET,
+            found: Vec::new(),
+            #[cfg(test)]
+            tries: 0,
+        }
+    }
+
+    /// Takes the steps of one try that reads `bytes` bytes of the URI; false (and nothing
+    /// left) when the budget cannot pay for it.
+    fn spend(&mut self, bytes: usize) -> bool {
+        let steps = u32::try_from(1 + bytes / BYTES_PER_STEP).unwrap_or(u32::MAX);
+        match self.budget.checked_sub(steps) {
+            Some(left) => {
+                self.budget = left;
+                true
+            }
+            None => {
+                self.budget = 0;
+                false
+            }
+        }
+    }
+
     fn match_from(&mut self, part: usize, pos: usize) -> bool {
-        if self.budget == 0 {
+        if !self.spend(0) {
             return false;
         }
-        self.budget -= 1;
+        #[cfg(test)]
+        {
+            self.tries += 1;
+        }
         let Some(current) = self.parts.get(part) else {
             return pos == self.uri.len();
         };
@@ -537,9 +575,22 @@ impl Matcher<'_> {
                             || (c == '#' && stop_at_fragment)
                     })
                     .map_or(rest.len(), |(i, _)| i);
+                if !self.spend(reach) {
+                    return false;
+                }
                 let mut end = reach;
                 loop {
                     if rest.is_char_boundary(end) {
+                        // Every candidate is paid for, not only those that get as far as
+                        // the next part: most are refused by `read_expression` at once, but
+                        // a long URI has as many of them as it has bytes.
+                        if !self.spend(end) {
+                            return false;
+                        }
+                        #[cfg(test)]
+                        {
+                            self.tries += 1;
+                        }
                         let mark = self.found.len();
                         if read_expression(e, &rest[..end], &mut self.found)
                             && self.match_from(part + 1, pos + end)
@@ -783,6 +834,50 @@ mod tests {
         let template = UriTemplate::parse(&"{+a}x".repeat(12)).unwrap();
         let uri = "x".repeat(200) + "y";
         assert_eq!(template.matches(&uri), None);
+    }
+
+    /// Found by the `uri_template` fuzz target: dozens of `{&…}` expressions against a
+    /// kilobyte-long URI took 12 s per input, because only the parts tried were paid for, not
+    /// the candidate ends of each expression (as many as the URI has bytes, at every position).
+    #[test]
+    fn every_candidate_end_is_paid_for() {
+        let inputs: [&[u8]; 2] = [
+            include_bytes!("../tests/data/uri_template-timeout.bin"),
+            include_bytes!("../tests/data/uri_template-slow.bin"),
+        ];
+        for input in inputs {
+            // As the fuzz target reads it: the template, a NUL, the URI.
+            let mut halves = input.splitn(2, |&b| b == 0);
+            let template = String::from_utf8_lossy(halves.next().unwrap_or_default());
+            let uri = String::from_utf8_lossy(halves.next().unwrap_or_default());
+            let template = UriTemplate::parse(&template).unwrap();
+            // The URI as given, and the template expanded with values taken from it.
+            let values: BTreeMap<String, String> = template
+                .variables()
+                .zip(uri.as_bytes().chunks(4))
+                .map(|(name, chunk)| (name.to_owned(), String::from_utf8_lossy(chunk).into()))
+                .collect();
+            for candidate in [uri.to_string(), template.expand(&values)] {
+                let mut matcher = Matcher::new(&template.parts, &candidate);
+                matcher.match_from(0, 0);
+                assert!(
+                    matcher.tries <= u64::from(MATCH_BUDGET),
+                    "{} tries against a budget of {MATCH_BUDGET}",
+                    matcher.tries
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_uri_matches_within_the_budget() {
+        // What the work accounting must not refuse: a real template against a long URI.
+        let template = UriTemplate::parse("file:///{+path}{?rev,blame}").unwrap();
+        let path = "src/".repeat(1000) + "lib.rs";
+        let uri = format!("file:///{path}?rev=7&blame=yes");
+        let vars = template.matches(&uri).unwrap();
+        assert_eq!(vars["path"], path);
+        assert_eq!(vars["blame"], "yes");
     }
 
     #[test]
