@@ -11,7 +11,8 @@ use mcp_auth::{
     AutoApprove, DpopKey, DpopMode, Grant, MemoryStore, OAuthClient, OAuthConfig, OAuthProvider,
     Secret, StoreKey, StoredCredentials, TokenStore, TokenType,
 };
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::ClientSession;
 use mcp_testkit::{HttpFixture, OAuthOptions, OAuthStats};
 use serde_json::json;
 

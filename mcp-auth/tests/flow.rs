@@ -16,14 +16,15 @@ use mcp_auth::{
     OAuthConfig, OAuthProvider, ResourceChallenge, Secret, StoreKey, TokenEndpointAuth, TokenSet,
     TokenStore,
 };
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::ClientSession;
 use mcp_testkit::{HttpFixture, OAuthOptions};
 use serde_json::Value;
 use url::Url;
 
 mod common;
 
-use common::{client_with, connect, control, eventually, start, stats, within, REDIRECT_URI};
+use common::{client_with, connect, control, start, stats, within, REDIRECT_URI};
 
 /// The tokens of this file's clients are kept under this account.
 const ACCOUNT: &str = "flow";
@@ -242,7 +243,7 @@ async fn the_provider_refreshes_once_just_before_the_margin() {
     assert_eq!(stats(&fixture).refresh_token, 0, "refreshed too early");
     tokio::time::advance(Duration::from_secs(3)).await;
     tokio::time::resume();
-    eventually("the background refresh", || async {
+    mcp_testkit::wait::until_async("the background refresh", common::DEADLINE, || async {
         stats(&fixture).refresh_token == 1
             && held(&client).await.map(|t| access(&t)) != Some(access(&first))
     })
@@ -299,7 +300,7 @@ async fn the_background_refresher_refreshes_short_lived_tokens_once_at_half_life
     assert_eq!(stats(&fixture).refresh_token, 0, "refreshed too early");
     tokio::time::advance(Duration::from_secs(2)).await;
     tokio::time::resume();
-    eventually("the background refresh", || async {
+    mcp_testkit::wait::until_async("the background refresh", common::DEADLINE, || async {
         held(&client).await.map(|t| access(&t)) != Some(access(&first))
     })
     .await;

@@ -25,9 +25,10 @@ use mcp_auth::{
     OAuthProvider, Secret, StoreKey, TokenSet, TokenStore, TokenType,
 };
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, ClientSession, Credentials,
-    McpServiceExt, RequestOptions, SessionOptions,
+    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials, McpServiceExt,
+    RequestOptions,
 };
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{serve_http, OAuthOptions, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use tracing_subscriber::fmt::MakeWriter;

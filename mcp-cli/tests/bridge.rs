@@ -9,7 +9,8 @@ use std::io::BufRead;
 use std::process::Child;
 
 use common::{Env, DEADLINE};
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 use serde_json::json;
 

@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use mcp_client::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use mcp_client::{McpClient, RouteCandidate, RoutingPolicy};
-use mcp_core::{Endpoint, Error, TransportConnector, TransportFactory, TransportSpec};
+use mcp_client::{TransportFactory, TransportSpec};
+use mcp_core::{Error, TransportConnector};
 use mcp_transport_local::{LocalServer, LocalTool, RequestContext};
 use serde_json::json;
 
@@ -73,7 +74,7 @@ impl TransportFactory for ByUrl {
     }
 
     fn connector(&self, spec: &TransportSpec) -> Result<Arc<dyn TransportConnector>, Error> {
-        let Endpoint::Url { url, .. } = &spec.endpoint else {
+        let Some(url) = spec.transport.url() else {
             return Err(Error::protocol("a bench server has a URL"));
         };
         let index: usize = url

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_core::types::Implementation;
-use mcp_core::{ClientHandler, SessionOptions, TransportConnector, TransportFactory};
+use mcp_core::TransportConnector;
+use mcp_session::{ClientHandler, SessionOptions};
 
 use crate::client::{ClientOptions, McpClient};
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
-use crate::connect::TransportRegistry;
 use crate::stack::StackPolicy;
 use crate::supervisor::SupervisionPolicy;
+use crate::transports::TransportFactory;
+use crate::transports::TransportRegistry;
 
 /// Adjusts the session options of one server's sessions (every connection, reconnect and
 /// pooled session of it).

@@ -7,15 +7,16 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
 
-use mcp_core::extensions::tasks::ToolCallOutcome;
 use mcp_core::types::{
     CallToolResult, GetPromptResult, Implementation, LoggingLevel, Prompt, ReadResourceResult,
     Resource,
 };
 use mcp_core::{
-    BoxService, ClientHandler, ClientSession, Delivery, Error, ErrorKind, McpService,
-    McpServiceExt, Operation, Payload, RequestOptions, SessionOptions,
+    BoxService, Delivery, Error, ErrorKind, McpService, McpServiceExt, Operation, Payload,
+    RequestOptions,
 };
+use mcp_session::extensions::tasks::ToolCallOutcome;
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use serde_json::Value;
 use tokio::sync::{broadcast, Semaphore};
 use tokio::task::JoinSet;
@@ -108,7 +109,7 @@ struct Inner {
     session_options: Option<SessionOptionsHook>,
     stack: StackPolicy,
     supervision: SupervisionPolicy,
-    transports: crate::connect::TransportRegistry,
+    transports: crate::transports::TransportRegistry,
     metrics: mcp_metrics::Metrics,
     #[cfg(feature = "oauth")]
     oauth: crate::auth::OAuthPolicy,
@@ -372,7 +373,7 @@ impl McpClient {
 
     /// Calls a tool by its qualified name, handing back the task when the server runs the call
     /// as one (Tasks extension) instead of following it: poll, wait for or cancel it through
-    /// [`service`](Self::service) and [`TasksExt`](mcp_core::extensions::tasks::TasksExt).
+    /// [`service`](Self::service) and [`TasksExt`](mcp_session::extensions::tasks::TasksExt).
     pub async fn call_tool_as_task(
         &self,
         qualified_name: &str,

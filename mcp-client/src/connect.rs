@@ -1,24 +1,19 @@
-//! Opening sessions to one server over whichever transport its configuration names.
+//! Opening sessions to one server over whichever transport its configuration names (found in
+//! the [`TransportRegistry`]).
 //!
-//! [`TransportRegistry`] maps each configuration `type` (and each URL scheme of an entry with a
-//! bare `url`) to the [`TransportFactory`] of the transport crate that serves it — the profile's
-//! built-ins, plus any a harness registers — and holds the in-process servers registered in code.
 //! [`ServerConnector`] is one server's [`Connector`], used by its supervisor (first connection,
 //! reconnects, probes) and by its pool (more connections): the transport's connector, then the
 //! session, then the state every new session is brought to.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_core::types::LoggingLevel;
-use mcp_core::{
-    AuthProvider, ClientHandler, ClientSession, Connector, Endpoint, Error, ErrorKind,
-    McpServiceExt, RequestOptions, SessionConnector, SessionOptions, TransportConnector,
-    TransportFactory, TransportSpec,
-};
+use mcp_core::{AuthProvider, Error, ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::{ClientHandler, ClientSession, Connector, SessionConnector, SessionOptions};
 
 use crate::config::{ServerConfig, TransportConfig};
+use crate::transports::{TransportFactory, TransportRegistry, TransportSpec};
 
 /// The OAuth provider of a server that uses OAuth.
 #[cfg(feature = "oauth")]
@@ -26,220 +21,6 @@ pub(crate) type ServerAuth = Option<Arc<mcp_auth::OAuthProvider>>;
 /// Nothing without OAuth.
 #[cfg(not(feature = "oauth"))]
 pub(crate) type ServerAuth = ();
-
-/// The transports a client can reach servers over: factories by configuration `type` and URL
-/// scheme, and in-process servers by name. Later registrations win.
-#[derive(Clone, Default)]
-pub struct TransportRegistry {
-    factories: Vec<Arc<dyn TransportFactory>>,
-    in_process: BTreeMap<String, Arc<dyn TransportConnector>>,
-}
-
-impl std::fmt::Debug for TransportRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TransportRegistry")
-            .field("kinds", &self.kinds())
-            .field("in_process", &self.in_process.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl TransportRegistry {
-    /// No transports at all.
-    pub fn empty() -> TransportRegistry {
-        TransportRegistry::default()
-    }
-
-    /// The transports compiled into this profile: stdio (`stdio` feature); Streamable HTTP,
-    /// legacy SSE and detection (`http`); WebSocket (`ws`); gRPC (`grpc`). In-process servers
-    /// are registered by name ([`register_in_process`](Self::register_in_process)).
-    pub fn with_profile() -> TransportRegistry {
-        #[allow(unused_mut)]
-        let mut registry = TransportRegistry::empty();
-        #[cfg(feature = "stdio")]
-        registry.register(Arc::new(mcp_transport_stdio::StdioFactory));
-        #[cfg(feature = "http")]
-        registry.register(Arc::new(mcp_transport_http::HttpFactory));
-        #[cfg(feature = "ws")]
-        registry.register(Arc::new(mcp_transport_ws::WebSocketFactory));
-        #[cfg(feature = "grpc")]
-        registry.register(Arc::new(mcp_transport_grpc::GrpcFactory));
-        registry
-    }
-
-    /// Adds a transport (a downstream crate's, or one of ours in place of the built-in).
-    pub fn register(&mut self, factory: Arc<dyn TransportFactory>) {
-        self.factories.push(factory);
-    }
-
-    /// Serves the server called `name` (configured as [`TransportConfig::InProcess`]) through
-    /// `connector`.
-    pub fn register_in_process(&mut self, name: &str, connector: Arc<dyn TransportConnector>) {
-        self.in_process.insert(name.to_owned(), connector);
-    }
-
-    /// The configuration `type`s served, in registration order, without repeats.
-    pub fn kinds(&self) -> Vec<&'static str> {
-        let mut kinds: Vec<&'static str> = Vec::new();
-        for kind in self
-            .factories
-            .iter()
-            .flat_map(|f| f.kinds().iter().copied())
-        {
-            if !kinds.contains(&kind) {
-                kinds.push(kind);
-            }
-        }
-        kinds
-    }
-
-    fn by_kind(&self, kind: &str) -> Option<&Arc<dyn TransportFactory>> {
-        self.factories
-            .iter()
-            .rev()
-            .find(|f| f.kinds().contains(&kind))
-    }
-
-    fn by_scheme(&self, scheme: &str) -> Option<&Arc<dyn TransportFactory>> {
-        self.factories.iter().rev().find(|f| {
-            f.url_schemes()
-                .iter()
-                .any(|s| s.eq_ignore_ascii_case(scheme))
-        })
-    }
-
-    /// The factory and the transport-neutral description of `server`, or why no transport of
-    /// this client reaches it.
-    fn resolve(
-        &self,
-        server: &ServerConfig,
-    ) -> Result<(Arc<dyn TransportFactory>, TransportSpec), String> {
-        let (kind, endpoint) = match &server.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => (
-                "stdio".to_owned(),
-                Endpoint::Command {
-                    command: command.clone(),
-                    args: args.clone(),
-                    env: env.clone(),
-                    cwd: cwd.clone(),
-                },
-            ),
-            TransportConfig::InProcess => {
-                return Err(format!(
-                    "server \"{}\": no in-process server is registered under this name",
-                    server.name
-                ))
-            }
-            other => {
-                let url = other.url().unwrap_or_default();
-                let endpoint = Endpoint::Url {
-                    url: url.to_owned(),
-                    headers: other.headers().cloned().unwrap_or_default(),
-                };
-                let kind = match other {
-                    // A bare URL: http(s) is detected by the HTTP transport; another scheme
-                    // picks the transport that serves it.
-                    TransportConfig::Url { .. } => {
-                        let scheme = url.split("://").next().unwrap_or_default();
-                        let http = scheme.eq_ignore_ascii_case("http")
-                            || scheme.eq_ignore_ascii_case("https");
-                        match (http, self.by_scheme(scheme)) {
-                            (true, _) => "url".to_owned(),
-                            (false, Some(factory)) => factory
-                                .kinds()
-                                .first()
-                                .map_or_else(|| scheme.to_owned(), |kind| (*kind).to_owned()),
-                            // Not served here: named as the transport that would serve it.
-                            (false, None) => match scheme.to_ascii_lowercase().as_str() {
-                                "ws" | "wss" => "ws".to_owned(),
-                                "grpc" | "grpcs" => "grpc".to_owned(),
-                                other => other.to_owned(),
-                            },
-                        }
-                    }
-                    other => other.kind().to_owned(),
-                };
-                (kind, endpoint)
-            }
-        };
-        let factory = self
-            .by_kind(&kind)
-            .ok_or_else(|| unreachable_reason(self, server, &kind))?;
-        let spec = TransportSpec {
-            server: server.name.clone(),
-            kind,
-            endpoint,
-            auth: None,
-        };
-        Ok((factory.clone(), spec))
-    }
-
-    /// The connector of `server`'s connections (with `auth` for transports that send
-    /// credentials): what a bridge or a harness of its own needs to open connections to a
-    /// configured server. Fails (naming the server) when no transport of this registry
-    /// reaches it.
-    pub fn transport_connector(
-        &self,
-        server: &ServerConfig,
-        auth: Option<Arc<dyn AuthProvider>>,
-    ) -> Result<Arc<dyn TransportConnector>, Error> {
-        if let TransportConfig::InProcess = server.transport {
-            if let Some(connector) = self.in_process.get(&server.name) {
-                return Ok(connector.clone());
-            }
-        }
-        let (factory, mut spec) = self
-            .resolve(server)
-            .map_err(|reason| Error::new(ErrorKind::ServerUnavailable, reason))?;
-        spec.auth = auth;
-        factory.connector(&spec)
-    }
-
-    /// The factory and description of a stdio server whose child gets a token in its
-    /// environment (a new connector per connection, with the token of the moment).
-    #[cfg(feature = "oauth")]
-    fn stdio_with_token(
-        &self,
-        server: &ServerConfig,
-    ) -> Option<(Arc<dyn TransportFactory>, TransportSpec)> {
-        matches!(server.transport, TransportConfig::Stdio { .. })
-            .then(|| self.resolve(server).ok())
-            .flatten()
-    }
-}
-
-/// The reason no transport reaches `server` as configured with `kind`.
-fn unreachable_reason(registry: &TransportRegistry, server: &ServerConfig, kind: &str) -> String {
-    // The built-in transports: compiled in, and the smallest profile that has them.
-    let built_in = match kind {
-        "stdio" => Some((cfg!(feature = "stdio"), "minimal")),
-        "http" | "streamable-http" | "streamableHttp" | "sse" | "url" => {
-            Some((cfg!(feature = "http"), "professional"))
-        }
-        "ws" | "websocket" => Some((cfg!(feature = "ws"), "enterprise")),
-        "grpc" => Some((cfg!(feature = "grpc"), "enterprise")),
-        _ => None,
-    };
-    match built_in {
-        Some((false, profile)) => format!(
-            "server \"{}\": the `{}` transport is not built into this profile of mcp-client \
-             (features: {}); it arrives with the `{profile}` profile",
-            server.name,
-            server.transport.kind(),
-            crate::PROFILE
-        ),
-        _ => format!(
-            "server \"{}\": no transport for `type: \"{kind}\"` in this client (it knows: {})",
-            server.name,
-            registry.kinds().join(", ")
-        ),
-    }
-}
 
 /// State every new session of a server is brought to before anyone uses it.
 #[derive(Debug, Default)]
@@ -285,7 +66,7 @@ impl ServerConnector {
     ) -> ServerConnector {
         // Every session of this server shares what the first found about its era; the
         // configuration may pin it.
-        let mut options = options.with_era_memo(mcp_core::EraMemo::default());
+        let mut options = options.with_era_memo(mcp_session::EraMemo::default());
         if let Some(era) = config.era {
             options = options.with_era(era);
         }
@@ -384,10 +165,10 @@ impl Connector for ServerConnector {
                 #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
                 let mut spec = spec.clone();
                 #[cfg(feature = "oauth")]
-                if let (Some(variable), Some(token), Endpoint::Command { env, .. }) = (
+                if let (Some(variable), Some(token), TransportConfig::Stdio { env, .. }) = (
                     &self.config.oauth.token_env,
                     stdio_token(&self.auth).await?,
-                    &mut spec.endpoint,
+                    &mut spec.transport,
                 ) {
                     env.insert(variable.clone(), token);
                 }

@@ -11,7 +11,7 @@ use mcp_core::types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ListRootsResult,
 };
-use mcp_core::{ClientHandler, ServerNotification};
+use mcp_session::{ClientHandler, ServerNotification};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::supervisor::SupervisorEvent;

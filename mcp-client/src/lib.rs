@@ -28,6 +28,9 @@
 //!   `needs-auth` when a login is needed, tokens for stdio servers through the environment.
 //! - [`fleet`] (feature `fleet`, `enterprise`): a fleet's shared store on Redis — OAuth tokens
 //!   shared by every replica, fleet-wide rate limits.
+//! - [`transports`]: where a server is and which transport reaches it — [`TransportRegistry`]
+//!   of [`TransportFactory`]s, the profile's built-ins and a harness's own; `connect.rs` each
+//!   server's [`Connector`](mcp_session::Connector) on top.
 //!
 //! Profiles are cargo features: `minimal` (core + stdio), `professional`, `enterprise`; see
 //! [`PROFILE`].
@@ -53,6 +56,7 @@ mod server;
 mod stack;
 pub mod status;
 mod supervisor;
+pub mod transports;
 
 #[cfg(feature = "oauth")]
 pub use auth::OAuthPolicy;
@@ -60,7 +64,6 @@ pub use builder::{McpClientBuilder, SessionOptionsHook, DEFAULT_MAX_CONCURRENT_S
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 pub use client::{CatalogResource, ClientOptions, Gathered, McpClient, REGION_VARIABLE};
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
-pub use connect::TransportRegistry;
 pub use handler::ClientNotification;
 pub use llm::{LlmToolFormat, LlmToolList};
 pub use router::{EndpointRef, Failover, FailoverReason, RouteCandidate, RoutingPolicy};
@@ -69,6 +72,7 @@ pub use status::{
     BreakerStatus, EndpointReport, EndpointState, PoolReport, ServerReport, ServerStatus,
 };
 pub use supervisor::SupervisionPolicy;
+pub use transports::{TransportFactory, TransportRegistry, TransportSpec};
 
 /// The metrics crate: the snapshot types [`McpClient::metrics`] returns, the registry,
 /// Prometheus (feature `prometheus`) and OpenTelemetry (feature `otel`) export.

@@ -20,9 +20,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_core::types::ReadResourceResult;
-use mcp_core::{BoxService, ClientSession, Error};
+use mcp_core::{BoxService, Error};
 #[cfg(not(feature = "resources"))]
 use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::ClientSession;
 use tokio::time::Instant;
 
 use crate::config::ServerConfig;

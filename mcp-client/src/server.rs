@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use mcp_core::sync::lock;
 use mcp_core::types::Prompt;
-use mcp_core::{
-    ClientHandler, ClientSession, Error, McpServiceExt, RequestOptions, SessionOptions,
-};
+use mcp_core::{Error, McpServiceExt, RequestOptions};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::config::ServerConfig;
-use crate::connect::{ServerConnector, SessionSetup, TransportRegistry};
+use crate::connect::{ServerConnector, SessionSetup};
 use crate::handler::{ClientNotification, FacadeHandler};
 use crate::resources::{ServerResources, SubscriptionRenewal};
 use crate::router::{Endpoint, EndpointParts, Failover, Router, RouterParts, RoutingPolicy};
@@ -22,6 +21,7 @@ use crate::status::{ServerReport, ServerStatus};
 use crate::supervisor::{
     Lists, SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts,
 };
+use crate::transports::TransportRegistry;
 
 /// Everything the client keeps per server.
 pub(crate) struct ManagedServer {
@@ -174,7 +174,7 @@ impl ManagedServer {
         };
         let transport_name = server_connector.transport_name();
         metrics.set_network_transport(transport_name);
-        let connector: Arc<dyn mcp_core::Connector> = Arc::new(server_connector);
+        let connector: Arc<dyn mcp_session::Connector> = Arc::new(server_connector);
         let router = endpoints.map(|endpoints| {
             Router::new(RouterParts {
                 server: config.name.clone(),

@@ -266,7 +266,7 @@ pub(crate) fn breakers_for(
 /// connector opens), through its router when it has several endpoints.
 pub(crate) struct Upstream {
     pub(crate) supervisor: Arc<Supervisor>,
-    pub(crate) connector: Arc<dyn mcp_core::Connector>,
+    pub(crate) connector: Arc<dyn mcp_session::Connector>,
     pub(crate) router: Option<Arc<Router>>,
 }
 
@@ -275,7 +275,7 @@ pub(crate) struct Upstream {
 pub(crate) fn build(
     config: &ServerConfig,
     policy: &StackPolicy,
-    session: &mcp_core::SessionOptions,
+    session: &mcp_session::SessionOptions,
     upstream: Upstream,
     metrics: &mcp_metrics::ServerHandle,
     #[cfg(feature = "rate-limit")] shared_permits: Option<Arc<dyn mcp_resilience::SharedPermits>>,
@@ -420,7 +420,7 @@ pub(crate) fn wants_pool(config: &ServerConfig, policy: &StackPolicy) -> bool {
 pub(crate) fn pool_for(
     config: &ServerConfig,
     policy: &StackPolicy,
-    connector: Arc<dyn mcp_core::Connector>,
+    connector: Arc<dyn mcp_session::Connector>,
 ) -> Option<mcp_pool::SessionPool> {
     if !wants_pool(config, policy) {
         return None;
@@ -460,7 +460,7 @@ fn on_the_supervised_session(operation: &Operation) -> bool {
 /// pooled underneath); and resource operations stay on the supervised session.
 #[cfg(feature = "pool")]
 pub(crate) fn goes_through_the_pool(
-    session: &mcp_core::ClientSession,
+    session: &mcp_session::ClientSession,
     operation: &Operation,
 ) -> bool {
     !session.is_modern() && !on_the_supervised_session(operation)

@@ -32,9 +32,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_core::types::Tool;
-use mcp_core::{
-    ClientSession, Connector, Delivery, Error, ErrorKind, McpServiceExt, RequestOptions,
-};
+use mcp_core::{Delivery, Error, ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, Connector};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

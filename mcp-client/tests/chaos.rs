@@ -519,14 +519,6 @@ fn watch_breakers(
     (task, seen)
 }
 
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Executions of `record` per call_id, from the fixtures' event logs.
 fn executions(logs: &[PathBuf]) -> HashMap<String, u64> {
     let mut counts = HashMap::new();
@@ -772,20 +764,15 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     // Phase 3: repeated failure opens a breaker; recovery closes it.
     let frozen = processes(&marker, Some("fx-stdio"));
     signal(&frozen, libc::SIGSTOP);
-    let open_deadline = Instant::now() + DEADLINE;
-    loop {
-        let open = client
+    mcp_testkit::wait::until("fx-stdio's breaker opens", DEADLINE, || {
+        client
             .servers()
             .iter()
-            .any(|s| s.name == "fx-stdio" && matches!(s.breaker, Some(BreakerStatus::Open { .. })));
-        if open {
-            break;
-        }
-        assert!(Instant::now() < open_deadline, "the breaker never opened");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .any(|s| s.name == "fx-stdio" && matches!(s.breaker, Some(BreakerStatus::Open { .. })))
+    })
+    .await;
     signal(&frozen, libc::SIGCONT);
-    wait_until("fx-stdio's breaker closes again", || {
+    mcp_testkit::wait::until("fx-stdio's breaker closes again", DEADLINE, || {
         client
             .servers()
             .iter()
@@ -834,21 +821,23 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     // Phase 4: nothing is left once the client is gone.
     client.shutdown().await;
     drop(client);
-    wait_until("no connection to an endpoint of fx-multi is left", || {
-        regions.iter().all(|e| common::established_to(e.port) == 0)
-    })
+    mcp_testkit::wait::until(
+        "no connection to an endpoint of fx-multi is left",
+        DEADLINE,
+        || regions.iter().all(|e| common::established_to(e.port) == 0),
+    )
     .await;
-    wait_until("no stdio server process is left", || {
+    mcp_testkit::wait::until("no stdio server process is left", DEADLINE, || {
         stdio_roles
             .iter()
             .all(|role| processes(&marker, Some(role)).is_empty())
     })
     .await;
-    wait_until("no connection is left", || {
+    mcp_testkit::wait::until("no connection is left", DEADLINE, || {
         fx_http.proxy.live_connections() == 0 && py_http.proxy.live_connections() == 0
     })
     .await;
-    wait_until("no task is left", || {
+    mcp_testkit::wait::until("no task is left", DEADLINE, || {
         tokio::runtime::Handle::current()
             .metrics()
             .num_alive_tasks()
@@ -864,7 +853,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
     drop(fx_http);
     drop(py_http);
     drop(regions);
-    wait_until("no server process at all is left", || {
+    mcp_testkit::wait::until("no server process at all is left", DEADLINE, || {
         processes(&marker, None).is_empty()
     })
     .await;

@@ -10,7 +10,8 @@ use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
 use mcp_client::{McpClient, ServerStatus, SupervisionPolicy};
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ClientCapabilities, CreateMessageRequestParams, CreateMessageResult};
-use mcp_core::{ClientHandler, ErrorKind};
+use mcp_core::ErrorKind;
+use mcp_session::ClientHandler;
 use serde_json::json;
 
 mod common;
@@ -80,7 +81,7 @@ async fn a_broken_server_does_not_stop_the_others() {
         "tool broken__echo does not exist: check the tool name and server configuration"
     );
     client.shutdown().await;
-    wait_until("every fixture process is gone", || {
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
         processes_with(&marker).is_empty()
     })
     .await;
@@ -129,7 +130,7 @@ async fn a_server_that_dies_is_restarted_and_callers_see_it_again() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Network);
-    wait_until("fragile is back", || {
+    mcp_testkit::wait::until("fragile is back", DEADLINE, || {
         let fragile = &client.servers()[0];
         fragile.status.is_ready() && fragile.reconnects == 1
     })
@@ -150,7 +151,7 @@ async fn a_server_that_dies_is_restarted_and_callers_see_it_again() {
         .unwrap();
     assert_eq!(r.text(), "back");
     client.shutdown().await;
-    wait_until("every fixture process is gone", || {
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
         processes_with(&marker).is_empty()
     })
     .await;
@@ -185,7 +186,7 @@ async fn a_server_that_cannot_restart_is_unavailable_until_a_probe_brings_it_bac
     let _ = client
         .call_tool("fragile__crash", Some(json!({"exit_code": 9})))
         .await;
-    wait_until("fragile is unavailable", || {
+    mcp_testkit::wait::until("fragile is unavailable", DEADLINE, || {
         matches!(client.servers()[0].status, ServerStatus::Unavailable { .. })
     })
     .await;
@@ -211,7 +212,10 @@ async fn a_server_that_cannot_restart_is_unavailable_until_a_probe_brings_it_bac
         .is_some_and(|e| e.contains("refusing to start")));
     // The server can start again: the next probe brings it back.
     std::fs::remove_file(&refuse).unwrap();
-    wait_until("fragile is back", || client.servers()[0].status.is_ready()).await;
+    mcp_testkit::wait::until("fragile is back", DEADLINE, || {
+        client.servers()[0].status.is_ready()
+    })
+    .await;
     let r = client
         .call_tool("fragile__echo", Some(json!({"text": "back"})))
         .await
@@ -242,7 +246,7 @@ async fn after_shutdown_no_server_is_ready_or_lists_tools() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ToolNotFound);
-    wait_until("every fixture process is gone", || {
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
         processes_with(&marker).is_empty()
     })
     .await;
@@ -284,7 +288,7 @@ async fn servers_can_be_added_and_removed_at_run_time() {
     );
     assert!(client.tools().get("first__echo").is_none());
     assert_eq!(client.servers().len(), 1);
-    wait_until("the removed server's process is gone", || {
+    mcp_testkit::wait::until("the removed server's process is gone", DEADLINE, || {
         processes_with(&marker).len() == 1
     })
     .await;
@@ -401,7 +405,7 @@ async fn list_changed_refreshes_the_catalog() {
         .call_tool("dyn__trigger_list_changed", None)
         .await
         .unwrap();
-    wait_until("dynamic_tool appears", || {
+    mcp_testkit::wait::until("dynamic_tool appears", DEADLINE, || {
         client.tools().get("dyn__dynamic_tool").is_some()
     })
     .await;
@@ -432,7 +436,7 @@ async fn startup_timeout_and_exit_at_start_are_reported() {
         other => panic!("{other:?}"),
     }
     assert!(servers[2].status.is_ready());
-    wait_until("the hanging server was stopped", || {
+    mcp_testkit::wait::until("the hanging server was stopped", DEADLINE, || {
         processes_with(&marker).len() == 1
     })
     .await;
@@ -490,7 +494,7 @@ async fn dropping_the_client_stops_every_server() {
     .await;
     assert_eq!(processes_with(&marker).len(), 2);
     drop(client);
-    wait_until("every fixture process is gone", || {
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
         processes_with(&marker).is_empty()
     })
     .await;
@@ -695,7 +699,7 @@ async fn progress_keeps_a_long_call_alive_when_the_server_resets_on_progress() {
 async fn the_logging_level_is_set_again_after_a_restart() {
     use mcp_client::ClientNotification;
     use mcp_core::types::LoggingLevel;
-    use mcp_core::ServerNotification;
+    use mcp_session::ServerNotification;
     let marker = unique_marker("logging");
     let client = start(vec![fixture("chatty", &[], &marker)]).await;
     assert!(client
@@ -705,7 +709,7 @@ async fn the_logging_level_is_set_again_after_a_restart() {
     let _ = client
         .call_tool("chatty__crash", Some(json!({"exit_code": 4})))
         .await;
-    wait_until("chatty is back", || {
+    mcp_testkit::wait::until("chatty is back", DEADLINE, || {
         let s = &client.servers()[0];
         s.status.is_ready() && s.reconnects == 1
     })
@@ -814,7 +818,7 @@ struct FixturePipe {
 }
 
 #[cfg(feature = "stdio")]
-impl mcp_core::TransportFactory for FixturePipe {
+impl mcp_client::TransportFactory for FixturePipe {
     fn kinds(&self) -> &'static [&'static str] {
         &["fixture-pipe"]
     }
@@ -825,7 +829,7 @@ impl mcp_core::TransportFactory for FixturePipe {
 
     fn connector(
         &self,
-        spec: &mcp_core::TransportSpec,
+        spec: &mcp_client::TransportSpec,
     ) -> Result<Arc<dyn mcp_core::TransportConnector>, mcp_core::Error> {
         let (url, _) = spec.url()?;
         assert!(url.starts_with("fixture://"), "{url}");
@@ -976,17 +980,20 @@ impl CountedStdio {
 }
 
 #[cfg(feature = "stdio")]
-impl mcp_core::TransportFactory for CountedStdio {
+impl mcp_client::TransportFactory for CountedStdio {
     fn kinds(&self) -> &'static [&'static str] {
         &["stdio"]
     }
 
     fn connector(
         &self,
-        spec: &mcp_core::TransportSpec,
+        spec: &mcp_client::TransportSpec,
     ) -> Result<Arc<dyn mcp_core::TransportConnector>, mcp_core::Error> {
         Ok(Arc::new(CountedConnector {
-            inner: mcp_core::TransportFactory::connector(&mcp_transport_stdio::StdioFactory, spec)?,
+            inner: mcp_client::TransportFactory::connector(
+                &mcp_client::transports::StdioFactory,
+                spec,
+            )?,
             counts: self.counts.clone(),
             begun: self.begun.clone(),
             total: self.total,

@@ -428,9 +428,11 @@ fn assert_ready(client: &McpClient) {
 
 /// After `shutdown`, no process carrying `marker` is left.
 async fn assert_no_processes(marker: &str) {
-    wait_until("every server process carrying the marker is gone", || {
-        processes_with(marker).is_empty()
-    })
+    mcp_testkit::wait::until(
+        "every server process carrying the marker is gone",
+        DEADLINE,
+        || processes_with(marker).is_empty(),
+    )
     .await;
 }
 

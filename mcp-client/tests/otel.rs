@@ -97,7 +97,7 @@ async fn calls_are_exported_with_the_mcp_semantic_conventions() {
     let _ = client
         .call_tool("fx__crash", Some(json!({"exit_code": 2})))
         .await;
-    wait_until("fx is back", || {
+    mcp_testkit::wait::until("fx is back", DEADLINE, || {
         let fx = &client.servers()[0];
         fx.status.is_ready() && fx.reconnects == 1
     })

@@ -103,7 +103,10 @@ async fn a_resource_is_cached_made_stale_by_updates_and_renewed_after_a_restart(
         next(&mut transitions).await,
         (Cached, Stale, Trigger::Reconnected)
     );
-    wait_until("fx is back", || client.servers()[0].status.is_ready()).await;
+    mcp_testkit::wait::until("fx is back", DEADLINE, || {
+        client.servers()[0].status.is_ready()
+    })
+    .await;
     assert_eq!(
         requests(&log, "resources/subscribe"),
         2,
@@ -234,7 +237,7 @@ async fn subscriptions_are_renewed_when_an_http_session_is_made_anew() {
         next(&mut transitions).await,
         (Cached, Stale, Trigger::Reconnected)
     );
-    wait_until("the subscription is renewed", || {
+    mcp_testkit::wait::until("the subscription is renewed", DEADLINE, || {
         requests(&log, "resources/subscribe") == 2
     })
     .await;

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{unique_marker, wait_until, DEADLINE};
+use common::{unique_marker, DEADLINE};
 use mcp_client::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use mcp_client::{EndpointState, Failover, FailoverReason, McpClient};
 use mcp_core::RequestOptions;
@@ -134,9 +134,11 @@ async fn the_clients_region_is_chosen_over_a_faster_remote_endpoint() {
     let mut failovers = client.failovers();
     assert_eq!(served_by(&client).await, "eu");
     // The remote endpoint is measured faster, round after round, and still loses.
-    wait_until("the remote endpoint has been probed 5 times", || {
-        probe_samples(&client, 0) >= 5 && probe_samples(&client, 1) >= 5
-    })
+    mcp_testkit::wait::until(
+        "the remote endpoint has been probed 5 times",
+        DEADLINE,
+        || probe_samples(&client, 0) >= 5 && probe_samples(&client, 1) >= 5,
+    )
     .await;
     let snapshot = client.metrics();
     let search = snapshot.server("search").unwrap();
@@ -183,9 +185,11 @@ async fn the_lowest_latency_wins_inside_a_region() {
     assert_eq!(client.metrics().server("search").unwrap().failovers, 1);
     // The endpoint left keeps no connection: its session and pool were closed after their
     // calls (only its probes' short-lived sessions come and go).
-    wait_until("no connection to the endpoint left stays open", || {
-        common::established_to(slow.port) == 0
-    })
+    mcp_testkit::wait::until(
+        "no connection to the endpoint left stays open",
+        DEADLINE,
+        || common::established_to(slow.port) == 0,
+    )
     .await;
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
@@ -280,7 +284,10 @@ async fn killing_the_active_endpoint_moves_the_calls_without_duplicates_or_late_
             }
         });
     }
-    wait_until("the stream has run a while", || lock(&outcomes).len() >= 40).await;
+    mcp_testkit::wait::until("the stream has run a while", DEADLINE, || {
+        lock(&outcomes).len() >= 40
+    })
+    .await;
     let killed = Instant::now();
     eu.kill();
     let moved = next_failover(&mut failovers).await;
@@ -288,7 +295,7 @@ async fn killing_the_active_endpoint_moves_the_calls_without_duplicates_or_late_
     assert_eq!(moved.reason, FailoverReason::EndpointDown, "{moved:?}");
     assert_eq!((moved.from.index, moved.to.index), (0, 1));
     let settled = killed + failover_time + Duration::from_millis(200);
-    wait_until("40 calls ended after the move", || {
+    mcp_testkit::wait::until("40 calls ended after the move", DEADLINE, || {
         lock(&outcomes)
             .iter()
             .filter(|o| o.started >= settled)
@@ -396,7 +403,7 @@ async fn failback_waits_until_the_preferred_endpoint_has_answered_probes_for_the
 
     eu.restart().await;
     let back_up = Instant::now();
-    wait_until("the home endpoint answers probes again", || {
+    mcp_testkit::wait::until("the home endpoint answers probes again", DEADLINE, || {
         matches!(
             client.servers()[0].endpoints[0].state,
             EndpointState::Probing | EndpointState::Standby

@@ -3,7 +3,7 @@
 //!
 //! The suite starts a mock server per scenario and runs
 //! `mcp-conformance-client <server URL>` with `MCP_CONFORMANCE_SCENARIO` set. This binary drives
-//! the real client library (`mcp_core::ClientSession` over
+//! the real client library (`mcp_session::ClientSession` over
 //! `mcp_transport_http::StreamableHttpTransport`) through what the scenario expects, closes the
 //! session (DELETE) and exits 0. On error it prints one line to stderr and exits 1; an unknown
 //! scenario is an error too, so it shows up as a failure instead of passing silently.
@@ -20,7 +20,8 @@ use async_trait::async_trait;
 use mcp_core::types::{
     CallToolResult, ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult,
 };
-use mcp_core::{ClientHandler, ClientSession, ErrorObject, SessionOptions};
+use mcp_core::ErrorObject;
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::{json, Value};
 

@@ -5,7 +5,8 @@
 //! files read only after that. A skill that fails verification is refused and reported, which
 //! is the expected outcome of the `verify-*` scenarios.
 
-use mcp_core::{ClientSession, RequestOptions};
+use mcp_core::RequestOptions;
+use mcp_session::ClientSession;
 use mcp_skills::{offers_skills, SkillResources, SkillsExt};
 
 /// Runs the host flow of `scenario` on an open session.

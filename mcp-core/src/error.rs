@@ -210,6 +210,16 @@ impl Error {
         Error::new(ErrorKind::Protocol, message)
     }
 
+    /// The error of a request whose parameters could not be encoded: it never left the client
+    /// ([`Delivery::NotSent`]).
+    pub fn unencodable(e: serde_json::Error) -> Self {
+        Error::new(
+            ErrorKind::InvalidParams,
+            format!("could not encode the request: {e}"),
+        )
+        .with_delivery(Delivery::NotSent)
+    }
+
     /// Classifies a JSON-RPC error response through `table`.
     pub fn from_error_object(error: ErrorObject, table: &ErrorCodeTable) -> Self {
         let kind = table.classify(error.code, &error.message);

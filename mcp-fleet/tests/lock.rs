@@ -6,7 +6,7 @@ mod common;
 use mcp_auth::store::ENTRY_LOCK_TTL;
 use std::time::Duration;
 
-use common::{key, raw, redis, settings, wait_until, LogCapture, TempDir};
+use common::{key, raw, redis, settings, LogCapture, TempDir};
 use mcp_auth::store::LockDir;
 use mcp_auth::{StoreKey, TokenStore};
 use mcp_fleet::Fleet;
@@ -229,7 +229,7 @@ async fn while_redis_is_down_the_lock_is_this_machines_file_lock_with_one_warnin
 
     // Redis is back: the lock is on Redis again, and the next outage warns again.
     redis.restart().unwrap();
-    wait_until(
+    mcp_testkit::wait::until_async(
         "the fleet reaches Redis again",
         Duration::from_secs(5),
         || async { a.ping().await.is_ok() },

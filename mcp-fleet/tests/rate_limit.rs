@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{key, redis, settings, wait_until, LogCapture};
+use common::{key, redis, settings, LogCapture};
 use mcp_core::{Error, ErrorKind, Layer, McpService, Operation, Payload, RequestOptions};
 use mcp_fleet::Fleet;
 use mcp_resilience::{RateLimitLayer, RateLimitMode, RateLimitPolicy};
@@ -158,14 +158,14 @@ async fn with_redis_gone_each_replica_keeps_its_local_limit_and_warns_once() {
     assert_eq!(admitted.count(), 5 + passed);
 
     redis.restart().unwrap();
-    wait_until(
+    mcp_testkit::wait::until_async(
         "the fleet reaches Redis again",
         Duration::from_secs(5),
         || async { fleet.ping().await.is_ok() },
     )
     .await;
     // Redis is asked again a second after it last failed (decisions are local meanwhile).
-    wait_until(
+    mcp_testkit::wait::until_async(
         "the limiter asks Redis again",
         Duration::from_secs(5),
         || async {

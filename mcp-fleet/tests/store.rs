@@ -389,7 +389,7 @@ async fn an_unreachable_redis_fails_every_operation_within_the_timeout() {
 
     // Frozen: connected, but no answer — the timeout ends the wait.
     redis.restart().unwrap();
-    common::wait_until("Redis answers again", Duration::from_secs(5), || async {
+    mcp_testkit::wait::until_async("Redis answers again", Duration::from_secs(5), || async {
         store.load(&entry()).await.is_ok()
     })
     .await;

@@ -18,7 +18,7 @@
 //! # Using it
 //!
 //! ```
-//! # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+//! # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
 //! use std::time::Duration;
 //! use mcp_core::{Layer, McpServiceExt, RequestOptions};
 //! use mcp_metrics::{CacheKind, Metrics};

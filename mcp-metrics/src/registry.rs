@@ -16,7 +16,7 @@ use crate::{CacheKind, MetricsConfig};
 /// [crate docs](crate)). A cheap handle: clones share the registry.
 ///
 /// ```
-/// # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+/// # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
 /// use mcp_core::{Layer, McpServiceExt, RequestOptions};
 /// use mcp_metrics::Metrics;
 ///

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use mcp_core::jsonrpc::{Message, Response};
 use mcp_core::{
-    ChannelTransport, ClientSession, Era, ErrorKind, Layer, McpService, McpServiceExt, Payload,
-    RequestOptions, SessionOptions, TraceContext,
+    Era, ErrorKind, Layer, McpService, McpServiceExt, Payload, RequestOptions, TraceContext,
 };
 use mcp_metrics::{Metrics, MetricsConfig};
+use mcp_session::{ChannelTransport, ClientSession, SessionOptions};
 use opentelemetry::context::FutureExt;
 use opentelemetry::metrics::MeterProvider;
 use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
@@ -290,7 +290,7 @@ async fn a_traced_call_has_a_client_span_whose_context_the_request_carries() {
 /// A legacy server on the far end of a channel that answers `initialize` and each
 /// `tools/call`, and reports the `_meta` each call arrived with.
 async fn serve_and_report_meta(
-    mut end: mcp_core::ServerEnd,
+    mut end: mcp_session::ServerEnd,
     reports: tokio::sync::mpsc::UnboundedSender<serde_json::Value>,
 ) {
     while let Some(message) = end.incoming.recv().await {

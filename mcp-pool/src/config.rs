@@ -33,12 +33,12 @@ pub struct PoolConfig {
     /// How long a keepalive `ping` may take before the session is considered dead and closed.
     /// Default: 10 s.
     pub ping_timeout: Duration,
-    /// How long opening one session (the [`Connector`](mcp_core::Connector)'s `connect`,
+    /// How long opening one session (the [`Connector`](mcp_session::Connector)'s `connect`,
     /// handshake included) may take. Default: 10 s.
     pub connect_timeout: Duration,
     /// The deadline of a call whose [`RequestOptions`](mcp_core::RequestOptions) set neither
     /// `timeout` nor `deadline`; it covers waiting for a connection and the call together. Keep
-    /// it equal to the sessions' [`SessionOptions::request_timeout`](mcp_core::SessionOptions).
+    /// it equal to the sessions' [`SessionOptions::request_timeout`](mcp_session::SessionOptions).
     /// Default: 30 s.
     pub request_timeout: Duration,
     /// Load-sized mode (the enterprise profile): the number of sessions that may be in use at

@@ -22,7 +22,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_core::{ClientSession, Delivery, McpServiceExt, RequestOptions};
+use mcp_core::{Delivery, McpServiceExt, RequestOptions};
+use mcp_session::ClientSession;
 use tokio::time::Instant;
 
 use crate::manager::ManagerShared;

@@ -18,7 +18,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcp_core::{ClientSession, Connector, Delivery, Error, ErrorKind};
+use mcp_core::{Delivery, Error, ErrorKind};
+use mcp_session::{ClientSession, Connector};
 use tokio::sync::watch;
 
 use crate::config::PoolConfig;

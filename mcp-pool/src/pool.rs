@@ -9,7 +9,8 @@ use std::task::Poll;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_core::{Connector, Delivery, Error, ErrorKind, McpService, Operation, Payload};
+use mcp_core::{Delivery, Error, ErrorKind, McpService, Operation, Payload};
+use mcp_session::Connector;
 use tokio::sync::watch;
 use tokio::time::Instant;
 

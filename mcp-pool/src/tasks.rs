@@ -15,7 +15,7 @@
 
 use std::sync::Mutex;
 
-use mcp_core::ClientSession;
+use mcp_session::ClientSession;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// Aborts its task when dropped.

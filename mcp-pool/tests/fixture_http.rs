@@ -6,17 +6,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_core::{
-    connector_fn, ClientSession, Connector, McpServiceExt, RequestOptions, SessionOptions,
-};
+use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_pool::{PoolConfig, SessionPool};
+use mcp_session::{connector_fn, ClientSession, Connector, SessionOptions};
 use mcp_testkit::http::serve_http;
 use mcp_testkit::ServerOptions;
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::time::{timeout, Instant};
+use tokio::time::timeout;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -57,17 +56,6 @@ async fn start_fixture_process() -> (Child, String) {
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     (child, format!("{base}/mcp"))
-}
-
-async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not true within {DEADLINE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]
@@ -141,17 +129,23 @@ async fn closing_the_pool_ends_its_sessions_on_the_http_server() {
         let result = timeout(DEADLINE, call).await.unwrap().unwrap().unwrap();
         assert_eq!(result.text(), i.to_string());
     }
-    wait_until("the server holds exactly the pool's sessions", || {
-        fixture.session_count() == opened.load(Ordering::SeqCst)
-            && fixture.session_count() == pool.stats().connections as usize
-    })
+    mcp_testkit::wait::until(
+        "the server holds exactly the pool's sessions",
+        DEADLINE,
+        || {
+            fixture.session_count() == opened.load(Ordering::SeqCst)
+                && fixture.session_count() == pool.stats().connections as usize
+        },
+    )
     .await;
     assert!(fixture.session_count() <= 4);
     let before = fixture.session_count();
     pool.close().await;
-    wait_until("every session ended on the server (DELETE)", || {
-        fixture.session_count() == 0
-    })
+    mcp_testkit::wait::until(
+        "every session ended on the server (DELETE)",
+        DEADLINE,
+        || fixture.session_count() == 0,
+    )
     .await;
     println!("closed {before} HTTP sessions gracefully");
     fixture.shutdown().await;

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{alive_tasks, wait_until, Hub};
+use common::{alive_tasks, Hub};
 use mcp_core::types::CallToolResult;
 use mcp_core::{Delivery, Error, ErrorKind, McpServiceExt, RequestOptions};
 use mcp_pool::{PoolConfig, SessionPool};
@@ -49,7 +49,7 @@ async fn nothing_connects_before_the_first_call_then_min_idle_sessions_are_kept(
 
     assert_eq!(echo(&pool, "first").await.unwrap().text(), "first");
     // bb8 opened min_idle (2); the call took one, so bb8 opened one more to keep 2 idle.
-    wait_until("three sessions, all idle", LIMIT, || {
+    mcp_testkit::wait::until("three sessions, all idle", LIMIT, || {
         let s = pool.stats();
         s.connections == 3 && s.idle == 3 && s.in_use == 0
     })
@@ -68,7 +68,7 @@ async fn twenty_concurrent_calls_use_at_most_max_sessions_one_call_per_session_a
     let calls: Vec<_> = (0..20)
         .map(|_| spawn_slow(&pool, 1000, RequestOptions::new()))
         .collect();
-    wait_until("three calls running, the rest waiting", LIMIT, || {
+    mcp_testkit::wait::until("three calls running, the rest waiting", LIMIT, || {
         let s = pool.stats();
         s.in_use == 3 && s.waiting == 17
     })
@@ -139,7 +139,7 @@ async fn idle_sessions_are_closed_after_idle_timeout_down_to_min_idle() {
     }
     let after_burst = pool.stats();
     assert_eq!(after_burst.connections, 5, "{after_burst:?}");
-    wait_until(
+    mcp_testkit::wait::until(
         "the idle sessions are reaped down to min_idle",
         LIMIT,
         || {
@@ -148,7 +148,7 @@ async fn idle_sessions_are_closed_after_idle_timeout_down_to_min_idle() {
         },
     )
     .await;
-    wait_until(
+    mcp_testkit::wait::until(
         "the reaped sessions are closed on the server",
         LIMIT,
         || hub.live() as u32 == pool.stats().connections,
@@ -168,7 +168,7 @@ async fn idle_sessions_are_pinged_once_per_keepalive_interval() {
     let pool = SessionPool::new(hub.connector(), PoolConfig::default());
     let t0 = Instant::now();
     echo(&pool, "warm up").await.unwrap();
-    wait_until("three idle sessions", LIMIT, || pool.stats().idle == 3).await;
+    mcp_testkit::wait::until("three idle sessions", LIMIT, || pool.stats().idle == 3).await;
     let pings = || hub.sessions().iter().map(|s| s.pings()).collect::<Vec<_>>();
     tokio::time::sleep_until(t0 + Duration::from_secs(59)).await;
     assert_eq!(pings(), vec![0, 0, 0], "not before a whole idle interval");
@@ -212,13 +212,13 @@ async fn a_session_that_fails_its_ping_is_closed_and_replaced() {
     let hub = Hub::new();
     let pool = SessionPool::new(hub.connector(), PoolConfig::default().with_min_idle(1));
     echo(&pool, "warm up").await.unwrap();
-    wait_until("two idle sessions", LIMIT, || pool.stats().idle == 2).await;
+    mcp_testkit::wait::until("two idle sessions", LIMIT, || pool.stats().idle == 2).await;
     for session in hub.sessions() {
         session.stop_answering_pings();
     }
     // Pinged at 60 s, no answer within the 10 s ping timeout: closed.
     tokio::time::sleep(Duration::from_secs(71)).await;
-    wait_until("both sessions closed by their keepalive", LIMIT, || {
+    mcp_testkit::wait::until("both sessions closed by their keepalive", LIMIT, || {
         hub.sessions().iter().all(|s| s.ended()) && pool.stats().keepalive_failures == 2
     })
     .await;
@@ -228,7 +228,7 @@ async fn a_session_that_fails_its_ping_is_closed_and_replaced() {
     assert!(hub.created() >= 3);
     let fresh: usize = hub.sessions()[2..].iter().map(|s| s.calls()).sum();
     assert_eq!(fresh, 1, "the call went to a new session");
-    wait_until("every session is pooled or closed", LIMIT, || {
+    mcp_testkit::wait::until("every session is pooled or closed", LIMIT, || {
         hub.live() as u32 == pool.stats().connections
     })
     .await;
@@ -258,7 +258,7 @@ async fn a_session_closed_by_its_server_is_discarded_at_checkout_and_replaced() 
     let pool = SessionPool::new(hub.connector(), quiet().with_min_idle(0));
     echo(&pool, "one").await.unwrap();
     hub.session(0).hang_up();
-    wait_until("the client noticed", LIMIT, || {
+    mcp_testkit::wait::until("the client noticed", LIMIT, || {
         hub.session(0).client_ended()
     })
     .await;
@@ -283,7 +283,7 @@ async fn the_deadline_bounds_the_wait_for_a_free_session() {
     let hub = Hub::new();
     let pool = SessionPool::new(hub.connector(), quiet().with_min_idle(0).with_max_size(1));
     let holder = spawn_slow(&pool, 10_000, RequestOptions::new());
-    wait_until("the only session is in use", LIMIT, || {
+    mcp_testkit::wait::until("the only session is in use", LIMIT, || {
         pool.stats().in_use == 1
     })
     .await;
@@ -320,7 +320,7 @@ async fn waiting_for_a_session_and_the_call_share_one_deadline() {
     let hub = Hub::new();
     let pool = SessionPool::new(hub.connector(), quiet().with_min_idle(0).with_max_size(1));
     let holder = spawn_slow(&pool, 3_000, RequestOptions::new());
-    wait_until("the only session is in use", LIMIT, || {
+    mcp_testkit::wait::until("the only session is in use", LIMIT, || {
         pool.stats().in_use == 1
     })
     .await;
@@ -401,12 +401,12 @@ async fn closing_wakes_waiting_callers_with_server_unavailable() {
     let hub = Hub::new();
     let pool = SessionPool::new(hub.connector(), quiet().with_min_idle(0).with_max_size(1));
     let holder = spawn_slow(&pool, 5_000, RequestOptions::new());
-    wait_until("the only session is in use", LIMIT, || {
+    mcp_testkit::wait::until("the only session is in use", LIMIT, || {
         pool.stats().in_use == 1
     })
     .await;
     let waiter = spawn_slow(&pool, 10, RequestOptions::new());
-    wait_until("a caller waits", LIMIT, || pool.stats().waiting == 1).await;
+    mcp_testkit::wait::until("a caller waits", LIMIT, || pool.stats().waiting == 1).await;
     let started = Instant::now();
     pool.close().await;
     let err = waiter.await.unwrap().unwrap_err();
@@ -429,7 +429,7 @@ async fn racing_callers_on_several_threads_never_share_a_session_or_exceed_max()
             call.await.unwrap().unwrap();
         }
     }
-    wait_until("every session is back", LIMIT, || pool.stats().in_use == 0).await;
+    mcp_testkit::wait::until("every session is back", LIMIT, || pool.stats().in_use == 0).await;
     assert_eq!(hub.total_calls(), 250);
     assert!(hub.max_live() <= 4, "{} sessions at once", hub.max_live());
     for session in hub.sessions() {
@@ -452,7 +452,7 @@ async fn cancelled_timed_out_and_panicking_callers_leak_no_session_and_no_task()
 
     // Callers cancelled mid-call (their tasks aborted), some holding sessions, some waiting.
     let cancelled: Vec<_> = (0..5).map(|_| spawn_slow(&pool, 10_000, long())).collect();
-    wait_until("three running", LIMIT, || pool.stats().in_use == 3).await;
+    mcp_testkit::wait::until("three running", LIMIT, || pool.stats().in_use == 3).await;
     for call in &cancelled {
         call.abort();
     }
@@ -496,12 +496,12 @@ async fn cancelled_timed_out_and_panicking_callers_leak_no_session_and_no_task()
         assert!(task.await.unwrap_err().is_panic());
     }
 
-    wait_until("every session is back", LIMIT, || {
+    mcp_testkit::wait::until("every session is back", LIMIT, || {
         let s = pool.stats();
         s.in_use == 0 && s.waiting == 0
     })
     .await;
-    wait_until("every session made is pooled or closed", LIMIT, || {
+    mcp_testkit::wait::until("every session made is pooled or closed", LIMIT, || {
         hub.live() as u32 == pool.stats().connections
     })
     .await;
@@ -517,7 +517,7 @@ async fn cancelled_timed_out_and_panicking_callers_leak_no_session_and_no_task()
     );
 
     drop(pool);
-    wait_until(
+    mcp_testkit::wait::until(
         "no session and no task left",
         Duration::from_secs(120),
         || hub.live() == 0 && alive_tasks() == baseline,
@@ -536,7 +536,7 @@ async fn stats_report_in_use_idle_waiting_and_waits() {
 
     let a = spawn_slow(&pool, 5_000, RequestOptions::new());
     let b = spawn_slow(&pool, 5_000, RequestOptions::new());
-    wait_until("two in use", LIMIT, || pool.stats().in_use == 2).await;
+    mcp_testkit::wait::until("two in use", LIMIT, || pool.stats().in_use == 2).await;
     let busy = pool.stats();
     assert_eq!(
         (busy.connections, busy.idle, busy.waiting),
@@ -545,7 +545,7 @@ async fn stats_report_in_use_idle_waiting_and_waits() {
     );
 
     let c = spawn_slow(&pool, 1_000, RequestOptions::new());
-    wait_until("one caller waiting", LIMIT, || pool.stats().waiting == 1).await;
+    mcp_testkit::wait::until("one caller waiting", LIMIT, || pool.stats().waiting == 1).await;
     assert_eq!(pool.stats().in_use, 2);
 
     for call in [a, b, c] {
@@ -581,7 +581,7 @@ async fn a_load_sized_pool_grows_while_callers_wait_and_shrinks_one_per_idle_per
     let burst: Vec<_> = (0..8)
         .map(|_| spawn_slow(&pool, 2_000, RequestOptions::new()))
         .collect();
-    wait_until("five in use", LIMIT, || pool.stats().in_use == 5).await;
+    mcp_testkit::wait::until("five in use", LIMIT, || pool.stats().in_use == 5).await;
     let peak = pool.stats();
     assert_eq!(
         peak.target_size,
@@ -616,12 +616,12 @@ async fn close_ends_idle_sessions_refuses_new_calls_and_lets_running_calls_finis
     let hub = Hub::new();
     let pool = SessionPool::new(hub.connector(), PoolConfig::default());
     echo(&pool, "warm up").await.unwrap();
-    wait_until("three idle", LIMIT, || pool.stats().idle == 3).await;
+    mcp_testkit::wait::until("three idle", LIMIT, || pool.stats().idle == 3).await;
     let running = spawn_slow(&pool, 5_000, RequestOptions::new());
-    wait_until("one in use", LIMIT, || pool.stats().in_use == 1).await;
+    mcp_testkit::wait::until("one in use", LIMIT, || pool.stats().in_use == 1).await;
 
     pool.close().await;
-    wait_until("only the running call's session is left", LIMIT, || {
+    mcp_testkit::wait::until("only the running call's session is left", LIMIT, || {
         hub.live() == 1
     })
     .await;
@@ -630,7 +630,7 @@ async fn close_ends_idle_sessions_refuses_new_calls_and_lets_running_calls_finis
     assert!(err.was_never_sent());
 
     assert_eq!(running.await.unwrap().unwrap().text(), "slept 5000 ms");
-    wait_until("the last session is closed after its call", LIMIT, || {
+    mcp_testkit::wait::until("the last session is closed after its call", LIMIT, || {
         hub.live() == 0
     })
     .await;
@@ -652,7 +652,7 @@ async fn dropping_the_pool_ends_every_session_and_task() {
     }
     assert!(hub.live() >= 4);
     drop(pool);
-    wait_until(
+    mcp_testkit::wait::until(
         "no session and no task left",
         Duration::from_secs(120),
         || hub.live() == 0 && alive_tasks() == baseline,

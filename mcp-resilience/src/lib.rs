@@ -19,7 +19,7 @@
 //!
 //! ```no_run
 //! # #[cfg(feature = "rate-limit")]
-//! # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+//! # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
 //! use mcp_core::{Layer, McpServiceExt, RequestOptions};
 //! use mcp_resilience::{
 //!     BreakerPolicy, CircuitBreakerLayer, RateLimitLayer, RateLimitPolicy, RetryLayer,

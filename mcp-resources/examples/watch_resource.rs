@@ -11,8 +11,9 @@
 
 use std::time::Duration;
 
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_resources::{ResourceConfig, ResourceHandler, ResourceManager};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use tokio::sync::mpsc;
 

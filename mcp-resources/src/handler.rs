@@ -12,7 +12,7 @@ use mcp_core::types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ListRootsResult,
 };
-use mcp_core::{ClientHandler, ServerNotification};
+use mcp_session::{ClientHandler, ServerNotification};
 
 use crate::manager::{Inner, ResourceManager};
 
@@ -64,7 +64,7 @@ impl std::fmt::Debug for NotificationRelay {
 ///
 /// ```no_run
 /// # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
-/// use mcp_core::{ClientSession, SessionOptions};
+/// use mcp_session::{ClientSession, SessionOptions};
 /// use mcp_resources::{ResourceConfig, ResourceHandler, ResourceManager};
 /// let handler = ResourceHandler::new(());
 /// let relay = handler.relay();

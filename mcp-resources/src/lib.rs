@@ -90,7 +90,7 @@
 //!
 //! ```no_run
 //! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
-//! use mcp_core::{ClientSession, SessionOptions};
+//! use mcp_session::{ClientSession, SessionOptions};
 //! use mcp_resources::{ResourceConfig, ResourceHandler, ResourceManager};
 //! let handler = ResourceHandler::new(());
 //! let relay = handler.relay();

@@ -6,10 +6,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use mcp_core::sync::lock;
 use mcp_core::types::{ReadResourceResult, ResourceUpdatedNotificationParams, ServerCapabilities};
-use mcp_core::{
-    BoxService, ClientSession, Error, McpServiceExt, NotificationEvent, NotificationStream,
-    ServerNotification,
-};
+use mcp_core::{BoxService, Error, McpServiceExt};
+use mcp_session::{ClientSession, NotificationEvent, NotificationStream, ServerNotification};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
@@ -59,7 +57,7 @@ pub fn offers_subscriptions(capabilities: &ServerCapabilities) -> bool {
 /// ([`close`](Self::close)).
 ///
 /// ```no_run
-/// # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+/// # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
 /// use mcp_resources::{ResourceConfig, ResourceManager};
 /// let resources = ResourceManager::for_session(&session, ResourceConfig::default());
 /// // Feed it the session's notifications (or use a `ResourceHandler` when connecting).
@@ -347,7 +345,7 @@ impl ResourceManager {
     /// ignored. Ignored after [`close`](Self::close).
     ///
     /// Wire it to the session's notifications: call it from the session's
-    /// [`ClientHandler::on_notification`](mcp_core::ClientHandler::on_notification) (or use a
+    /// [`ClientHandler::on_notification`](mcp_session::ClientHandler::on_notification) (or use a
     /// [`ResourceHandler`](crate::ResourceHandler)), or run [`follow`](Self::follow) — one of
     /// them, not both (each update would count twice).
     pub fn handle_notification(&self, notification: &ServerNotification) {

@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use mcp_core::types::ServerCapabilities;
-use mcp_core::{BoxService, ClientSession, Error};
+use mcp_core::{BoxService, Error};
+use mcp_session::ClientSession;
 
 /// What changed with a new session ([`ResourceManager::reconnected`](crate::ResourceManager::reconnected)). Anything not set stays
 /// as it was.

@@ -6,8 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use mcp_core::ServerNotification;
 use mcp_resources::{ResourceConfig, SessionRenewal, Trigger};
+use mcp_session::ServerNotification;
 use serde_json::json;
 
 fn listed_server() -> FakeServer {

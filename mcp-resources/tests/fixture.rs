@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_resources::{
     NotificationRelay, ResourceConfig, ResourceHandler, ResourceManager, ResourceState,
     SessionRenewal, Trigger,
 };
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use tokio::sync::mpsc;
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use mcp_core::types::ResourceUpdatedNotificationParams;
-use mcp_core::ServerNotification;
 use mcp_resources::ResourceConfig;
+use mcp_session::ServerNotification;
 use serde_json::json;
 
 const X: &str = "test://x";

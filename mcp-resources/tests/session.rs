@@ -1,4 +1,4 @@
-//! The manager over a real `ClientSession`, against a server scripted over mcp-core's
+//! The manager over a real `ClientSession`, against a server scripted over mcp-session's
 //! `ChannelTransport`: notifications reach it through a `ResourceHandler` or `follow`.
 
 mod common;
@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use common::{Cached, Recorder, Stale, Subscribed, Unknown, Unsubscribed, DEADLINE};
 use mcp_core::jsonrpc::{ErrorObject, Message, Notification, Request, Response};
-use mcp_core::{ChannelTransport, ClientSession, Payload, ServerEnd, SessionOptions};
+use mcp_core::Payload;
 use mcp_resources::{ResourceConfig, ResourceHandler, ResourceManager, Trigger};
+use mcp_session::{ChannelTransport, ClientSession, ServerEnd, SessionOptions};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -121,7 +122,7 @@ fn answer(request: &Request, counter: u32, subscribed: &mut bool) -> Response {
     }
 }
 
-async fn connect(handler: impl mcp_core::ClientHandler) -> (ClientSession, Scripted) {
+async fn connect(handler: impl mcp_session::ClientHandler) -> (ClientSession, Scripted) {
     let (transport, end) = ChannelTransport::pair(64);
     let server = start(end);
     let session = tokio::time::timeout(

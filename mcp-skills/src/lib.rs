@@ -30,7 +30,7 @@
 //!   without copying more than the listed size.
 //!
 //! ```no_run
-//! # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+//! # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
 //! use mcp_core::RequestOptions;
 //! use mcp_skills::SkillsExt;
 //! for entry in session.list_all_skills(RequestOptions::new()).await? {

@@ -8,9 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mcp_core::jsonrpc::{ErrorObject, Message, Payload, Response};
-use mcp_core::{
-    ChannelTransport, ClientSession, ErrorKind, RequestOptions, ServerEnd, SessionOptions,
-};
+use mcp_core::{ErrorKind, RequestOptions};
+use mcp_session::{ChannelTransport, ClientSession, ServerEnd, SessionOptions};
 use mcp_skills::{digest_of, SkillsExt, MAX_SKILL_SIZE};
 use serde_json::{json, Value};
 

@@ -39,6 +39,7 @@
 //!   fleet tests (kill, restart on the same port, freeze).
 //! - [`run`]: the fixture server's `main` (flags, start-up faults, the blocking stdio loop).
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
+//! - [`wait`]: waiting in a test for something that happens on its own, under a deadline.
 
 pub mod dpop;
 pub mod event_log;
@@ -61,6 +62,7 @@ pub mod startup;
 pub mod stdio;
 pub mod tasks;
 pub mod tools;
+pub mod wait;
 pub mod ws;
 
 pub use http::{serve_http, HttpFixture};

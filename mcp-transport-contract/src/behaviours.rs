@@ -9,12 +9,14 @@ use async_trait::async_trait;
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
 use mcp_core::{
-    ClientHandler, ClientSession, Connector, ErrorKind, Layer, McpService, McpServiceExt,
-    Operation, RequestOptions, ServerNotification, SessionConnector, SessionOptions,
-    TransportReceiver, TransportSender,
+    ErrorKind, Layer, McpService, McpServiceExt, Operation, RequestOptions, TransportReceiver,
+    TransportSender,
 };
 use mcp_resilience::{
     BreakerPolicy, CircuitBreakerLayer, RetryLayer, RetryPolicy, TimeoutLayer, TimeoutPolicy,
+};
+use mcp_session::{
+    ClientHandler, ClientSession, Connector, ServerNotification, SessionConnector, SessionOptions,
 };
 use serde_json::json;
 
@@ -95,19 +97,6 @@ async fn echo(session: &ClientSession, text: &str) -> Result<String, mcp_core::E
 
 fn within(timeout: Duration) -> RequestOptions {
     RequestOptions::new().with_timeout(timeout)
-}
-
-/// Waits (polling, bounded by [`PROMPTLY`]) until `check` holds.
-async fn eventually(what: &str, peer: &Peer, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + PROMPTLY;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{}: {what} did not happen within {PROMPTLY:?}",
-            peer.name
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Connects, sees the fixture's tools, calls one, closes.
@@ -263,10 +252,8 @@ pub async fn cancellation_reaches_the_server(peer: &Peer) {
         .await
         .expect_err("a 30 s call under a 300 ms deadline");
     assert_eq!(error.kind(), ErrorKind::Timeout, "{}: {error}", peer.name);
-    eventually("the server hearing of the cancellation", peer, || {
-        peer.cancellations_seen() > before
-    })
-    .await;
+    let what = format!("{}: the server hearing of the cancellation", peer.name);
+    mcp_testkit::wait::until(&what, PROMPTLY, || peer.cancellations_seen() > before).await;
     assert_eq!(echo(&session, "still here").await.unwrap(), "still here");
     session.close().await;
 }

@@ -2,9 +2,8 @@
 //! `slow` calls, so a behaviour can tell that a call reached the server, that it is running
 //! there, or that calls overlapped there — over the transport under test, for every transport.
 
-use std::time::Duration;
-
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::ClientSession;
 use serde_json::json;
 
 use crate::behaviours::PROMPTLY;
@@ -47,7 +46,7 @@ pub(crate) async fn slow_stats(peer: &Peer, session: &ClientSession) -> SlowStat
     }
 }
 
-/// Asks the server for its [`SlowStats`] (every 20 ms, bounded by [`PROMPTLY`]) until `check`
+/// Asks the server for its [`SlowStats`] (polling, bounded by [`PROMPTLY`]) until `check`
 /// holds.
 pub(crate) async fn eventually_slow_stats(
     what: &str,
@@ -55,17 +54,14 @@ pub(crate) async fn eventually_slow_stats(
     session: &ClientSession,
     check: impl Fn(&SlowStats) -> bool,
 ) {
-    let deadline = tokio::time::Instant::now() + PROMPTLY;
-    loop {
+    let what = format!("{}: {what}", peer.name);
+    mcp_testkit::wait::until_async(&what, PROMPTLY, || async {
         let stats = slow_stats(peer, session).await;
         if check(&stats) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("{stats:?}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{}: {what} did not happen within {PROMPTLY:?} ({stats:?})",
-            peer.name
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
 }

@@ -49,7 +49,8 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use mcp_core::{ClientSession, Era, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{Era, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_contract::bench::BenchRow;
 use mcp_transport_grpc::proto::mcp_client::McpClient;
 use mcp_transport_grpc::proto::mcp_server::{Mcp, McpServer};

@@ -1,4 +1,4 @@
-//! A complete MCP client on `mcp-core` + `mcp-transport-grpc` alone: connect to an MCP server
+//! A complete MCP client on `mcp-core` + `mcp-session` + `mcp-transport-grpc`: connect to an MCP server
 //! over gRPC (`mcp.transport.v1.Mcp/Session`), list its tools, call one, print the result,
 //! close.
 //!
@@ -14,7 +14,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions, StaticBearer};
+use mcp_core::{McpServiceExt, RequestOptions, StaticBearer};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 use serde_json::Value;
 

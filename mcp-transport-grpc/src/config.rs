@@ -119,6 +119,15 @@ impl GrpcServerConfig {
         mcp_core::auth::redact_url(&self.endpoint)
     }
 
+    /// Checks what can be wrong before any connection: the endpoint (a `grpc`, `grpcs`, `http`
+    /// or `https` URL with a host and no user info, path or query) and the metadata headers
+    /// (ASCII names and values, no binary or reserved names). The error is the configuration's
+    /// fault; [`GrpcConnector::new`](crate::GrpcConnector::new) runs it.
+    pub fn check(&self) -> Result<(), TransportError> {
+        self.uri()?;
+        self.metadata().map(|_| ())
+    }
+
     /// The checked endpoint URI: `http`/`https` (after mapping `grpc`/`grpcs`), a host, no
     /// user info, no path, no query.
     pub(crate) fn uri(&self) -> Result<Uri, TransportError> {

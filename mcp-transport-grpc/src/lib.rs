@@ -12,8 +12,8 @@
 //!   timeout), extra TLS roots.
 //! - [`GrpcTransport`]: the [`mcp_core::Transport`] over one call ([`GrpcSender`],
 //!   [`GrpcReceiver`]).
-//! - [`GrpcConnector`], [`GrpcFactory`]: a new call per connection, for pools, supervisors
-//!   and registries of transports (`type: "grpc"`, `grpc://` and `grpcs://` URLs).
+//! - [`GrpcConnector`]: a new call per connection, for pools, supervisors and the facade's
+//!   registry of transports (`type: "grpc"`, `grpc://` and `grpcs://` URLs).
 //! - [`proto`]: the generated code (committed; `tests/generated_code.rs` checks it against
 //!   `proto/mcp/transport/v1/mcp.proto`).
 //! - `GrpcBridge` (feature `server`): serves `Session` on an address and pipes each call to a
@@ -51,7 +51,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_core::Error> {
-//! use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+//! use mcp_core::{McpServiceExt, RequestOptions};
+//! use mcp_session::{ClientSession, SessionOptions};
 //! use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 //!
 //! let config = GrpcServerConfig::new("grpc://127.0.0.1:50051").header("x-api-key", "…");
@@ -68,7 +69,7 @@
 mod bridge;
 mod call;
 mod config;
-mod factory;
+mod connector;
 #[doc(hidden)]
 pub mod fuzzing;
 mod line;
@@ -80,7 +81,7 @@ mod transport;
 #[cfg(feature = "server")]
 pub use bridge::{GrpcBridge, GrpcBridgeHandle};
 pub use config::{GrpcServerConfig, DEFAULT_MAX_MESSAGE_SIZE};
-pub use factory::{GrpcConnector, GrpcFactory};
+pub use connector::GrpcConnector;
 pub use transport::{GrpcReceiver, GrpcSender, GrpcTransport};
 
 /// The gRPC method every connection calls (the HTTP/2 path of its POST).

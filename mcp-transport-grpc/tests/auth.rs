@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use mcp_core::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    ErrorKind, McpServiceExt, RequestOptions, SessionOptions, StaticBearer,
+    ErrorKind, McpServiceExt, RequestOptions, StaticBearer,
 };
+use mcp_session::SessionOptions;
 use serde_json::json;
 
 const TOKEN: &str = "s3cret-bridge-token";

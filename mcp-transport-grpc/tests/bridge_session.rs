@@ -10,10 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_core::{
-    ClientHandler, ClientSession, ErrorKind, ErrorObject, McpServiceExt, RequestOptions,
-    ServerNotification, SessionOptions,
-};
+use mcp_core::{ErrorKind, ErrorObject, McpServiceExt, RequestOptions};
+use mcp_session::{ClientHandler, ClientSession, ServerNotification, SessionOptions};
 use mcp_transport_grpc::{GrpcBridge, GrpcServerConfig, GrpcTransport};
 use mcp_transport_stdio::StdioServerConfig;
 use serde_json::json;
@@ -418,7 +416,7 @@ async fn a_call_past_max_calls_is_resource_exhausted_until_one_ends() {
         "a refused call starts no backend"
     );
     first.close().await;
-    wait_for("the first call to end", || {
+    mcp_testkit::wait::until("the first call to end", DEADLINE, || {
         bridged.bridge.active_calls() == 0
     })
     .await;

@@ -25,7 +25,8 @@ async fn fixture_over_grpc() -> Peer {
         .serve("127.0.0.1:0".parse().unwrap())
         .await
         .expect("the bridge binds 127.0.0.1");
-    let client = GrpcConnector::new(GrpcServerConfig::new(bridge.url()).max_message_size(CAP));
+    let client = GrpcConnector::new(GrpcServerConfig::new(bridge.url()).max_message_size(CAP))
+        .expect("a valid config");
     let bridge = Arc::new(bridge);
     Peer::new(
         "grpc",

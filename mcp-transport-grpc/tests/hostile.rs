@@ -19,9 +19,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body::Frame;
-use mcp_core::{
-    ClientSession, Era, Error, ErrorKind, Operation, Payload, RequestOptions, SessionOptions,
-};
+use mcp_core::{Era, Error, ErrorKind, Operation, Payload, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::peak_alloc::{one_case_at_a_time, Measure, PeakAlloc};
 use mcp_transport_grpc::proto::JsonRpcLine;
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};

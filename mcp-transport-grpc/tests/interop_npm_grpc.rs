@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 use common::DEADLINE;
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -4,17 +4,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
 use mcp_core::{
-    Connector, Endpoint, ErrorKind, McpServiceExt, Message, Request, RequestOptions,
-    SessionConnector, SessionOptions, Transport, TransportErrorKind, TransportFactory,
-    TransportReceiver, TransportSender, TransportSpec,
+    ErrorKind, McpServiceExt, Message, Request, RequestOptions, Transport, TransportConnector,
+    TransportErrorKind, TransportReceiver, TransportSender,
 };
-use mcp_transport_grpc::{GrpcFactory, GrpcTransport};
+use mcp_session::{Connector, SessionConnector, SessionOptions};
+use mcp_transport_grpc::{GrpcConnector, GrpcServerConfig, GrpcTransport};
 use serde_json::json;
 
 fn ping(id: i64) -> Message {
@@ -152,18 +151,11 @@ async fn the_bridges_shutdown_ends_every_call_and_backend() {
 }
 
 #[tokio::test]
-async fn the_factory_connects_sessions_by_grpc_url() {
+async fn the_connector_connects_a_session_per_connection() {
     let bridged = Bridged::start(&[]).await;
-    let spec = TransportSpec {
-        server: "tunnel".into(),
-        kind: "grpc".into(),
-        endpoint: Endpoint::Url {
-            url: bridged.bridge.url(),
-            headers: BTreeMap::from([("x-tenant".to_owned(), "blue".to_owned())]),
-        },
-        auth: None,
-    };
-    let transport = GrpcFactory.connector(&spec).unwrap();
+    let config = GrpcServerConfig::new(bridged.bridge.url()).header("x-tenant", "blue");
+    let transport: Arc<dyn TransportConnector> =
+        Arc::new(GrpcConnector::new(config).expect("a valid config"));
     assert_eq!(transport.transport_name(), "tcp");
     let connector = SessionConnector::new(transport, Arc::new(()), SessionOptions::default());
     for _ in 0..2 {
@@ -174,12 +166,12 @@ async fn the_factory_connects_sessions_by_grpc_url() {
         let r = session
             .call_tool(
                 "echo",
-                Some(json!({"text": "factory"})),
+                Some(json!({"text": "connector"})),
                 RequestOptions::new(),
             )
             .await
             .unwrap();
-        assert_eq!(r.text(), "factory");
+        assert_eq!(r.text(), "connector");
         session.close().await;
     }
     assert_eq!(bridged.backend.pids().len(), 2, "a backend per connection");

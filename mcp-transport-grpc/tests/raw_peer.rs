@@ -263,7 +263,7 @@ async fn dpop_credentials_are_asked_for_the_session_post_and_sent_as_metadata() 
     let config = GrpcServerConfig::new(format!("grpc://{}", peer.addr)).auth(provider.clone());
     let (sender, _receiver) = GrpcTransport::connect(config).await.unwrap().split();
     sender.send(ping(1)).await.unwrap();
-    wait_for("the peer to see the line", || {
+    mcp_testkit::wait::until("the peer to see the line", DEADLINE, || {
         peer.calls()
             .first()
             .is_some_and(|call| !call.lines.is_empty())
@@ -414,7 +414,7 @@ async fn the_peer_vanishing_mid_call_fails_the_connection_at_once() {
         .unwrap()
         .split();
     sender.send(ping(1)).await.unwrap();
-    wait_for("the peer to see the line", || {
+    mcp_testkit::wait::until("the peer to see the line", DEADLINE, || {
         peer.calls()
             .first()
             .is_some_and(|call| !call.lines.is_empty())
@@ -547,7 +547,7 @@ async fn a_peer_that_dies_after_reading_but_before_answering_may_have_handled_th
         .unwrap()
         .split();
     sender.send(tool_call(1)).await.unwrap();
-    wait_for("the peer to read the call", || {
+    mcp_testkit::wait::until("the peer to read the call", DEADLINE, || {
         peer.calls()
             .first()
             .is_some_and(|call| !call.lines.is_empty())
@@ -639,11 +639,15 @@ async fn a_refusal_after_reading_only_safe_messages_is_retried_with_them() {
         matches!(answer, Message::Response(ref r) if r.outcome.is_ok()),
         "{answer:?}"
     );
-    wait_for("the retried call to see both messages again", || {
-        peer.calls()
-            .get(1)
-            .is_some_and(|call| call.lines.len() == 2)
-    })
+    mcp_testkit::wait::until(
+        "the retried call to see both messages again",
+        DEADLINE,
+        || {
+            peer.calls()
+                .get(1)
+                .is_some_and(|call| call.lines.len() == 2)
+        },
+    )
     .await;
     sender.close().await.unwrap();
     let calls = peer.calls();

@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use mcp_core::{McpServiceExt, RequestOptions, SessionOptions, TransportErrorKind};
+use mcp_core::{McpServiceExt, RequestOptions, TransportErrorKind};
+use mcp_session::SessionOptions;
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! A complete MCP client over HTTP on `mcp-core` + `mcp-transport-http` alone: connect to a URL
+//! A complete MCP client over HTTP on `mcp-core` + `mcp-session` + `mcp-transport-http`: connect to a URL
 //! (Streamable HTTP, falling back to legacy HTTP+SSE), list the tools, call one, close.
 //!
 //! ```text
@@ -12,7 +12,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_core::{ClientSession, SessionOptions, StaticBearer};
+use mcp_core::StaticBearer;
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_http::{HttpFlavorMemo, HttpServerConfig, HttpTransport};
 
 #[tokio::main(flavor = "current_thread")]

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use mcp_core::types::methods;
 use serde_json::Value;
 
 /// `Mcp-Method`.
@@ -234,7 +235,7 @@ pub(crate) fn request_headers(
     let name_member = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
-        m if mcp_core::extensions::tasks::is_task_method(m) => Some("taskId"),
+        m if methods::is_task_method(m) => Some("taskId"),
         _ => None,
     };
     let Some(member) = name_member else {

@@ -9,8 +9,9 @@
 //! - [`HttpTransport`]: Streamable HTTP with automatic fallback to legacy SSE (400/404/405 on
 //!   the first POST), remembering per server what worked ([`HttpFlavorMemo`]).
 //! - [`HttpServerConfig`]: the URL, headers, credentials and limits.
-//! - [`HttpConnector`], [`HttpFactory`]: connections for pools, supervisors and registries of
-//!   transports (`type: "http"`, `"sse"`, or a URL to detect), sharing what they learn.
+//! - [`HttpConnector`]: connections for pools, supervisors and the facade's registry of
+//!   transports (`type: "http"`, `"sse"`, or a URL to detect: [`HttpKind`]), sharing what they
+//!   learn.
 //! - [`sse`]: the Server-Sent Events parser both HTTP transports read with.
 //!
 //! Underneath (private): `exchange` (one credentialed request: credentials per hop,
@@ -24,8 +25,8 @@ mod auto;
 mod client;
 mod config;
 mod connect;
+mod connector;
 mod exchange;
-mod factory;
 pub mod headers;
 mod incoming;
 mod legacy;
@@ -35,6 +36,6 @@ mod streamable;
 
 pub use auto::{AutoSender, HttpFlavor, HttpFlavorMemo, HttpTransport};
 pub use config::HttpServerConfig;
-pub use factory::{HttpConnector, HttpFactory, HttpKind};
+pub use connector::{HttpConnector, HttpKind};
 pub use legacy::{LegacySender, LegacySseTransport};
 pub use streamable::{HttpReceiver, HttpSender, StreamableHttpTransport, MAX_SESSION_ID_LEN};

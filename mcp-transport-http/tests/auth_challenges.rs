@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, ClientSession,
-    Credentials, Error, McpServiceExt, RequestOptions, SessionOptions, Transport,
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+    Error, McpServiceExt, RequestOptions, Transport,
 };
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::http::{serve_http, HttpFixture};
 use mcp_testkit::options::{parse_args, CliCommand};
 use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use mcp_core::{ClientSession, ErrorKind, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::event_log::{read_events, wait_for_events};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::{json, Value};

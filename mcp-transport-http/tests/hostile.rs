@@ -12,10 +12,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_core::{
-    ClientSession, Era, Error, ErrorKind, McpServiceExt, RequestOptions, SessionOptions,
-    StaticBearer,
-};
+use mcp_core::{Era, Error, ErrorKind, McpServiceExt, RequestOptions, StaticBearer};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::peak_alloc::{Measure, PeakAlloc};
 use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
 use serde_json::{json, Value};

@@ -9,7 +9,8 @@ use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use mcp_core::{ClientSession, RequestOptions, ServerNotification, SessionOptions};
+use mcp_core::RequestOptions;
+use mcp_session::{ClientSession, ServerNotification, SessionOptions};
 use mcp_transport_http::{HttpFlavor, HttpFlavorMemo, HttpServerConfig, HttpTransport};
 use serde_json::json;
 

@@ -9,10 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use mcp_core::types::Root;
-use mcp_core::{
-    ClientHandler, ClientSession, Era, ErrorObject, ProtocolVersion, RequestOptions,
-    ServerNotification, SessionOptions, StaticRoots,
-};
+use mcp_core::{Era, ErrorObject, ProtocolVersion, RequestOptions};
+use mcp_session::{ClientHandler, ClientSession, ServerNotification, SessionOptions, StaticRoots};
 use serde_json::json;
 
 fn roots() -> StaticRoots {

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use mcp_core::McpServiceExt;
 use mcp_core::RequestOptions;
-use mcp_core::{ClientSession, ServerNotification, SessionOptions};
+use mcp_session::{ClientSession, ServerNotification, SessionOptions};
 use mcp_transport_http::{HttpFlavor, HttpFlavorMemo, HttpServerConfig, HttpTransport};
 use serde_json::json;
 

@@ -7,10 +7,8 @@ mod common;
 
 use common::*;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_core::{
-    ClientHandler, Era, ErrorObject, McpServiceExt, ProtocolVersion, RequestOptions,
-    ServerNotification, SessionOptions,
-};
+use mcp_core::{Era, ErrorObject, McpServiceExt, ProtocolVersion, RequestOptions};
+use mcp_session::{ClientHandler, ServerNotification, SessionOptions};
 use serde_json::json;
 
 /// Accepts the confirmation with `yes: true`.

@@ -7,7 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{serve_http, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::json;

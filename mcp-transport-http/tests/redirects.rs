@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, ClientSession,
-    Credentials, Error, McpServiceExt, Message, RequestOptions, SessionOptions, Transport,
-    TransportErrorKind, TransportSender,
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+    Error, McpServiceExt, Message, RequestOptions, Transport, TransportErrorKind, TransportSender,
 };
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{serve_http, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::json;

@@ -6,7 +6,8 @@ use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_core::{ClientSession, ErrorKind, RequestOptions, ServerNotification, SessionOptions};
+use mcp_core::{ErrorKind, RequestOptions};
+use mcp_session::{ClientSession, ServerNotification, SessionOptions};
 use mcp_testkit::http::{serve_http, HttpFixture};
 use mcp_testkit::options::{parse_args, CliCommand};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
@@ -203,14 +204,10 @@ async fn close_ends_the_server_session_with_delete() {
     let session = connect(&server).await;
     assert_eq!(server.session_count(), 1);
     session.close().await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while server.session_count() != 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the session was not deleted"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_testkit::wait::until("the session to be deleted", DEADLINE, || {
+        server.session_count() == 0
+    })
+    .await;
     server.shutdown().await;
 }
 

@@ -37,7 +37,8 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use mcp_core::{ClientSession, Era, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{Era, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_local::{LocalServer, LocalTool, RequestContext};
 use serde_json::json;
 use serde_json::value::RawValue;

@@ -1,6 +1,6 @@
-//! An MCP server in the same process as its client, with nothing but `mcp-core` and
-//! `mcp-transport-local`: tools, a resource and a prompt written as async Rust functions, reached
-//! through an ordinary `ClientSession`.
+//! An MCP server in the same process as its client, with nothing but `mcp-core`,
+//! `mcp-session` and `mcp-transport-local`: tools, a resource and a prompt written as async
+//! Rust functions, reached through an ordinary `ClientSession`.
 //!
 //! ```text
 //! cargo run -p mcp-transport-local --example local_server
@@ -11,7 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_core::{ClientHandler, ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use mcp_transport_local::{
     Json, LocalPrompt, LocalResource, LocalServer, LocalTool, NoArguments, ReadRequest,
     RequestContext, ToolError,

@@ -37,7 +37,8 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+//! use mcp_core::{McpServiceExt, RequestOptions};
+//! use mcp_session::{ClientSession, SessionOptions};
 //! use mcp_transport_local::{Json, LocalServer, LocalTool, RequestContext, ToolError};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};

@@ -31,7 +31,8 @@ use crate::transport::LocalTransport;
 ///
 /// ```
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+/// use mcp_core::{McpServiceExt, RequestOptions};
+/// use mcp_session::{ClientSession, SessionOptions};
 /// use mcp_transport_local::{LocalServer, LocalTool, RequestContext};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -23,7 +23,7 @@ use crate::era::SessionMeta;
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// A connection to a [`LocalServer`](crate::LocalServer), ready for a
-/// [`ClientSession`](mcp_core::ClientSession).
+/// `ClientSession` (`mcp-session`).
 pub struct LocalTransport {
     sender: LocalSender,
     receiver: LocalReceiver,

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{alive_tasks, connect, eventually, test_server, Path, Seen, TestHandler};
+use common::{alive_tasks, connect, test_server, Path, Seen, TestHandler};
 use mcp_core::types::LoggingLevel;
-use mcp_core::{Era, ErrorKind, McpServiceExt, RequestOptions, ServerNotification};
+use mcp_core::{Era, ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::ServerNotification;
 use mcp_transport_local::{LocalTool, NoArguments, RequestContext};
 use serde_json::json;
 
@@ -142,7 +143,7 @@ async fn a_client_without_the_capability_is_not_asked() {
     for era in ERAS {
         let server = test_server(Path::InPlace, Arc::default());
         let transport = server.connect().unwrap();
-        let session = mcp_core::ClientSession::connect(transport, (), common::options(era))
+        let session = mcp_session::ClientSession::connect(transport, (), common::options(era))
             .await
             .unwrap();
         let answer = session
@@ -176,16 +177,22 @@ async fn the_callers_deadline_cancels_the_handler() {
                 .await
                 .expect_err("the deadline passes");
             assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
-            eventually("the handler's token firing", || {
+            mcp_testkit::wait::until("the handler's token firing", common::DEADLINE, || {
                 seen.cancellation_reached.load(Ordering::SeqCst)
             })
             .await;
-            eventually("the handler being dropped", || {
+            mcp_testkit::wait::until("the handler being dropped", common::DEADLINE, || {
                 seen.handler_dropped.load(Ordering::SeqCst)
             })
             .await;
-            eventually("the server counting it", || server.cancellations() > before).await;
-            eventually("no call running", || server.running_calls() == 0).await;
+            mcp_testkit::wait::until("the server counting it", common::DEADLINE, || {
+                server.cancellations() > before
+            })
+            .await;
+            mcp_testkit::wait::until("no call running", common::DEADLINE, || {
+                server.running_calls() == 0
+            })
+            .await;
             let after = session
                 .call_tool("echo", Some(json!({"text": "on"})), RequestOptions::new())
                 .await
@@ -210,13 +217,19 @@ async fn a_caller_dropping_the_call_cancels_the_handler() {
                     .await
             })
         };
-        eventually("the call running", || server.running_calls() == 1).await;
+        mcp_testkit::wait::until("the call running", common::DEADLINE, || {
+            server.running_calls() == 1
+        })
+        .await;
         call.abort();
-        eventually("the handler's token firing", || {
+        mcp_testkit::wait::until("the handler's token firing", common::DEADLINE, || {
             seen.cancellation_reached.load(Ordering::SeqCst)
         })
         .await;
-        eventually("no call running", || server.running_calls() == 0).await;
+        mcp_testkit::wait::until("no call running", common::DEADLINE, || {
+            server.running_calls() == 0
+        })
+        .await;
         assert_eq!(server.cancellations(), 1, "{path:?}");
         session.close().await;
     }
@@ -239,8 +252,14 @@ async fn a_tool_that_ignores_cancellation_is_bounded_by_the_deadline_and_not_lea
             .expect_err("the deadline passes");
         assert_eq!(error.kind(), ErrorKind::Timeout, "{path:?}: {error}");
         assert!(started.elapsed() < common::DEADLINE);
-        eventually("the stubborn call ending", || server.running_calls() == 0).await;
-        eventually("its task ending", || alive_tasks() <= tasks_before).await;
+        mcp_testkit::wait::until("the stubborn call ending", common::DEADLINE, || {
+            server.running_calls() == 0
+        })
+        .await;
+        mcp_testkit::wait::until("its task ending", common::DEADLINE, || {
+            alive_tasks() <= tasks_before
+        })
+        .await;
         session.close().await;
     }
 }
@@ -282,7 +301,10 @@ async fn a_cancelled_handler_sees_its_token_fire_first() {
         .await
         .expect_err("times out");
     assert_eq!(error.kind(), ErrorKind::Timeout);
-    eventually("the guard dropping", || order.load(Ordering::SeqCst) != 0).await;
+    mcp_testkit::wait::until("the guard dropping", common::DEADLINE, || {
+        order.load(Ordering::SeqCst) != 0
+    })
+    .await;
     assert_eq!(order.load(Ordering::SeqCst), 1);
     session.close().await;
 }
@@ -340,9 +362,11 @@ async fn a_request_to_a_client_that_does_not_read_is_bounded_by_the_limit() {
     sender.send(Message::Request(call)).await.unwrap();
     // The initialize answer fills the queue, so the request to the client cannot even be
     // queued: the limit still ends the wait.
-    eventually("the tool's request to the client gives up", || {
-        outcome.lock().unwrap().is_some()
-    })
+    mcp_testkit::wait::until(
+        "the tool's request to the client gives up",
+        common::DEADLINE,
+        || outcome.lock().unwrap().is_some(),
+    )
     .await;
     let said = outcome.lock().unwrap().clone().unwrap();
     assert_eq!(said, "the client did not answer roots/list within 2s");

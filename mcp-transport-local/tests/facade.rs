@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{eventually, test_server, Path, DEADLINE};
+use common::{test_server, Path, DEADLINE};
 use mcp_client::{ClientConfig, McpClient};
 use mcp_core::ErrorKind;
 use serde_json::json;
@@ -41,7 +41,7 @@ async fn the_facade_serves_a_local_server_through_its_connector() {
     assert!(server.open_connections() >= 1);
 
     client.shutdown().await;
-    eventually("the facade's connections closing", || {
+    mcp_testkit::wait::until("the facade's connections closing", DEADLINE, || {
         server.open_connections() == 0
     })
     .await;

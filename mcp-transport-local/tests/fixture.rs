@@ -6,8 +6,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, TestHandler, DEADLINE};
-use mcp_core::{ClientSession, Era, ErrorKind, McpServiceExt, RequestOptions, ServerNotification};
+use common::{TestHandler, DEADLINE};
+use mcp_core::{Era, ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, ServerNotification};
 use mcp_transport_local::fixture::{fixture_server, DYNAMIC_TOOL, FAIL_FIRST, MAX_LARGE_BYTES};
 use serde_json::json;
 
@@ -165,7 +166,7 @@ async fn slow_reports_progress_and_is_cancelled_by_the_deadline() {
         .await
         .expect_err("too slow");
     assert_eq!(error.kind(), ErrorKind::Timeout);
-    eventually("the cancellation reaching the server", || {
+    mcp_testkit::wait::until("the cancellation reaching the server", DEADLINE, || {
         server.cancellations() > before
     })
     .await;
@@ -244,7 +245,10 @@ async fn crash_ends_every_connection_and_fails_pending_calls_at_once() {
                 .await
         })
     };
-    eventually("the slow call running", || server.running_calls() == 1).await;
+    mcp_testkit::wait::until("the slow call running", DEADLINE, || {
+        server.running_calls() == 1
+    })
+    .await;
     let crash = session
         .call_tool("crash", Some(json!({})), RequestOptions::new())
         .await;

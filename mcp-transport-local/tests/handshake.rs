@@ -6,7 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::{connect, test_builder, test_server, Path, Seen, TestHandler};
-use mcp_core::{ClientSession, Era, ErrorKind, McpServiceExt, ProtocolVersion, RequestOptions};
+use mcp_core::{Era, ErrorKind, McpServiceExt, ProtocolVersion, RequestOptions};
+use mcp_session::ClientSession;
 use mcp_transport_local::Eras;
 use serde_json::json;
 

@@ -6,12 +6,13 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{alive_tasks, connect, eventually, test_server, Path, DEADLINE};
+use common::{alive_tasks, connect, test_server, Path, DEADLINE};
 use mcp_core::jsonrpc::{Message, Notification, Request};
 use mcp_core::{
-    ClientSession, ErrorKind, McpServiceExt, RequestOptions, SessionConnector, Transport,
-    TransportErrorKind, TransportReceiver, TransportSender,
+    ErrorKind, McpServiceExt, RequestOptions, Transport, TransportErrorKind, TransportReceiver,
+    TransportSender,
 };
+use mcp_session::{ClientSession, SessionConnector};
 use serde_json::json;
 
 #[tokio::test]
@@ -32,7 +33,10 @@ async fn a_crash_fails_the_calls_in_flight_at_once_and_the_server_comes_back() {
                     .await
             })
         };
-        eventually("the slow call running", || server.running_calls() == 1).await;
+        mcp_testkit::wait::until("the slow call running", DEADLINE, || {
+            server.running_calls() == 1
+        })
+        .await;
         let crashed = session
             .call_tool("crash", Some(json!({})), RequestOptions::new())
             .await
@@ -51,7 +55,7 @@ async fn a_crash_fails_the_calls_in_flight_at_once_and_the_server_comes_back() {
             assert!(reason.message().contains("crashed"), "{path:?}: {reason}");
         }
         assert_eq!(server.open_connections(), 0);
-        eventually("nothing running", || server.running_calls() == 0).await;
+        mcp_testkit::wait::until("nothing running", DEADLINE, || server.running_calls() == 0).await;
         // Like a restarted process: a new connection is served.
         let again = connect(&server, Arc::default(), None).await;
         let answer = again
@@ -108,9 +112,11 @@ async fn close_is_idempotent_bounded_and_leaves_nothing_running() {
         assert_ne!(error.kind(), ErrorKind::Timeout, "{error}");
         assert_eq!(server.open_connections(), 0, "{path:?}");
         drop(session);
-        eventually("the session's and the connection's tasks ending", || {
-            alive_tasks() <= baseline
-        })
+        mcp_testkit::wait::until(
+            "the session's and the connection's tasks ending",
+            DEADLINE,
+            || alive_tasks() <= baseline,
+        )
         .await;
     }
 }
@@ -185,12 +191,16 @@ async fn dropping_the_session_ends_the_connection_and_its_calls() {
                     .await
             })
         };
-        eventually("the call running", || server.running_calls() == 1).await;
+        mcp_testkit::wait::until("the call running", DEADLINE, || server.running_calls() == 1)
+            .await;
         call.abort();
         drop(session);
-        eventually("the connection ending", || server.open_connections() == 0).await;
-        eventually("no call running", || server.running_calls() == 0).await;
-        eventually("no task left", || alive_tasks() <= baseline).await;
+        mcp_testkit::wait::until("the connection ending", DEADLINE, || {
+            server.open_connections() == 0
+        })
+        .await;
+        mcp_testkit::wait::until("no call running", DEADLINE, || server.running_calls() == 0).await;
+        mcp_testkit::wait::until("no task left", DEADLINE, || alive_tasks() <= baseline).await;
     }
 }
 
@@ -215,8 +225,8 @@ async fn the_connector_opens_a_new_connection_to_the_same_server_each_time() {
     let connector = server.connector();
     assert_eq!(connector.transport_name(), "inproc");
     let sessions = SessionConnector::new(connector, Arc::new(()), common::options(None));
-    let first: ClientSession = mcp_core::Connector::connect(&sessions).await.unwrap();
-    let second: ClientSession = mcp_core::Connector::connect(&sessions).await.unwrap();
+    let first: ClientSession = mcp_session::Connector::connect(&sessions).await.unwrap();
+    let second: ClientSession = mcp_session::Connector::connect(&sessions).await.unwrap();
     assert_eq!(server.open_connections(), 2);
     // One server: a tool added for one is there for the other.
     let extra = mcp_transport_local::LocalTool::new(

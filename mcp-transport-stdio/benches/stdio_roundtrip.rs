@@ -33,7 +33,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use mcp_core::{ClientSession, Era, SessionOptions};
+use mcp_core::Era;
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! A complete MCP client on `mcp-core` + `mcp-transport-stdio` alone: start a server as a child
+//! A complete MCP client on `mcp-core` + `mcp-session` + `mcp-transport-stdio`: start a server as a child
 //! process, list its tools, call one, print the result, shut the server down.
 //!
 //! ```text
@@ -11,7 +11,8 @@
 use mcp_core::McpServiceExt;
 use std::process::ExitCode;
 
-use mcp_core::{ClientSession, RequestOptions, SessionOptions};
+use mcp_core::RequestOptions;
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::Value;
 

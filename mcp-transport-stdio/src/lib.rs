@@ -6,8 +6,8 @@
 //!
 //! - [`StdioServerConfig`]: command, arguments, environment, working directory, limits.
 //! - [`StdioTransport`]: the [`mcp_core::Transport`] over a child process.
-//! - [`StdioConnector`], [`StdioFactory`]: a new child per connection, for pools, supervisors
-//!   and registries of transports (`type: "stdio"`).
+//! - [`StdioConnector`]: a new child per connection, for pools, supervisors and the facade's
+//!   registry of transports (`type: "stdio"`).
 //! - framing: newline-delimited JSON with a message-size cap; each line becomes a message, an
 //!   error for the request it names (or a fatal one), or a skipped log line (below).
 //! - process: the child's process group and its shutdown (stdin EOF → SIGTERM → SIGKILL).
@@ -16,7 +16,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_core::Error> {
-//! use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+//! use mcp_core::{McpServiceExt, RequestOptions};
+//! use mcp_session::{ClientSession, SessionOptions};
 //! use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 //!
 //! let config = StdioServerConfig::new("mcp-server-everything").arg("stdio");
@@ -71,7 +72,7 @@
 #![warn(missing_docs)]
 
 mod config;
-mod factory;
+mod connector;
 mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -80,5 +81,5 @@ mod stderr;
 mod transport;
 
 pub use config::StdioServerConfig;
-pub use factory::{StdioConnector, StdioFactory};
+pub use connector::StdioConnector;
 pub use transport::{StdioReceiver, StdioSender, StdioTransport};

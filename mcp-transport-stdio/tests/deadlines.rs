@@ -9,7 +9,8 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use mcp_core::{ErrorKind, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::SessionOptions;
 use mcp_testkit::event_log::wait_for_events;
 use serde_json::json;
 use tokio::time::Instant;

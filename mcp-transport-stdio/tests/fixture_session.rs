@@ -10,9 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use mcp_core::types::Root;
-use mcp_core::{
-    ErrorKind, ProtocolVersion, RequestOptions, ServerNotification, SessionOptions, StaticRoots,
-};
+use mcp_core::{ErrorKind, ProtocolVersion, RequestOptions};
+use mcp_session::{ServerNotification, SessionOptions, StaticRoots};
 use serde_json::json;
 
 #[tokio::test]
@@ -392,7 +391,7 @@ async fn protocol_versions_are_negotiated() {
         mcp_transport_stdio::StdioTransport::spawn(fixture(&["--protocol-version", "1999-01-01"]))
             .unwrap();
     let pid = transport.pid();
-    let err = mcp_core::ClientSession::connect(transport, (), SessionOptions::default())
+    let err = mcp_session::ClientSession::connect(transport, (), SessionOptions::default())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Protocol);
@@ -438,7 +437,7 @@ async fn the_era_is_detected_per_server() {
     let transport =
         mcp_transport_stdio::StdioTransport::spawn(fixture(&["--era", "modern"])).unwrap();
     let options = SessionOptions::default().with_era(mcp_core::Era::Legacy);
-    let err = mcp_core::ClientSession::connect(transport, (), options)
+    let err = mcp_session::ClientSession::connect(transport, (), options)
         .await
         .unwrap_err();
     assert!(err.message().contains("initialize"), "{err}");

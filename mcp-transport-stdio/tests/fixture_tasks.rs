@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::*;
-use mcp_core::extensions::tasks::{TaskStatus, TasksExt, ToolCallOutcome, TASKS_EXTENSION};
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_core::{
-    ClientHandler, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, SessionOptions,
-};
+use mcp_core::{ErrorKind, ErrorObject, McpServiceExt, RequestOptions};
+use mcp_session::extensions::tasks::{TaskStatus, TasksExt, ToolCallOutcome, TASKS_EXTENSION};
+use mcp_session::{ClientHandler, SessionOptions};
 use serde_json::json;
 
 /// Confirms every elicitation (`{"confirm": true}`) and counts them.

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use common::{group_members, wait_group_gone, DEADLINE};
 use mcp_core::types::CallToolResult;
-use mcp_core::{ClientSession, Error, ErrorKind, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{Error, ErrorKind, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::peak_alloc::{one_case_at_a_time, Measure, PeakAlloc};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::{json, Value};
@@ -545,11 +546,10 @@ async fn a_flood_of_notifications_and_requests_is_bounded_and_calls_are_answered
 
 /// Waits until `pid`'s group has `count` live members.
 async fn wait_members(pid: u32, count: usize) {
-    let deadline = Instant::now() + DEADLINE;
-    while group_members(pid).0.len() < count {
-        assert!(Instant::now() < deadline, "the grandchild never appeared");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_testkit::wait::until("the grandchild to appear", DEADLINE, || {
+        group_members(pid).0.len() >= count
+    })
+    .await;
 }
 
 #[tokio::test]

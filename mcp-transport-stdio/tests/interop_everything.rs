@@ -7,14 +7,11 @@ use mcp_core::McpServiceExt;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use common::*;
 use mcp_core::types::{ClientCapabilities, ListRootsResult, Root, RootsCapability};
-use mcp_core::{
-    ClientHandler, ErrorKind, ErrorObject, ProtocolVersion, RequestOptions, ServerNotification,
-    SessionOptions,
-};
+use mcp_core::{ErrorKind, ErrorObject, ProtocolVersion, RequestOptions};
+use mcp_session::{ClientHandler, ServerNotification, SessionOptions};
 use serde_json::json;
 
 /// server-everything is a legacy server (SDK 1.x): detection finds it so (its answer to the
@@ -344,14 +341,10 @@ async fn answers_roots_list_and_receives_list_changed() {
         r.text()
     );
     // Registering get-roots-list for a roots-capable client announces two list changes.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while handler.list_changed.load(Ordering::SeqCst) < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "tools/list_changed not received"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_testkit::wait::until("two tools/list_changed notifications", DEADLINE, || {
+        handler.list_changed.load(Ordering::SeqCst) >= 2
+    })
+    .await;
     let names: Vec<String> = session
         .list_all_tools(RequestOptions::new())
         .await

@@ -7,10 +7,8 @@ use mcp_core::RequestOptions;
 use std::time::Duration;
 
 use common::*;
-use mcp_core::{
-    ClientSession, ErrorKind, Message, SessionOptions, Transport, TransportErrorKind,
-    TransportReceiver,
-};
+use mcp_core::{ErrorKind, Message, Transport, TransportErrorKind, TransportReceiver};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::json;
 
@@ -104,14 +102,10 @@ async fn close_kills_a_server_that_ignores_sigterm() {
 async fn no_zombie_or_orphan_is_left_after_close() {
     let (session, pid) = connect(&["--spawn-grandchild"]).await;
     // The grandchild shows up in the server's group.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while group_members(pid).0.len() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "grandchild never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_testkit::wait::until("the grandchild to appear", DEADLINE, || {
+        group_members(pid).0.len() >= 2
+    })
+    .await;
     session.close().await;
     wait_group_gone(pid).await;
 }
@@ -124,14 +118,10 @@ async fn dropping_the_session_without_close_kills_the_group() {
         "--ignore-sigterm",
     ])
     .await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while group_members(pid).0.len() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "grandchild never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_testkit::wait::until("the grandchild to appear", DEADLINE, || {
+        group_members(pid).0.len() >= 2
+    })
+    .await;
     drop(session);
     wait_group_gone(pid).await;
 }

@@ -43,7 +43,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use mcp_core::{ClientSession, Era, McpServiceExt, RequestOptions, SessionOptions};
+use mcp_core::{Era, McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{ServerOptions, WsFixture};
 use mcp_transport_contract::bench::BenchRow;
 use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};

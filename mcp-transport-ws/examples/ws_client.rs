@@ -1,4 +1,4 @@
-//! A complete MCP client over WebSocket on `mcp-core` + `mcp-transport-ws` alone: connect to a
+//! A complete MCP client over WebSocket on `mcp-core` + `mcp-session` + `mcp-transport-ws`: connect to a
 //! `ws://` or `wss://` URL (subprotocol `mcp`), list the tools, call one, close.
 //!
 //! ```text
@@ -11,7 +11,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions, StaticBearer};
+use mcp_core::{McpServiceExt, RequestOptions, StaticBearer};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
 
 #[tokio::main(flavor = "current_thread")]

@@ -10,9 +10,9 @@
 //!   keepalive.
 //! - [`WebSocketTransport`]: the [`mcp_core::Transport`]; [`WebSocketSender`] queues text
 //!   frames for the writer task, [`WebSocketReceiver`] yields what the reader task read.
-//! - [`WebSocketConnector`], [`WebSocketFactory`]: a new WebSocket per connection, for pools,
-//!   supervisors and registries of transports (`type: "ws"`, `"websocket"`, or a `ws://` /
-//!   `wss://` URL).
+//! - [`WebSocketConnector`]: a new WebSocket per connection, for pools, supervisors and the
+//!   facade's registry of transports (`type: "ws"`, `"websocket"`, or a `ws://` / `wss://`
+//!   URL).
 //! - `handshake`: the upgrade request (subprotocol, headers, credentials) and its answer;
 //!   `connect`: the attempt under its deadline and the credential retry after 401/403;
 //!   `stream`: TCP and TLS (rustls); `reader`, `writer`: the two tasks; `close`: close codes;
@@ -20,7 +20,8 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_core::Error> {
-//! use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+//! use mcp_core::{McpServiceExt, RequestOptions};
+//! use mcp_session::{ClientSession, SessionOptions};
 //! use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
 //!
 //! let config = WebSocketServerConfig::new("wss://mcp.example.com/ws");
@@ -46,7 +47,7 @@
 mod close;
 mod config;
 mod connect;
-mod factory;
+mod connector;
 mod handshake;
 mod reader;
 mod state;
@@ -55,6 +56,6 @@ mod transport;
 mod writer;
 
 pub use config::WebSocketServerConfig;
-pub use factory::{WebSocketConnector, WebSocketFactory};
+pub use connector::WebSocketConnector;
 pub use handshake::SUBPROTOCOL;
 pub use transport::{WebSocketReceiver, WebSocketSender, WebSocketTransport};

@@ -32,7 +32,8 @@ const CONTROL_QUEUE: usize = 4;
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), mcp_core::Error> {
-/// use mcp_core::{ClientSession, McpServiceExt, RequestOptions, SessionOptions};
+/// use mcp_core::{McpServiceExt, RequestOptions};
+/// use mcp_session::{ClientSession, SessionOptions};
 /// use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
 ///
 /// let config = WebSocketServerConfig::new("ws://127.0.0.1:8000/mcp");

@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use common::*;
 use mcp_core::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    McpServiceExt, RequestOptions, SessionOptions, StaticBearer, TransportErrorKind,
+    McpServiceExt, RequestOptions, StaticBearer, TransportErrorKind,
 };
+use mcp_session::SessionOptions;
 use mcp_transport_ws::WebSocketTransport;
 
 const TOKEN: &str = "s3cret-token";

@@ -12,9 +12,10 @@ use async_trait::async_trait;
 use common::*;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
 use mcp_core::{
-    ClientHandler, Era, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, ServerNotification,
-    SessionOptions, Transport, TransportReceiver, TransportSender,
+    Era, ErrorKind, ErrorObject, McpServiceExt, RequestOptions, Transport, TransportReceiver,
+    TransportSender,
 };
+use mcp_session::{ClientHandler, ServerNotification, SessionOptions};
 use mcp_transport_ws::WebSocketTransport;
 use serde_json::json;
 
@@ -55,7 +56,7 @@ async fn handshake_lists_and_calls_tools_over_text_frames() {
         .unwrap();
     assert_eq!(add.structured_content, Some(json!({"sum": 42})));
     session.close().await;
-    wait_until("the fixture saw the connection end", || {
+    mcp_testkit::wait::until("the fixture saw the connection end", DEADLINE, || {
         fixture.connection_count() == 0
     })
     .await;
@@ -266,7 +267,7 @@ async fn a_message_over_the_cap_fails_the_connection_clearly_and_at_once() {
     .await
     .unwrap_err();
     assert!(later.message().contains("max_message_size"), "{later}");
-    wait_until("the fixture saw the close", || {
+    mcp_testkit::wait::until("the fixture saw the close", DEADLINE, || {
         fixture.connection_count() == 0
     })
     .await;
@@ -419,11 +420,11 @@ async fn close_is_idempotent_bounded_and_leaves_no_task() {
         .unwrap_err();
     assert_eq!(refused.kind(), mcp_core::TransportErrorKind::Closed);
     assert!(!refused.may_have_been_delivered());
-    wait_until("the fixture saw the connection end", || {
+    mcp_testkit::wait::until("the fixture saw the connection end", DEADLINE, || {
         fixture.connection_count() == 0
     })
     .await;
-    wait_until("every task of the connection ended", || {
+    mcp_testkit::wait::until("every task of the connection ended", DEADLINE, || {
         runtime.metrics().num_alive_tasks() == baseline
     })
     .await;
@@ -441,13 +442,15 @@ async fn dropping_both_halves_releases_the_connection() {
         .unwrap();
     assert_eq!(fixture.connection_count(), 1);
     drop(session);
-    wait_until("the fixture saw the connection end", || {
+    mcp_testkit::wait::until("the fixture saw the connection end", DEADLINE, || {
         fixture.connection_count() == 0
     })
     .await;
-    wait_until("every task of the session and connection ended", || {
-        runtime.metrics().num_alive_tasks() == baseline
-    })
+    mcp_testkit::wait::until(
+        "every task of the session and connection ended",
+        DEADLINE,
+        || runtime.metrics().num_alive_tasks() == baseline,
+    )
     .await;
 }
 

@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use common::*;
 use futures_util::{SinkExt, StreamExt};
-use mcp_core::{
-    ClientSession, Era, Error, ErrorKind, Operation, Payload, RequestOptions, SessionOptions,
-};
+use mcp_core::{Era, Error, ErrorKind, Operation, Payload, RequestOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::peak_alloc::{one_case_at_a_time, Measure, PeakAlloc};
 use mcp_transport_ws::WebSocketTransport;
 use serde_json::{json, Value};

@@ -10,8 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{config, connect_with, wait_until, within, DEADLINE};
-use mcp_core::{Era, McpServiceExt, ProtocolVersion, RequestOptions, SessionOptions};
+use common::{config, connect_with, within, DEADLINE};
+use mcp_core::{Era, McpServiceExt, ProtocolVersion, RequestOptions};
+use mcp_session::SessionOptions;
 use serde_json::json;
 
 /// Attempts at starting the server (another process may take the free port in between).
@@ -184,13 +185,15 @@ async fn the_python_sdk_websocket_server_lists_calls_and_reports_progress() {
         assert_eq!(call.await.unwrap().unwrap().text(), format!("m{i}"));
     }
     within("close", session.close()).await;
-    wait_until("the server's session saw the connection end", || {
-        server.log_text().contains("mcp websocket session ended")
-    })
+    mcp_testkit::wait::until(
+        "the server's session saw the connection end",
+        DEADLINE,
+        || server.log_text().contains("mcp websocket session ended"),
+    )
     .await;
     let pid = server.pid();
     drop(server);
-    wait_until("the server process is gone", || {
+    mcp_testkit::wait::until("the server process is gone", DEADLINE, || {
         !Path::new(&format!("/proc/{pid}")).exists()
     })
     .await;

@@ -84,7 +84,7 @@ async fn a_binary_frame_closes_with_1003_and_a_fatal_error() {
     assert_eq!(e.kind(), TransportErrorKind::InvalidMessage);
     assert!(e.message().contains("binary frame (2 bytes)"), "{e}");
     assert!(within("the end", receiver.receive()).await.is_none());
-    wait_until("the server saw close 1003", || {
+    mcp_testkit::wait::until("the server saw close 1003", DEADLINE, || {
         closes
             .lock()
             .unwrap()
@@ -170,7 +170,7 @@ async fn close_sends_what_was_queued_then_1000() {
     }
     within("close", sender.close()).await.unwrap();
     assert!(within("the end", receiver.receive()).await.is_none());
-    wait_until("the server saw everything", || {
+    mcp_testkit::wait::until("the server saw everything", DEADLINE, || {
         frames.lock().unwrap().len() == 4
     })
     .await;
@@ -247,7 +247,7 @@ async fn the_servers_pings_are_answered() {
     })
     .await;
     let (sender, _receiver) = open(&server.url()).await;
-    wait_until("the pong", || {
+    mcp_testkit::wait::until("the pong", DEADLINE, || {
         pongs
             .lock()
             .unwrap()
@@ -287,7 +287,7 @@ async fn an_idle_connection_is_kept_alive_with_pings() {
         .ping_interval(Duration::from_millis(50))
         .dead_peer_timeout(Duration::from_millis(500));
     let (sender, mut receiver) = WebSocketTransport::connect(config).await.unwrap().split();
-    wait_until("three pings", || pings.lock().unwrap().len() >= 3).await;
+    mcp_testkit::wait::until("three pings", DEADLINE, || pings.lock().unwrap().len() >= 3).await;
     // Answered pings keep it alive: a request still gets its answer.
     sender
         .send(Request::new(7, "ping", None).into())

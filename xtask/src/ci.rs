@@ -367,6 +367,7 @@ fn docs(ctx: &Ctx) -> Outcome {
 /// are `publish = false`.
 pub const PUBLISHED: &[&str] = &[
     "mcp-core",
+    "mcp-session",
     "mcp-transport-stdio",
     "mcp-transport-http",
     "mcp-transport-ws",

@@ -10,6 +10,8 @@ mod conformance;
 mod deny;
 mod fuzz;
 mod interop;
+#[cfg(test)]
+mod layering;
 mod profiles;
 mod redis_server;
 mod secret_service;

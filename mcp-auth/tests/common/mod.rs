@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_auth::{MemoryStore, OAuthClient, OAuthConfig, OAuthProvider, StoreKey, TokenStore};
-use mcp_core::{ClientSession, SessionOptions};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{serve_http, HttpFixture, OAuthOptions, OAuthStats, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use url::Url;
@@ -61,22 +61,6 @@ pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(DEADLINE, future)
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-/// Polls `check` until it holds, for at most [`DEADLINE`] of real time.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = std::time::Instant::now() + DEADLINE;
-    while !check().await {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// A session with the fixture through the Streamable HTTP transport, authorized by `provider`.

@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use mcp_bench::http_server::HttpServer;
 use mcp_bench::{measure, ClientArgs, Transport};
-use mcp_core::{ClientSession, ProtocolVersion, SessionOptions, Transport as McpTransport};
+use mcp_core::{ProtocolVersion, Transport as McpTransport};
+use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 

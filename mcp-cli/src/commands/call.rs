@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::McpClient;
-use mcp_core::extensions::tasks::ToolCallOutcome;
 use mcp_core::types::CallToolResult;
 use mcp_core::RequestOptions;
+use mcp_session::extensions::tasks::ToolCallOutcome;
 use serde_json::{Map, Value};
 
 use crate::args::tool_arguments;

@@ -2,8 +2,8 @@
 //! `mcph call --task --no-wait` started, or one a harness left running).
 
 use mcp_client::McpClient;
-use mcp_core::extensions::tasks::{Task, TaskStatus, TasksExt};
 use mcp_core::{BoxService, RequestOptions};
+use mcp_session::extensions::tasks::{Task, TaskStatus, TasksExt};
 use serde_json::json;
 
 use crate::cli::TaskCommand;

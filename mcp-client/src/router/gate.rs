@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_core::{ClientSession, Delivery, Error, ErrorKind, McpService, Operation, Payload};
+use mcp_core::{Delivery, Error, ErrorKind, McpService, Operation, Payload};
+use mcp_session::ClientSession;
 use tokio::time::Instant;
 
 use super::{Placement, Router};

@@ -37,7 +37,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_core::sync::lock;
-use mcp_core::{ClientSession, Connector, Delivery, Error, ErrorKind};
+use mcp_core::{Delivery, Error, ErrorKind};
+use mcp_session::{ClientSession, Connector};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
@@ -529,7 +530,7 @@ impl Router {
                 crate::stack::pool_for(
                     &endpoint.config,
                     policy,
-                    endpoint.connector.clone() as Arc<dyn mcp_core::Connector>,
+                    endpoint.connector.clone() as Arc<dyn mcp_session::Connector>,
                 )
             },
         )

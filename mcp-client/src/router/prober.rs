@@ -11,7 +11,8 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use mcp_core::{ClientSession, Connector, McpServiceExt, RequestOptions};
+use mcp_core::{McpServiceExt, RequestOptions};
+use mcp_session::{ClientSession, Connector};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 

@@ -78,17 +78,6 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
     pids
 }
 
-pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 pub async fn start(servers: Vec<ServerConfig>) -> McpClient {
     let config = ClientConfig {
         servers,

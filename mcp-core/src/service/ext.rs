@@ -10,19 +10,10 @@ use serde_json::{Map, Value};
 
 use super::pagination::{collect_pages, DEFAULT_MAX_PAGES};
 use super::{McpService, Operation};
-use crate::error::{Delivery, Error, ErrorKind};
+use crate::error::{Delivery, Error};
 use crate::jsonrpc::{Payload, SharedJson};
-use crate::session::RequestOptions;
+use crate::service::RequestOptions;
 use crate::types::*;
-
-/// A request that could not be encoded never left the client.
-pub(crate) fn encode_error(e: serde_json::Error) -> Error {
-    Error::new(
-        ErrorKind::InvalidParams,
-        format!("could not encode the request: {e}"),
-    )
-    .with_delivery(Delivery::NotSent)
-}
 
 fn invalid_result(method: &str, e: serde_json::Error) -> Error {
     Error::protocol(format!("invalid {method} result: {e}")).with_delivery(Delivery::Answered)
@@ -71,7 +62,8 @@ impl Operation {
             name: &'a str,
             arguments: &'a serde_json::value::RawValue,
         }
-        let text = serde_json::to_string(&Params { name, arguments }).map_err(encode_error)?;
+        let text =
+            serde_json::to_string(&Params { name, arguments }).map_err(Error::unencodable)?;
         let params = Payload::Shared(SharedJson::from_valid_json(text));
         Ok(Operation::new(methods::TOOLS_CALL, Some(params)).with_subject(name))
     }
@@ -81,16 +73,18 @@ impl Operation {
         method: impl Into<Cow<'static, str>>,
         params: &P,
     ) -> Result<Operation, Error> {
-        let params = Payload::from_serialize(params).map_err(encode_error)?;
+        let params = Payload::from_serialize(params).map_err(Error::unencodable)?;
         Ok(Operation::new(method, Some(params)))
     }
 }
 
-/// Parses a `tools/call` result.
-pub(crate) fn call_tool_result(result: Payload, name: &str) -> Result<CallToolResult, Error> {
-    result
-        .into_typed()
-        .map_err(|e| invalid_result(methods::TOOLS_CALL, e).with_subject(name))
+impl CallToolResult {
+    /// Reads a `tools/call` answer; `tool` names the tool in errors.
+    pub fn from_answer(answer: Payload, tool: &str) -> Result<CallToolResult, Error> {
+        answer
+            .into_typed()
+            .map_err(|e| invalid_result(methods::TOOLS_CALL, e).with_subject(tool))
+    }
 }
 
 /// One page of a paginated list.
@@ -234,7 +228,7 @@ pub trait McpServiceExt: McpService {
         options: RequestOptions,
     ) -> impl Future<Output = Result<CallToolResult, Error>> + Send {
         let operation = Operation::call_tool(name, arguments).with_options(options);
-        async move { call_tool_result(self.call(operation).await?, name) }
+        async move { CallToolResult::from_answer(self.call(operation).await?, name) }
     }
 
     /// `tools/call` with arguments given as raw JSON text (e.g. straight from a model's output):

@@ -2,13 +2,13 @@
 //! with one async [`call`](McpService::call) ([`McpService`]), and [`Layer`]s that wrap a service
 //! and are services themselves — the shape of `tower`, for MCP requests.
 //!
-//! [`ClientSession`](crate::ClientSession) is the innermost service: it sends the operation on
+//! The session (`mcp-session`'s `ClientSession`) is the innermost service: it sends the operation on
 //! its connection. Timeouts, retries, circuit breakers, rate limits and pools (in their own
 //! crates) are layers around it, and the typed methods of [`McpServiceExt`] (`list_tools`,
 //! `call_tool`, `read_resource`, …) work on any of them:
 //!
 //! ```no_run
-//! # async fn run(session: mcp_core::ClientSession) -> Result<(), mcp_core::Error> {
+//! # async fn run(session: impl mcp_core::McpService) -> Result<(), mcp_core::Error> {
 //! use mcp_core::{McpServiceExt, RequestOptions};
 //! let tools = session.list_all_tools(RequestOptions::new()).await?;
 //! let result = session
@@ -31,6 +31,7 @@
 //!   session never waits past it, and a retry layer never sleeps past it.
 
 mod ext;
+mod options;
 pub mod pagination;
 
 use std::borrow::Cow;
@@ -39,13 +40,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub(crate) use ext::call_tool_result;
-pub(crate) use ext::encode_error;
 pub use ext::McpServiceExt;
+pub use options::{ProgressCallback, RequestOptions, TraceContext};
 
 use crate::error::Error;
 use crate::jsonrpc::Payload;
-use crate::session::RequestOptions;
 use crate::types::methods;
 
 /// One MCP request as it travels through the layers: the method, its parameters, the caller's
@@ -166,8 +165,8 @@ pub fn is_idempotent_method(method: &str) -> bool {
             | methods::PROMPTS_GET
             | methods::COMPLETION_COMPLETE
             | methods::LOGGING_SET_LEVEL
-            | crate::extensions::tasks::TASKS_GET
-            | crate::extensions::tasks::TASKS_CANCEL
+            | methods::TASKS_GET
+            | methods::TASKS_CANCEL
     )
 }
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::*;
-use crate::session::RequestOptions;
+use crate::service::RequestOptions;
 use crate::{Delivery, ErrorKind, McpServiceExt};
 
 /// Answers every operation from a script and records what it saw.

@@ -8,7 +8,9 @@
 //! [`Payload::Value`] is never serialized).
 //!
 //! **Connecting** is each transport's own constructor (`StdioTransport::spawn(config)`, …): what
-//! connecting needs differs per transport, so it is not a trait method. A constructed transport is
+//! connecting needs differs per transport, so it is not a method of [`Transport`]; a
+//! [`TransportConnector`] holds a transport's configuration and connects once more on each call
+//! (for pools and supervisors). A constructed transport is
 //! connected and ready; the session engine then [`split`](Transport::split)s it:
 //!
 //! - the [`TransportSender`] is shared (`&self`) by every caller. [`send`](TransportSender::send)
@@ -55,7 +57,7 @@
 //! Everything else the server sends (progress, logs, its own requests) still arrives through
 //! the receiver, and the transport has it dispatched before the answer resolves.
 
-mod channel;
+mod connector;
 pub(crate) mod oversized;
 
 use std::fmt;
@@ -66,7 +68,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
+pub use connector::TransportConnector;
 pub use oversized::{unsent_oversized, OversizedMessage};
 
 use crate::jsonrpc::{ErrorObject, Message, Payload, Request, RequestId};
@@ -97,8 +99,8 @@ pub struct RequestMeta<'a> {
     /// Modern era: `io.modelcontextprotocol/logLevel`, once `logging/setLevel` chose one.
     pub log_level: Option<LoggingLevel>,
     /// Both eras: `traceparent` and `tracestate`, when the request's options carry a
-    /// [`TraceContext`](crate::session::TraceContext).
-    pub trace_context: Option<&'a crate::session::TraceContext>,
+    /// [`TraceContext`](crate::service::TraceContext).
+    pub trace_context: Option<&'a crate::service::TraceContext>,
 }
 
 /// A connected transport, ready to be split into its two halves.
@@ -122,7 +124,7 @@ pub trait Transport: Send + 'static {
 }
 
 /// Any transport behind trait objects, so that code choosing a transport at run time (a
-/// [`TransportConnector`](crate::connector::TransportConnector), a registry of them) hands out
+/// [`TransportConnector`], a registry of them) hands out
 /// one type.
 pub struct BoxTransport {
     sender: Box<dyn TransportSender>,

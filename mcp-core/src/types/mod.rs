@@ -114,6 +114,18 @@ pub mod methods {
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     /// Server → client.
     pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// Client → server (the Tasks extension): a task's current state.
+    pub const TASKS_GET: &str = "tasks/get";
+    /// Client → server (the Tasks extension): answers to a task's input requests.
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// Client → server (the Tasks extension): asks the server to stop a task (cooperative).
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+
+    /// Whether `method` is one of the Tasks extension's requests (about one task, named by its
+    /// `taskId`).
+    pub fn is_task_method(method: &str) -> bool {
+        matches!(method, TASKS_GET | TASKS_UPDATE | TASKS_CANCEL)
+    }
 
     /// Client → server, after the handshake.
     pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)] // Each test file uses a different part.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -13,7 +12,6 @@ use mcp_auth::store::LockDir;
 use mcp_auth::{ClientIdentity, Secret, StoredCredentials, TokenEndpointAuth, TokenSet, TokenType};
 use mcp_fleet::{FleetSettings, StoreKeyMaterial};
 use mcp_testkit::redis::RedisServer;
-use tokio::time::Instant;
 
 /// Where the tests' keys say they came from.
 pub const KEY_SOURCE: &str = "MCPH_STORE_KEY";
@@ -113,22 +111,6 @@ pub async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
     .await
     .expect("Redis answers within 5 s")
     .expect("a connection")
-}
-
-/// Waits (at most `limit`) until `check` says yes; panics naming `what` otherwise.
-pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Everything logged (every level) on this thread while the guard lives, as text.

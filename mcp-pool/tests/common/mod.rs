@@ -9,14 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_core::{
-    connector_fn, ChannelTransport, ClientSession, Connector, Error, ErrorObject, Message, Payload,
-    Request, Response, ServerEnd, SessionOptions,
+use mcp_core::{Error, ErrorObject, Message, Payload, Request, Response};
+use mcp_session::{
+    connector_fn, ChannelTransport, ClientSession, Connector, ServerEnd, SessionOptions,
 };
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 
 /// What one fake server session saw.
 #[derive(Debug, Default)]
@@ -297,19 +296,6 @@ fn answer(
             let _ = outgoing.try_send(error.into());
             None
         }
-    }
-}
-
-/// Waits until `condition` holds, checking every 10 ms (of the test's clock: paused or real)
-/// for at most `limit`; panics naming `what` otherwise.
-pub async fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not true within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -9,10 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ResourceUpdatedNotificationParams, ServerCapabilities};
-use mcp_core::{
-    BoxService, Delivery, Error, ErrorCodeTable, McpService, Operation, Payload, ServerNotification,
-};
+use mcp_core::{BoxService, Delivery, Error, ErrorCodeTable, McpService, Operation, Payload};
 use mcp_resources::{ResourceConfig, ResourceManager, ResourceState, Transition, Trigger};
+use mcp_session::ServerNotification;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
 

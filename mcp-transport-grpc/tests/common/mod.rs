@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_core::{
-    BoxTransport, ClientHandler, ClientSession, Error, SessionOptions, TransportConnector,
-};
+use mcp_core::{BoxTransport, Error, TransportConnector};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use mcp_transport_grpc::{GrpcBridge, GrpcBridgeHandle, GrpcServerConfig, GrpcTransport};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 
@@ -109,25 +108,13 @@ impl Bridged {
 
     /// Waits until the bridge has no call left and every backend process is gone.
     pub async fn wait_all_ended(&self) {
-        wait_for("the bridge's calls to end", || {
+        mcp_testkit::wait::until("the bridge's calls to end", DEADLINE, || {
             self.bridge.active_calls() == 0
         })
         .await;
         for pid in self.backend.pids() {
             wait_process_gone(pid).await;
         }
-    }
-}
-
-/// Waits (with [`DEADLINE`]) until `done` holds.
-pub async fn wait_for(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !done() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -138,7 +125,7 @@ pub fn process_exists(pid: u32) -> bool {
 
 /// Waits until the process is gone and reaped.
 pub async fn wait_process_gone(pid: u32) {
-    wait_for(&format!("process {pid} to be gone"), || {
+    mcp_testkit::wait::until(&format!("process {pid} to be gone"), DEADLINE, || {
         !process_exists(pid)
     })
     .await;

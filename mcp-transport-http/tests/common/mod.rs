@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use mcp_core::{ClientHandler, ClientSession, SessionOptions};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
 
 /// Generous deadline for anything a test waits on.
@@ -319,9 +319,9 @@ async fn connect_legacy_with(
 
 /// Waits (with [`DEADLINE`]) for the first notification `pick` accepts.
 pub async fn wait_for<T>(
-    notes: &mut mcp_core::NotificationStream,
+    notes: &mut mcp_session::NotificationStream,
     what: &str,
-    mut pick: impl FnMut(&mcp_core::ServerNotification) -> Option<T>,
+    mut pick: impl FnMut(&mcp_session::ServerNotification) -> Option<T>,
 ) -> T {
     tokio::time::timeout(DEADLINE, async {
         loop {

@@ -13,7 +13,8 @@ use mcp_core::types::{
     ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult, LoggingLevel,
     RootsCapability,
 };
-use mcp_core::{ClientHandler, ClientSession, Era, ServerNotification, SessionOptions};
+use mcp_core::Era;
+use mcp_session::{ClientHandler, ClientSession, ServerNotification, SessionOptions};
 use mcp_transport_local::{
     Json, LocalPrompt, LocalResource, LocalResourceTemplate, LocalServer, LocalTool, NoArguments,
     ReadRequest, RequestContext, ToolError,
@@ -358,18 +359,6 @@ pub async fn connect(
     .await
     .expect("connects in time")
     .expect("the handshake succeeds")
-}
-
-/// Waits (bounded by [`DEADLINE`]) until `check` holds.
-pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} did not happen within {DEADLINE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// The runtime's live tasks.

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_core::{ClientHandler, ClientSession, SessionOptions};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 
 /// Generous deadline for anything a test waits on.
@@ -80,18 +80,16 @@ pub fn process_exists(pid: u32) -> bool {
 
 /// Waits (with a deadline) until the process group is empty and its leader fully reaped.
 pub async fn wait_group_gone(pgid: u32) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    let what = format!("process group {pgid} to be empty and its leader reaped");
+    mcp_testkit::wait::until(&what, DEADLINE, || {
         let (live, zombies) = group_members(pgid);
         if live.is_empty() && zombies.is_empty() && !process_exists(pgid) {
-            return;
+            Ok(())
+        } else {
+            Err(format!("live {live:?} / zombie {zombies:?} members"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "process group {pgid} still has live {live:?} / zombie {zombies:?} members"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
 }
 
 /// Where `cargo xtask interop-setup` installed the third-party servers.

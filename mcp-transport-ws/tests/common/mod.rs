@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_core::{ClientHandler, ClientSession, SessionOptions};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
 use mcp_testkit::{ServerOptions, WsFixture};
 use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
 use tokio::net::{TcpListener, TcpStream};
@@ -60,18 +60,6 @@ pub async fn connect_with(
     })
     .await
     .expect("connect finished in time")
-}
-
-/// Waits until `condition` holds, re-checking every 10 ms, for at most [`DEADLINE`].
-pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Runs `future` under [`DEADLINE`].

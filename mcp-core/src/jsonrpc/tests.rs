@@ -1,0 +1,460 @@
+use super::*;
+use serde_json::json;
+
+fn parse(text: &str) -> Result<Message, MessageError> {
+    Message::from_json_str(text)
+}
+
+#[test]
+fn parses_request_with_number_and_string_ids() {
+    let m = parse(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+    assert_eq!(m, Message::Request(Request::new(7, "ping", None)));
+    let m = parse(r#"{"jsonrpc":"2.0","id":"srv-1","method":"roots/list","params":{}}"#).unwrap();
+    match m {
+        Message::Request(r) => {
+            assert_eq!(r.id, RequestId::from("srv-1"));
+            assert_eq!(r.params.unwrap().to_json_string(), "{}");
+        }
+        other => panic!("expected request, got {other:?}"),
+    }
+}
+
+#[test]
+fn parses_notification_response_and_error() {
+    let m = parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+    assert!(matches!(m, Message::Notification(n) if n.method == "notifications/initialized"));
+    let m = parse(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#).unwrap();
+    match m {
+        Message::Response(r) => {
+            assert_eq!(r.id, Some(RequestId::Number(1)));
+            assert_eq!(r.outcome.unwrap().to_json_string(), r#"{"tools":[]}"#);
+        }
+        other => panic!("expected response, got {other:?}"),
+    }
+    let m =
+        parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse"}}"#).unwrap();
+    match m {
+        Message::Response(r) => {
+            assert_eq!(r.id, None);
+            assert_eq!(r.outcome.unwrap_err().code, codes::PARSE_ERROR);
+        }
+        other => panic!("expected response, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_messages_are_errors_not_panics() {
+    for bad in [
+        "",
+        "not json",
+        "[]",
+        "[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]",
+        "42",
+        r#"{"id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"2.0","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping""#,
+    ] {
+        assert!(parse(bad).is_err(), "accepted {bad:?}");
+    }
+    assert!(Message::from_slice(&[0xff, 0xfe, b'{']).is_err());
+}
+
+#[test]
+fn unknown_members_survive_a_round_trip() {
+    let text = r#"{"jsonrpc":"2.0","id":3,"result":{"x":1,"future":[1,2]},"trace":{"span":"abc"}}"#;
+    let m = parse(text).unwrap();
+    let out = m.to_json_string().unwrap();
+    let a: Value = serde_json::from_str(text).unwrap();
+    let b: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn serializes_built_messages() {
+    let m: Message = Request::new(
+        5,
+        "tools/call",
+        Some(Payload::Value(
+            json!({"name":"echo","arguments":{"text":"hi"}}),
+        )),
+    )
+    .into();
+    let v: Value = serde_json::from_str(&m.to_json_string().unwrap()).unwrap();
+    assert_eq!(
+        v,
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})
+    );
+    let m: Message = Response::error(None, ErrorObject::method_not_found("x")).into();
+    let v: Value = serde_json::from_str(&m.to_json_string().unwrap()).unwrap();
+    assert_eq!(v["id"], Value::Null);
+    assert_eq!(v["error"]["code"], json!(-32601));
+}
+
+#[test]
+fn payload_parses_once_into_types_and_compares_semantically() {
+    let raw = Payload::from_json_str(r#"{ "a" : 1 , "b" : [true] }"#).unwrap();
+    let val = Payload::Value(json!({"b":[true],"a":1}));
+    assert_eq!(raw, val);
+    #[derive(Deserialize)]
+    struct T {
+        a: i64,
+    }
+    assert_eq!(raw.deserialize::<T>().unwrap().a, 1);
+    assert_eq!(val.into_typed::<T>().unwrap().a, 1);
+    assert!(raw.is_object());
+}
+
+#[test]
+fn shared_lines_parse_like_owned_ones_without_copying() {
+    let text = r#"{"result":{"content":[{"type":"text","text":"big"}]},"jsonrpc":"2.0","id":9}"#;
+    let line = Arc::new(text.as_bytes().to_vec());
+    let shared = Message::from_shared_line(&line).unwrap();
+    assert_eq!(shared, parse(text).unwrap());
+    match &shared {
+        Message::Response(r) => match r.outcome.as_ref().unwrap() {
+            Payload::Shared(s) => {
+                assert_eq!(s.as_str(), r#"{"content":[{"type":"text","text":"big"}]}"#)
+            }
+            other => panic!("expected a shared payload, got {other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(Arc::strong_count(&line), 2, "the payload shares the line");
+    drop(shared);
+    assert_eq!(Arc::strong_count(&line), 1, "and gives it back");
+    let out = Message::from_shared_line(&line)
+        .unwrap()
+        .to_json_string()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        serde_json::from_str::<Value>(text).unwrap()
+    );
+    for bad in ["", "{", r#"{"jsonrpc":"2.0","id":1,"result":{}} x"#, "[1]"] {
+        assert!(
+            Message::from_shared_line(&Arc::new(bad.as_bytes().to_vec())).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_typed_payload_is_handed_over_as_it_is_and_is_json_everywhere_else() {
+    use crate::types::{CallToolResult, Content};
+    let result = CallToolResult {
+        content: vec![Content::text("quote \" é")],
+        structured_content: Some(json!({"n": 1})),
+        is_error: None,
+        extra: Default::default(),
+    };
+    let json = serde_json::to_value(&result).unwrap();
+    let text_at = |r: &CallToolResult| match &r.content[0] {
+        Content::Text { text, .. } => text.as_ptr(),
+        other => panic!("not text: {other:?}"),
+    };
+    // Its own type: the value itself, not a copy; any other: read from its JSON.
+    let kept = result.clone();
+    let at = text_at(&kept);
+    let taken = Payload::Typed(TypedPayload::new(kept))
+        .into_typed::<CallToolResult>()
+        .unwrap();
+    assert_eq!(text_at(&taken), at, "moved, not copied");
+    let typed = Payload::Typed(TypedPayload::new(result.clone()));
+    // Borrowed as it is, without a copy or JSON.
+    match &typed {
+        Payload::Typed(kept) => assert_eq!(kept.get::<CallToolResult>(), Some(&result)),
+        other => panic!("not typed: {other:?}"),
+    }
+    assert_eq!(
+        typed.clone().into_typed::<CallToolResult>().unwrap(),
+        result
+    );
+    assert_eq!(typed.clone().into_typed::<Value>().unwrap(), json);
+    assert_eq!(typed.clone().into_value().unwrap(), json);
+    assert_eq!(typed.deserialize::<Value>().unwrap(), json);
+    assert!(typed
+        .clone()
+        .into_typed::<Vec<String>>()
+        .unwrap_err()
+        .is_data());
+    assert_eq!(
+        typed.to_json_string(),
+        serde_json::to_string(&result).unwrap()
+    );
+    assert!(typed.is_object());
+    assert_eq!(typed, Payload::Value(json.clone()));
+    assert!(format!("{typed:?}").contains("quote"));
+    // On the wire it is the same JSON, written either way.
+    let message: Message = Response::success(RequestId::from(9), typed).into();
+    let mut written = Vec::new();
+    message.write_json(&mut written).unwrap();
+    assert_eq!(
+        String::from_utf8(written).unwrap(),
+        serde_json::to_string(&message).unwrap()
+    );
+    let read = Message::from_slice(&serde_json::to_vec(&message).unwrap()).unwrap();
+    let Message::Response(Response {
+        outcome: Ok(back), ..
+    }) = read
+    else {
+        panic!("not a result: {read:?}");
+    };
+    assert_eq!(back.into_typed::<CallToolResult>().unwrap(), result);
+}
+
+#[test]
+fn write_json_writes_exactly_what_serialize_does() {
+    let line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]},"x-extra":[1,{"a":"\u00e9"}]}"#;
+    let shared = Message::from_shared_line(&Arc::new(line.to_vec())).unwrap();
+    let raw = Message::from_slice(line).unwrap();
+    let mut extra = Map::new();
+    extra.insert("weird \"key\"".into(), json!({"n": null}));
+    let messages = [
+        shared,
+        raw,
+        Request::new(
+            1,
+            "tools/call",
+            Some(Payload::Value(
+                json!({"name": "é", "arguments": {"q": "a\"b"}}),
+            )),
+        )
+        .into(),
+        Request::new("s-1", "ping", None).into(),
+        Message::Request(Request {
+            extra: extra.clone(),
+            ..Request::new(
+                2,
+                "x",
+                Some(Payload::from_json_str(r#"{ "spaced" : 1 }"#).unwrap()),
+            )
+        }),
+        Notification::new(
+            "notifications/cancelled",
+            Some(Payload::Value(json!({"requestId": 3}))),
+        )
+        .into(),
+        Notification::new("notifications/initialized", None).into(),
+        Response::error(None, ErrorObject::invalid_params("bad")).into(),
+        Response::error(Some(RequestId::from(4)), ErrorObject::internal("x")).into(),
+    ];
+    for message in messages {
+        let mut written = Vec::new();
+        message.write_json(&mut written).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            serde_json::to_string(&message).unwrap(),
+            "{message:?}"
+        );
+        assert_eq!(
+            message.to_json_string().unwrap(),
+            serde_json::to_string(&message).unwrap()
+        );
+    }
+}
+
+#[test]
+fn integral_float_ids_are_accepted() {
+    let m = parse(r#"{"jsonrpc":"2.0","id":4.0,"result":{}}"#).unwrap();
+    assert!(matches!(m, Message::Response(r) if r.id == Some(RequestId::Number(4))));
+}
+
+#[test]
+fn the_id_of_a_broken_message_is_found_before_the_fault_or_as_its_last_member() {
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"result":{}"#,
+        "[".repeat(100_000)
+    );
+    assert!(Message::from_slice(deep.as_bytes()).is_err());
+    assert_eq!(request_id_of(deep.as_bytes()), Some(RequestId::Number(7)));
+    for (text, id) in [
+        (
+            r#"{"jsonrpc":"2.0","id":"a","result":1,"error":{}}"#,
+            Some("a".into()),
+        ),
+        (r#"{"id":3,"result":"cut"#, Some(RequestId::Number(3))),
+        (
+            r#"{"result":{"id":4},"id":5,"bogus""#,
+            Some(RequestId::Number(5)),
+        ),
+        (r#"{"jsonrpc":"2.0","result":[[[["#, None),
+        ("[1,2]", None),
+        ("not json", None),
+    ] {
+        assert_eq!(request_id_of(text.as_bytes()), id, "{text}");
+    }
+    // After the fault, the id is trusted as the object's last member only (the TypeScript
+    // SDK's order), and only where the whole message is at hand.
+    let deep_first = format!(r#"{{"result":{},"id":8}}"#, "[".repeat(100_000));
+    assert_eq!(
+        request_id_of(deep_first.as_bytes()),
+        Some(RequestId::Number(8))
+    );
+    assert_eq!(request_id_in_prefix(deep_first.as_bytes()), None);
+    let nested_last = format!(r#"{{"result":{}{{"id":9}},"x":1}}"#, "[".repeat(100_000));
+    assert_eq!(request_id_of(nested_last.as_bytes()), None);
+}
+
+#[test]
+fn a_broken_request_names_its_id_for_the_side_that_answers_it() {
+    let deep = "[".repeat(100_000);
+    let request = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{deep}"#);
+    assert_eq!(
+        id_of_broken_request(request.as_bytes()),
+        Some(RequestId::Number(3))
+    );
+    assert_eq!(request_id_of(request.as_bytes()), None);
+    let method_first = format!(r#"{{"method":"ping","id":"a","params":{deep}"#);
+    assert_eq!(
+        id_of_broken_request(method_first.as_bytes()),
+        Some("a".into())
+    );
+    assert_eq!(id_of_broken_request(br#"{"params":[[[}"#), None);
+}
+
+#[test]
+fn a_whole_message_broken_after_its_id_names_it_unless_a_method_could_follow() {
+    let mut broken = br#"{"jsonrpc":"2.0","id":5,"#.to_vec();
+    broken.extend_from_slice(b"\xff\"result\":{}}");
+    assert_eq!(request_id_of(&broken), Some(RequestId::Number(5)));
+    assert_eq!(request_id_in_prefix(&broken), None);
+    let mut request = br#"{"jsonrpc":"2.0","id":5,"#.to_vec();
+    request.extend_from_slice(b"\xff\"method\":\"ping\"}");
+    assert_eq!(request_id_of(&request), None);
+}
+
+#[test]
+fn a_broken_server_request_names_no_request_of_the_client() {
+    let deep = "[".repeat(100_000);
+    for text in [
+        // id first, method next (the common order of a request).
+        format!(r#"{{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{deep}"#),
+        // method first.
+        format!(r#"{{"jsonrpc":"2.0","method":"roots/list","id":5,"params":{deep}"#),
+        // whole, but not a valid message.
+        r#"{"jsonrpc":"2.0","id":5,"method":7}"#.to_owned(),
+        // broken, the TypeScript SDK's order (method first, id last).
+        format!(r#"{{"method":"ping","params":{{"a":{deep}}},"jsonrpc":"2.0","id":5}}"#),
+        // a broken notification whose params carry an id.
+        format!(r#"{{"method":"notifications/progress","params":{{"id":5,"x":{deep}"#),
+    ] {
+        assert_eq!(request_id_of(text.as_bytes()), None, "{:.80}", text);
+        assert_eq!(request_id_in_prefix(text.as_bytes()), None, "{:.80}", text);
+    }
+    // Cut short after the id: no member follows, so no method; the id is the answer's.
+    let torn = br#"{"jsonrpc":"2.0","id":1,"res"#;
+    assert_eq!(request_id_of(torn), Some(RequestId::Number(1)));
+    assert_eq!(request_id_in_prefix(torn), None, "a prefix may go on");
+    // Cut where a `method` member may have begun: perhaps the server's request.
+    for cut in [
+        &br#"{"jsonrpc":"2.0","id":1,"meth"#[..],
+        br#"{"jsonrpc":"2.0","id":1,"m"#,
+        br#"{"jsonrpc":"2.0","id":1,""#,
+        br#"{"jsonrpc":"2.0","id":1, "#,
+        br#"{"jsonrpc":"2.0","id":1"#,
+        br#"{"id":1,"jsonrpc":"2.0""#,
+        br#"{"jsonrpc":"2.0","id":1,"met"#,
+    ] {
+        let shown = String::from_utf8_lossy(cut);
+        assert_eq!(request_id_of(cut), None, "{shown}");
+        assert_eq!(
+            classify_broken_message(cut),
+            BrokenMessage::Unknown,
+            "{shown}"
+        );
+    }
+    // Inside a key that is not `method`'s: no method follows.
+    assert_eq!(
+        request_id_of(br#"{"jsonrpc":"2.0","id":1,"methods"#),
+        Some(RequestId::Number(1))
+    );
+    // Broken before the end with nothing that tells: a method may follow the fault.
+    assert_eq!(request_id_of(br#"{"id":5,"x":[},"method":"m"}"#), None);
+    // A numeric-string id is found as written (the session reads it as this client's 5).
+    assert_eq!(
+        request_id_of(format!(r#"{{"id":"5","result":{deep}"#).as_bytes()),
+        Some(RequestId::from("5"))
+    );
+}
+
+#[test]
+fn a_broken_message_is_an_answer_a_server_message_or_unknown() {
+    for (bytes, expected) in [
+        (
+            &b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\"caf\xe9\"}"[..],
+            BrokenMessage::AnswerTo(RequestId::Number(4)),
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"caf\xe9\"}}",
+            BrokenMessage::ServerRequestOrNotification,
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":\"\xe9\"}",
+            BrokenMessage::ServerRequestOrNotification,
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"result\":\"\xe9\"}",
+            BrokenMessage::Unknown,
+        ),
+        (b"[1,\xe9]", BrokenMessage::Unknown),
+    ] {
+        let shown = String::from_utf8_lossy(bytes);
+        assert_eq!(classify_broken_message(bytes), expected, "{shown}");
+    }
+}
+
+#[test]
+fn a_parse_error_quotes_the_peers_text_redacted_and_cut() {
+    let secret = format!("Bearer SECRET{}", "x".repeat(100_000));
+    let line = format!(r#"{{"jsonrpc":"2.0","id":1,"error":"{secret}\u001b[2J"}}"#);
+    let e = Message::from_slice(line.as_bytes()).unwrap_err();
+    let reason = e.reason();
+    assert!(!reason.contains("SECRET"), "{reason}");
+    assert!(reason.chars().count() < 300, "{reason}");
+    assert!(!reason.chars().any(char::is_control), "{reason:?}");
+    assert!(reason.starts_with("invalid type: string"), "{reason}");
+    // The position stays, after the cut.
+    assert!(
+        reason.ends_with(&format!("column {}", line.len() - 1)),
+        "{reason}"
+    );
+    let shared = Arc::new(line.into_bytes());
+    let e = Message::from_shared_line(&shared).unwrap_err();
+    assert!(!e.reason().contains("SECRET"), "{e}");
+    assert!(e.reason().chars().count() < 300, "{e}");
+}
+
+#[test]
+fn an_id_in_a_prefix_is_trusted_only_once_the_prefix_says_it_is_an_answer() {
+    for (prefix, id) in [
+        // An answer member after the id: an answer, cut in its result.
+        (r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"#, Some(5)),
+        (r#"{"jsonrpc":"2.0","id":5,"error":{"code":"#, Some(5)),
+        // The answer member first, the id next.
+        (r#"{"result":{},"id":6,"jsonrpc""#, Some(6)),
+        // The object's end with no method: an answer (if no valid one).
+        (r#"{"jsonrpc":"2.0","id":7}"#, Some(7)),
+        // A method after the id, inside the prefix: a request.
+        (r#"{"jsonrpc":"2.0","id":5,"method":"x","params":{"#, None),
+        // The prefix ends after the id, before anything that tells: it may be a request
+        // whose method comes later, so no id.
+        (r#"{"jsonrpc":"2.0","id":5,"_meta":{"x":"#, None),
+        (r#"{"jsonrpc":"2.0","id":5"#, None),
+        (r#"{"jsonrpc":"2.0","id":5,"#, None),
+        // An answer member but no id before the cut.
+        (r#"{"result":{"id":4,"x":"#, None),
+    ] {
+        assert_eq!(
+            request_id_in_prefix(prefix.as_bytes()),
+            id.map(RequestId::Number),
+            "{prefix}"
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Per-request options: what a caller (or a layer) asks of one request — its deadline, page
+//! cap, progress callback and trace context — carried by every [`Operation`](super::Operation).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::types::ProgressNotificationParams;
+
+/// Called for every progress notification of one request (on the session's reader task: keep it
+/// quick, e.g. update a progress bar or forward to a channel).
+pub type ProgressCallback = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
+
+/// Per-request overrides and the progress callback.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// Overrides the session's `request_timeout`: how long the request may take from the
+    /// moment it is issued (queueing, sending, waiting for headers, body and response).
+    pub timeout: Option<Duration>,
+    /// An absolute deadline that nothing waits past, whatever `timeout` says — set by the
+    /// caller or by a timeout layer, so that every attempt of a retried request shares one
+    /// deadline.
+    pub deadline: Option<Instant>,
+    /// Page cap of the `list_all_*` methods. Default: 100.
+    pub max_pages: Option<usize>,
+    /// Overrides the session's `reset_timeout_on_progress`.
+    pub reset_timeout_on_progress: Option<bool>,
+    /// Overrides the session's `max_request_time`.
+    pub max_total_time: Option<Duration>,
+    /// Receives this request's progress notifications.
+    pub on_progress: Option<ProgressCallback>,
+    /// A `tools/call` the server runs as a task answers with the task handle (a
+    /// `CreateTaskResult`, `resultType: "task"`) instead of the session following the task to
+    /// its end. Set by `TasksExt::call_tool_as_task` (the Tasks extension).
+    pub return_task: bool,
+    /// A `tasks/get` answers only once the task has ended: the session polls it (and answers
+    /// its input requests) within the request's deadline. Set by
+    /// `TasksExt::wait_for_task` (the Tasks extension).
+    pub wait_for_task: bool,
+    /// The W3C trace context the request carries to the server as `params._meta.traceparent`
+    /// (and `tracestate`), as the OpenTelemetry MCP conventions propose; set by a tracing
+    /// layer. A `traceparent` or `tracestate` the caller put in `_meta` itself is kept.
+    /// Default: none (nothing is added).
+    pub trace_context: Option<TraceContext>,
+}
+
+/// A W3C trace context (<https://www.w3.org/TR/trace-context/>) as the two strings a request
+/// carries in `params._meta`: `traceparent` (`00-<trace id>-<parent id>-<flags>`) and, when
+/// there is one, `tracestate`. The session writes them as given (escaped as JSON strings);
+/// whoever builds them makes them valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceContext {
+    /// The `traceparent` value.
+    pub traceparent: String,
+    /// The `tracestate` value, if any.
+    pub tracestate: Option<String>,
+}
+
+impl TraceContext {
+    /// A trace context of `traceparent` and, when given, `tracestate`.
+    pub fn new(traceparent: impl Into<String>, tracestate: Option<String>) -> Self {
+        TraceContext {
+            traceparent: traceparent.into(),
+            tracestate,
+        }
+    }
+}
+
+impl RequestOptions {
+    /// No overrides.
+    pub fn new() -> Self {
+        RequestOptions::default()
+    }
+
+    /// Sets how long this request may take.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets an absolute deadline (kept when an earlier one is already set).
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self
+    }
+
+    /// The moment this request must be over: the earlier of [`deadline`](Self::deadline) and
+    /// `started + timeout` (with `default_timeout` when no `timeout` is set).
+    pub fn deadline_from(&self, started: Instant, default_timeout: Duration) -> Instant {
+        let by_timeout =
+            crate::time::deadline_after(started, self.timeout.unwrap_or(default_timeout));
+        self.deadline.map_or(by_timeout, |d| d.min(by_timeout))
+    }
+
+    /// Sets the page cap of the `list_all_*` methods.
+    pub fn with_max_pages(mut self, pages: usize) -> Self {
+        self.max_pages = Some(pages);
+        self
+    }
+
+    /// Lets progress restart the deadline, up to `max_total` in all.
+    pub fn with_reset_on_progress(mut self, max_total: Duration) -> Self {
+        self.reset_timeout_on_progress = Some(true);
+        self.max_total_time = Some(max_total);
+        self
+    }
+
+    /// Delivers progress notifications to `callback`.
+    pub fn on_progress(
+        mut self,
+        callback: impl Fn(&ProgressNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_progress = Some(Arc::new(callback));
+        self
+    }
+
+    /// Sets [`return_task`](Self::return_task).
+    pub fn returning_task(mut self) -> Self {
+        self.return_task = true;
+        self
+    }
+
+    /// Sets [`wait_for_task`](Self::wait_for_task).
+    pub fn waiting_for_task(mut self) -> Self {
+        self.wait_for_task = true;
+        self
+    }
+
+    /// Sets the [`trace_context`](Self::trace_context) the request carries in `_meta`.
+    pub fn with_trace_context(mut self, trace_context: TraceContext) -> Self {
+        self.trace_context = Some(trace_context);
+        self
+    }
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
+            .field("max_pages", &self.max_pages)
+            .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("max_total_time", &self.max_total_time)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("return_task", &self.return_task)
+            .field("wait_for_task", &self.wait_for_task)
+            .field("trace_context", &self.trace_context)
+            .finish()
+    }
+}

@@ -1,0 +1,304 @@
+//! The Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): a server may answer a
+//! `tools/call` with a task handle (`resultType: "task"`) instead of the result, and the client
+//! polls `tasks/get` until the task is `completed`, `failed` or `cancelled`, answering its
+//! `inputRequests` with `tasks/update` on the way, or gives up with `tasks/cancel`.
+//!
+//! A modern session declares the extension on every request unless
+//! [`SessionOptions::tasks`](crate::SessionOptions::tasks) is off. By default the session follows
+//! a task by itself, so [`call_tool`](mcp_core::McpServiceExt::call_tool) returns the final result
+//! as if the call had been answered at once (one deadline for all of it, input requests through
+//! the session's [`ClientHandler`](crate::ClientHandler), and a best-effort `tasks/cancel` when
+//! the deadline passes or the caller gives up). A caller that wants the handle itself — to show
+//! progress, to poll later, to cancel — uses [`TasksExt`]:
+//!
+//! ```no_run
+//! # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
+//! use mcp_session::extensions::tasks::{TasksExt, ToolCallOutcome};
+//! use mcp_core::RequestOptions;
+//! match session.call_tool_as_task("build", None, RequestOptions::new()).await? {
+//!     ToolCallOutcome::Completed(result) => println!("{}", result.text()),
+//!     ToolCallOutcome::Task(task) => {
+//!         println!("task {} is {}", task.task_id, task.status);
+//!         let done = session.wait_for_task(&task.task_id, RequestOptions::new()).await?;
+//!         println!("{}", done.into_tool_result()?.text());
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Legacy (2025-era) sessions never declare the extension, so their servers never answer with a
+//! task; `tasks/*` requests to them are sent as they are (and refused by the server).
+
+use std::fmt;
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use mcp_core::error::{Delivery, Error, ErrorCodeTable, ErrorKind};
+use mcp_core::jsonrpc::{ErrorObject, Payload};
+use mcp_core::service::{McpService, Operation, RequestOptions};
+use mcp_core::types::{methods, CallToolResult, Extra};
+
+/// The extension's identifier, in client and server capabilities.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+pub use mcp_core::types::methods::{is_task_method, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
+/// `notifications/tasks`: a task's full state, pushed by the server.
+pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
+/// The `resultType` of a task handle.
+pub const RESULT_TYPE_TASK: &str = "task";
+
+/// Where a task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// In progress.
+    Working,
+    /// Waiting for the client: see [`Task::input_requests`].
+    InputRequired,
+    /// Finished; [`Task::result`] holds what the request would have returned.
+    Completed,
+    /// Ended by a JSON-RPC error: [`Task::error`].
+    Failed,
+    /// Cancelled before it finished.
+    Cancelled,
+    /// A status this client does not know (treated as an error when followed).
+    #[serde(other)]
+    Unknown,
+}
+
+impl TaskStatus {
+    /// The wire value (`"unknown"` for an unknown one).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Unknown => "unknown",
+        }
+    }
+
+    /// `completed`, `failed` and `cancelled` never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A task: the handle a `tools/call` answered with (`CreateTaskResult`), or its state as
+/// `tasks/get` reports it (`DetailedTask`, with the result, error or input requests its status
+/// carries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// The task's identifier, for `tasks/get`, `tasks/update` and `tasks/cancel`.
+    pub task_id: String,
+    /// Where it is.
+    pub status: TaskStatus,
+    /// What the server says about it (may be shown to the user or the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// When it was created (ISO 8601).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// When it last changed (ISO 8601).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_updated_at: Option<String>,
+    /// How long after creation the server keeps it, in milliseconds (`None`: unlimited).
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// How often the server would like to be polled, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
+    /// `completed`: what the original request returns (a `CallToolResult` for `tools/call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// `failed`: the JSON-RPC error that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+    /// `input_required`: what the server asks, by key (each an `elicitation/create`,
+    /// `sampling/createMessage` or `roots/list` request); answered with `tasks/update`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<Map<String, Value>>,
+    /// Unknown members (`resultType`, `_meta`, …), preserved.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Task {
+    /// The end of a task that ran a `tools/call`: the tool's result when it completed, the
+    /// server's error when it failed, an error when it was cancelled or has not ended.
+    pub fn into_tool_result(self) -> Result<CallToolResult, Error> {
+        self.into_result_with(&ErrorCodeTable::default())
+    }
+
+    /// [`into_tool_result`](Self::into_tool_result), classifying a failed task's error code
+    /// with `table` (the session's [`SessionOptions::error_codes`](crate::SessionOptions)).
+    pub fn into_result_with(self, table: &ErrorCodeTable) -> Result<CallToolResult, Error> {
+        let id = self.task_id.clone();
+        let result = self.into_outcome(table)?;
+        serde_json::from_value(result).map_err(|e| {
+            Error::protocol(format!("task {id}: invalid tools/call result: {e}"))
+                .with_delivery(Delivery::Answered)
+        })
+    }
+
+    /// The end of the task whatever request it ran: its `result` when it completed, else an
+    /// error saying how it ended.
+    pub fn into_outcome(self, table: &ErrorCodeTable) -> Result<Value, Error> {
+        let id = self.task_id;
+        let message = self
+            .status_message
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        match self.status {
+            TaskStatus::Completed => self.result.ok_or_else(|| {
+                Error::protocol(format!("task {id} completed without a result"))
+                    .with_delivery(Delivery::Answered)
+            }),
+            TaskStatus::Failed => Err(match self.error {
+                Some(error) => Error::from_error_object(error, table),
+                None => Error::new(ErrorKind::Tool, format!("task {id} failed{message}")),
+            }
+            .with_delivery(Delivery::Answered)),
+            TaskStatus::Cancelled => Err(Error::new(
+                ErrorKind::Tool,
+                format!("task {id} was cancelled{message}"),
+            )
+            .with_delivery(Delivery::Answered)),
+            other => Err(Error::protocol(format!(
+                "task {id} has not ended (status {other})"
+            ))),
+        }
+    }
+}
+
+/// What a `tools/call` that may run as a task answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCallOutcome {
+    /// The server answered at once.
+    Completed(CallToolResult),
+    /// The server runs the call as a task.
+    Task(Task),
+}
+
+impl ToolCallOutcome {
+    /// Reads a `tools/call` answer that may be a task handle (`resultType: "task"`); `name` is
+    /// the tool, for errors.
+    pub fn from_answer(answer: Payload, name: &str) -> Result<ToolCallOutcome, Error> {
+        if crate::result_type(&answer).as_str() == RESULT_TYPE_TASK {
+            return parse_task(answer, methods::TOOLS_CALL).map(ToolCallOutcome::Task);
+        }
+        CallToolResult::from_answer(answer, name).map(ToolCallOutcome::Completed)
+    }
+
+    /// Whether the tool answered at once with an `isError` result.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(self, ToolCallOutcome::Completed(r) if r.is_error())
+    }
+}
+
+/// The Tasks extension's requests, on any [`McpService`] (a session, or a stack of layers
+/// around one).
+pub trait TasksExt: McpService {
+    /// `tools/call`, handing back the task when the server runs the call as one (instead of
+    /// the session following it to the end).
+    fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<ToolCallOutcome, Error>> + Send {
+        let operation =
+            Operation::call_tool(name, arguments).with_options(options.returning_task());
+        async move { ToolCallOutcome::from_answer(self.call(operation).await?, name) }
+    }
+
+    /// `tasks/get`: the task's current state.
+    fn get_task(
+        &self,
+        task_id: &str,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Task, Error>> + Send {
+        let operation = task_operation(TASKS_GET, task_id, None).with_options(options);
+        async move { parse_task(self.call(operation).await?, TASKS_GET) }
+    }
+
+    /// Polls the task until it has ended (honouring its `pollIntervalMs`, answering its input
+    /// requests through the session's handler), within the request's deadline. The task is
+    /// returned as it ended: see [`Task::into_tool_result`].
+    fn wait_for_task(
+        &self,
+        task_id: &str,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Task, Error>> + Send {
+        // Not a pure read (it answers the task's input requests): never repeated by a retry.
+        let operation = task_operation(TASKS_GET, task_id, None)
+            .with_options(options.waiting_for_task())
+            .with_idempotent(false);
+        async move { parse_task(self.call(operation).await?, TASKS_GET) }
+    }
+
+    /// `tasks/update`: answers to the task's input requests, by their keys.
+    fn update_task(
+        &self,
+        task_id: &str,
+        input_responses: Map<String, Value>,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        let operation = task_operation(
+            TASKS_UPDATE,
+            task_id,
+            Some(("inputResponses", Value::Object(input_responses))),
+        )
+        .with_options(options);
+        async move { self.call(operation).await.map(|_| ()) }
+    }
+
+    /// `tasks/cancel`: asks the server to stop the task. Cooperative: the task may still end
+    /// another way; [`get_task`](Self::get_task) tells.
+    fn cancel_task(
+        &self,
+        task_id: &str,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        let operation = task_operation(TASKS_CANCEL, task_id, None).with_options(options);
+        async move { self.call(operation).await.map(|_| ()) }
+    }
+}
+
+impl<S: McpService + ?Sized> TasksExt for S {}
+
+/// A `tasks/*` request about `task_id`. No subject: per-subject policies (breakers, metrics)
+/// are per tool, and task ids are many.
+pub(crate) fn task_operation(
+    method: &'static str,
+    task_id: &str,
+    extra: Option<(&str, Value)>,
+) -> Operation {
+    let mut params = Map::with_capacity(2);
+    params.insert("taskId".into(), Value::String(task_id.to_owned()));
+    if let Some((key, value)) = extra {
+        params.insert(key.into(), value);
+    }
+    Operation::new(method, Some(Payload::Value(Value::Object(params))))
+}
+
+/// Parses a task handle or state.
+pub(crate) fn parse_task(answer: Payload, method: &str) -> Result<Task, Error> {
+    answer.into_typed().map_err(|e| {
+        Error::protocol(format!("{method}: invalid task in the answer: {e}"))
+            .with_delivery(Delivery::Answered)
+    })
+}

@@ -1,0 +1,380 @@
+//! Requests in the modern era (2026-07-28): the methods the era removed mapped to what
+//! replaces them, `input_required` results answered through the session's handler and the
+//! request re-issued (multi round-trip requests), version refusals retried once, and a
+//! `tools/call` that became a task followed to its end (`tasks.rs`).
+
+use serde_json::{json, Map, Value};
+
+use super::tasks::OnAbandon;
+use super::{ClientSession, RequestOptions};
+use crate::extensions::tasks::{parse_task, RESULT_TYPE_TASK, TASKS_GET};
+use mcp_core::error::{Delivery, Error, ErrorKind};
+use mcp_core::jsonrpc::{ErrorObject, Payload, Request, RequestId};
+use mcp_core::types::{error_codes, methods, InputRequiredResult, ResultType};
+use mcp_core::version::ProtocolVersion;
+
+use super::era::{names_our_version, no_mutual_version, unsupported_data};
+
+impl ClientSession {
+    /// A request in the modern era: methods the era removed are mapped, and an
+    /// `input_required` result is answered and the request re-issued, until a final result or
+    /// [`SessionOptions::max_input_rounds`](super::SessionOptions).
+    pub(super) async fn call_modern(
+        &self,
+        method: &str,
+        params: Option<Payload>,
+        options: RequestOptions,
+    ) -> Result<Payload, Error> {
+        match method {
+            methods::PING => {
+                self.issue(methods::SERVER_DISCOVER, None, options).await?;
+                return Ok(Payload::Value(json!({})));
+            }
+            methods::LOGGING_SET_LEVEL => {
+                let level = params
+                    .as_ref()
+                    .and_then(|p| {
+                        p.deserialize::<mcp_core::types::SetLevelRequestParams>()
+                            .ok()
+                    })
+                    .ok_or_else(|| {
+                        Error::new(ErrorKind::InvalidParams, "logging/setLevel needs a level")
+                            .with_delivery(Delivery::NotSent)
+                    })?;
+                *mcp_core::sync::lock(&self.shared.log_level) = Some(level.level);
+                return Ok(Payload::Value(json!({})));
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| {
+                        p.deserialize::<mcp_core::types::SubscribeRequestParams>()
+                            .ok()
+                    })
+                    .ok_or_else(|| {
+                        Error::new(ErrorKind::InvalidParams, format!("{method} needs a uri"))
+                            .with_delivery(Delivery::NotSent)
+                    })?
+                    .uri;
+                let offered = self
+                    .server_info()
+                    .capabilities
+                    .resources
+                    .as_ref()
+                    .is_some_and(|r| r.subscribe == Some(true));
+                if method == methods::RESOURCES_SUBSCRIBE && !offered {
+                    return Err(Error::new(
+                        ErrorKind::Protocol,
+                        format!("cannot subscribe to {uri}: the server does not offer resource subscriptions"),
+                    )
+                    .with_delivery(Delivery::NotSent));
+                }
+                self.change_resource_subscription(uri, method == methods::RESOURCES_SUBSCRIBE);
+                return Ok(Payload::Value(json!({})));
+            }
+            _ => {}
+        }
+        let multi_round = matches!(
+            method,
+            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
+        );
+        // One deadline for the whole call: every round, retry and answer to the server.
+        let timeout = options
+            .timeout
+            .unwrap_or(self.shared.options.request_timeout);
+        let options = options.with_deadline(mcp_core::time::deadline_after(
+            tokio::time::Instant::now(),
+            timeout,
+        ));
+        if !multi_round {
+            let wait = method == TASKS_GET && options.wait_for_task;
+            let answer = self.issue_modern(method, params, options.clone()).await?;
+            // `tasks/get` answers may carry the handle's own type; nothing else may.
+            let is_task = |t: &ResultType| {
+                method == TASKS_GET
+                    && matches!(t, ResultType::Other(t) if t.as_str() == RESULT_TYPE_TASK)
+            };
+            return match result_type(&answer) {
+                t if wait && (t == ResultType::Complete || is_task(&t)) => {
+                    let task = parse_task(answer, method)?;
+                    // Boxed, as are the other rare branches: the common call's future stays
+                    // small (it is moved into a box per call).
+                    let ended =
+                        Box::pin(self.follow_task(method, task, &options, OnAbandon::Keep)).await?;
+                    serde_json::to_value(ended)
+                        .map(Payload::Value)
+                        .map_err(|e| {
+                            Error::protocol(format!("{method}: cannot re-encode the task: {e}"))
+                                .with_delivery(Delivery::Answered)
+                        })
+                }
+                ResultType::Complete => Ok(answer),
+                t if is_task(&t) => Ok(answer),
+                other => Err(unexpected_result_type(method, &other)),
+            };
+        }
+        // Kept for re-issuing: shared text, so each round's copy is cheap.
+        let original = params.map(shareable);
+        let mut retry_params = original.clone();
+        let max_rounds = self.shared.options.max_input_rounds;
+        let mut round = 0;
+        loop {
+            let answer = self
+                .issue_modern(method, retry_params, options.clone())
+                .await?;
+            match result_type(&answer) {
+                ResultType::Complete => return Ok(answer),
+                ResultType::InputRequired => {}
+                // Only a `tools/call` may become a task, and only because the session declared
+                // the extension.
+                ResultType::Other(t)
+                    if t == RESULT_TYPE_TASK
+                        && method == methods::TOOLS_CALL
+                        && self.shared.options.tasks =>
+                {
+                    if options.return_task {
+                        return Ok(answer);
+                    }
+                    let task = parse_task(answer, method)?;
+                    let ended =
+                        Box::pin(self.follow_task(method, task, &options, OnAbandon::Cancel))
+                            .await?;
+                    return ended
+                        .into_outcome(&self.shared.options.error_codes)
+                        .map(Payload::Value);
+                }
+                other => return Err(unexpected_result_type(method, &other)),
+            }
+            round += 1;
+            if round > max_rounds {
+                return Err(Error::protocol(format!(
+                    "{method}: the server still asked for input after {max_rounds} rounds"
+                ))
+                .with_delivery(Delivery::Sent));
+            }
+            let asked: InputRequiredResult = answer.into_typed().map_err(|e| {
+                Error::protocol(format!("{method}: invalid input_required result: {e}"))
+            })?;
+            if asked.input_requests.is_none() && asked.request_state.is_none() {
+                return Err(Error::protocol(format!(
+                    "{method}: the server asked for input without saying what (no inputRequests and no requestState)"
+                ))
+                .with_delivery(Delivery::Sent));
+            }
+            let deadline = options.deadline;
+            let responses = match &asked.input_requests {
+                Some(requests) => {
+                    Box::pin(self.answer_input_requests(method, requests, deadline)).await?
+                }
+                None => Map::new(),
+            };
+            retry_params = Some(with_input_responses(
+                original.clone(),
+                responses,
+                asked.request_state,
+            )?);
+        }
+    }
+
+    /// One modern request; an `UnsupportedProtocolVersion` refusal is retried once when the
+    /// server lists the version asked for, and otherwise reported naming both sides' versions.
+    /// A `tools/call` refused with `HeaderMismatch` (the transport did not know the tool's
+    /// `x-mcp-header` annotations, or they changed) re-lists the tools, which teaches the
+    /// transport, and is sent once more.
+    pub(super) async fn issue_modern(
+        &self,
+        method: &str,
+        params: Option<Payload>,
+        options: RequestOptions,
+    ) -> Result<Payload, Error> {
+        let retry = params.clone();
+        match self.issue(method, params, options.clone()).await {
+            Err(e) if names_our_version(&e) => self.issue(method, retry, options).await,
+            Err(e)
+                if e.code() == Some(error_codes::HEADER_MISMATCH)
+                    && method == methods::TOOLS_CALL =>
+            {
+                tracing::debug!(error = %e, "tools/call refused for its headers; listing the tools again");
+                Box::pin(self.list_tools_again(&options)).await?;
+                self.issue(method, retry, options).await
+            }
+            Err(e) if e.code() == Some(error_codes::UNSUPPORTED_PROTOCOL_VERSION) => {
+                let data = unsupported_data(&e);
+                Err(no_mutual_version(
+                    &data.supported,
+                    data.requested
+                        .as_deref()
+                        .unwrap_or(ProtocolVersion::V2026_07_28.as_str()),
+                )
+                .with_delivery(Delivery::NotSent))
+            }
+            other => other,
+        }
+    }
+
+    /// Lists every page of tools again (which teaches the transport the tools' header
+    /// annotations), through the one pagination loop: a repeated cursor or too many pages end
+    /// it with a protocol error.
+    async fn list_tools_again(&self, options: &RequestOptions) -> Result<(), Error> {
+        use mcp_core::service::pagination::{collect_pages, DEFAULT_MAX_PAGES};
+        let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
+        collect_pages(methods::TOOLS_LIST, max_pages, |cursor| async move {
+            let page = Payload::Value(match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            });
+            let listed = self
+                .issue(methods::TOOLS_LIST, Some(page), options.clone())
+                .await?;
+            // Only the transport's side effect matters; a page that does not parse ends it.
+            let next = listed
+                .deserialize::<mcp_core::types::ListToolsResult>()
+                .ok()
+                .and_then(|l| l.next_cursor);
+            Ok((Vec::<()>::new(), next))
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Answers every input request through the handler, the way server→client requests are
+    /// answered in the legacy era.
+    pub(super) async fn answer_input_requests(
+        &self,
+        method: &str,
+        requests: &Map<String, Value>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Map<String, Value>, Error> {
+        let mut responses = Map::new();
+        for (key, request) in requests {
+            let input: mcp_core::types::InputRequest = serde_json::from_value(request.clone())
+                .map_err(|e| {
+                    Error::protocol(format!(
+                        "{method}: input request {key:?} is not a request: {e}"
+                    ))
+                })?;
+            let as_request = Request::new(
+                RequestId::String(key.as_str().into()),
+                input.method.clone(),
+                input.params.map(Payload::Value),
+            );
+            // Within the call's deadline, and never longer than a server request may take.
+            let limit = self.shared.options.server_request_timeout;
+            let mut until = mcp_core::time::deadline_after(tokio::time::Instant::now(), limit);
+            if let Some(deadline) = deadline {
+                until = until.min(deadline);
+            }
+            let answered = tokio::time::timeout_at(
+                until,
+                super::server_requests::answer_server_request(&self.shared, as_request),
+            )
+            .await
+            .map_err(|_| {
+                Error::timeout(format!(
+                    "{method}: the client did not answer input request {key:?} ({}) before the call's deadline",
+                    input.method,
+                ))
+                .with_delivery(Delivery::Sent)
+            })?;
+            let value = answered
+                .map_err(|e: ErrorObject| {
+                    Error::new(
+                        ErrorKind::Protocol,
+                        format!(
+                            "{method}: the client could not answer input request {key:?} ({}): {}",
+                            input.method, e.message
+                        ),
+                    )
+                    .with_delivery(Delivery::Sent)
+                })?
+                .into_value()
+                .map_err(Error::unencodable)?;
+            responses.insert(key.clone(), value);
+        }
+        Ok(responses)
+    }
+}
+
+/// A result type `method` may not have: `input_required` outside `tools/call`, `prompts/get`
+/// and `resources/read`, or one this client does not know.
+fn unexpected_result_type(method: &str, found: &ResultType) -> Error {
+    Error::protocol(format!(
+        "{method}: the server answered with resultType {:?}, which {method} cannot have",
+        found.as_str()
+    ))
+    .with_delivery(Delivery::Sent)
+}
+
+/// The `resultType` of a result (absent means complete). Only results that mention the member
+/// are parsed.
+pub fn result_type(answer: &Payload) -> ResultType {
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(rename = "resultType")]
+        result_type: Option<String>,
+    }
+    match answer {
+        Payload::Value(value) => value
+            .get("resultType")
+            .and_then(Value::as_str)
+            .map_or(ResultType::Complete, ResultType::parse),
+        // Typed payloads are complete results by contract (`Payload::Typed`).
+        Payload::Typed(_) => ResultType::Complete,
+        other => {
+            let text = other.to_json_string();
+            if !text.contains("resultType") {
+                return ResultType::Complete;
+            }
+            serde_json::from_str::<Typed>(&text)
+                .ok()
+                .and_then(|t| t.result_type)
+                .map_or(ResultType::Complete, |t| ResultType::parse(&t))
+        }
+    }
+}
+
+/// The original parameters plus `inputResponses` and (exactly as received) `requestState`.
+fn with_input_responses(
+    original: Option<Payload>,
+    responses: Map<String, Value>,
+    request_state: Option<String>,
+) -> Result<Payload, Error> {
+    let mut params = match original {
+        None => Map::new(),
+        Some(payload) => match payload.into_value().map_err(Error::unencodable)? {
+            Value::Object(map) => map,
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidParams,
+                    "request params must be a JSON object",
+                ))
+            }
+        },
+    };
+    params.insert("inputResponses".into(), Value::Object(responses));
+    match request_state {
+        Some(state) => {
+            params.insert("requestState".into(), Value::String(state));
+        }
+        None => {
+            params.remove("requestState");
+        }
+    }
+    Ok(Payload::Value(Value::Object(params)))
+}
+
+/// The same parameters as shared JSON text (cheap to clone).
+fn shareable(params: Payload) -> Payload {
+    match params {
+        Payload::Shared(_) => params,
+        Payload::Raw(raw) => Payload::Shared(mcp_core::jsonrpc::SharedJson::from_valid_json(
+            raw.get().to_owned(),
+        )),
+        Payload::Value(value) => Payload::Shared(mcp_core::jsonrpc::SharedJson::from_valid_json(
+            value.to_string(),
+        )),
+        typed @ Payload::Typed(_) => Payload::Shared(
+            mcp_core::jsonrpc::SharedJson::from_valid_json(typed.to_json_string().into_owned()),
+        ),
+    }
+}
