@@ -32,6 +32,7 @@ pub use broken::{
 };
 pub(crate) use broken::{read_answer_head, AnswerHead, Extent};
 use decode::{MessageVisitor, SharedCapture};
+use payload::one_line;
 pub use payload::{KeptTyped, Payload, SharedJson, TypedPayload};
 
 /// The JSON-RPC version string every message carries.
@@ -329,7 +330,8 @@ impl Message {
 
     /// Appends the message as compact JSON to `out` (no trailing newline): the same bytes as
     /// its `Serialize` output, but raw and shared payloads are copied as the text they already
-    /// are, never parsed again.
+    /// are, never parsed again — on one line always (a line break a peer put between tokens
+    /// becomes a space), so a line-delimited transport can frame it as it is.
     pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         fn member<T: Serialize + ?Sized>(
             out: &mut Vec<u8>,
@@ -342,8 +344,10 @@ impl Message {
         fn payload(out: &mut Vec<u8>, key: &[u8], p: &Payload) -> Result<(), serde_json::Error> {
             out.extend_from_slice(key);
             match p {
-                Payload::Raw(raw) => out.extend_from_slice(raw.get().as_bytes()),
-                Payload::Shared(shared) => out.extend_from_slice(shared.as_str().as_bytes()),
+                Payload::Raw(raw) => out.extend_from_slice(one_line(raw.get()).as_bytes()),
+                Payload::Shared(shared) => {
+                    out.extend_from_slice(one_line(shared.as_str()).as_bytes());
+                }
                 Payload::Value(value) => serde_json::to_writer(&mut *out, value)?,
                 Payload::Typed(typed) => typed.write_json(out)?,
             }

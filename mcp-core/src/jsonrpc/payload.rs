@@ -290,15 +290,35 @@ impl PartialEq for Payload {
     }
 }
 
+/// `json` (valid JSON text) on one line: a raw line break in valid JSON can only be whitespace
+/// between tokens (a string escapes its own), so each becomes a space and the value stays the
+/// same. A line-delimited transport (stdio) must never see one inside a message: text a peer
+/// sent over another transport (an HTTP body, a gRPC line) may hold them, and copied as it is
+/// it would end the line early and let what follows be read as a message of its own.
+pub(super) fn one_line(json: &str) -> Cow<'_, str> {
+    if memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_none() {
+        return Cow::Borrowed(json);
+    }
+    Cow::Owned(json.replace(['\n', '\r'], " "))
+}
+
 impl Serialize for Payload {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Payload::Raw(raw) => raw.serialize(serializer),
+            Payload::Raw(raw) => match one_line(raw.get()) {
+                Cow::Borrowed(_) => raw.serialize(serializer),
+                Cow::Owned(text) => {
+                    let raw: &RawValue =
+                        serde_json::from_str(&text).map_err(serde::ser::Error::custom)?;
+                    raw.serialize(serializer)
+                }
+            },
             Payload::Value(value) => value.serialize(serializer),
             Payload::Shared(shared) => {
                 // Re-serializing received JSON is rare (pass-through): borrow it as a raw value.
+                let text = one_line(shared.as_str());
                 let raw: &RawValue =
-                    serde_json::from_str(shared.as_str()).map_err(serde::ser::Error::custom)?;
+                    serde_json::from_str(&text).map_err(serde::ser::Error::custom)?;
                 raw.serialize(serializer)
             }
             Payload::Typed(typed) => {

@@ -458,3 +458,24 @@ fn an_id_in_a_prefix_is_trusted_only_once_the_prefix_says_it_is_an_answer() {
         );
     }
 }
+
+/// A peer on another transport (an HTTP body, a gRPC line) may put line breaks between the
+/// tokens of its JSON. Copied as they were onto a stdio line, the second line of these params
+/// would reach a server as a request of its own (through the gRPC bridge, for one).
+#[test]
+fn raw_line_breaks_never_reach_the_written_line() {
+    let text = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[\r\n\
+                {\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"evil\"}\n],\"x\":\"a\\nb\"}";
+    let owned = Message::from_json_str(text).unwrap();
+    let shared = Message::from_shared_line(&Arc::new(text.as_bytes().to_vec())).unwrap();
+    for message in [owned, shared] {
+        let json = message.to_json_string().unwrap();
+        assert!(!json.contains('\n') && !json.contains('\r'), "{json}");
+        assert!(
+            json.contains(r#""x":"a\nb""#),
+            "an escaped line break stays: {json}"
+        );
+        assert_eq!(json, serde_json::to_string(&message).unwrap());
+        assert_eq!(Message::from_json_str(&json).unwrap(), message);
+    }
+}
