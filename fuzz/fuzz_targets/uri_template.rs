@@ -28,7 +28,9 @@
 use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
-use mcp_resources::{UriTemplate, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS};
+use mcp_resources::{
+    UriTemplate, MAX_EXPRESSION_VARIABLES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS,
+};
 
 /// `MATCH_BUDGET` of mcp-resources `template.rs`: the most steps a match may take.
 const MATCH_BUDGET: u64 = 20_000;
@@ -63,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
 
     // Values taken from the URI, one slice per variable: any text, so the encoding is tried.
     let names: Vec<String> = parsed.variables().map(str::to_owned).collect();
-    assert!(names.len() <= MAX_TEMPLATE_PARTS * 64);
+    assert!(names.len() <= MAX_TEMPLATE_PARTS * MAX_EXPRESSION_VARIABLES);
     let mut values = BTreeMap::new();
     let mut rest = uri.as_ref();
     for name in &names {

@@ -134,4 +134,6 @@ pub use observers::UpdateGuard;
 pub use renewal::{RenewalReport, SessionRenewal};
 pub use state::{ResourceState, Transition, Trigger};
 pub use stats::ResourceStats;
-pub use template::{TemplateError, UriTemplate, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS};
+pub use template::{
+    TemplateError, UriTemplate, MAX_EXPRESSION_VARIABLES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS,
+};

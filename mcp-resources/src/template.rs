@@ -11,9 +11,10 @@ use std::fmt;
 
 /// How much work [`UriTemplate::matches`] may do before it gives up, in steps: a step is one
 /// part of the template tried at one position, or one candidate end of an expression tried
-/// there, plus one more for every [`BYTES_PER_STEP`] bytes of the URI read while doing it. A
-/// match costs about as much as the URI is long (a few hundred steps for a long one); the
-/// budget caps what a hostile template can cost at a few milliseconds.
+/// there (only ends where the next literal begins, when one follows), plus one more for every
+/// [`BYTES_PER_STEP`] bytes of the URI read while doing it. A match of a real template costs
+/// a few steps per expression and one per 64 bytes of URI it reads; the budget bounds what a
+/// hostile template can cost whatever its shape.
 const MATCH_BUDGET: u32 = 20_000;
 
 /// The bytes of the URI read for one step of [`MATCH_BUDGET`].
@@ -310,6 +311,9 @@ impl std::str::FromStr for UriTemplate {
 pub const MAX_TEMPLATE_BYTES: usize = 8 * 1024;
 /// The most parts (literals and expressions) a template may have.
 pub const MAX_TEMPLATE_PARTS: usize = 256;
+/// The most variables one expression may list: reading a `{?a,b,…}` compares each parameter
+/// with every name, so the names of one expression are kept few (real templates list a handful).
+pub const MAX_EXPRESSION_VARIABLES: usize = 32;
 
 fn parse_expression(body: &str, offset: usize) -> Result<Expression, TemplateError> {
     let mut chars = body.chars();
@@ -329,6 +333,12 @@ fn parse_expression(body: &str, offset: usize) -> Result<Expression, TemplateErr
     let mut variables = Vec::new();
     let mut at = list_offset;
     for spec in list.split(',') {
+        if variables.len() == MAX_EXPRESSION_VARIABLES {
+            return Err(template_error(
+                at,
+                format!("more than {MAX_EXPRESSION_VARIABLES} variables in one expression"),
+            ));
+        }
         variables.push(parse_varspec(spec, at)?);
         at += spec.len() + 1;
     }
@@ -575,15 +585,32 @@ impl<'a> Matcher<'a> {
                             || (c == '#' && stop_at_fragment)
                     })
                     .map_or(rest.len(), |(i, _)| i);
+                // Reading up to `reach` once, and walking back from it, is paid for here.
                 if !self.spend(reach) {
                     return false;
                 }
+                let next = self.parts.get(part + 1);
                 let mut end = reach;
                 loop {
-                    if rest.is_char_boundary(end) {
+                    // Only the ends the next part can start at: where its literal begins, the
+                    // URI's end when nothing follows, any character when an expression does.
+                    let viable = rest.is_char_boundary(end)
+                        && match next {
+                            None => end == rest.len(),
+                            Some(Part::Literal(literal)) => match literal.as_bytes().first() {
+                                Some(first) if rest.as_bytes().get(end) != Some(first) => false,
+                                _ => {
+                                    if !self.spend(literal.len()) {
+                                        return false;
+                                    }
+                                    rest[end..].starts_with(literal.as_str())
+                                }
+                            },
+                            Some(Part::Expression(_)) => true,
+                        };
+                    if viable {
                         // Every candidate is paid for, not only those that get as far as
-                        // the next part: most are refused by `read_expression` at once, but
-                        // a long URI has as many of them as it has bytes.
+                        // the next part: reading it may take as many bytes as it is long.
                         if !self.spend(end) {
                             return false;
                         }
@@ -836,28 +863,62 @@ mod tests {
         assert_eq!(template.matches(&uri), None);
     }
 
-    /// Found by the `uri_template` fuzz target: dozens of `{&…}` expressions against a
-    /// kilobyte-long URI took 12 s per input, because only the parts tried were paid for, not
-    /// the candidate ends of each expression (as many as the URI has bytes, at every position).
+    /// The URIs the `uri_template` fuzz target matches for one input (the template, a NUL, a
+    /// URI): the URI itself, the template expanded with values cut from it (4 characters a
+    /// variable, in order), and expanded with values of 1–3 unreserved characters made from its
+    /// bytes.
+    fn fuzz_target_uris(template: &UriTemplate, uri: &str) -> Vec<String> {
+        const SAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~";
+        let names: Vec<&str> = template.variables().collect();
+        let mut values = BTreeMap::new();
+        let mut rest = uri;
+        for name in &names {
+            let cut = rest.char_indices().nth(4).map_or(rest.len(), |(i, _)| i);
+            values.insert(name.to_string(), rest[..cut].to_owned());
+            rest = &rest[cut..];
+        }
+        let mut safe = BTreeMap::new();
+        let mut bytes = uri.bytes().cycle();
+        for (i, name) in names.iter().enumerate() {
+            let len = 1 + (i + names.len()) % 3;
+            let value: String = (0..len)
+                .map(|_| char::from(SAFE[usize::from(bytes.next().unwrap_or(0)) % SAFE.len()]))
+                .collect();
+            safe.insert(name.to_string(), value);
+        }
+        vec![
+            uri.to_owned(),
+            template.expand(&values),
+            template.expand(&safe),
+        ]
+    }
+
+    /// Found by the `uri_template` fuzz target: dozens of `{&…}` expressions took 12 s per
+    /// input, because only the parts tried were paid for, not the candidate ends of each
+    /// expression (as many as the URI has bytes, at every position).
     #[test]
     fn every_candidate_end_is_paid_for() {
-        let inputs: [&[u8]; 2] = [
+        // The two inputs as found (now refused: an expression of each lists hundreds of
+        // variables), and the same with each expression cut to its first three variables.
+        let inputs: [&[u8]; 4] = [
             include_bytes!("../tests/data/uri_template-timeout.bin"),
             include_bytes!("../tests/data/uri_template-slow.bin"),
+            include_bytes!("../tests/data/uri_template-timeout-3vars.bin"),
+            include_bytes!("../tests/data/uri_template-slow-3vars.bin"),
         ];
         for input in inputs {
-            // As the fuzz target reads it: the template, a NUL, the URI.
             let mut halves = input.splitn(2, |&b| b == 0);
             let template = String::from_utf8_lossy(halves.next().unwrap_or_default());
             let uri = String::from_utf8_lossy(halves.next().unwrap_or_default());
-            let template = UriTemplate::parse(&template).unwrap();
-            // The URI as given, and the template expanded with values taken from it.
-            let values: BTreeMap<String, String> = template
-                .variables()
-                .zip(uri.as_bytes().chunks(4))
-                .map(|(name, chunk)| (name.to_owned(), String::from_utf8_lossy(chunk).into()))
-                .collect();
-            for candidate in [uri.to_string(), template.expand(&values)] {
+            let template = match UriTemplate::parse(&template) {
+                Ok(template) => template,
+                // Refused before matching: an expression with too many variables.
+                Err(error) => {
+                    assert!(error.message.contains("variables in one"), "{error}");
+                    continue;
+                }
+            };
+            for candidate in fuzz_target_uris(&template, &uri) {
                 let mut matcher = Matcher::new(&template.parts, &candidate);
                 matcher.match_from(0, 0);
                 assert!(
@@ -870,14 +931,33 @@ mod tests {
     }
 
     #[test]
-    fn a_long_uri_matches_within_the_budget() {
-        // What the work accounting must not refuse: a real template against a long URI.
+    fn long_uris_match_within_the_budget() {
+        // What the work accounting must not refuse: real templates against long URIs, one
+        // read in one go, one that needs the literal after an expression found.
+        let path = "src/".repeat(1500) + "lib.rs";
         let template = UriTemplate::parse("file:///{+path}{?rev,blame}").unwrap();
-        let path = "src/".repeat(1000) + "lib.rs";
-        let uri = format!("file:///{path}?rev=7&blame=yes");
-        let vars = template.matches(&uri).unwrap();
+        let vars = template
+            .matches(&format!("file:///{path}?rev=7&blame=yes"))
+            .unwrap();
         assert_eq!(vars["path"], path);
         assert_eq!(vars["blame"], "yes");
+        let template = UriTemplate::parse("github://{+repo}/blob/{+path}").unwrap();
+        let vars = template
+            .matches(&format!("github://acme/tools/blob/{path}"))
+            .unwrap();
+        assert_eq!(vars["repo"], "acme/tools");
+        assert_eq!(vars["path"], path);
+    }
+
+    #[test]
+    fn an_expression_lists_at_most_32_variables() {
+        let names: Vec<String> = (0..=MAX_EXPRESSION_VARIABLES)
+            .map(|i| format!("v{i}"))
+            .collect();
+        let error = UriTemplate::parse(&format!("x{{?{}}}", names.join(","))).unwrap_err();
+        assert!(error.message.contains("more than 32 variables"), "{error}");
+        let fine = &names[..MAX_EXPRESSION_VARIABLES];
+        assert!(UriTemplate::parse(&format!("x{{?{}}}", fine.join(","))).is_ok());
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use broken::{
 };
 pub(crate) use broken::{read_answer_head, AnswerHead, Extent};
 use decode::{MessageVisitor, SharedCapture};
-use payload::one_line;
+use payload::push_one_line;
 pub use payload::{KeptTyped, Payload, SharedJson, TypedPayload};
 
 /// The JSON-RPC version string every message carries.
@@ -344,10 +344,8 @@ impl Message {
         fn payload(out: &mut Vec<u8>, key: &[u8], p: &Payload) -> Result<(), serde_json::Error> {
             out.extend_from_slice(key);
             match p {
-                Payload::Raw(raw) => out.extend_from_slice(one_line(raw.get()).as_bytes()),
-                Payload::Shared(shared) => {
-                    out.extend_from_slice(one_line(shared.as_str()).as_bytes());
-                }
+                Payload::Raw(raw) => push_one_line(out, raw.get()),
+                Payload::Shared(shared) => push_one_line(out, shared.as_str()),
                 Payload::Value(value) => serde_json::to_writer(&mut *out, value)?,
                 Payload::Typed(typed) => typed.write_json(out)?,
             }

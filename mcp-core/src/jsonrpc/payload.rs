@@ -227,7 +227,9 @@ impl Payload {
         }
     }
 
-    /// The payload as JSON text (borrowed when already raw).
+    /// The payload as JSON text (borrowed when already raw: with any line breaks a peer put
+    /// between its tokens; [`Message::write_json`](super::Message::write_json) writes a message
+    /// on one line).
     pub fn to_json_string(&self) -> Cow<'_, str> {
         match self {
             Payload::Raw(raw) => Cow::Borrowed(raw.get()),
@@ -300,6 +302,19 @@ pub(super) fn one_line(json: &str) -> Cow<'_, str> {
         return Cow::Borrowed(json);
     }
     Cow::Owned(json.replace(['\n', '\r'], " "))
+}
+
+/// Appends `json` (valid JSON text) to `out` on one line, as [`one_line`] does, without a
+/// second copy.
+pub(super) fn push_one_line(out: &mut Vec<u8>, json: &str) {
+    let start = out.len();
+    out.extend_from_slice(json.as_bytes());
+    let written = &mut out[start..];
+    if memchr::memchr2(b'\n', b'\r', written).is_some() {
+        for byte in written.iter_mut().filter(|b| matches!(**b, b'\n' | b'\r')) {
+            *byte = b' ';
+        }
+    }
 }
 
 impl Serialize for Payload {

@@ -468,11 +468,16 @@ fn raw_line_breaks_never_reach_the_written_line() {
                 {\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"evil\"}\n],\"x\":\"a\\nb\"}";
     let owned = Message::from_json_str(text).unwrap();
     let shared = Message::from_shared_line(&Arc::new(text.as_bytes().to_vec())).unwrap();
-    for message in [owned, shared] {
+    // Arguments straight from a model's output, pretty-printed (`call_tool_raw`).
+    let pretty: Box<serde_json::value::RawValue> =
+        serde_json::from_str("{\n  \"text\": \"hi\",\r\n  \"x\": \"a\\nb\"\n}").unwrap();
+    let operation = crate::service::Operation::call_tool_raw("echo", &pretty).unwrap();
+    let from_a_model = Message::Request(Request::new(2, "tools/call", operation.params));
+    for message in [owned, shared, from_a_model] {
         let json = message.to_json_string().unwrap();
         assert!(!json.contains('\n') && !json.contains('\r'), "{json}");
         assert!(
-            json.contains(r#""x":"a\nb""#),
+            json.contains(r#""a\nb""#),
             "an escaped line break stays: {json}"
         );
         assert_eq!(json, serde_json::to_string(&message).unwrap());
