@@ -919,7 +919,10 @@ async fn a_registered_transport_serves_its_type_and_scheme() {
         other => panic!("expected unavailable, got {other:?}"),
     }
     client.shutdown().await;
-    assert!(processes_with(&marker).is_empty());
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
 }
 
 /// A server registered in code joins the catalog, the stack and supervision like any other.
@@ -949,7 +952,10 @@ async fn a_server_registered_in_code_is_served_like_a_configured_one() {
         .unwrap();
     assert_eq!(result.text(), "in code");
     client.shutdown().await;
-    assert!(processes_with(&marker).is_empty());
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
 }
 
 /// How many stdio connects ([`CountedStdio`]) are under way, the most there ever were, and how
@@ -1074,5 +1080,8 @@ async fn many_servers_start_with_bounded_parallelism() {
         .count();
     assert_eq!(ready, SERVERS);
     client.shutdown().await;
-    assert!(processes_with(&marker).is_empty());
+    mcp_testkit::wait::until("every fixture process is gone", DEADLINE, || {
+        processes_with(&marker).is_empty()
+    })
+    .await;
 }
