@@ -47,7 +47,7 @@ pub use auth::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
     DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
 };
-pub use error::{Delivery, Error, ErrorCodeRule, ErrorCodeTable, ErrorKind};
+pub use error::{Delivery, Error, ErrorKind};
 pub use jsonrpc::{
     ErrorObject, KeptTyped, Message, Notification, Payload, Request, RequestId, Response,
     TypedPayload,
@@ -57,7 +57,7 @@ pub use service::{
     Operation, ProgressCallback, RequestOptions, Stack, TraceContext,
 };
 pub use transport::{
-    BoxTransport, InPlaceAnswer, OversizedMessage, RequestMeta, Transport, TransportConnector,
-    TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+    BoxTransport, InPlaceAnswer, OversizedMessage, RequestMeta, Transport, TransportCapabilities,
+    TransportConnector, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
 };
 pub use version::{Era, ProtocolVersion};

@@ -11,7 +11,8 @@ use tokio::sync::{mpsc, watch};
 
 use mcp_core::jsonrpc::Message;
 use mcp_core::transport::{
-    Transport, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+    Transport, TransportCapabilities, TransportError, TransportErrorKind, TransportReceiver,
+    TransportSender,
 };
 
 /// The client side of an in-memory connection.
@@ -100,12 +101,8 @@ impl TransportSender for ChannelSender {
         Ok(())
     }
 
-    fn prefers_values(&self) -> bool {
-        true
-    }
-
-    fn transport_name(&self) -> &'static str {
-        "inproc"
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("inproc").preferring_values()
     }
 }
 

@@ -34,6 +34,7 @@
 //!   `session/options.rs` [`SessionOptions`].
 //! - [`connector`]: how pools and supervisors open one more session ([`Connector`],
 //!   [`SessionConnector`]).
+//! - [`error_codes`]: how a server's error codes map to error kinds ([`ErrorCodeTable`]).
 //! - [`ChannelTransport`]: an in-memory transport pair, for in-process servers and tests.
 //! - [`extensions`]: protocol extensions — the Tasks extension ([`extensions::tasks`]).
 //!
@@ -56,11 +57,13 @@
 
 mod channel;
 pub mod connector;
+pub mod error_codes;
 pub mod extensions;
 mod session;
 
 pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
 pub use connector::{connector_fn, Connector, ConnectorFn, SessionConnector};
+pub use error_codes::{ErrorCodeRule, ErrorCodeTable};
 pub use session::{
     result_type, ClientHandler, ClientSession, EraMemo, NotificationEvent, NotificationStream,
     ServerNotification, SessionOptions, StaticRoots, MAX_SERVER_REQUEST_ID_BYTES,

@@ -389,9 +389,10 @@ impl ClientSession {
             .expect("a connected session has completed initialize")
     }
 
-    /// The transport's name (see [`TransportSender::transport_name`]).
+    /// The transport's name (its
+    /// [`TransportCapabilities::name`](mcp_core::TransportCapabilities::name)).
     pub fn transport_name(&self) -> &'static str {
-        self.shared.sender.transport_name()
+        self.shared.sender.capabilities().name
     }
 
     /// The options this session runs with.
@@ -542,7 +543,7 @@ impl McpService for ClientSession {
 impl std::fmt::Debug for ClientSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientSession")
-            .field("transport", &self.shared.sender.transport_name())
+            .field("transport", &self.shared.sender.capabilities().name)
             .field(
                 "server",
                 &self

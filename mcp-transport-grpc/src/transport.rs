@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_core::sync::lock;
 use mcp_core::{
-    Message, ProtocolVersion, Transport, TransportError, TransportErrorKind, TransportReceiver,
-    TransportSender,
+    Message, ProtocolVersion, Transport, TransportCapabilities, TransportError, TransportErrorKind,
+    TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -172,6 +172,10 @@ impl TransportSender for GrpcSender {
         Ok(())
     }
 
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("tcp")
+    }
+
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         let started = !matches!(&*lock(&self.state), CallState::NotStarted(_));
         if started {
@@ -180,10 +184,6 @@ impl TransportSender for GrpcSender {
             tracing::trace!(endpoint = %self.shared.display, ?version, "protocol version set after the gRPC call started");
         }
         *lock(&self.shared.protocol_version) = version;
-    }
-
-    fn transport_name(&self) -> &'static str {
-        "tcp"
     }
 }
 

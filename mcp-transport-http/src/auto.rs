@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use http::StatusCode;
 use mcp_core::{
-    InPlaceAnswer, Message, ProtocolVersion, Request, RequestMeta, Transport, TransportError,
-    TransportSender,
+    InPlaceAnswer, Message, ProtocolVersion, Request, RequestMeta, Transport,
+    TransportCapabilities, TransportError, TransportSender,
 };
 
 use crate::config::HttpServerConfig;
@@ -220,24 +220,21 @@ impl TransportSender for AutoSender {
         Ok(())
     }
 
-    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
-        self.streamable.set_protocol_version(version);
-    }
-
-    fn sessions_can_expire(&self) -> bool {
-        match self.state() {
+    fn capabilities(&self) -> TransportCapabilities {
+        let state = self.state();
+        let can_expire = match state {
             State::Decided(HttpFlavor::Streamable) => self.streamable.has_session(),
             _ => true,
-        }
-    }
-
-    fn speaks_modern_era(&self) -> bool {
+        };
         // Known to be HTTP+SSE (from an earlier connection): legacy only.
-        !(self.state() == State::Decided(HttpFlavor::LegacySse)
-            || (self.state() == State::Undecided && self.memo.get() == Some(HttpFlavor::LegacySse)))
+        let legacy_only = state == State::Decided(HttpFlavor::LegacySse)
+            || (state == State::Undecided && self.memo.get() == Some(HttpFlavor::LegacySse));
+        TransportCapabilities::new("tcp")
+            .with_expiring_sessions(can_expire)
+            .speaking_modern_era(!legacy_only)
     }
 
-    fn transport_name(&self) -> &'static str {
-        "tcp"
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        self.streamable.set_protocol_version(version);
     }
 }

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use http::header::{HeaderMap, HeaderValue, ACCEPT};
 use http::{Method, StatusCode};
-use mcp_core::{Message, Transport, TransportError, TransportErrorKind, TransportSender};
+use mcp_core::{
+    Message, Transport, TransportCapabilities, TransportError, TransportErrorKind, TransportSender,
+};
 use tokio::task::AbortHandle;
 
 use crate::client::{HttpResponse, Target};
@@ -268,11 +270,7 @@ impl TransportSender for LegacySender {
         Ok(())
     }
 
-    fn speaks_modern_era(&self) -> bool {
-        false
-    }
-
-    fn transport_name(&self) -> &'static str {
-        "tcp"
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("tcp").speaking_modern_era(false)
     }
 }

@@ -27,7 +27,7 @@ use http::{Method, StatusCode};
 use mcp_core::types::{methods, CancelledNotificationParams};
 use mcp_core::{
     InPlaceAnswer, Message, ProtocolVersion, Request, RequestId, RequestMeta, Transport,
-    TransportError, TransportErrorKind, TransportSender,
+    TransportCapabilities, TransportError, TransportErrorKind, TransportSender,
 };
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -1086,16 +1086,12 @@ impl TransportSender for HttpSender {
         Ok(())
     }
 
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("tcp").with_expiring_sessions(self.shared.has_session())
+    }
+
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         self.shared.set_protocol_version(version);
-    }
-
-    fn sessions_can_expire(&self) -> bool {
-        self.shared.has_session()
-    }
-
-    fn transport_name(&self) -> &'static str {
-        "tcp"
     }
 }
 

@@ -11,7 +11,9 @@ use mcp_core::jsonrpc::{Message, Request};
 use mcp_core::sync::lock;
 use mcp_core::transport::{InPlaceAnswer, RequestMeta};
 use mcp_core::types::methods;
-use mcp_core::{Transport, TransportError, TransportReceiver, TransportSender};
+use mcp_core::{
+    Transport, TransportCapabilities, TransportError, TransportReceiver, TransportSender,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -122,8 +124,8 @@ impl TransportSender for LocalSender {
         Ok(())
     }
 
-    fn prefers_values(&self) -> bool {
-        true
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("inproc").preferring_values()
     }
 
     /// Every request but the long-lived `subscriptions/listen` (whose notifications the
@@ -139,10 +141,6 @@ impl TransportSender for LocalSender {
         Ok(self
             .connection
             .answer_in_place(request, SessionMeta::of(meta)))
-    }
-
-    fn transport_name(&self) -> &'static str {
-        "inproc"
     }
 }
 

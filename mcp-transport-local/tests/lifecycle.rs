@@ -125,8 +125,9 @@ async fn close_is_idempotent_bounded_and_leaves_nothing_running() {
 async fn the_bare_transport_closes_twice_and_then_refuses_to_send() {
     let server = test_server(Path::InPlace, Arc::default());
     let (sender, mut receiver) = server.connect().unwrap().split();
-    assert_eq!(sender.transport_name(), "inproc");
-    assert!(sender.prefers_values());
+    let capabilities = sender.capabilities();
+    assert_eq!(capabilities.name, "inproc");
+    assert!(capabilities.prefers_values);
     tokio::time::timeout(DEADLINE, sender.close())
         .await
         .unwrap()

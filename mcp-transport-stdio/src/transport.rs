@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::{
-    Message, Transport, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+    Message, Transport, TransportCapabilities, TransportError, TransportErrorKind,
+    TransportReceiver, TransportSender,
 };
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -256,8 +257,8 @@ impl TransportSender for StdioSender {
         Ok(())
     }
 
-    fn transport_name(&self) -> &'static str {
-        "pipe"
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("pipe")
     }
 }
 

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use mcp_core::sync::lock;
 use mcp_core::{
-    Message, Transport, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+    Message, Transport, TransportCapabilities, TransportError, TransportErrorKind,
+    TransportReceiver, TransportSender,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -259,8 +260,8 @@ impl TransportSender for WebSocketSender {
         Ok(())
     }
 
-    fn transport_name(&self) -> &'static str {
-        "tcp"
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("tcp")
     }
 }
 

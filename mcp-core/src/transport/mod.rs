@@ -138,16 +138,16 @@ impl BoxTransport {
         BoxTransport { sender, receiver }
     }
 
-    /// The transport's name (see [`TransportSender::transport_name`]).
+    /// The transport's name (see [`TransportCapabilities::name`]).
     pub fn transport_name(&self) -> &'static str {
-        self.sender.transport_name()
+        self.sender.capabilities().name
     }
 }
 
 impl fmt::Debug for BoxTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BoxTransport")
-            .field("transport", &self.sender.transport_name())
+            .field("transport", &self.sender.capabilities().name)
             .finish_non_exhaustive()
     }
 }
@@ -175,20 +175,12 @@ impl TransportSender for Box<dyn TransportSender> {
         (**self).close().await
     }
 
+    fn capabilities(&self) -> TransportCapabilities {
+        (**self).capabilities()
+    }
+
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         (**self).set_protocol_version(version)
-    }
-
-    fn speaks_modern_era(&self) -> bool {
-        (**self).speaks_modern_era()
-    }
-
-    fn sessions_can_expire(&self) -> bool {
-        (**self).sessions_can_expire()
-    }
-
-    fn prefers_values(&self) -> bool {
-        (**self).prefers_values()
     }
 
     fn answer_in_place(
@@ -197,10 +189,6 @@ impl TransportSender for Box<dyn TransportSender> {
         meta: RequestMeta<'_>,
     ) -> Result<InPlaceAnswer, Request> {
         (**self).answer_in_place(request, meta)
-    }
-
-    fn transport_name(&self) -> &'static str {
-        (**self).transport_name()
     }
 }
 
@@ -221,40 +209,24 @@ pub trait TransportSender: Send + Sync + 'static {
     /// Closes the connection gracefully (idempotent, bounded in time).
     async fn close(&self) -> Result<(), TransportError>;
 
+    /// What the transport is and can do. Asked whenever the session decides (it is a copy of a
+    /// few fields, no work): the answer may change as the session is made (a Streamable HTTP
+    /// session can expire only once the server gave it an id).
+    fn capabilities(&self) -> TransportCapabilities;
+
     /// Tells the transport the protocol version the session speaks: the one `initialize`
     /// negotiated, or 2026-07-28 while the session probes for and then speaks the modern era
     /// (HTTP then sends the modern headers and no session id); `None` again when the probe
-    /// found a legacy server, before `initialize`.
+    /// found a legacy server, before `initialize`. Default: ignored.
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
         let _ = version;
-    }
-
-    /// False for transports only the legacy era defines (HTTP+SSE of 2024-11-05): the session
-    /// then skips the `server/discover` probe and initializes at once.
-    fn speaks_modern_era(&self) -> bool {
-        true
-    }
-
-    /// True when the server may forget the session (Streamable HTTP, once the server gave one):
-    /// the session then keeps a copy of each request so that one refused with
-    /// [`TransportErrorKind::SessionExpired`] can be replayed after a new handshake. Asked for
-    /// each request: the answer may change as the session is made. Default: false.
-    fn sessions_can_expire(&self) -> bool {
-        false
-    }
-
-    /// True for in-process transports, where a [`Payload::Value`] moves
-    /// to the server for free; byte transports return false (the default) and the session then
-    /// hands them parameters already serialized, so nothing is built twice.
-    fn prefers_values(&self) -> bool {
-        false
     }
 
     /// The answer to `request` as a future the session awaits in the caller's task, instead of a
     /// [`send`](TransportSender::send) whose response comes back through the receiver, the
     /// reader task and a oneshot: for in-process transports, and for byte transports whose
     /// answer comes back on the request's own exchange (a Streamable HTTP POST). For a
-    /// transport that [`prefers_values`](TransportSender::prefers_values), `request` carries
+    /// transport that [prefers values](TransportCapabilities::prefers_values), `request` carries
     /// the caller's parameters as they are and `meta` is what the session would have added to
     /// their `_meta`; any other gets them already added (as text) and an empty `meta`.
     /// The transport may read (or send) the request at once. Dropping the future before it
@@ -263,6 +235,10 @@ pub trait TransportSender: Send + Sync + 'static {
     /// the server sends while answering (progress, logs, its own requests) still comes through
     /// the receiver, and is dispatched before the future resolves. When the connection ends
     /// (closed, the server died), the future resolves at once with the transport error.
+    ///
+    /// What it buys (`local_call` bench, in-process `echo`): 10.5 k instructions per call
+    /// against 28.8 k through the reader task (callgrind), about 1.7 µs against 5.0 µs a call
+    /// on a loaded 2-core machine — the reader's channel, task wake-up and oneshot hop.
     ///
     /// `Err(request)` hands the request back: the session adds `meta` to its parameters (if it
     /// has not yet) and sends it the ordinary way. That is the default, and what a transport
@@ -275,10 +251,63 @@ pub trait TransportSender: Send + Sync + 'static {
         let _ = meta;
         Err(request)
     }
+}
 
+/// What a transport is and can do, in one value ([`TransportSender::capabilities`]).
+///
+/// ```
+/// # use mcp_core::TransportCapabilities;
+/// let stdio = TransportCapabilities::new("pipe");
+/// assert!(stdio.speaks_modern_era && !stdio.sessions_can_expire && !stdio.prefers_values);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransportCapabilities {
     /// The transport's name as in OpenTelemetry's `network.transport` / MCP conventions
-    /// (`"pipe"` for stdio, `"tcp"` for HTTP, …) — used in metrics and logs.
-    fn transport_name(&self) -> &'static str;
+    /// (`"pipe"` for stdio, `"tcp"` for HTTP, …): used in metrics and logs.
+    pub name: &'static str,
+    /// False for transports only the legacy era defines (HTTP+SSE of 2024-11-05): the session
+    /// then skips the `server/discover` probe and initializes at once.
+    pub speaks_modern_era: bool,
+    /// True when the server may forget the session (Streamable HTTP, once the server gave one):
+    /// the session then keeps a copy of each request so that one refused with
+    /// [`TransportErrorKind::SessionExpired`] can be replayed after a new handshake.
+    pub sessions_can_expire: bool,
+    /// True for in-process transports, where a [`Payload::Value`] moves to the server for free;
+    /// byte transports leave it false and the session then hands them parameters already
+    /// serialized, so nothing is built twice.
+    pub prefers_values: bool,
+}
+
+impl TransportCapabilities {
+    /// A transport named `name` that speaks both eras, whose sessions do not expire and that
+    /// takes parameters serialized.
+    pub const fn new(name: &'static str) -> TransportCapabilities {
+        TransportCapabilities {
+            name,
+            speaks_modern_era: true,
+            sessions_can_expire: false,
+            prefers_values: false,
+        }
+    }
+
+    /// Sets [`speaks_modern_era`](Self::speaks_modern_era).
+    pub const fn speaking_modern_era(mut self, speaks: bool) -> TransportCapabilities {
+        self.speaks_modern_era = speaks;
+        self
+    }
+
+    /// Sets [`sessions_can_expire`](Self::sessions_can_expire).
+    pub const fn with_expiring_sessions(mut self, can_expire: bool) -> TransportCapabilities {
+        self.sessions_can_expire = can_expire;
+        self
+    }
+
+    /// Sets [`prefers_values`](Self::prefers_values).
+    pub const fn preferring_values(mut self) -> TransportCapabilities {
+        self.prefers_values = true;
+        self
+    }
 }
 
 /// The receiving half of a transport; owned by the session's reader task.

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mcp_core::jsonrpc::ErrorObject;
 use mcp_core::types::{ResourceUpdatedNotificationParams, ServerCapabilities};
-use mcp_core::{BoxService, Delivery, Error, ErrorCodeTable, McpService, Operation, Payload};
+use mcp_core::{BoxService, Delivery, Error, McpService, Operation, Payload};
 use mcp_resources::{ResourceConfig, ResourceManager, ResourceState, Transition, Trigger};
+use mcp_session::ErrorCodeTable;
 use mcp_session::ServerNotification;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
@@ -171,35 +172,26 @@ impl FakeServer {
                 Ok(result)
             }
             "resources/subscribe" if script.refuse_subscribe.contains(&uri) => {
-                Err(Error::from_error_object(
-                    ErrorObject::new(-32602, "subscriptions refused"),
-                    &ErrorCodeTable::default(),
-                ))
+                Err(ErrorCodeTable::default()
+                    .error_of(ErrorObject::new(-32602, "subscriptions refused")))
             }
             "resources/subscribe" | "resources/unsubscribe" => Ok(json!({})),
             "resources/list" => Ok(json!({"resources": script.resources})),
             "resources/templates/list" => match &script.templates {
                 Some(templates) => Ok(json!({"resourceTemplates": templates})),
-                None => Err(Error::from_error_object(
-                    ErrorObject::method_not_found("resources/templates/list"),
-                    &ErrorCodeTable::default(),
-                )),
+                None => Err(ErrorCodeTable::default()
+                    .error_of(ErrorObject::method_not_found("resources/templates/list"))),
             },
-            other => Err(Error::from_error_object(
-                ErrorObject::method_not_found(other),
-                &ErrorCodeTable::default(),
-            )),
+            other => Err(ErrorCodeTable::default().error_of(ErrorObject::method_not_found(other))),
         }
     }
 }
 
 fn not_found(uri: &str) -> Error {
-    Error::from_error_object(
-        ErrorObject::new(-32002, "Resource not found"),
-        &ErrorCodeTable::default(),
-    )
-    .with_delivery(Delivery::Answered)
-    .with_subject(uri)
+    ErrorCodeTable::default()
+        .error_of(ErrorObject::new(-32002, "Resource not found"))
+        .with_delivery(Delivery::Answered)
+        .with_subject(uri)
 }
 
 #[async_trait]

@@ -35,7 +35,9 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use mcp_core::error::{Delivery, Error, ErrorCodeTable, ErrorKind};
+use mcp_core::error::{Delivery, Error, ErrorKind};
+
+use crate::ErrorCodeTable;
 use mcp_core::jsonrpc::{ErrorObject, Payload};
 use mcp_core::service::{McpService, Operation, RequestOptions};
 use mcp_core::types::{methods, CallToolResult, Extra};
@@ -168,7 +170,7 @@ impl Task {
                     .with_delivery(Delivery::Answered)
             }),
             TaskStatus::Failed => Err(match self.error {
-                Some(error) => Error::from_error_object(error, table),
+                Some(error) => table.error_of(error),
                 None => Error::new(ErrorKind::Tool, format!("task {id} failed{message}")),
             }
             .with_delivery(Delivery::Answered)),

@@ -105,7 +105,7 @@ impl ClientSession {
     pub(super) async fn open(&self) -> Result<(), Error> {
         let options = &self.shared.options;
         let remembered = options.era_memo.as_ref().and_then(EraMemo::get);
-        let legacy_transport = !self.shared.sender.speaks_modern_era();
+        let legacy_transport = !self.shared.sender.capabilities().speaks_modern_era;
         let era = match (options.era, remembered) {
             (Some(Era::Legacy), _) => self.initialize().await.map(|()| Era::Legacy)?,
             _ if legacy_transport && options.era.is_none() => {

@@ -144,7 +144,7 @@ impl ClientSession {
         guard.sent = matches!(&outcome, Err(failed) if failed.may_have_been_delivered());
         InPlaceOutcome::Done(match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(Error::from_error_object(error, &shared.options.error_codes)),
+            Ok(Err(error)) => Err(shared.options.error_codes.error_of(error)),
             Err(failed) if failed.kind() == TransportErrorKind::SessionExpired => {
                 return InPlaceOutcome::SessionExpired(Error::from(failed));
             }

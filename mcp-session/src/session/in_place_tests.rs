@@ -15,7 +15,7 @@ use crate::channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd
 use mcp_core::jsonrpc::{ErrorObject, Message, Request};
 use mcp_core::service::TraceContext;
 use mcp_core::transport::{InPlaceAnswer, RequestMeta, TransportError, TransportErrorKind};
-use mcp_core::{Delivery, ErrorKind, McpServiceExt};
+use mcp_core::{Delivery, ErrorKind, McpServiceExt, TransportCapabilities};
 
 /// What the script saw of one in-place request.
 #[derive(Debug, Clone)]
@@ -67,9 +67,8 @@ impl TransportSender for ScriptedSender {
         self.inner.close().await
     }
 
-    // An in-process transport: `_meta` comes as values.
-    fn prefers_values(&self) -> bool {
-        true
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("scripted").preferring_values()
     }
 
     fn answer_in_place(
@@ -90,10 +89,6 @@ impl TransportSender for ScriptedSender {
             trace_context: meta.trace_context.cloned(),
         });
         Ok(answer)
-    }
-
-    fn transport_name(&self) -> &'static str {
-        "scripted"
     }
 }
 

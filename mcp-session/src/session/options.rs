@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_core::error::ErrorCodeTable;
+use crate::ErrorCodeTable;
 use mcp_core::types::Implementation;
 use mcp_core::version::{Era, ProtocolVersion};
 

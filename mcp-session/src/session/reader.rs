@@ -107,7 +107,7 @@ fn dispatch(
             };
             let outcome = response
                 .outcome
-                .map_err(|e| Error::from_error_object(e, &shared.options.error_codes));
+                .map_err(|e| shared.options.error_codes.error_of(e));
             if !shared.pending.complete(id, outcome) {
                 tracing::debug!(id, "response for a request that is no longer waiting");
             }

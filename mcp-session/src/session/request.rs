@@ -92,7 +92,8 @@ impl ClientSession {
         // A transport may answer in the caller's task instead (in_place.rs): an in-process one
         // given the `_meta` additions as values, a byte transport given them spliced in as
         // text; otherwise they are spliced in and the request sent.
-        let values = shared.sender.prefers_values();
+        let capabilities = shared.sender.capabilities();
+        let values = capabilities.prefers_values;
         let (params, meta) = if values {
             (params, additions.as_values())
         } else {
@@ -105,9 +106,8 @@ impl ClientSession {
         // Where the server can forget the session (HTTP), a copy for sending again after a new
         // handshake, as the ordinary path keeps one (`send_with_replays`).
         let generation = shared.session_generation.load(Ordering::Acquire);
-        let replay =
-            (!values && shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
-                .then(|| request.params.clone());
+        let replay = (!values && capabilities.sessions_can_expire && method != methods::INITIALIZE)
+            .then(|| request.params.clone());
         let mut expired = None;
         let params = match shared.sender.answer_in_place(request, meta) {
             Ok(answer) => {
@@ -258,7 +258,8 @@ impl ClientSession {
         mut replays: u32,
     ) -> Result<(), Error> {
         let shared = &self.shared;
-        let replay = (shared.sender.sessions_can_expire() && method != methods::INITIALIZE)
+        let replay = (shared.sender.capabilities().sessions_can_expire
+            && method != methods::INITIALIZE)
             .then(|| request.clone());
         let mut generation = shared.session_generation.load(Ordering::Acquire);
         let mut sent = shared.sender.send(request.into()).await;

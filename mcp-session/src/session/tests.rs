@@ -7,9 +7,10 @@ use serde_json::json;
 
 use super::*;
 use crate::channel::{ChannelTransport, ServerEnd};
+use crate::ErrorCodeTable;
 use mcp_core::jsonrpc::{ErrorObject, Message, Request, Response};
 use mcp_core::service::TraceContext;
-use mcp_core::{Delivery, ErrorCodeTable, ErrorKind, McpServiceExt};
+use mcp_core::{Delivery, ErrorKind, McpServiceExt, TransportCapabilities};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -1053,8 +1054,8 @@ impl TransportSender for StuckSender {
     async fn close(&self) -> Result<(), mcp_core::TransportError> {
         std::future::pending().await
     }
-    fn transport_name(&self) -> &'static str {
-        "stuck"
+    fn capabilities(&self) -> TransportCapabilities {
+        TransportCapabilities::new("stuck")
     }
 }
 
