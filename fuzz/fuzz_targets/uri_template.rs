@@ -1,4 +1,4 @@
-//! RFC 6570 URI templates (mcp-resources `template.rs`): parse, expand and match. Parsing is
+//! RFC 6570 URI templates (mcp-resources `template/`): parse, expand and match. Parsing is
 //! deterministic, an expansion is bounded by the template's size and its values', matching
 //! names only the template's variables, and matching a pathological template gives up
 //! instead of running on.
@@ -32,9 +32,9 @@ use mcp_resources::{
     UriTemplate, MAX_EXPRESSION_VARIABLES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS,
 };
 
-/// `MATCH_BUDGET` of mcp-resources `template.rs`: the most steps a match may take.
+/// `MATCH_BUDGET` of mcp-resources `template/matcher.rs`: the most steps a match may take.
 const MATCH_BUDGET: u64 = 20_000;
-/// `BYTES_PER_STEP` of mcp-resources `template.rs`: the URI bytes read for one step.
+/// `BYTES_PER_STEP` of mcp-resources `template/matcher.rs`: the URI bytes read for one step.
 const BYTES_PER_STEP: u64 = 64;
 
 /// The characters of values that read back unchanged from any expression: RFC 3986's

@@ -26,9 +26,9 @@
 //!   [`MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT`] at once).
 //! - **Observers** (`observers.rs`): URI → callbacks, removed when their [`UpdateGuard`]
 //!   drops; a panicking callback is caught.
-//! - **Discovery and templates** (`discovery.rs`, `template.rs`): [`Discovery`] (with
+//! - **Discovery and templates** (`discovery.rs`, `template/`): [`Discovery`] (with
 //!   [`template_for`](Discovery::template_for) → [`TemplateMatch`]) and RFC 6570
-//!   [`UriTemplate`]s (parse, [`expand`](UriTemplate::expand),
+//!   [`UriTemplate`]s (parse, [`expand`](UriTemplate::expand); `template/matcher.rs`
 //!   [`matches`](UriTemplate::matches)).
 //! - **Wiring** (`handler.rs`): [`ResourceHandler`], a `ClientHandler` that relays a
 //!   session's notifications to a manager through a [`NotificationRelay`].
