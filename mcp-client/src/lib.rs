@@ -2,10 +2,10 @@
 //!
 //! - [`config`]: the configuration files users already have (Claude Desktop / Claude Code /
 //!   Cursor `mcpServers`, VS Code `servers`, Codex `[mcp_servers.*]`), with `${VAR}` expansion.
-//! - [`McpClient`] (`client.rs`): starts every configured server in parallel with partial
+//! - [`McpClient`] (`client/`): starts every configured server in parallel with partial
 //!   availability, keeps one tool catalog under qualified names, routes calls, adds and removes
 //!   servers at run time, and shuts everything down; [`McpClientBuilder`] sets it up.
-//! - `supervisor.rs`: each server's life cycle — start, reconnect on a backoff schedule,
+//! - `supervisor/`: each server's life cycle — start, reconnect on a backoff schedule,
 //!   unavailable and probed, needs credentials — with [`SupervisionPolicy`].
 //! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool or
 //!   session), chosen by [`StackPolicy`].

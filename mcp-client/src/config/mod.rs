@@ -11,7 +11,7 @@
 //! the harness extras in [`HarnessSettings`] (`settings.rs`, the seed's defaults). `${VAR}`
 //! expansion is `expand.rs`; the parsed tree (file order, duplicate keys, JSONC, line/column of
 //! syntax errors) is `node.rs`; typed field reading with error paths is `fields.rs`; one server
-//! entry is `entry.rs`; [`ConfigError`] is `error.rs`. Every error about a server or field names
+//! entry is `entry/`; [`ConfigError`] is `error.rs`. Every error about a server or field names
 //! the line of the offending value: `locate.rs` follows the error's field path through a spanned
 //! mirror of the file (`spans.rs`), built only when an error needs it.
 //!

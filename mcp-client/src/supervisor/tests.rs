@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicUsize;
 
 use async_trait::async_trait;
 use mcp_core::jsonrpc::{Message, Payload, Response};
+use mcp_core::{Delivery, ErrorKind, McpServiceExt, RequestOptions};
 use mcp_session::{ChannelTransport, ServerEnd, SessionOptions};
 use serde_json::json;
 use tokio::task::AbortHandle;

@@ -1,0 +1,163 @@
+//! Calls routed to their server: a tool by its qualified name (traced, with its outcome
+//! recorded), a prompt by its qualified name.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use mcp_core::types::{CallToolResult, GetPromptResult};
+use mcp_core::{
+    Delivery, Error, ErrorKind, McpService, McpServiceExt, Operation, Payload, RequestOptions,
+};
+use mcp_session::extensions::tasks::ToolCallOutcome;
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::McpClient;
+
+impl McpClient {
+    /// Calls a tool by its qualified name (`server__tool`) with the server's tool timeout.
+    pub async fn call_tool(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Value>,
+    ) -> Result<CallToolResult, Error> {
+        self.call_tool_with(qualified_name, arguments, RequestOptions::new())
+            .await
+    }
+
+    /// Calls a tool by its qualified name with per-call options (progress, deadline). Without
+    /// an explicit timeout the server's `tool_timeout` applies. The call is retried only when
+    /// that is safe: the tool is annotated read-only or idempotent, or the failure proves the
+    /// server never received it. A call a 2026-07-28 server runs as a task (Tasks extension)
+    /// is followed to its end within the same deadline.
+    pub async fn call_tool_with(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.traced_tool_call(qualified_name, arguments, options, |payload| {
+            let result = payload.into_typed::<CallToolResult>().map_err(|e| {
+                Error::protocol(format!("invalid tools/call result: {e}"))
+                    .with_delivery(Delivery::Answered)
+            })?;
+            let is_error = result.is_error();
+            Ok((result, is_error))
+        })
+        .await
+    }
+
+    /// Calls a tool by its qualified name, handing back the task when the server runs the call
+    /// as one (Tasks extension) instead of following it: poll, wait for or cancel it through
+    /// [`service`](Self::service) and [`TasksExt`](mcp_session::extensions::tasks::TasksExt).
+    pub async fn call_tool_as_task(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<ToolCallOutcome, Error> {
+        self.traced_tool_call(
+            qualified_name,
+            arguments,
+            options.returning_task(),
+            |payload| {
+                let outcome = ToolCallOutcome::from_answer(payload, qualified_name)?;
+                let is_error = outcome.is_tool_error();
+                Ok((outcome, is_error))
+            },
+        )
+        .await
+    }
+
+    /// One `tools/call` through the server's stack, in a span with the outcome recorded;
+    /// `parse` reads the answer and says whether it is a tool error.
+    async fn traced_tool_call<T>(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Value>,
+        options: RequestOptions,
+        parse: impl FnOnce(Payload) -> Result<(T, bool), Error>,
+    ) -> Result<T, Error> {
+        // Borrowed from the catalog snapshot (held for the call): a definition can be large.
+        let catalog = self.tools();
+        let entry = catalog.get(qualified_name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::ToolNotFound,
+                format!("no tool named {qualified_name:?} in the catalog"),
+            )
+            .with_subject(qualified_name)
+            .with_delivery(Delivery::NotSent)
+        })?;
+        let server = self.inner.catalog_server(&entry.server)?;
+        // Found without listing: the tool catalog served it.
+        server.metrics.cache(mcp_metrics::CacheKind::Tools, true);
+        let operation = Operation::call_tool(&entry.tool.name, arguments)
+            .with_idempotent(entry.tool.is_replay_safe())
+            .with_options(options);
+        let span = tracing::info_span!(
+            "mcp.client.operation",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = %entry.tool.name,
+            mcp.server.name = %entry.server,
+            network.transport = server.network_transport(),
+            mcp.outcome = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let result = server
+            .stack
+            .service
+            .call(operation)
+            .instrument(span.clone())
+            .await
+            .and_then(parse)
+            .map_err(|e| e.with_subject(qualified_name));
+        let outcome = match &result {
+            Ok((_, true)) => "tool_error",
+            Ok(_) => "success",
+            Err(e) if e.kind() == ErrorKind::Timeout => "timeout",
+            Err(_) => "error",
+        };
+        span.record("mcp.outcome", outcome);
+        match &result {
+            Ok((_, true)) => {
+                span.record("error.type", "tool_error");
+            }
+            Err(e) => {
+                span.record("error.type", e.kind().as_str());
+            }
+            Ok(_) => {}
+        }
+        let _entered = span.enter();
+        tracing::info!(
+            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+            outcome,
+            "tool call finished"
+        );
+        result.map(|(value, _)| value)
+    }
+
+    /// Gets a prompt by qualified name.
+    pub async fn get_prompt(
+        &self,
+        qualified_name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, Error> {
+        let prompts = self.prompts().await.items;
+        let entry = prompts.get(qualified_name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::ToolNotFound,
+                format!("no prompt named {qualified_name:?}"),
+            )
+            .with_subject(qualified_name)
+            .with_delivery(Delivery::NotSent)
+        })?;
+        let server = self.inner.catalog_server(&entry.server)?;
+        server
+            .stack
+            .service
+            .get_prompt(&entry.prompt.name, arguments, RequestOptions::new())
+            .await
+            .map_err(|e| e.with_subject(qualified_name))
+    }
+}
