@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hyper_util::client::proxy::matcher::Matcher;
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 use url::{Host, Origin, Url};
 

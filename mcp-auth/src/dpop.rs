@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use mcp_core::sync::lock;
-use mcp_core::DpopProof;
+use mcp_wire::DpopProof;
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::{Signature, SigningKey};
 use serde_json::{json, Value};

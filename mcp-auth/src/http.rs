@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;

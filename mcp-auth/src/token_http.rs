@@ -2,7 +2,7 @@
 //! through the one [`AuthHttp`] client, and with a DPoP key, each with a fresh proof
 //! (RFC 9449 §5) and one retry when the authorization server asks for its nonce (§8).
 
-use mcp_core::{DPOP_HEADER, DPOP_NONCE_HEADER};
+use mcp_wire::{DPOP_HEADER, DPOP_NONCE_HEADER};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use url::Url;
@@ -106,7 +106,7 @@ impl TokenHttp<'_> {
         *response.status_mut() = http::StatusCode::from_u16(fetched.status).map_err(|e| {
             AuthError::Http(format!(
                 "invalid status from {}: {e}",
-                mcp_core::auth::redact_url(url.as_str())
+                mcp_core::redact::redact_url(url.as_str())
             ))
         })?;
         *response.headers_mut() = fetched.headers;

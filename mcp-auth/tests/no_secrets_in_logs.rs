@@ -24,13 +24,11 @@ use mcp_auth::{
     AuthError, Authorizer, AutoApprove, Callback, DpopKey, MemoryStore, OAuthClient, OAuthConfig,
     OAuthProvider, Secret, StoreKey, TokenSet, TokenStore, TokenType,
 };
-use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials, McpServiceExt,
-    RequestOptions,
-};
+use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{serve_http, OAuthOptions, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
+use mcp_wire::{AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials};
 use tracing_subscriber::fmt::MakeWriter;
 use url::Url;
 

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_core::types::LoggingLevel;
-use mcp_core::{AuthProvider, Error, ErrorKind, McpServiceExt, RequestOptions};
+use mcp_core::{Error, ErrorKind, McpServiceExt, RequestOptions};
 use mcp_session::{ClientHandler, ClientSession, Connector, SessionConnector, SessionOptions};
+use mcp_wire::AuthProvider;
 
 use crate::config::{ServerConfig, TransportConfig};
 use crate::transports::{TransportFactory, TransportRegistry, TransportSpec};
@@ -209,7 +210,7 @@ async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
                 "the stored token for {} is DPoP-bound (it came from a login through a remote \
                  server entry with that URL) and cannot be handed to a child process; set \
                  `\"oauth\": {{ \"dpop\": \"never\" }}` on that entry and log in again",
-                mcp_core::auth::redact_url(client.config().server_url.as_str())
+                mcp_core::redact::redact_url(client.config().server_url.as_str())
             ),
         ));
     }

@@ -5,17 +5,17 @@
 //!   2024-11-05).
 //! - [`version`]: protocol versions, their eras and negotiation.
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`]; [`redact`]: credential-shaped
-//!   values taken out of a peer's text before an error or a log shows it.
+//!   values taken out of a peer's text, and URLs, before an error or a log shows them.
 //! - [`service`]: the seam policies compose around — [`Operation`] (with its
 //!   [`RequestOptions`]), [`McpService`], [`Layer`] — and the typed MCP methods on any service
 //!   ([`McpServiceExt`]).
 //! - [`transport`]: the [`Transport`] traits every transport crate implements, and
 //!   [`TransportConnector`], how to open one more connection.
-//! - [`auth`]: the seam through which HTTP-based transports get credentials ([`AuthProvider`]).
 //! - [`time`]: deadlines that saturate instead of overflowing; [`sync`]: the poison-tolerant lock.
 //!
-//! The session engine that speaks the protocol over a transport is `mcp-session`; policies,
-//! extensions and the facade build on both.
+//! The session engine that speaks the protocol over a transport is `mcp-session`; what the
+//! transports share beyond their traits (the credentials seam, reading broken and oversized
+//! messages) is `mcp-wire`; policies, extensions and the facade build on them.
 //!
 //! ```no_run
 //! # async fn run(service: impl mcp_core::McpService) -> Result<(), mcp_core::Error> {
@@ -32,7 +32,6 @@
 
 #![warn(missing_docs)]
 
-pub mod auth;
 pub mod error;
 pub mod jsonrpc;
 pub mod redact;
@@ -43,10 +42,6 @@ pub mod transport;
 pub mod types;
 pub mod version;
 
-pub use auth::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
-};
 pub use error::{Delivery, Error, ErrorKind};
 pub use jsonrpc::{
     ErrorObject, KeptTyped, Message, Notification, Payload, Request, RequestId, Response,
@@ -57,7 +52,7 @@ pub use service::{
     Operation, ProgressCallback, RequestOptions, Stack, TraceContext,
 };
 pub use transport::{
-    BoxTransport, InPlaceAnswer, OversizedMessage, RequestMeta, Transport, TransportCapabilities,
-    TransportConnector, TransportError, TransportErrorKind, TransportReceiver, TransportSender,
+    BoxTransport, InPlaceAnswer, RequestMeta, Transport, TransportCapabilities, TransportConnector,
+    TransportError, TransportErrorKind, TransportReceiver, TransportSender,
 };
 pub use version::{Era, ProtocolVersion};

@@ -329,6 +329,31 @@ fn is_high_entropy(run: &str) -> bool {
         && run.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
+/// A URL as it may be shown in errors, logs and `Debug` output: without user info
+/// (`user:password@`), query string and fragment, any of which may carry a key. Works on text
+/// that is not a valid URL too (it never fails, and never shows more than it should).
+///
+/// ```
+/// assert_eq!(
+///     mcp_core::redact::redact_url("https://me:pw@api.example.com/mcp?key=s3cret#x"),
+///     "https://<redacted>@api.example.com/mcp"
+/// );
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => (&url[..at + 3], &url[at + 3..]),
+        None => ("", url),
+    };
+    // A password may hold an unencoded `/`, `?` or `#`: any `@` at all means everything before
+    // the last one may be user info. Showing too little is safe; showing too much is not.
+    let (hidden, rest) = match rest.rfind('@') {
+        Some(at) => ("<redacted>@", &rest[at + 1..]),
+        None => ("", rest),
+    };
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    format!("{scheme}{hidden}{}", &rest[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

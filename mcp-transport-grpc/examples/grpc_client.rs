@@ -14,9 +14,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_core::{McpServiceExt, RequestOptions, StaticBearer};
+use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
+use mcp_wire::StaticBearer;
 use serde_json::Value;
 
 const USAGE: &str = "usage: grpc_client ADDRESS [--token TOKEN] [--header NAME=VALUE]... [--tool NAME] [--args JSON]";

@@ -8,10 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_core::sync::lock;
-use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Message, OversizedMessage,
-    ProtocolVersion, TransportError, TransportErrorKind,
-};
+use mcp_core::{Message, ProtocolVersion, TransportError, TransportErrorKind};
+use mcp_wire::{AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, OversizedMessage};
 use tokio::sync::mpsc;
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 use tonic::transport::Channel;
@@ -284,7 +282,7 @@ async fn request(
             );
             if let Some(proof) = &credentials.dpop {
                 metadata.insert(
-                    mcp_core::DPOP_HEADER,
+                    mcp_wire::DPOP_HEADER,
                     sensitive(proof.expose(), &setup.shared.display)?,
                 );
             }
@@ -315,7 +313,7 @@ fn credentials_error_kind(e: &mcp_core::Error) -> TransportErrorKind {
 
 fn dpop_nonce(metadata: &MetadataMap) -> Option<String> {
     metadata
-        .get(mcp_core::DPOP_NONCE_HEADER)
+        .get(mcp_wire::DPOP_NONCE_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }

@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_core::{AuthProvider, TransportError, TransportErrorKind};
+use mcp_core::{TransportError, TransportErrorKind};
+use mcp_wire::AuthProvider;
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
 use tonic::transport::{Endpoint, Uri};
 
@@ -116,7 +117,7 @@ impl GrpcServerConfig {
 
     /// The endpoint as shown in errors and logs (no user info, query or fragment).
     pub fn display_endpoint(&self) -> String {
-        mcp_core::auth::redact_url(&self.endpoint)
+        mcp_core::redact::redact_url(&self.endpoint)
     }
 
     /// Checks what can be wrong before any connection: the endpoint (a `grpc`, `grpcs`, `http`

@@ -7,7 +7,7 @@
 //! half-closes its stream to end the connection.
 //!
 //! - [`GrpcServerConfig`]: the endpoint (`http://`, `https://`; `grpc://`, `grpcs://`), metadata
-//!   headers, credentials ([`mcp_core::AuthProvider`]), connect timeout (10 s), message cap
+//!   headers, credentials ([`mcp_wire::AuthProvider`]), connect timeout (10 s), message cap
 //!   (16 MiB, both ways; tonic's 4 MiB default is raised), HTTP/2 keepalive (30 s, 10 s
 //!   timeout), extra TLS roots.
 //! - [`GrpcTransport`]: the [`mcp_core::Transport`] over one call ([`GrpcSender`],

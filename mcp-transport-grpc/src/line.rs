@@ -46,7 +46,7 @@ pub(crate) fn encode(message: &Message, max: usize) -> Result<JsonRpcLine, Unsen
 /// never sent.
 pub(crate) fn send_error(message: &Message, why: Unsendable, max: usize) -> TransportError {
     match why {
-        Unsendable::TooLarge { size } => mcp_core::transport::unsent_oversized(message, size, max),
+        Unsendable::TooLarge { size } => mcp_wire::unsent_oversized(message, size, max),
         Unsendable::Encoding(e) => TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
             format!("could not encode the message: {e}"),
@@ -69,16 +69,16 @@ pub(crate) enum Decoded {
 
 /// Decodes one line from the server (the client's side); the compatibility fields are ignored.
 /// A broken line names the client's request only when it is an answer
-/// ([`mcp_core::jsonrpc::request_id_of`]).
+/// ([`mcp_wire::request_id_of`]).
 pub(crate) fn decode(line: JsonRpcLine, peer: &str) -> Decoded {
-    decode_with(line, peer, mcp_core::jsonrpc::request_id_of)
+    decode_with(line, peer, mcp_wire::request_id_of)
 }
 
 /// Decodes one line from a client (the bridge's side): a broken request names the id its error
-/// answer goes to ([`mcp_core::jsonrpc::id_of_broken_request`]).
+/// answer goes to ([`mcp_wire::id_of_broken_request`]).
 #[cfg(any(feature = "server", test))]
 pub(crate) fn decode_request(line: JsonRpcLine) -> Decoded {
-    decode_with(line, "the client", mcp_core::jsonrpc::id_of_broken_request)
+    decode_with(line, "the client", mcp_wire::id_of_broken_request)
 }
 
 /// How a broken line's id is found.

@@ -27,7 +27,7 @@ pub(crate) fn is_refusal(status: &Status) -> bool {
     )
 }
 
-/// The HTTP status a refusal stands for, as the [`mcp_core::AuthProvider`] understands it.
+/// The HTTP status a refusal stands for, as the [`mcp_wire::AuthProvider`] understands it.
 pub(crate) fn refusal_http_status(status: &Status) -> u16 {
     if status.code() == Code::PermissionDenied {
         403

@@ -7,11 +7,12 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    ErrorKind, McpServiceExt, RequestOptions, StaticBearer,
-};
+use mcp_core::{ErrorKind, McpServiceExt, RequestOptions};
 use mcp_session::SessionOptions;
+use mcp_wire::{
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+    StaticBearer,
+};
 use serde_json::json;
 
 const TOKEN: &str = "s3cret-bridge-token";

@@ -11,14 +11,16 @@ use std::time::Duration;
 
 use common::*;
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials, DpopProof, Message,
-    ProtocolVersion, Request as RpcRequest, StaticBearer, Transport, TransportErrorKind,
+    Message, ProtocolVersion, Request as RpcRequest, Transport, TransportErrorKind,
     TransportReceiver, TransportSender,
 };
 use mcp_transport_grpc::proto::mcp_client::McpClient;
 use mcp_transport_grpc::proto::mcp_server::{Mcp, McpServer};
 use mcp_transport_grpc::proto::JsonRpcLine;
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
+use mcp_wire::{
+    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials, DpopProof, StaticBearer,
+};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -243,7 +245,7 @@ impl AuthProvider for DpopProvider {
             .unwrap()
             .push((target.method.to_owned(), target.url.to_owned()));
         Ok(Some(Credentials {
-            authorization: mcp_core::AuthorizationValue::new("DPoP bound-token"),
+            authorization: mcp_wire::AuthorizationValue::new("DPoP bound-token"),
             dpop: Some(DpopProof::new("proof.jwt.sig")),
         }))
     }
@@ -596,7 +598,7 @@ impl AuthProvider for Refreshing {
         let mut issued = self.issued.lock().unwrap();
         *issued += 1;
         Ok(Some(Credentials {
-            authorization: mcp_core::AuthorizationValue::bearer(&format!("token-{issued}")),
+            authorization: mcp_wire::AuthorizationValue::bearer(&format!("token-{issued}")),
             dpop: None,
         }))
     }

@@ -12,9 +12,9 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_core::StaticBearer;
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_http::{HttpFlavorMemo, HttpServerConfig, HttpTransport};
+use mcp_wire::StaticBearer;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

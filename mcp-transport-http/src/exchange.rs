@@ -1,5 +1,5 @@
 //! One HTTP exchange with credentials, shared by both HTTP transports: the configured headers,
-//! the credentials of each request from the [`AuthProvider`](mcp_core::AuthProvider) (an
+//! the credentials of each request from the [`AuthProvider`](mcp_wire::AuthProvider) (an
 //! `Authorization` value and, for DPoP-bound tokens, a `DPoP` proof; marked sensitive, so they
 //! never show in `Debug` output or logs), one retry after a 401/403 when the provider has new
 //! credentials (and one more when the server wants a proof with its nonce), and failures that
@@ -14,9 +14,8 @@ use http::header::{
 };
 use http::{Method, StatusCode};
 use mcp_core::redact::excerpt;
-use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, TransportError, TransportErrorKind,
-};
+use mcp_core::{TransportError, TransportErrorKind};
+use mcp_wire::{AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome};
 
 use crate::client::{HttpClient, HttpError, HttpResponse, Target};
 use crate::config::HttpServerConfig;
@@ -29,8 +28,8 @@ const ERROR_BODY_LIMIT: usize = 4096;
 /// [`excerpt`]: redacted (a hostile server could echo the client's `Authorization` back into
 /// the user's logs), without control characters.
 const ERROR_DETAIL_CHARS: usize = 200;
-const DPOP: HeaderName = HeaderName::from_static(mcp_core::DPOP_HEADER);
-const DPOP_NONCE: HeaderName = HeaderName::from_static(mcp_core::DPOP_NONCE_HEADER);
+const DPOP: HeaderName = HeaderName::from_static(mcp_wire::DPOP_HEADER);
+const DPOP_NONCE: HeaderName = HeaderName::from_static(mcp_wire::DPOP_NONCE_HEADER);
 /// `Content-Type` of a request with a body (a constant: built once, not checked per request).
 const JSON_CONTENT: HeaderValue = HeaderValue::from_static("application/json");
 

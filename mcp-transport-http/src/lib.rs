@@ -1,7 +1,7 @@
 //! `mcp-transport-http`: reach an MCP server over HTTP.
 //!
 //! - [`StreamableHttpTransport`]: Streamable HTTP in both eras — POSTs with JSON or SSE
-//!   answers and credentials through [`mcp_core::AuthProvider`]; for 2025-11-25 and older the
+//!   answers and credentials through [`mcp_wire::AuthProvider`]; for 2025-11-25 and older the
 //!   standalone GET stream, session ids, resumption with `Last-Event-ID` and DELETE on close;
 //!   for 2026-07-28 no session, the request metadata headers ([`headers`]), modern JSON-RPC
 //!   errors read from 4xx answers, and cancellation by closing the request's stream.

@@ -51,7 +51,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
-use mcp_core::OversizedMessage;
+use mcp_wire::OversizedMessage;
 use memchr::{memchr, memchr2};
 
 /// Bytes a line may have beyond `max_event_bytes`: the field name, colon and space.

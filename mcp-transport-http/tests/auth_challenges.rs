@@ -6,14 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    Error, McpServiceExt, RequestOptions, Transport,
-};
+use mcp_core::{Error, McpServiceExt, RequestOptions, Transport};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::http::{serve_http, HttpFixture};
 use mcp_testkit::options::{parse_args, CliCommand};
 use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
+use mcp_wire::{
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+};
 use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(20);

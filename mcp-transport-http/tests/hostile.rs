@@ -12,10 +12,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_core::{Era, Error, ErrorKind, McpServiceExt, RequestOptions, StaticBearer};
+use mcp_core::{Era, Error, ErrorKind, McpServiceExt, RequestOptions};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::peak_alloc::{Measure, PeakAlloc};
 use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
+use mcp_wire::StaticBearer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;

@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
     Error, McpServiceExt, Message, RequestOptions, Transport, TransportErrorKind, TransportSender,
 };
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::{serve_http, ServerOptions};
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
+use mcp_wire::{
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -31,11 +31,10 @@
 
 use std::sync::Arc;
 
-use mcp_core::jsonrpc::{
-    classify_broken_message, request_id_in_prefix, request_id_of, BrokenMessage,
-};
 use mcp_core::redact::excerpt_of_start;
-use mcp_core::{Message, OversizedMessage, TransportError, TransportErrorKind};
+use mcp_core::{Message, TransportError, TransportErrorKind};
+use mcp_wire::OversizedMessage;
+use mcp_wire::{classify_broken_message, request_id_in_prefix, request_id_of, BrokenMessage};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The first bytes of an over-long line searched for the request it names.

@@ -11,9 +11,10 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_core::{McpServiceExt, RequestOptions, StaticBearer};
+use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_ws::{WebSocketServerConfig, WebSocketTransport};
+use mcp_wire::StaticBearer;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

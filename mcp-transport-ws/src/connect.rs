@@ -1,13 +1,12 @@
 //! Opening one WebSocket: the connection attempt under its deadline, the credentials of the
-//! upgrade request from the [`AuthProvider`](mcp_core::AuthProvider), and one retry when the
+//! upgrade request from the [`AuthProvider`](mcp_wire::AuthProvider), and one retry when the
 //! provider has new credentials after a 401/403 (plus one with a fresh proof when the server
 //! only wants its DPoP nonce), as the HTTP transports do.
 
 use std::sync::Arc;
 
-use mcp_core::{
-    AuthChallenge, AuthTarget, ChallengeOutcome, Credentials, TransportError, TransportErrorKind,
-};
+use mcp_core::{TransportError, TransportErrorKind};
+use mcp_wire::{AuthChallenge, AuthTarget, ChallengeOutcome, Credentials};
 use tokio_rustls::rustls::ClientConfig;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;

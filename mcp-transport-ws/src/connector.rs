@@ -73,7 +73,7 @@ impl TransportConnector for WebSocketConnector {
 
 #[cfg(test)]
 mod tests {
-    use mcp_core::StaticBearer;
+    use mcp_wire::StaticBearer;
 
     use super::*;
 

@@ -6,7 +6,8 @@
 //! that bridges `log` records into its tracing output would print the credential.
 //! tungstenite still does everything after the upgrade (framing, masking, pings, closing).
 
-use mcp_core::{Credentials, TransportError, TransportErrorKind};
+use mcp_core::{TransportError, TransportErrorKind};
+use mcp_wire::Credentials;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -67,7 +68,7 @@ impl UpgradeRequest<'_> {
         }
         let replaced = |name: &HeaderName| {
             self.credentials.is_some()
-                && (name.as_str() == "authorization" || name.as_str() == mcp_core::DPOP_HEADER)
+                && (name.as_str() == "authorization" || name.as_str() == mcp_wire::DPOP_HEADER)
         };
         for (name, value) in self.headers.iter().filter(|(n, _)| !replaced(n)) {
             push_header(&mut out, name.as_str(), value.as_bytes());
@@ -179,7 +180,7 @@ fn parse_answer(buf: &[u8], key: &str, display: &str) -> Result<Option<Answer>, 
             .collect()
     };
     let one = |name: &str| all(name).into_iter().next();
-    let dpop_nonce = one(mcp_core::DPOP_NONCE_HEADER);
+    let dpop_nonce = one(mcp_wire::DPOP_NONCE_HEADER);
     match status {
         101 => {}
         401 | 403 => {
@@ -198,7 +199,7 @@ fn parse_answer(buf: &[u8], key: &str, display: &str) -> Result<Option<Answer>, 
                 300..=399 => format!(
                     "; redirects are not followed (Location: {})",
                     one("location")
-                        .map(|l| mcp_core::auth::redact_url(&l))
+                        .map(|l| mcp_core::redact::redact_url(&l))
                         .unwrap_or_default()
                 ),
                 200..=299 => "; the server did not switch protocols: is this a WebSocket endpoint?"
@@ -269,7 +270,7 @@ fn parse_answer(buf: &[u8], key: &str, display: &str) -> Result<Option<Answer>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_core::{AuthorizationValue, DpopProof};
+    use mcp_wire::{AuthorizationValue, DpopProof};
 
     fn target() -> Target {
         Target::parse("ws://127.0.0.1:9/mcp?x=1").unwrap()

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use futures_util::stream::SplitStream;
 use futures_util::StreamExt;
-use mcp_core::jsonrpc::{request_id_of, MessageError};
+use mcp_core::jsonrpc::MessageError;
 use mcp_core::{Message, TransportError, TransportErrorKind};
+use mcp_wire::request_id_of;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};

@@ -228,7 +228,7 @@ impl TransportSender for WebSocketSender {
             )
         })?;
         if json.len() > self.max_message_size {
-            return Err(mcp_core::transport::unsent_oversized(
+            return Err(mcp_wire::unsent_oversized(
                 &message,
                 json.len(),
                 self.max_message_size,

@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use common::*;
-use mcp_core::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    McpServiceExt, RequestOptions, StaticBearer, TransportErrorKind,
-};
+use mcp_core::{McpServiceExt, RequestOptions, TransportErrorKind};
 use mcp_session::SessionOptions;
 use mcp_transport_ws::WebSocketTransport;
+use mcp_wire::{
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+    StaticBearer,
+};
 
 const TOKEN: &str = "s3cret-token";
 

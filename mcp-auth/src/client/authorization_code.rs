@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 use oauth2::basic::BasicClient;
 use oauth2::{

@@ -1,9 +1,9 @@
 //! The credentials of a request to the MCP server ([`OAuthClient::credentials`]), and whether
 //! tokens are bound to a DPoP key.
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
-use mcp_core::{AuthTarget, AuthorizationValue, Credentials};
+use mcp_wire::{AuthTarget, AuthorizationValue, Credentials};
 use tracing::debug;
 
 use super::{OAuthClient, State};

@@ -1,7 +1,7 @@
 //! Logout: revocation (RFC 7009) and the logged-out store entry that outranks every earlier
 //! one.
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 
 use super::registration::IdentityUse;

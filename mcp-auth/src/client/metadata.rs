@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 use serde_json::json;
 use tracing::info;

@@ -28,7 +28,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 use tokio::time::Instant;
 

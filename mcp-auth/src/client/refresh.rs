@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 use oauth2::RefreshToken;
 use tokio::time::Instant;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 
 use super::{OAuthClient, MAX_STEP_UPS};

@@ -1,7 +1,7 @@
 //! The held tokens and the store: the first load, keeping and storing new tokens by
 //! generation, re-reading what other processes stored, and forgetting refused tokens.
 
-use mcp_core::auth::redact_url;
+use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
 use tracing::{debug, warn};
 

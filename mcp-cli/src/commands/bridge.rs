@@ -93,7 +93,7 @@ pub async fn grpc(
     let oauth = super::auth::policy(config)?;
     let auth = oauth
         .provider_for(server)
-        .map(|p| p as Arc<dyn mcp_core::AuthProvider>);
+        .map(|p| p as Arc<dyn mcp_wire::AuthProvider>);
     let connector = TransportRegistry::with_profile()
         .transport_connector(server, auth)
         .map_err(CliError::Mcp)?;

@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_core::{AuthProvider, Error, ErrorKind, TransportConnector};
+use mcp_core::{Error, ErrorKind, TransportConnector};
+use mcp_wire::AuthProvider;
 
 use crate::config::{ServerConfig, TransportConfig};
 
@@ -289,7 +290,7 @@ fn unreachable_reason(registry: &TransportRegistry, server: &ServerConfig, kind:
 
 #[cfg(test)]
 mod tests {
-    use mcp_core::StaticBearer;
+    use mcp_wire::StaticBearer;
 
     use super::*;
 

@@ -1,5 +1,6 @@
 //! The message visitor: one pass over the bytes, parameters and results kept as raw or shared
-//! JSON text, members this crate does not know kept in `extra`.
+//! JSON text, members this crate does not know kept in `extra`; [`MessageError`], why bytes are
+//! not a message.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,6 +12,42 @@ use serde_json::{Map, Value};
 
 use super::{ErrorObject, Message, Notification, Payload, Request, Response, SharedJson};
 use super::{RequestId, JSONRPC_VERSION};
+
+/// Why bytes could not be read as a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid JSON-RPC message: {reason}")]
+pub struct MessageError {
+    reason: String,
+}
+
+/// The characters of a parse error's text kept in a [`MessageError`]: serde quotes the
+/// offending value (a whole string, megabytes of a peer's text, a token it echoed).
+const REASON_CHARS: usize = 200;
+
+impl MessageError {
+    /// The parser's error, the peer's text it quotes passed through
+    /// [`excerpt_of_start`](crate::redact::excerpt_of_start) (redacted, control characters out,
+    /// cut), its position kept.
+    pub(super) fn from_parser(e: &serde_json::Error) -> Self {
+        let full = e.to_string();
+        let position = format!(" at line {} column {}", e.line(), e.column());
+        let (what, at) = match full.strip_suffix(&position) {
+            Some(what) => (what, position.as_str()),
+            None => (full.as_str(), ""),
+        };
+        MessageError {
+            reason: format!(
+                "{}{at}",
+                crate::redact::excerpt_of_start(what.as_bytes(), REASON_CHARS)
+            ),
+        }
+    }
+
+    /// What was wrong with the message.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

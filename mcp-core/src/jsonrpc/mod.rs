@@ -11,8 +11,8 @@
 //!
 //! Files: this one the message model (ids, requests, notifications, responses, error objects,
 //! writing JSON); `payload.rs` the forms of parameters and results; `decode.rs` the one-pass
-//! visitor; `broken.rs` what can still be read from bytes that are not a message (the request a
-//! broken or oversized answer names).
+//! visitor and [`MessageError`]. What can still be read from bytes that are not a message (the
+//! request a broken or oversized answer names) is the transports' business: `mcp-wire`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,15 +22,10 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-mod broken;
 mod decode;
 mod payload;
 
-pub use broken::{
-    classify_broken_message, id_of_broken_request, request_id_in_prefix, request_id_of,
-    BrokenMessage, MessageError,
-};
-pub(crate) use broken::{read_answer_head, AnswerHead, Extent};
+pub use decode::MessageError;
 use decode::{MessageVisitor, SharedCapture};
 use payload::push_one_line;
 pub use payload::{KeptTyped, Payload, SharedJson, TypedPayload};

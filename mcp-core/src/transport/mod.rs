@@ -58,7 +58,6 @@
 //! the receiver, and the transport has it dispatched before the answer resolves.
 
 mod connector;
-pub(crate) mod oversized;
 
 use std::fmt;
 use std::future::Future;
@@ -69,7 +68,6 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 pub use connector::TransportConnector;
-pub use oversized::{unsent_oversized, OversizedMessage};
 
 use crate::jsonrpc::{ErrorObject, Message, Payload, Request, RequestId};
 use crate::types::LoggingLevel;

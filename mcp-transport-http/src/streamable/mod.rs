@@ -331,7 +331,7 @@ fn unresumable(why: &str) -> String {
 
 /// The message an SSE event's data holds. Its parameters or result share the data's buffer
 /// instead of being copied out of it (a large result is not copied once more). Data that is
-/// not a message is an error for the request it names ([`mcp_core::jsonrpc::request_id_of`]),
+/// not a message is an error for the request it names ([`mcp_wire::request_id_of`]),
 /// so that request fails at once instead of waiting for its deadline.
 pub(crate) fn event_message(data: String, display_url: &str) -> Result<Message, TransportError> {
     let data = Arc::new(data.into_bytes());
@@ -340,7 +340,7 @@ pub(crate) fn event_message(data: String, display_url: &str) -> Result<Message, 
             TransportErrorKind::InvalidMessage,
             format!("{display_url} sent an event that is not a message: {e}"),
         )
-        .for_request(mcp_core::jsonrpc::request_id_of(&data))
+        .for_request(mcp_wire::request_id_of(&data))
     })
 }
 

@@ -3,7 +3,7 @@
 //!
 //! A transport that caps message size discards an oversized message as it arrives, without
 //! buffering it. [`OversizedMessage`] keeps only its size and its first and last KiB, and finds
-//! the request id there as [`request_id_of`](crate::jsonrpc::request_id_of) does for a message
+//! the request id there as [`request_id_of`](crate::request_id_of) does for a message
 //! that did not parse: the first KiB's top-level members are read up to where it is cut, and
 //! name the request when an id and a `result` / `error` member come there
 //! (`{"jsonrpc":"2.0","id":5,"result":…`, as most servers write it); after a `result` / `error`
@@ -12,8 +12,9 @@
 //! server's request, which answers nothing; an `"id"` anywhere else could belong to the payload
 //! and is not trusted.
 
-use crate::jsonrpc::{read_answer_head, AnswerHead, Extent, Message, RequestId};
-use crate::transport::{TransportError, TransportErrorKind};
+use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
+
+use crate::broken::{read_answer_head, AnswerHead, Extent};
 
 /// Bytes kept from each end of an oversized message.
 const KEEP: usize = 1024;
@@ -97,7 +98,7 @@ pub fn unsent_oversized(message: &Message, size: usize, max: usize) -> Transport
 
 /// The request a message answered, from what its first bytes say (`head`) and, when they show
 /// an answer whose id has not come yet, the last KiB of `tail` (the message's end; all of it,
-/// for a whole message that did not parse, see [`request_id_of`](crate::jsonrpc::request_id_of)).
+/// for a whole message that did not parse, see [`request_id_of`](crate::request_id_of)).
 pub(crate) fn answered_request(head: AnswerHead, tail: &[u8]) -> Option<RequestId> {
     match head {
         AnswerHead::Answers(id) => Some(id),

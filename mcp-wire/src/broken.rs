@@ -1,49 +1,13 @@
-//! Bytes that are not a message: [`MessageError`], and what can still be read from a broken or
-//! oversized message (the request it answered, whether it was a request).
+//! What can still be read from bytes that did not parse as a message: the request a broken
+//! answer names, whether the bytes were the server's own message, the id a broken request owes
+//! an error answer to.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use mcp_core::RequestId;
 use serde::de::{self, MapAccess, Visitor};
 use serde::Deserializer;
-
-use super::RequestId;
-
-/// Why bytes could not be read as a JSON-RPC message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid JSON-RPC message: {reason}")]
-pub struct MessageError {
-    reason: String,
-}
-
-/// The characters of a parse error's text kept in a [`MessageError`]: serde quotes the
-/// offending value (a whole string, megabytes of a peer's text, a token it echoed).
-const REASON_CHARS: usize = 200;
-
-impl MessageError {
-    /// The parser's error, the peer's text it quotes passed through
-    /// [`excerpt_of_start`](crate::redact::excerpt_of_start) (redacted, control characters out,
-    /// cut), its position kept.
-    pub(super) fn from_parser(e: &serde_json::Error) -> Self {
-        let full = e.to_string();
-        let position = format!(" at line {} column {}", e.line(), e.column());
-        let (what, at) = match full.strip_suffix(&position) {
-            Some(what) => (what, position.as_str()),
-            None => (full.as_str(), ""),
-        };
-        MessageError {
-            reason: format!(
-                "{}{at}",
-                crate::redact::excerpt_of_start(what.as_bytes(), REASON_CHARS)
-            ),
-        }
-    }
-
-    /// What was wrong with the message.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
-}
 
 /// The `id` of bytes that did not parse as a message, so that the request they answered fails
 /// at once instead of waiting for its deadline: the one place every transport finds it.
@@ -100,7 +64,7 @@ pub fn classify_broken_message(bytes: &[u8]) -> BrokenMessage {
     if head == AnswerHead::NotAnAnswer {
         return BrokenMessage::ServerRequestOrNotification;
     }
-    match crate::transport::oversized::answered_request(head, bytes) {
+    match crate::oversized::answered_request(head, bytes) {
         Some(id) => BrokenMessage::AnswerTo(id),
         None => BrokenMessage::Unknown,
     }
@@ -287,3 +251,7 @@ fn a_method_key_may_be_cut(bytes: &[u8]) -> bool {
     let between_members = begun.trim_ascii().is_empty() || begun.trim_ascii_end().ends_with(b",");
     !opens_a_key || between_members || begun.contains(&b'\\') || b"method".starts_with(begun)
 }
+
+#[cfg(test)]
+#[path = "broken_tests.rs"]
+mod tests;

@@ -1,0 +1,32 @@
+//! `mcp-wire`: what the transport crates share beyond the traits of `mcp-core`, so that the
+//! core stays the few types every crate needs and a change here rebuilds only the transports
+//! (and what composes them), never the session engine or the policies.
+//!
+//! - [`auth`]: the seam through which the networked transports (Streamable HTTP, legacy SSE,
+//!   WebSocket, gRPC) get the credentials of each request and report the server's challenges
+//!   and nonces ([`AuthProvider`]); `mcp-auth` implements it, a static token is
+//!   [`StaticBearer`].
+//! - [`broken`]: what can still be read from bytes that did not parse as a message: the
+//!   request an answer names ([`request_id_of`]), whether it was the server's own message
+//!   ([`classify_broken_message`]), the id a broken request owes an error to
+//!   ([`id_of_broken_request`]), the id in the first bytes of a message still arriving
+//!   ([`request_id_in_prefix`]).
+//! - [`oversized`]: what a transport keeps of a message over its cap ([`OversizedMessage`]: size,
+//!   first and last KiB, the request id found there) and the error of one it will not send
+//!   ([`unsent_oversized`]).
+
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod broken;
+pub mod oversized;
+
+pub use auth::{
+    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
+    DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
+};
+pub use broken::{
+    classify_broken_message, id_of_broken_request, request_id_in_prefix, request_id_of,
+    BrokenMessage,
+};
+pub use oversized::{unsent_oversized, OversizedMessage};
