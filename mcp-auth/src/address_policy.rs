@@ -42,8 +42,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hyper_util::client::proxy::matcher::Matcher;
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use url::{Host, Origin, Url};
 
 use crate::error::AuthError;

@@ -11,7 +11,7 @@
 //! authorization server metadata's `issuer` the issuer it was fetched for; otherwise discovery
 //! fails before anything is authorized.
 
-use mcp_core::redact::redact_url;
+use mcp_wire::redact::redact_url;
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 use url::Url;

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_core::redact::redact_url;
+use mcp_wire::redact::redact_url;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use url::Url;
@@ -89,10 +89,10 @@ impl Fetched {
     }
 
     /// The start of the body, for error messages (metadata, errors): an
-    /// [`excerpt`](mcp_core::redact::excerpt) of 200 characters, so that a server echoing a
+    /// [`excerpt`](mcp_wire::redact::excerpt) of 200 characters, so that a server echoing a
     /// client secret or a token back never puts it into an error or a log.
     pub fn snippet(&self) -> String {
-        mcp_core::redact::excerpt(&self.body, 200)
+        mcp_wire::redact::excerpt(&self.body, 200)
     }
 }
 

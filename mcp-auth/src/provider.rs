@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_core::redact::redact_url;
 use mcp_core::Error;
+use mcp_wire::redact::redact_url;
 use mcp_wire::{AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome, Credentials};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};

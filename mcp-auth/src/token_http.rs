@@ -106,7 +106,7 @@ impl TokenHttp<'_> {
         *response.status_mut() = http::StatusCode::from_u16(fetched.status).map_err(|e| {
             AuthError::Http(format!(
                 "invalid status from {}: {e}",
-                mcp_core::redact::redact_url(url.as_str())
+                mcp_wire::redact::redact_url(url.as_str())
             ))
         })?;
         *response.headers_mut() = fetched.headers;

@@ -208,7 +208,7 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
         format!(
             "server \"{}\": {} is not a URL: {e}",
             server.name,
-            mcp_core::redact::redact_url(url)
+            mcp_wire::redact::redact_url(url)
         )
     })?;
     let mut config = OAuthConfig::new(server_url, store_key(url));
@@ -231,7 +231,7 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
                 format!(
                     "server \"{}\": oauth.resource_metadata_origins: {} is not a URL: {e}",
                     server.name,
-                    mcp_core::redact::redact_url(origin)
+                    mcp_wire::redact::redact_url(origin)
                 )
             })
         })

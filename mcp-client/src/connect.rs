@@ -210,7 +210,7 @@ async fn stdio_token(auth: &ServerAuth) -> Result<Option<String>, Error> {
                 "the stored token for {} is DPoP-bound (it came from a login through a remote \
                  server entry with that URL) and cannot be handed to a child process; set \
                  `\"oauth\": {{ \"dpop\": \"never\" }}` on that entry and log in again",
-                mcp_core::redact::redact_url(client.config().server_url.as_str())
+                mcp_wire::redact::redact_url(client.config().server_url.as_str())
             ),
         ));
     }

@@ -410,7 +410,7 @@ fn endpoints(
             let (address, port) = host_and_port(&endpoint.url).unzip();
             // The URL as shown (and as metrics key it): without user info or query, so two
             // endpoints that differ only there get their place in the list added.
-            let mut url = mcp_core::redact::redact_url(&endpoint.url);
+            let mut url = mcp_wire::redact::redact_url(&endpoint.url);
             if shown.contains(&url) {
                 url = format!("{url} (endpoint {index})");
             }

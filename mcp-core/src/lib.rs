@@ -4,8 +4,7 @@
 //! - [`types`]: the MCP types of both eras (2026-07-28, and 2025-11-25 readable back to
 //!   2024-11-05).
 //! - [`version`]: protocol versions, their eras and negotiation.
-//! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`]; [`redact`]: credential-shaped
-//!   values taken out of a peer's text, and URLs, before an error or a log shows them.
+//! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
 //! - [`service`]: the seam policies compose around — [`Operation`] (with its
 //!   [`RequestOptions`]), [`McpService`], [`Layer`] — and the typed MCP methods on any service
 //!   ([`McpServiceExt`]).
@@ -15,7 +14,7 @@
 //!
 //! The session engine that speaks the protocol over a transport is `mcp-session`; what the
 //! transports share beyond their traits (the credentials seam, reading broken and oversized
-//! messages) is `mcp-wire`; policies, extensions and the facade build on them.
+//! messages, showing a peer's text redacted) is `mcp-wire`; policies, extensions and the facade build on them.
 //!
 //! ```no_run
 //! # async fn run(service: impl mcp_core::McpService) -> Result<(), mcp_core::Error> {
@@ -34,7 +33,6 @@
 
 pub mod error;
 pub mod jsonrpc;
-pub mod redact;
 pub mod service;
 pub mod sync;
 pub mod time;

@@ -117,7 +117,7 @@ impl GrpcServerConfig {
 
     /// The endpoint as shown in errors and logs (no user info, query or fragment).
     pub fn display_endpoint(&self) -> String {
-        mcp_core::redact::redact_url(&self.endpoint)
+        mcp_wire::redact::redact_url(&self.endpoint)
     }
 
     /// Checks what can be wrong before any connection: the endpoint (a `grpc`, `grpcs`, `http`

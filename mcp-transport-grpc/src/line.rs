@@ -129,7 +129,7 @@ fn bad_message(
 ) -> TransportError {
     TransportError::recoverable(
         TransportErrorKind::InvalidMessage,
-        format!("{peer} sent {e}"),
+        format!("{peer} sent {}", mcp_wire::message_error_text(&e)),
     )
     .for_request(id_of(text.as_bytes()))
 }
@@ -138,7 +138,7 @@ fn bad_message(
 fn preview(text: &str) -> String {
     format!(
         "{:?}",
-        mcp_core::redact::excerpt_of_start(text.as_bytes(), PREVIEW_CHARS)
+        mcp_wire::redact::excerpt_of_start(text.as_bytes(), PREVIEW_CHARS)
     )
 }
 

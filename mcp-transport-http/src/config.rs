@@ -62,7 +62,7 @@ impl HttpServerConfig {
 
     /// The endpoint, checked: an `http://` or `https://` URL with a host.
     pub(crate) fn target(&self) -> Result<Target, TransportError> {
-        let shown = mcp_core::redact::redact_url(&self.url);
+        let shown = mcp_wire::redact::redact_url(&self.url);
         let invalid = |why: String| {
             TransportError::fatal(
                 TransportErrorKind::Connect,
@@ -83,7 +83,7 @@ impl HttpServerConfig {
                 url.set_fragment(None);
                 url.to_string()
             }
-            Err(_) => mcp_core::redact::redact_url(&self.url),
+            Err(_) => mcp_wire::redact::redact_url(&self.url),
         }
     }
 

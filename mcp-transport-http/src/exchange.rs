@@ -13,8 +13,8 @@ use http::header::{
     HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
 use http::{Method, StatusCode};
-use mcp_core::redact::excerpt;
 use mcp_core::{TransportError, TransportErrorKind};
+use mcp_wire::redact::excerpt;
 use mcp_wire::{AuthChallenge, AuthProvider, AuthTarget, ChallengeOutcome};
 
 use crate::client::{HttpClient, HttpError, HttpResponse, Target};

@@ -78,7 +78,7 @@ pub(crate) fn next_hop(
     if rewrites_a_post {
         let shown = match Target::new(url.clone()) {
             Ok(target) => target.display(),
-            Err(_) => mcp_core::redact::redact_url(url.as_str()),
+            Err(_) => mcp_wire::redact::redact_url(url.as_str()),
         };
         return Redirect::Refuse {
             why: format!(
@@ -97,7 +97,7 @@ pub(crate) fn next_hop(
         return Redirect::Refuse {
             why: format!(
                 "the server redirected from https to plain http ({}); refusing to downgrade",
-                mcp_core::redact::redact_url(url.as_str())
+                mcp_wire::redact::redact_url(url.as_str())
             ),
         };
     }

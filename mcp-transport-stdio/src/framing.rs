@@ -31,10 +31,12 @@
 
 use std::sync::Arc;
 
-use mcp_core::redact::excerpt_of_start;
 use mcp_core::{Message, TransportError, TransportErrorKind};
+use mcp_wire::redact::excerpt_of_start;
 use mcp_wire::OversizedMessage;
-use mcp_wire::{classify_broken_message, request_id_in_prefix, request_id_of, BrokenMessage};
+use mcp_wire::{
+    classify_broken_message, message_error_text, request_id_in_prefix, request_id_of, BrokenMessage,
+};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The first bytes of an over-long line searched for the request it names.
@@ -352,15 +354,21 @@ fn bad_line(line: &[u8], number: u64, e: mcp_core::jsonrpc::MessageError) -> Fra
     }
     if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
         return Frame::Bad(
-            TransportError::recoverable(TransportErrorKind::InvalidMessage, format!("sent {e}"))
-                .for_request(request_id_of(line)),
+            TransportError::recoverable(
+                TransportErrorKind::InvalidMessage,
+                format!("sent {}", message_error_text(&e)),
+            )
+            .for_request(request_id_of(line)),
         );
     }
     match request_id_of(line) {
         Some(id) => Frame::Bad(
             TransportError::recoverable(
                 TransportErrorKind::InvalidMessage,
-                format!("sent a line that is not valid JSON for request {id}: {e}"),
+                format!(
+                    "sent a line that is not valid JSON for request {id}: {}",
+                    message_error_text(&e)
+                ),
             )
             .for_request(Some(id)),
         ),

@@ -124,7 +124,7 @@ impl WebSocketServerConfig {
 
     /// The URL as shown in errors and logs: no user info, no query (either may carry a key).
     pub fn display_url(&self) -> String {
-        mcp_core::redact::redact_url(&self.url)
+        mcp_wire::redact::redact_url(&self.url)
     }
 
     /// The URL, checked: `ws://` or `wss://` with a host.
@@ -222,7 +222,7 @@ impl fmt::Debug for Target {
 
 impl Target {
     pub(crate) fn parse(url: &str) -> Result<Target, TransportError> {
-        let display = mcp_core::redact::redact_url(url);
+        let display = mcp_wire::redact::redact_url(url);
         let invalid =
             |why: &str| connect_error(format!("invalid WebSocket URL {display:?}: {why}"));
         let uri: Uri = url

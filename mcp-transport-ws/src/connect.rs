@@ -112,7 +112,7 @@ pub(crate) async fn open_socket(
                             .www_authenticate
                             .map(|c| format!(
                                 " (WWW-Authenticate: {})",
-                                mcp_core::redact::excerpt(c.as_bytes(), ERROR_DETAIL_CHARS)
+                                mcp_wire::redact::excerpt(c.as_bytes(), ERROR_DETAIL_CHARS)
                             ))
                             .unwrap_or_default()
                     ),

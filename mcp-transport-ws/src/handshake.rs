@@ -193,13 +193,13 @@ fn parse_answer(buf: &[u8], key: &str, display: &str) -> Result<Option<Answer>, 
         _ => {
             // The server's text: redacted (it may echo the credentials it was sent), capped,
             // without control characters.
-            let detail = mcp_core::redact::excerpt(&buf[head_len..], ERROR_DETAIL_CHARS);
+            let detail = mcp_wire::redact::excerpt(&buf[head_len..], ERROR_DETAIL_CHARS);
             let hint = match status {
                 404 => "; check the URL's path".to_owned(),
                 300..=399 => format!(
                     "; redirects are not followed (Location: {})",
                     one("location")
-                        .map(|l| mcp_core::redact::redact_url(&l))
+                        .map(|l| mcp_wire::redact::redact_url(&l))
                         .unwrap_or_default()
                 ),
                 200..=299 => "; the server did not switch protocols: is this a WebSocket endpoint?"

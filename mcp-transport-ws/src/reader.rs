@@ -255,12 +255,12 @@ fn bad_message(bytes: &[u8], e: MessageError) -> TransportError {
     if id.is_some() || serde_json::from_slice::<&serde_json::value::RawValue>(bytes).is_ok() {
         TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
-            format!("the server sent {e}"),
+            format!("the server sent {}", mcp_wire::message_error_text(&e)),
         )
         .for_request(id)
     } else {
         // Redacted, control characters out, cut: the frame is the server's text.
-        let shown = mcp_core::redact::excerpt_of_start(bytes, PREVIEW_CHARS);
+        let shown = mcp_wire::redact::excerpt_of_start(bytes, PREVIEW_CHARS);
         TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
             format!("the server sent a text frame that is not JSON: {shown:?}"),

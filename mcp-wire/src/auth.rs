@@ -8,7 +8,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 
-use mcp_core::redact::redact_url;
+use crate::redact::redact_url;
 use mcp_core::Error;
 
 /// An `Authorization` header value. Its `Debug` and `Display` never show the secret.

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use mcp_core::jsonrpc::MessageError;
 use mcp_core::RequestId;
 use serde::de::{self, MapAccess, Visitor};
 use serde::Deserializer;
@@ -35,6 +36,17 @@ pub fn request_id_of(bytes: &[u8]) -> Option<RequestId> {
         BrokenMessage::ServerRequestOrNotification | BrokenMessage::Unknown => None,
     }
 }
+
+/// A [`MessageError`] as people see it: the parser's words, the peer's text they quote
+/// [redacted and cut](crate::redact::excerpt_of_start) to 200 characters, and the position:
+/// `invalid JSON-RPC message: invalid type: string "[redacted]", expected … at line 1 column 9`.
+pub fn message_error_text(e: &MessageError) -> String {
+    let words = crate::redact::excerpt_of_start(e.parser_words().as_bytes(), PARSER_WORDS_SHOWN);
+    format!("invalid JSON-RPC message: {words}{}", e.at())
+}
+
+/// The characters of the parser's words [`message_error_text`] shows.
+const PARSER_WORDS_SHOWN: usize = 200;
 
 /// What bytes that did not parse as a message are, for a client reading answers
 /// ([`classify_broken_message`]).

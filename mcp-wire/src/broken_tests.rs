@@ -1,6 +1,8 @@
 //! The readers of broken messages, against the shapes peers send.
 
 use super::*;
+use std::sync::Arc;
+
 use mcp_core::{Message, RequestId};
 
 #[test]
@@ -173,4 +175,27 @@ fn an_id_in_a_prefix_is_trusted_only_once_the_prefix_says_it_is_an_answer() {
             "{prefix}"
         );
     }
+}
+
+#[test]
+fn a_parse_error_quotes_the_peers_text_redacted_and_cut() {
+    let secret = format!("Bearer SECRET{}", "x".repeat(100_000));
+    let line = format!(r#"{{"jsonrpc":"2.0","id":1,"error":"{secret}\u001b[2J"}}"#);
+    let e = Message::from_slice(line.as_bytes()).unwrap_err();
+    let reason = message_error_text(&e);
+    let reason = reason.strip_prefix("invalid JSON-RPC message: ").unwrap();
+    assert!(!reason.contains("SECRET"), "{reason}");
+    assert!(reason.chars().count() < 300, "{reason}");
+    assert!(!reason.chars().any(char::is_control), "{reason:?}");
+    assert!(reason.starts_with("invalid type: string"), "{reason}");
+    // The position stays, after the cut.
+    assert!(
+        reason.ends_with(&format!("column {}", line.len() - 1)),
+        "{reason}"
+    );
+    let shared = Arc::new(line.into_bytes());
+    let e = Message::from_shared_line(&shared).unwrap_err();
+    let shown = message_error_text(&e);
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(shown.chars().count() < 330, "{shown}");
 }

@@ -11,6 +11,9 @@
 //!   ([`classify_broken_message`]), the id a broken request owes an error to
 //!   ([`id_of_broken_request`]), the id in the first bytes of a message still arriving
 //!   ([`request_id_in_prefix`]).
+//! - [`redact`]: credential-shaped values taken out of a peer's text (and URLs) before an
+//!   error or a log shows them: [`redact_secrets`](redact::redact_secrets),
+//!   [`excerpt`](redact::excerpt), [`redact_url`](redact::redact_url).
 //! - [`oversized`]: what a transport keeps of a message over its cap ([`OversizedMessage`]: size,
 //!   first and last KiB, the request id found there) and the error of one it will not send
 //!   ([`unsent_oversized`]).
@@ -20,13 +23,14 @@
 pub mod auth;
 pub mod broken;
 pub mod oversized;
+pub mod redact;
 
 pub use auth::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
     DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
 };
 pub use broken::{
-    classify_broken_message, id_of_broken_request, request_id_in_prefix, request_id_of,
-    BrokenMessage,
+    classify_broken_message, id_of_broken_request, message_error_text, request_id_in_prefix,
+    request_id_of, BrokenMessage,
 };
 pub use oversized::{unsent_oversized, OversizedMessage};

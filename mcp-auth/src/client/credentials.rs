@@ -1,8 +1,8 @@
 //! The credentials of a request to the MCP server ([`OAuthClient::credentials`]), and whether
 //! tokens are bound to a DPoP key.
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use mcp_wire::{AuthTarget, AuthorizationValue, Credentials};
 use tracing::debug;
 

@@ -1,8 +1,8 @@
 //! Logout: revocation (RFC 7009) and the logged-out store entry that outranks every earlier
 //! one.
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 
 use super::registration::IdentityUse;
 use super::OAuthClient;

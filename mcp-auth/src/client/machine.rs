@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use mcp_core::redact::redact_url;
+use mcp_wire::redact::redact_url;
 use oauth2::Scope;
 use serde_json::Value;
 

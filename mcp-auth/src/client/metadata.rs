@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use serde_json::json;
 use tracing::info;
 

@@ -28,8 +28,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use tokio::time::Instant;
 
 use crate::config::{Grant, OAuthConfig};

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use oauth2::RefreshToken;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};

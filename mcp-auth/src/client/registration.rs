@@ -1,8 +1,8 @@
 //! The client identity: pre-registered, a stored registration, a client ID metadata document
 //! or dynamic registration (RFC 7591), and the token endpoint authentication each uses.
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use serde_json::{json, Value};
 use tracing::info;
 use url::Url;

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 
 use super::{OAuthClient, MAX_STEP_UPS};
 use crate::discovery::{AuthMetadata, ResourceChallenge};

@@ -1,8 +1,8 @@
 //! The held tokens and the store: the first load, keeping and storing new tokens by
 //! generation, re-reading what other processes stored, and forgetting refused tokens.
 
-use mcp_core::redact::redact_url;
 use mcp_core::sync::lock;
+use mcp_wire::redact::redact_url;
 use tracing::{debug, warn};
 
 use super::{HeldTokens, OAuthClient};

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use mcp_core::redact::redact_url;
+use mcp_wire::redact::redact_url;
 use oauth2::basic::{BasicClient, BasicTokenResponse};
 use oauth2::{
     AuthType, ClientId, ClientSecret, EndpointNotSet, EndpointSet, RequestTokenError,

@@ -124,7 +124,7 @@ pub struct EndpointConfig {
 impl fmt::Debug for EndpointConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EndpointConfig")
-            .field("url", &mcp_core::redact::redact_url(&self.url))
+            .field("url", &mcp_wire::redact::redact_url(&self.url))
             .field("region", &self.region)
             .field("headers", &Redacted(&self.headers))
             .finish()
@@ -211,7 +211,7 @@ impl fmt::Debug for OAuthSettings {
             .field("client_metadata_url", &self.client_metadata_url)
             .field(
                 "resource",
-                &self.resource.as_deref().map(mcp_core::redact::redact_url),
+                &self.resource.as_deref().map(mcp_wire::redact::redact_url),
             )
             .field("token_env", &self.token_env)
             .field("dpop", &self.dpop)
@@ -220,7 +220,7 @@ impl fmt::Debug for OAuthSettings {
                 &self
                     .resource_metadata_origins
                     .iter()
-                    .map(|u| mcp_core::redact::redact_url(u))
+                    .map(|u| mcp_wire::redact::redact_url(u))
                     .collect::<Vec<_>>(),
             )
             .field("address_policy", &self.address_policy)
@@ -409,23 +409,23 @@ impl fmt::Debug for TransportConfig {
                 .finish(),
             TransportConfig::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", &mcp_core::redact::redact_url(url))
+                .field("url", &mcp_wire::redact::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
             TransportConfig::Sse { url, headers } => f
                 .debug_struct("Sse")
-                .field("url", &mcp_core::redact::redact_url(url))
+                .field("url", &mcp_wire::redact::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
             TransportConfig::Url { url, headers } => f
                 .debug_struct("Url")
-                .field("url", &mcp_core::redact::redact_url(url))
+                .field("url", &mcp_wire::redact::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
             TransportConfig::Remote { kind, url, headers } => f
                 .debug_struct("Remote")
                 .field("kind", kind)
-                .field("url", &mcp_core::redact::redact_url(url))
+                .field("url", &mcp_wire::redact::redact_url(url))
                 .field("headers", &Redacted(headers))
                 .finish(),
             TransportConfig::InProcess => f.write_str("InProcess"),

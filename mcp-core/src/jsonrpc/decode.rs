@@ -13,39 +13,74 @@ use serde_json::{Map, Value};
 use super::{ErrorObject, Message, Notification, Payload, Request, Response, SharedJson};
 use super::{RequestId, JSONRPC_VERSION};
 
-/// Why bytes could not be read as a JSON-RPC message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid JSON-RPC message: {reason}")]
+/// Why bytes could not be read as a JSON-RPC message: what kind of fault, and where.
+///
+/// Its `Display` and `Debug` never show the peer's text. The parser's own words may quote it (a
+/// value, a key, a token a server echoed back), so they are kept apart
+/// ([`parser_words`](MessageError::parser_words)) for a transport to show redacted, as
+/// `mcp-wire`'s `broken::message_error_text` does.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid JSON-RPC message ({}){}", self.fault, self.at())]
 pub struct MessageError {
-    reason: String,
+    fault: &'static str,
+    /// Where the parser stopped: line and column.
+    position: Option<(usize, usize)>,
+    /// The parser's words without the position, at most [`PARSER_WORDS_BYTES`] of them.
+    words: String,
 }
 
-/// The characters of a parse error's text kept in a [`MessageError`]: serde quotes the
-/// offending value (a whole string, megabytes of a peer's text, a token it echoed).
-const REASON_CHARS: usize = 200;
+/// The bytes of the parser's words kept: it quotes the offending value whole (megabytes of a
+/// peer's text, maybe), and more than this is never shown.
+const PARSER_WORDS_BYTES: usize = 4096;
 
 impl MessageError {
-    /// The parser's error, the peer's text it quotes passed through
-    /// [`excerpt_of_start`](crate::redact::excerpt_of_start) (redacted, control characters out,
-    /// cut), its position kept.
     pub(super) fn from_parser(e: &serde_json::Error) -> Self {
         let full = e.to_string();
-        let position = format!(" at line {} column {}", e.line(), e.column());
-        let (what, at) = match full.strip_suffix(&position) {
-            Some(what) => (what, position.as_str()),
-            None => (full.as_str(), ""),
-        };
+        let position = (e.line() > 0).then(|| (e.line(), e.column()));
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let words = full.strip_suffix(&suffix).unwrap_or(&full);
+        let mut end = words.len().min(PARSER_WORDS_BYTES);
+        while !words.is_char_boundary(end) {
+            end -= 1;
+        }
         MessageError {
-            reason: format!(
-                "{}{at}",
-                crate::redact::excerpt_of_start(what.as_bytes(), REASON_CHARS)
-            ),
+            fault: match e.classify() {
+                serde_json::error::Category::Syntax => "not JSON",
+                serde_json::error::Category::Eof => "cut short",
+                serde_json::error::Category::Data | serde_json::error::Category::Io => {
+                    "not a JSON-RPC 2.0 message"
+                }
+            },
+            position: position.filter(|_| words.len() < full.len()),
+            words: words[..end].to_owned(),
         }
     }
 
-    /// What was wrong with the message.
-    pub fn reason(&self) -> &str {
-        &self.reason
+    /// What kind of fault, and where: `not JSON at line 1 column 7` (never the peer's text).
+    pub fn reason(&self) -> String {
+        format!("{}{}", self.fault, self.at())
+    }
+
+    /// The parser's own words (`invalid type: string "…", expected …`), which may quote the
+    /// peer's text: show them only redacted and cut.
+    pub fn parser_words(&self) -> &str {
+        &self.words
+    }
+
+    /// ` at line L column C`, or nothing when the parser gave no position.
+    pub fn at(&self) -> String {
+        self.position
+            .map(|(line, column)| format!(" at line {line} column {column}"))
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for MessageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MessageError")
+            .field("fault", &self.fault)
+            .field("position", &self.position)
+            .finish_non_exhaustive()
     }
 }
 

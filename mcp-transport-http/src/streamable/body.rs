@@ -73,14 +73,14 @@ pub(super) fn parse_json_body(
                 Message::from_json_str(raw.get()).map_err(|e| {
                     TransportError::recoverable(
                         TransportErrorKind::InvalidMessage,
-                        format!("{display_url} sent {e}"),
+                        format!("{display_url} sent {}", mcp_wire::message_error_text(&e)),
                     )
                 })
             })
             .collect())
     } else {
         Ok(vec![Ok(
-            Message::from_slice(bytes).map_err(|e| e.to_string())?
+            Message::from_slice(bytes).map_err(|e| mcp_wire::message_error_text(&e))?
         )])
     }
 }

@@ -338,7 +338,10 @@ pub(crate) fn event_message(data: String, display_url: &str) -> Result<Message, 
     Message::from_shared_line(&data).map_err(|e| {
         TransportError::recoverable(
             TransportErrorKind::InvalidMessage,
-            format!("{display_url} sent an event that is not a message: {e}"),
+            format!(
+                "{display_url} sent an event that is not a message: {}",
+                mcp_wire::message_error_text(&e)
+            ),
         )
         .for_request(mcp_wire::request_id_of(&data))
     })

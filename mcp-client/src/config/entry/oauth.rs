@@ -94,7 +94,7 @@ pub(super) fn read_oauth(obj: &Obj<'_>, ctx: &Ctx<'_>) -> Result<OAuthSettings, 
                             format!(
                                 "expected an https origin such as \"https://auth.example.com\", \
                              found {:?}",
-                                mcp_core::redact::redact_url(origin)
+                                mcp_wire::redact::redact_url(origin)
                             ),
                         ));
                     }

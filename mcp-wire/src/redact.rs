@@ -29,10 +29,10 @@
 //! the first bytes of a message that may be megabytes long.
 //!
 //! Hand-written rather than a set of regular expressions: the patterns are few and simple, the
-//! core crate stays free of a regex engine, and the pass is linear in the text.
+//! transports stay free of a regex engine, and the pass is linear in the text.
 //!
 //! ```
-//! use mcp_core::redact::redact_secrets;
+//! use mcp_wire::redact::redact_secrets;
 //! let body = r#"{"error":"bad","access_token":"hunter2"} Authorization: Bearer abc.def"#;
 //! assert_eq!(
 //!     redact_secrets(body),
@@ -87,7 +87,7 @@ pub fn redact_secrets(text: &str) -> String {
 /// first few KiB), not this function.
 ///
 /// ```
-/// use mcp_core::redact::excerpt;
+/// use mcp_wire::redact::excerpt;
 /// let body = b"denied\r\n\x1b[31mAuthorization: Bearer sk-live-0123456789\x1b[0m, try later";
 /// assert_eq!(excerpt(body, 30), "denied  [31mAuthorization: [re…");
 /// assert_eq!(excerpt(b"  short\n", 30), "short");
@@ -118,7 +118,7 @@ pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
 /// grow with the message; `…` when it was cut.
 ///
 /// ```
-/// use mcp_core::redact::excerpt_of_start;
+/// use mcp_wire::redact::excerpt_of_start;
 /// let line = format!("Bearer sk-live-0123456789 {}", "x".repeat(1 << 20));
 /// assert_eq!(excerpt_of_start(line.as_bytes(), 12), "[redacted] x…");
 /// ```
@@ -335,7 +335,7 @@ fn is_high_entropy(run: &str) -> bool {
 ///
 /// ```
 /// assert_eq!(
-///     mcp_core::redact::redact_url("https://me:pw@api.example.com/mcp?key=s3cret#x"),
+///     mcp_wire::redact::redact_url("https://me:pw@api.example.com/mcp?key=s3cret#x"),
 ///     "https://<redacted>@api.example.com/mcp"
 /// );
 /// ```
