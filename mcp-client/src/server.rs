@@ -15,13 +15,14 @@ use crate::connect::{ServerConnector, SessionSetup};
 use crate::handler::{ClientNotification, FacadeHandler};
 use crate::resources::{ServerResources, SubscriptionRenewal};
 use crate::router::{Endpoint, EndpointParts, Failover, Router, RouterParts, RoutingPolicy};
-use crate::routing::{Fetched, ListCache, ResourceIndex};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
 use crate::supervisor::{
     Lists, SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts,
 };
 use crate::transports::TransportRegistry;
+use mcp_resources::Discovery;
+use mcp_session::{Fetched, ListCache};
 
 /// Everything the client keeps per server.
 pub(crate) struct ManagedServer {
@@ -30,7 +31,7 @@ pub(crate) struct ManagedServer {
     pub(crate) stack: ServerStack,
     transport_name: &'static str,
     pub(crate) prompts: ListCache<Vec<Prompt>>,
-    pub(crate) resource_list: ListCache<ResourceIndex>,
+    pub(crate) resource_list: ListCache<Discovery>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
     /// Reads, subscriptions renewed on every new session, and (feature `resources`) the
     /// resource manager.
@@ -293,7 +294,7 @@ impl ManagedServer {
 
     /// The resources and templates, kept or fetched through the call stack (a server that
     /// cannot list templates has none).
-    pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceIndex>, Error> {
+    pub(crate) async fn resource_index(&self) -> Result<Fetched<Discovery>, Error> {
         let service = self.stack.service.clone();
         self.resource_list
             .get_or_fetch(async move {
@@ -310,10 +311,7 @@ impl ManagedServer {
                     }
                     Err(e) => return Err(e),
                 };
-                Ok(ResourceIndex {
-                    resources,
-                    templates,
-                })
+                Ok(Discovery::new(resources, templates))
             })
             .await
     }

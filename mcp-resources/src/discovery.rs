@@ -1,10 +1,8 @@
-//! What the server offers — its resources and resource templates ([`Discovery`]) — and the
-//! listing cache that keeps it until `notifications/resources/list_changed` or a reconnect.
+//! What the server offers: its resources and resource templates ([`Discovery`]), kept in
+//! mcp-session's `ListCache` until `notifications/resources/list_changed` or a reconnect.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
-use mcp_core::sync::lock;
 use mcp_core::types::{Resource, ResourceTemplate};
 
 use crate::template::UriTemplate;
@@ -92,45 +90,6 @@ impl Discovery {
             uri_template: uri_template.clone(),
             variables,
         })
-    }
-}
-
-/// The kept discovery and the generation that invalidations bump: a fetch that started in
-/// an older generation is returned to its callers but not kept.
-#[derive(Default)]
-pub(crate) struct ListingCache {
-    state: Mutex<Listing>,
-}
-
-#[derive(Default)]
-struct Listing {
-    kept: Option<Arc<Discovery>>,
-    generation: u64,
-}
-
-impl ListingCache {
-    pub(crate) fn kept(&self) -> Option<Arc<Discovery>> {
-        lock(&self.state).kept.clone()
-    }
-
-    pub(crate) fn generation(&self) -> u64 {
-        lock(&self.state).generation
-    }
-
-    /// Keeps `discovery` if nothing invalidated the listing since `generation`.
-    pub(crate) fn keep(&self, generation: u64, discovery: &Arc<Discovery>) -> bool {
-        let mut state = lock(&self.state);
-        if state.generation != generation {
-            return false;
-        }
-        state.kept = Some(discovery.clone());
-        true
-    }
-
-    pub(crate) fn invalidate(&self) {
-        let mut state = lock(&self.state);
-        state.kept = None;
-        state.generation += 1;
     }
 }
 

@@ -109,30 +109,51 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "manager")]
 mod config;
+#[cfg(feature = "manager")]
 mod content;
 mod discovery;
+#[cfg(feature = "manager")]
 mod error;
+#[cfg(feature = "manager")]
 mod eviction;
+#[cfg(feature = "manager")]
 mod flight;
+#[cfg(feature = "manager")]
 mod handler;
+#[cfg(feature = "manager")]
 mod manager;
+#[cfg(feature = "manager")]
 mod observers;
+#[cfg(feature = "manager")]
 mod renewal;
+#[cfg(feature = "manager")]
 mod requests;
+#[cfg(feature = "manager")]
 mod state;
+#[cfg(feature = "manager")]
 mod stats;
+#[cfg(feature = "manager")]
 mod table;
 mod template;
 
+#[cfg(feature = "manager")]
 pub use config::ResourceConfig;
 pub use discovery::{Discovery, TemplateMatch};
+#[cfg(feature = "manager")]
 pub use eviction::MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT;
+#[cfg(feature = "manager")]
 pub use handler::{NotificationRelay, ResourceHandler};
+#[cfg(feature = "manager")]
 pub use manager::{offers_subscriptions, ReadSource, ResourceManager};
+#[cfg(feature = "manager")]
 pub use observers::UpdateGuard;
+#[cfg(feature = "manager")]
 pub use renewal::{RenewalReport, SessionRenewal};
+#[cfg(feature = "manager")]
 pub use state::{ResourceState, Transition, Trigger};
+#[cfg(feature = "manager")]
 pub use stats::ResourceStats;
 pub use template::{
     TemplateError, UriTemplate, MAX_EXPRESSION_VARIABLES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS,

@@ -12,7 +12,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
 use crate::config::ResourceConfig;
-use crate::discovery::{Discovery, ListingCache, TemplateMatch};
+use crate::discovery::{Discovery, TemplateMatch};
 use crate::error::{closed, subscriptions_not_offered, waited_too_long};
 use crate::eviction::{Evictions, SubscriptionFlights};
 use crate::flight::{Role, SingleFlight};
@@ -22,6 +22,7 @@ use crate::requests::bounded;
 use crate::state::{ResourceState, Transition, Trigger};
 use crate::stats::{Counters, ResourceStats};
 use crate::table::{Lookup, StateTable};
+use mcp_session::ListCache;
 
 /// Where a [`read`](ResourceManager::read_with_source) got its contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +91,7 @@ pub(crate) struct Inner {
     /// Per URI, one subscribe or eviction unsubscribe at a time.
     pub(crate) subscriptions: Arc<SubscriptionFlights>,
     pub(crate) listings: SingleFlight<Arc<Discovery>>,
-    pub(crate) listing: ListingCache,
+    pub(crate) listing: ListCache<Discovery>,
     pub(crate) observers: Arc<Observers>,
     pub(crate) counters: Counters,
     pub(crate) closed_signal: watch::Sender<bool>,
@@ -135,7 +136,7 @@ impl ResourceManager {
                 reads: SingleFlight::new(),
                 subscriptions: Arc::new(SingleFlight::new()),
                 listings: SingleFlight::new(),
-                listing: ListingCache::default(),
+                listing: ListCache::default(),
                 observers: Arc::default(),
                 counters: Counters::default(),
                 closed_signal: watch::channel(false).0,
@@ -359,7 +360,9 @@ impl ResourceManager {
                 inner.table.updated(&update.uri);
                 inner.observers.notify(update);
             }
-            ServerNotification::ResourceListChanged => inner.listing.invalidate(),
+            ServerNotification::ResourceListChanged => {
+                inner.listing.invalidate();
+            }
             _ => {}
         }
     }

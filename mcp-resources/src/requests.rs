@@ -193,36 +193,40 @@ impl Inner {
 
     /// The listing a discovery leads: both lists at once, kept unless invalidated meanwhile.
     pub(crate) async fn list(&self, deadline: Instant) -> Result<Arc<Discovery>, Error> {
-        if let Some(kept) = self.listing.kept() {
-            return Ok(kept);
-        }
-        let generation = self.listing.generation();
-        Counters::add(&self.counters.list_fetches);
-        let service = self.services().read;
-        let (resources, templates) = tokio::join!(
-            bounded(
-                deadline,
-                "resources/list",
-                "resources/list",
-                service.list_all_resources(self.options(deadline))
-            ),
-            bounded(
-                deadline,
-                "resources/templates/list",
-                "resources/templates/list",
-                service.list_all_resource_templates(self.options(deadline))
-            ),
-        );
-        let resources = resources?;
-        let templates = match templates {
-            Ok(templates) => templates,
-            Err(e) if e.code() == Some(codes::METHOD_NOT_FOUND) => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let discovery = Arc::new(Discovery::new(resources, templates));
-        if self.table.is_closed() || !self.listing.keep(generation, &discovery) {
+        let fetched = self
+            .listing
+            .get_or_fetch(async {
+                Counters::add(&self.counters.list_fetches);
+                let service = self.services().read;
+                let (resources, templates) = tokio::join!(
+                    bounded(
+                        deadline,
+                        "resources/list",
+                        "resources/list",
+                        service.list_all_resources(self.options(deadline))
+                    ),
+                    bounded(
+                        deadline,
+                        "resources/templates/list",
+                        "resources/templates/list",
+                        service.list_all_resource_templates(self.options(deadline))
+                    ),
+                );
+                let resources = resources?;
+                let templates = match templates {
+                    Ok(templates) => templates,
+                    Err(e) if e.code() == Some(codes::METHOD_NOT_FOUND) => Vec::new(),
+                    Err(e) => return Err(e),
+                };
+                Ok(Discovery::new(resources, templates))
+            })
+            .await?;
+        if self.table.is_closed() {
+            // Closed meanwhile: nothing is kept for a manager that is gone.
+            self.listing.clear();
+        } else if !fetched.kept {
             tracing::debug!("a resource listing raced a list change; returned but not kept");
         }
-        Ok(discovery)
+        Ok(fetched.list)
     }
 }

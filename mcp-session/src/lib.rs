@@ -36,6 +36,7 @@
 //!   [`SessionConnector`]).
 //! - [`error_codes`]: how a server's error codes map to error kinds ([`ErrorCodeTable`]).
 //! - [`ChannelTransport`]: an in-memory transport pair, for in-process servers and tests.
+//! - [`ListCache`]: a server's list kept until it changes or a new session starts.
 //! - [`extensions`]: protocol extensions — the Tasks extension ([`extensions::tasks`]).
 //!
 //! ```no_run
@@ -59,11 +60,13 @@ mod channel;
 pub mod connector;
 pub mod error_codes;
 pub mod extensions;
+mod list_cache;
 mod session;
 
 pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
 pub use connector::{connector_fn, Connector, ConnectorFn, SessionConnector};
 pub use error_codes::{ErrorCodeRule, ErrorCodeTable};
+pub use list_cache::{Fetched, ListCache};
 pub use session::{
     result_type, ClientHandler, ClientSession, EraMemo, NotificationEvent, NotificationStream,
     ServerNotification, SessionOptions, StaticRoots, MAX_SERVER_REQUEST_ID_BYTES,

@@ -10,10 +10,11 @@ use tokio::task::JoinSet;
 
 use super::{read, write, Gathered, Inner, McpClient};
 use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
-use crate::routing::{Fetched, ResourceIndex};
 use crate::server::ManagedServer;
 use crate::status::ServerStatus;
 use crate::supervisor::Lists;
+use mcp_resources::Discovery;
+use mcp_session::Fetched;
 
 impl McpClient {
     /// Prompts of every ready server under qualified names (`server__prompt`). Each server's
@@ -168,8 +169,8 @@ impl Inner {
     pub(super) fn noted_resources(
         &self,
         server: &ManagedServer,
-        fetched: Fetched<ResourceIndex>,
-    ) -> Arc<ResourceIndex> {
+        fetched: Fetched<Discovery>,
+    ) -> Arc<Discovery> {
         server
             .metrics
             .cache(mcp_metrics::CacheKind::Resources, fetched.hit);
@@ -178,15 +179,15 @@ impl Inner {
             self.report_list_change(ListChange::between(
                 server,
                 ListKind::Resources,
-                &before.resources,
-                &fetched.list.resources,
+                before.resources(),
+                fetched.list.resources(),
                 |r| r.uri.clone(),
             ));
             self.report_list_change(ListChange::between(
                 server,
                 ListKind::ResourceTemplates,
-                &before.templates,
-                &fetched.list.templates,
+                before.templates(),
+                fetched.list.templates(),
                 |t| t.uri_template.clone(),
             ));
         }

@@ -7,8 +7,9 @@ use mcp_core::types::ReadResourceResult;
 use mcp_core::{Delivery, Error, ErrorKind};
 
 use super::{server_not_ready, CatalogResource, Gathered, McpClient};
-use crate::routing::{pick_resource_server, ResourceIndex};
+use crate::routing::{offer, pick_resource_server};
 use crate::server::ManagedServer;
+use mcp_resources::Discovery;
 
 impl McpClient {
     /// Resources of every ready server, in configuration order. Each server's list is kept
@@ -21,7 +22,7 @@ impl McpClient {
                 .into_iter()
                 .flat_map(|(server, index)| {
                     index
-                        .resources
+                        .resources()
                         .iter()
                         .map(|resource| CatalogResource {
                             server: server.clone(),
@@ -35,7 +36,7 @@ impl McpClient {
     }
 
     /// Every ready server's resource index, kept or listed.
-    async fn resource_indexes(&self) -> Gathered<Vec<(String, Arc<ResourceIndex>)>> {
+    async fn resource_indexes(&self) -> Gathered<Vec<(String, Arc<Discovery>)>> {
         let inner = self.inner.clone();
         self.gather("resources/list", move |server| {
             let inner = inner.clone();
@@ -153,7 +154,7 @@ impl McpClient {
         let offers: Vec<_> = indexes
             .items
             .iter()
-            .map(|(server, index)| (server.clone(), index.offers(uri)))
+            .map(|(server, index)| (server.clone(), offer(index, uri)))
             .collect();
         pick_resource_server(uri, &offers)
     }
