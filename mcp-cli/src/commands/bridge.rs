@@ -15,8 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::config::ClientConfig;
-use mcp_client::TransportRegistry;
-use mcp_transport_grpc::GrpcBridge;
+use mcp_client::{GrpcBridge, TransportRegistry};
 use serde_json::json;
 
 use crate::errors::{CliError, Missing};
