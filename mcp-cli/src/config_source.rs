@@ -67,10 +67,11 @@ pub fn embedded_default(exe: &Path) -> ClientConfig {
     }
 }
 
-/// Runs the fixture MCP server on stdin/stdout, exactly as the `mcp-fixture-server` binary of
-/// `mcp-testkit` does (same flags, same start-up fault handling). Returns the exit code.
+/// Runs the fixture MCP server on stdin/stdout (mcp-fixture's stdio server), as the
+/// `mcp-fixture-server` binary of `mcp-testkit` does without `--http` or `--ws` (same flags,
+/// same start-up fault handling; those two are refused). Returns the exit code.
 pub fn run_fixture_server(args: Vec<String>) -> i32 {
-    mcp_testkit::run::run(args)
+    mcp_fixture::run::run(args)
 }
 
 #[cfg(test)]

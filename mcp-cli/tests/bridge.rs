@@ -278,8 +278,8 @@ async fn a_bridge_with_tls_serves_grpcs() {
 fn mcph_reaches_grpc_and_websocket_servers() {
     let env = Env::new();
     let (bridge, grpc_url) = start_bridge(&env, &[]);
-    let mut ws = std::process::Command::new(common::MCPH)
-        .args(["__fixture-server", "--ws", "127.0.0.1:0"])
+    let mut ws = std::process::Command::new(mcp_testkit::fixture_server_bin())
+        .args(["--ws", "127.0.0.1:0"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -318,12 +318,13 @@ fn stored_secrets(redis: &RedisServer, fixture: &HttpFixtureProcess) -> Vec<Stri
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let key = mcp_fleet::StoreKeyMaterial::parse("STORE_KEY", STORE_KEY).expect("key");
-        let settings =
-            mcp_fleet::FleetSettings::new(redis.url(), key, "STORE_KEY").with_prefix(PREFIX);
-        let fleet = mcp_fleet::Fleet::new(settings).expect("fleet");
+        let key =
+            mcp_client::mcp_fleet::StoreKeyMaterial::parse("STORE_KEY", STORE_KEY).expect("key");
+        let settings = mcp_client::mcp_fleet::FleetSettings::new(redis.url(), key, "STORE_KEY")
+            .with_prefix(PREFIX);
+        let fleet = mcp_client::mcp_fleet::Fleet::new(settings).expect("fleet");
         let store = fleet.token_store();
-        let entry = mcp_auth::TokenStore::load(
+        let entry = mcp_client::mcp_auth::TokenStore::load(
             &*store,
             &mcp_client::auth::store_key(&format!("{}/mcp", fixture.url)),
         )

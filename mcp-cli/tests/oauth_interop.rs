@@ -32,8 +32,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{finish, Run, TempDir, DEADLINE, MCPH};
-use mcp_auth::store::{KeyringStore, TokenStore};
-use mcp_auth::{StoredCredentials, TokenEndpointAuth};
+use mcp_client::mcp_auth::store::{KeyringStore, TokenStore};
+use mcp_client::mcp_auth::{StoredCredentials, TokenEndpointAuth};
 use mcp_testkit::secret_service::{files_containing, SecretService};
 use serde_json::{json, Value};
 

@@ -28,6 +28,10 @@
 //!   `needs-auth` when a login is needed, tokens for stdio servers through the environment.
 //! - [`fleet`] (feature `fleet`, `enterprise`): a fleet's shared store on Redis — OAuth tokens
 //!   shared by every replica, fleet-wide rate limits.
+//! - Re-exported for what a harness (or `mcph`) drives beyond the facade: `mcp_auth`
+//!   (feature `oauth`: logins, OAuth clients), `mcp_fleet` (`fleet`), `mcp_resources`
+//!   (`resources`), [`metrics`], and `GrpcBridge` (`grpc-bridge`, in no profile: serving a
+//!   server over gRPC).
 //! - [`transports`]: where a server is and which transport reaches it — [`TransportRegistry`]
 //!   of [`TransportFactory`]s, the profile's built-ins and a harness's own; `connect.rs` each
 //!   server's [`Connector`](mcp_session::Connector) on top.
@@ -81,6 +85,22 @@ pub use mcp_metrics as metrics;
 /// The resource manager's crate (feature `resources`): states, transitions, observers.
 #[cfg(feature = "resources")]
 pub use mcp_resources;
+
+/// The OAuth crate (feature `oauth`), whose types [`OAuthPolicy`] takes: what a harness drives
+/// itself — an interactive login (`login::LoopbackLogin`, an `Authorizer`), an `OAuthClient`
+/// for `auth::oauth_config`'s settings, token stores.
+#[cfg(feature = "oauth")]
+pub use mcp_auth;
+
+/// The fleet crate (feature `fleet`): the `Fleet` that [`fleet::open`] returns, and
+/// `StoreKeyMaterial`, a new store key.
+#[cfg(feature = "fleet")]
+pub use mcp_fleet;
+
+/// The gRPC bridge (feature `grpc-bridge`): serves one server over gRPC, a new connection of
+/// any transport connector (say, from the [`TransportRegistry`]) per gRPC call.
+#[cfg(feature = "grpc-bridge")]
+pub use mcp_transport_grpc::{GrpcBridge, GrpcBridgeHandle};
 
 /// The most capable profile compiled in: `enterprise`, `professional` or `minimal`.
 pub const PROFILE: &str = if cfg!(feature = "enterprise") {

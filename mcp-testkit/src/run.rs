@@ -1,16 +1,18 @@
-//! The fixture server's `main`: parse the flags, apply the start-up faults, serve stdin/stdout
-//! (or HTTP with `--http ADDR`, WebSocket with `--ws ADDR`).
-//! Shared by the `mcp-fixture-server` binary and `mcph __fixture-server`.
+//! The full fixture server's `main` (the `mcp-fixture-server` binary): mcp-fixture's
+//! steps — parse the flags, apply the start-up faults ([`mcp_fixture::run`]) — then serve
+//! HTTP with `--http ADDR`, WebSocket with `--ws ADDR`, else stdin/stdout.
+//! (`mcph __fixture-server` runs mcp-fixture's stdio-only runner instead.)
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
 
+use mcp_fixture::run::{parse_command_line, start};
+
 use crate::http::serve_http;
-use crate::options::{parse_args, CliCommand, ServerOptions, HELP};
-use crate::startup::apply_startup_faults;
+use crate::options::ServerOptions;
 use crate::stdio::serve_stdio_blocking;
 use crate::ws::serve_ws;
-use crate::{SERVER_NAME, SERVER_VERSION};
+use crate::SERVER_NAME;
 
 /// Runs the fixture server with command-line `args` (without the program name) and returns
 /// the process exit code: 0 after stdin EOF, 1 on a start-up or I/O failure, 2 on bad flags.
@@ -19,54 +21,15 @@ use crate::{SERVER_NAME, SERVER_VERSION};
 /// The caller should exit with it at once, so that in-flight tasks (slow tools, pending client
 /// requests) do not keep the process alive after stdin EOF.
 pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
-    let options = match parse_args(args) {
-        Ok(CliCommand::Run(options)) => options,
-        Ok(CliCommand::Help) => {
-            print!("{HELP}");
-            return 0;
-        }
-        Ok(CliCommand::Version) => {
-            println!("{SERVER_NAME} {SERVER_VERSION}");
-            return 0;
-        }
-        Err(message) => {
-            eprintln!("{SERVER_NAME}: {message}");
-            return 2;
-        }
+    let options = match parse_command_line(args) {
+        Ok(options) => options,
+        Err(code) => return code,
     };
-    // Kept alive (never reaped) for the lifetime of the process.
-    let _grandchild = match apply_startup_faults(&options) {
-        Ok(child) => child,
-        Err(e) => {
-            eprintln!("{SERVER_NAME}: start-up failed: {e}");
-            return 1;
-        }
-    };
-    if let Some(addr) = options.http {
-        return match serve_http_forever(options, addr) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("{SERVER_NAME}: {e}");
-                1
-            }
-        };
-    }
-    if let Some(addr) = options.ws {
-        return match serve_ws_forever(options, addr) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("{SERVER_NAME}: {e}");
-                1
-            }
-        };
-    }
-    match serve_stdio_blocking(options) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("{SERVER_NAME}: {e}");
-            1
-        }
-    }
+    start(options, |options| match (options.http, options.ws) {
+        (Some(addr), _) => serve_http_forever(options, addr),
+        (None, Some(addr)) => serve_ws_forever(options, addr),
+        (None, None) => serve_stdio_blocking(options),
+    })
 }
 
 /// Serves HTTP on `addr` (loopback only) on a current-thread runtime until the process is

@@ -381,6 +381,7 @@ pub const PUBLISHED: &[&str] = &[
     "mcp-metrics",
     "mcp-fleet",
     "mcp-client",
+    "mcp-fixture",
     "mcp-testkit",
     "mcp-cli",
 ];

@@ -198,7 +198,9 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
         }
     };
     only("mcp-core", &[], &mut broken);
-    only("mcp-testkit", &[], &mut broken);
+    // The fixture is a second reading of the specification: it knows no crate of the client.
+    only("mcp-fixture", &[], &mut broken);
+    only("mcp-testkit", &["mcp-fixture"], &mut broken);
     only("mcp-session", &["mcp-core"], &mut broken);
     only("mcp-wire", &["mcp-core"], &mut broken);
     for name in layers.keys() {
@@ -215,6 +217,13 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
         only(name, &["mcp-core", "mcp-session"], &mut broken);
     }
     only("mcp-fleet", &["mcp-auth", "mcp-resilience"], &mut broken);
+    // `mcph` composes through the facade (auth, the fleet store and the gRPC bridge are its
+    // re-exports), plus the core and session types it prints and the stdio fixture it embeds.
+    only(
+        "mcp-cli",
+        &["mcp-client", "mcp-core", "mcp-session", "mcp-fixture"],
+        &mut broken,
+    );
     // Only the composing crates use the facade, and no published crate depends on a
     // support crate.
     let support = [
@@ -227,6 +236,25 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
         if dependencies.contains("mcp-client") && !["mcp-cli", "mcp-bench"].contains(&name.as_str())
         {
             broken.push(format!("{name} depends on the facade (mcp-client)"));
+        }
+        // The fixture is test support, published for harness authors: no library ships it.
+        // `mcph` embeds the stdio fixture (mcp-fixture) as its built-in server, so only the
+        // stdio fixture may be a normal dependency of a published crate, of mcp-cli alone; the
+        // full testkit (HTTP, OAuth, DPoP, Redis and D-Bus helpers) of support crates only.
+        let supporting = support.contains(&name.as_str());
+        if dependencies.contains("mcp-testkit") && !supporting {
+            broken.push(format!(
+                "{name} depends on the testkit (mcp-testkit); only support crates may"
+            ));
+        }
+        if dependencies.contains("mcp-fixture")
+            && !supporting
+            && !["mcp-cli", "mcp-testkit"].contains(&name.as_str())
+        {
+            broken.push(format!(
+                "{name} depends on the fixture (mcp-fixture); only mcp-cli (its built-in \
+                 server), mcp-testkit and support crates may"
+            ));
         }
         if !support.contains(&name.as_str()) {
             for dep in dependencies
@@ -342,7 +370,9 @@ members = [\"mcp-core\", \"mcp-cli\"]
     fn a_broken_rule_is_named() {
         // Every crate a rule names, depending on nothing: no rule is broken.
         let mut layers: Dependencies = [
+            "mcp-cli",
             "mcp-core",
+            "mcp-fixture",
             "mcp-testkit",
             "mcp-session",
             "mcp-wire",
@@ -368,6 +398,20 @@ members = [\"mcp-core\", \"mcp-cli\"]
             ["mcp-transport-contract"].map(String::from).into(),
         );
         layers.remove("mcp-fleet");
+        layers.insert(
+            "mcp-cli".into(),
+            ["mcp-client", "mcp-fixture", "mcp-auth"]
+                .map(String::from)
+                .into(),
+        );
+        layers.insert(
+            "mcp-client".into(),
+            ["mcp-testkit"].map(String::from).into(),
+        );
+        layers.insert(
+            "mcp-resources".into(),
+            ["mcp-core", "mcp-fixture"].map(String::from).into(),
+        );
         let broken = broken_rules(&layers);
         assert_eq!(
             broken,
@@ -375,8 +419,14 @@ members = [\"mcp-core\", \"mcp-cli\"]
                 "mcp-transport-ws depends on mcp-session; it may depend on mcp-core, mcp-wire only",
                 "mcp-skills depends on mcp-transport-contract; it may depend on mcp-core only",
                 "mcp-pool depends on mcp-client; it may depend on mcp-core, mcp-session only",
+                "mcp-resources depends on mcp-fixture; it may depend on mcp-core, mcp-session only",
                 "a layering rule names mcp-fleet, which is not a member",
+                "mcp-cli depends on mcp-auth; it may depend on mcp-client, mcp-core, mcp-session, \
+                 mcp-fixture only",
+                "mcp-client depends on the testkit (mcp-testkit); only support crates may",
                 "mcp-pool depends on the facade (mcp-client)",
+                "mcp-resources depends on the fixture (mcp-fixture); only mcp-cli (its built-in \
+                 server), mcp-testkit and support crates may",
                 "mcp-skills depends on the support crate mcp-transport-contract",
             ]
         );

@@ -106,7 +106,8 @@ pub fn check(root: &Path) -> (bool, String) {
         .status()
         .is_ok_and(|s| s.success());
     for profile in PROFILES {
-        // The workspace test step already runs everything with all features (= enterprise):
+        // The workspace test step already runs everything with all features (enterprise, and
+        // the gRPC bridge, which is in no profile):
         // here the smaller profiles run their tests, and every profile must build on its own.
         let verb: &[&str] = match (*profile == "enterprise", nextest) {
             (true, _) => &["build"],

@@ -6,11 +6,11 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mcp_auth::login::{has_display, LoopbackLogin, Presenter};
-use mcp_auth::{Authorizer, OAuthClient};
 use mcp_client::config::{ClientConfig, ServerConfig};
+use mcp_client::mcp_auth::login::{has_display, LoopbackLogin, Presenter};
+use mcp_client::mcp_auth::{AuthError, Authorizer, OAuthClient};
+use mcp_client::mcp_fleet::{Fleet, StoreKeyMaterial};
 use mcp_client::OAuthPolicy;
-use mcp_fleet::{Fleet, StoreKeyMaterial};
 use serde_json::{json, Value};
 
 use crate::errors::{CliError, Missing};
@@ -325,6 +325,6 @@ fn for_people(d: Duration) -> String {
     }
 }
 
-fn auth_error(e: mcp_auth::AuthError) -> CliError {
+fn auth_error(e: AuthError) -> CliError {
     CliError::Mcp(e.into())
 }

@@ -15,8 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::config::ClientConfig;
-use mcp_client::TransportRegistry;
-use mcp_transport_grpc::GrpcBridge;
+use mcp_client::{GrpcBridge, TransportRegistry};
 use serde_json::json;
 
 use crate::errors::{CliError, Missing};
@@ -93,7 +92,7 @@ pub async fn grpc(
     let oauth = super::auth::policy(config)?;
     let auth = oauth
         .provider_for(server)
-        .map(|p| p as Arc<dyn mcp_wire::AuthProvider>);
+        .map(|p| p as Arc<dyn mcp_client::transports::AuthProvider>);
     let connector = TransportRegistry::with_profile()
         .transport_connector(server, auth)
         .map_err(CliError::Mcp)?;

@@ -147,8 +147,8 @@ pub fn wait_until(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
     None
 }
 
-/// The fixture served over HTTP by this binary (`__fixture-server --http`, plus `flags`),
-/// killed on drop.
+/// The fixture served over HTTP (mcp-testkit's `mcp-fixture-server --http`, plus `flags`; the
+/// built-in `mcph __fixture-server` speaks stdio only), killed on drop.
 pub struct HttpFixtureProcess {
     child: Child,
     /// `http://IP:PORT`.
@@ -158,8 +158,8 @@ pub struct HttpFixtureProcess {
 impl HttpFixtureProcess {
     pub fn start(flags: &[&str]) -> Self {
         use std::io::BufRead;
-        let mut child = Command::new(MCPH)
-            .args(["__fixture-server", "--http", "127.0.0.1:0"])
+        let mut child = Command::new(mcp_testkit::fixture_server_bin())
+            .args(["--http", "127.0.0.1:0"])
             .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

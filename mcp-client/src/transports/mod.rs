@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_core::{Error, ErrorKind, TransportConnector};
-use mcp_wire::AuthProvider;
+/// The credentials seam a factory hands its transport ([`TransportSpec::auth`]).
+pub use mcp_wire::AuthProvider;
 
 use crate::config::{ServerConfig, TransportConfig};
 

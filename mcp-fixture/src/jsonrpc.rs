@@ -122,7 +122,7 @@ pub(crate) fn is_valid_id(id: &RawValue) -> bool {
 }
 
 /// A canonical text form of an id, for map keys (`"a"` and `"\u0061"` agree).
-pub(crate) fn id_key_raw(id: &RawValue) -> String {
+pub fn id_key_raw(id: &RawValue) -> String {
     match serde_json::from_str::<Value>(id.get()) {
         Ok(value) => id_key(&value),
         Err(_) => id.get().to_owned(),
@@ -130,7 +130,7 @@ pub(crate) fn id_key_raw(id: &RawValue) -> String {
 }
 
 /// A canonical text form of an id value, for map keys.
-pub(crate) fn id_key(id: &Value) -> String {
+pub fn id_key(id: &Value) -> String {
     id.to_string()
 }
 

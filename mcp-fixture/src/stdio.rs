@@ -38,9 +38,9 @@ pub(crate) fn capture_inline(outgoing: Outgoing) -> Option<Outgoing> {
 
 /// Handles one message and returns what it emitted synchronously, on this thread, before
 /// `handle_line` returned (responses of cheap requests, notifications they caused); output of
-/// spawned tasks still goes through the channel. Used by the HTTP transport to tie output to
-/// the POST that caused it.
-pub(crate) fn handle_line_captured(server: &FixtureServer, line: &[u8]) -> Vec<Outgoing> {
+/// spawned tasks still goes through the channel. Used by mcp-testkit's HTTP transport to tie
+/// output to the POST that caused it.
+pub fn handle_line_captured(server: &FixtureServer, line: &[u8]) -> Vec<Outgoing> {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {

@@ -153,8 +153,9 @@ impl FixtureServer {
         self.state().pending.len()
     }
 
-    /// Appends an event to the `--event-log` (if any).
-    pub(crate) fn record_event(&self, event: &Value) {
+    /// Appends an event to the `--event-log` (if any): what a transport around the core logs
+    /// (mcp-testkit's HTTP faults).
+    pub fn record_event(&self, event: &Value) {
         self.inner.events.record(event);
     }
 
