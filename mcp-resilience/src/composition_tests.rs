@@ -9,8 +9,8 @@ use tokio::time::Instant;
 
 use crate::test_support::{err, secs, tool_call, Scripted, Step};
 use crate::{
-    BreakerPhase, BreakerPolicy, CircuitBreakerLayer, RetryLayer, RetryPolicy, TimeoutLayer,
-    TimeoutPolicy, Transition,
+    BreakerPhase, BreakerPolicy, BreakerTransition, CircuitBreakerLayer, RetryLayer, RetryPolicy,
+    TimeoutLayer, TimeoutPolicy,
 };
 
 #[cfg(feature = "rate-limit")]
@@ -111,7 +111,7 @@ async fn breaker_counts_every_attempt_and_its_opening_stops_the_retry() {
     );
     assert_eq!(
         breakers.server_breaker().transitions(),
-        [Transition {
+        [BreakerTransition {
             from: BreakerPhase::Closed,
             to: BreakerPhase::Open,
             at: t0 + Duration::from_secs(7)

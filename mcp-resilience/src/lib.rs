@@ -87,8 +87,8 @@ pub mod timeout;
 
 pub use breaker::{
     counts_as_failure_by_default, BreakerPermit, BreakerPhase, BreakerPolicy, BreakerRejection,
-    BreakerSnapshot, BreakerState, CircuitBreaker, CircuitBreakerLayer, CircuitBreakerService,
-    FailureRule, Transition,
+    BreakerSnapshot, BreakerState, BreakerTransition, CircuitBreaker, CircuitBreakerLayer,
+    CircuitBreakerService, FailureRule,
 };
 #[cfg(feature = "rate-limit")]
 pub use rate_limit::{

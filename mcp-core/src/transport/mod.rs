@@ -38,24 +38,16 @@
 //! JSON-RPC) and keep going; when it knows which request the bad message answered it names it
 //! ([`TransportError::request_id`]) so that request fails instead of waiting for its timeout.
 //!
-//! **Sessions.** After `initialize`, the engine tells the sender the negotiated protocol version
-//! ([`TransportSender::set_protocol_version`]); Streamable HTTP sends it as a header. A transport
-//! whose server-side session expired (HTTP 404 with a session id) reports
-//! [`TransportErrorKind::SessionExpired`] from `send` (or from an answer given in place); only
-//! the engine can re-initialize, and it does so on the same transport, then sends the request
-//! again (the ordinary way).
+//! **Sessions** ([`set_protocol_version`](TransportSender::set_protocol_version)): a transport
+//! whose server forgot the session (HTTP 404 with a session id) reports
+//! [`TransportErrorKind::SessionExpired`]; only the engine can re-initialize, on the same
+//! transport, and send the request again.
 //!
 //! **Cancellation safety.** `receive` is only ever awaited to completion or dropped together with
 //! the whole receiver, so implementations need not be cancel-safe.
 //!
-//! **Answering in place** (optional). A transport may hand a request's answer straight to its
-//! caller: [`TransportSender::answer_in_place`] returns the answer as a future that the session
-//! awaits in the caller's task, so a call costs no channel, reader task or oneshot hop. An
-//! in-process transport answers without sending anything, and gets what the session adds to the
-//! request's `_meta` as values ([`RequestMeta`]) instead of spliced into the parameters as text;
-//! a modern Streamable HTTP transport sends the POST and reads the answer off its response.
-//! Everything else the server sends (progress, logs, its own requests) still arrives through
-//! the receiver, and the transport has it dispatched before the answer resolves.
+//! **Answering in place** ([`answer_in_place`](TransportSender::answer_in_place), optional): the
+//! answer as a future awaited in the caller's task, with no reader-task hop.
 
 mod connector;
 

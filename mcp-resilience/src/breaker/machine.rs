@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    BreakerPhase, BreakerPolicy, BreakerRejection, BreakerSnapshot, BreakerState, Transition,
+    BreakerPhase, BreakerPolicy, BreakerRejection, BreakerSnapshot, BreakerState, BreakerTransition,
 };
 use crate::{instant_after, whole_seconds_up};
 
@@ -46,7 +46,7 @@ struct Machine {
     generation: u64,
     times_opened: u64,
     transition_count: u64,
-    history: VecDeque<Transition>,
+    history: VecDeque<BreakerTransition>,
 }
 
 /// How a finished call bears on the server's health.
@@ -136,7 +136,7 @@ impl CircuitBreaker {
     }
 
     /// The latest phase changes (up to 64), oldest first.
-    pub fn transitions(&self) -> Vec<Transition> {
+    pub fn transitions(&self) -> Vec<BreakerTransition> {
         let now = Instant::now();
         self.machine(now).history.iter().copied().collect()
     }
@@ -269,7 +269,9 @@ impl CircuitBreaker {
             machine.history.pop_front();
         }
         let to = to.public();
-        machine.history.push_back(Transition { from, to, at });
+        machine
+            .history
+            .push_back(BreakerTransition { from, to, at });
         self.phases.send_replace(to);
         match to {
             BreakerPhase::Open => {

@@ -32,7 +32,9 @@ mod status;
 pub use layer::{CircuitBreakerLayer, CircuitBreakerService};
 pub use machine::{BreakerPermit, CircuitBreaker};
 pub use policy::{counts_as_failure_by_default, BreakerPolicy, FailureRule};
-pub use status::{BreakerPhase, BreakerRejection, BreakerSnapshot, BreakerState, Transition};
+pub use status::{
+    BreakerPhase, BreakerRejection, BreakerSnapshot, BreakerState, BreakerTransition,
+};
 
 #[cfg(test)]
 mod tests;

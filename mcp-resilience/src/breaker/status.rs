@@ -64,7 +64,7 @@ impl BreakerState {
 
 /// One change of phase, and when it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transition {
+pub struct BreakerTransition {
     /// The phase left.
     pub from: BreakerPhase,
     /// The phase entered.

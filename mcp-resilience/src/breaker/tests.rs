@@ -15,8 +15,8 @@ fn network() -> Error {
     err(ErrorKind::Network, Delivery::Sent)
 }
 
-fn transition(from: BreakerPhase, to: BreakerPhase, at: Instant) -> Transition {
-    Transition { from, to, at }
+fn transition(from: BreakerPhase, to: BreakerPhase, at: Instant) -> BreakerTransition {
+    BreakerTransition { from, to, at }
 }
 
 use BreakerPhase::{Closed, HalfOpen, Open};
