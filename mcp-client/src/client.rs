@@ -15,8 +15,8 @@ use mcp_core::{
     BoxService, Delivery, Error, ErrorKind, McpService, McpServiceExt, Operation, Payload,
     RequestOptions,
 };
-use mcp_session::extensions::tasks::ToolCallOutcome;
 use mcp_session::{ClientHandler, ClientSession, SessionOptions};
+use mcp_tasks::{TaskOptionsExt, ToolCallOutcome};
 use serde_json::Value;
 use tokio::sync::{broadcast, Semaphore};
 use tokio::task::JoinSet;
@@ -328,7 +328,8 @@ impl McpClient {
     }
 
     /// The primary session of a ready server, for anything the facade does not wrap. Calls on
-    /// it bypass the server's call stack (no retry, breaker or pool).
+    /// it bypass the server's call stack (no retry, breaker or pool, and no task following: a
+    /// tool call the server runs as a task answers with the task's handle).
     pub fn session(&self, server: &str) -> Option<ClientSession> {
         self.inner.server(server).and_then(|s| s.ready_session())
     }
@@ -373,7 +374,7 @@ impl McpClient {
 
     /// Calls a tool by its qualified name, handing back the task when the server runs the call
     /// as one (Tasks extension) instead of following it: poll, wait for or cancel it through
-    /// [`service`](Self::service) and [`TasksExt`](mcp_session::extensions::tasks::TasksExt).
+    /// [`service`](Self::service) and [`TasksExt`](crate::tasks::TasksExt).
     pub async fn call_tool_as_task(
         &self,
         qualified_name: &str,

@@ -205,9 +205,12 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
             only(name, &["mcp-core"], &mut broken);
         }
     }
-    for name in ["mcp-resilience", "mcp-metrics", "mcp-auth", "mcp-skills"] {
+    for name in ["mcp-resilience", "mcp-metrics", "mcp-auth"] {
         only(name, &["mcp-core"], &mut broken);
     }
+    // Extensions: on the core, and on the session only where they answer through its handler.
+    only("mcp-skills", &["mcp-core"], &mut broken);
+    only("mcp-tasks", &["mcp-core", "mcp-session"], &mut broken);
     for name in ["mcp-pool", "mcp-resources"] {
         only(name, &["mcp-core", "mcp-session"], &mut broken);
     }
@@ -346,6 +349,7 @@ members = [\"mcp-core\", \"mcp-cli\"]
             "mcp-metrics",
             "mcp-auth",
             "mcp-skills",
+            "mcp-tasks",
             "mcp-pool",
             "mcp-resources",
             "mcp-fleet",
@@ -363,6 +367,10 @@ members = [\"mcp-core\", \"mcp-cli\"]
             "mcp-skills".into(),
             ["mcp-transport-contract"].map(String::from).into(),
         );
+        layers.insert(
+            "mcp-tasks".into(),
+            ["mcp-core", "mcp-pool"].map(String::from).into(),
+        );
         layers.remove("mcp-fleet");
         let broken = broken_rules(&layers);
         assert_eq!(
@@ -370,6 +378,7 @@ members = [\"mcp-core\", \"mcp-cli\"]
             vec![
                 "mcp-transport-ws depends on mcp-session; it may depend on mcp-core only",
                 "mcp-skills depends on mcp-transport-contract; it may depend on mcp-core only",
+                "mcp-tasks depends on mcp-pool; it may depend on mcp-core, mcp-session only",
                 "mcp-pool depends on mcp-client; it may depend on mcp-core, mcp-session only",
                 "a layering rule names mcp-fleet, which is not a member",
                 "mcp-pool depends on the facade (mcp-client)",
