@@ -7,8 +7,9 @@
 //!   servers at run time, and shuts everything down; [`McpClientBuilder`] sets it up.
 //! - `supervisor/`: each server's life cycle — start, reconnect on a backoff schedule,
 //!   unavailable and probed, needs credentials — with [`SupervisionPolicy`].
-//! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool or
-//!   session), chosen by [`StackPolicy`].
+//! - `stack.rs`: each server's call stack (timeout → retry → rate limit → breaker → pool, or
+//!   the task follower and the session), chosen by [`StackPolicy`]; [`tasks`] the Tasks
+//!   extension.
 //! - `router/` (`enterprise`): a server with several endpoints — the nearest healthy one
 //!   serves ([`RoutingPolicy`]); sessions pinned to an endpoint, failover and failback
 //!   reported as [`Failover`] events.
@@ -81,6 +82,13 @@ pub use transports::{TransportFactory, TransportRegistry, TransportSpec};
 /// The metrics crate: the snapshot types [`McpClient::metrics`] returns, the registry,
 /// Prometheus (feature `prometheus`) and OpenTelemetry (feature `otel`) export.
 pub use mcp_metrics as metrics;
+
+/// The Tasks extension's crate: [`McpClient::call_tool_as_task`]'s
+/// [`ToolCallOutcome`](tasks::ToolCallOutcome), [`Task`](tasks::Task), and
+/// [`TasksExt`](tasks::TasksExt) to get, wait for or cancel a task through
+/// [`McpClient::service`]. Every server's stack follows its tasks
+/// ([`FollowTasksLayer`](tasks::FollowTasksLayer)).
+pub use mcp_tasks as tasks;
 
 /// The resource manager's crate (feature `resources`): states, transitions, observers.
 #[cfg(feature = "resources")]

@@ -24,6 +24,10 @@ use crate::transports::TransportRegistry;
 use mcp_resources::Discovery;
 use mcp_session::{Fetched, ListCache};
 
+/// How long stopping a server waits for the `tasks/cancel` of tasks its follower gave up on
+/// (as closing a session waits for its queued cancellations).
+const TASK_CANCEL_FLUSH: Duration = Duration::from_secs(1);
+
 /// Everything the client keeps per server.
 pub(crate) struct ManagedServer {
     pub(crate) config: ServerConfig,
@@ -208,6 +212,7 @@ impl ManagedServer {
         let stack = stack::build(
             &config,
             context.stack,
+            handler.clone(),
             &context.session_options,
             stack::Upstream {
                 supervisor: supervisor.clone(),
@@ -340,6 +345,11 @@ impl ManagedServer {
         if let Some(router) = &self.router {
             router.stop_probing();
         }
+        // The cancellations of tasks given up on go out before the sessions close.
+        self.stack
+            .tasks
+            .flush_cancels(limit.min(TASK_CANCEL_FLUSH))
+            .await;
         self.supervisor.stop(limit).await;
         if let Some(router) = &self.router {
             router.stop(limit).await;

@@ -2,7 +2,7 @@
 //! profile's [`StackPolicy`]; a call passes through it from the outside in:
 //!
 //! ```text
-//! metrics ─▶ timeout ─▶ retry ─▶ rate limit ─▶ breaker ─▶ gate ─▶ pool (remote servers) or the session
+//! metrics ─▶ timeout ─▶ retry ─▶ rate limit ─▶ breaker ─▶ gate ─▶ pool (remote servers) or tasks ─▶ the session
 //! ```
 //!
 //! - **metrics** (outermost, every profile): counts, errors by kind, latency and rate per
@@ -18,6 +18,15 @@
 //!   unavailable server is the supervisor's business, not the breaker's.
 //! - **gate**: asks the server's supervisor for the session (waiting while it reconnects, failing
 //!   at once while it is unavailable), and tells it when a call failed with a network error.
+//! - **tasks** (every profile): a `tools/call` a 2026-07-28 server runs as a task (the Tasks
+//!   extension) is followed to its end by [`mcp_tasks::FollowTasksLayer`] on the session that
+//!   answered with it (the gate calls the session through it,
+//!   [`call_through`](mcp_tasks::FollowTasksLayer::call_through)), under the call's one
+//!   deadline, its input requests answered through the server's handler — so every layer above
+//!   sees one call and its result, as from a server that answered at once, and a routed call
+//!   stays counted on its endpoint until the task ended. The `tasks/cancel` of an abandoned
+//!   task is waited for when the server stops ([`ServerStack::tasks`]). A legacy session (the
+//!   pool's) never declares the extension, so never sees a task.
 //! - **pool** (`professional`, remote servers; stdio servers only when their entry names a
 //!   `pool`): one pooled session per call — for legacy-era servers. A 2026-07-28 server keeps no
 //!   session state, so its calls all share the supervised session (and the HTTP connections
@@ -133,6 +142,9 @@ impl Default for StackPolicy {
 /// One server's stack and the handles its status display reads.
 pub(crate) struct ServerStack {
     pub(crate) service: BoxService,
+    /// The task follower the gate calls sessions through: stopping the server flushes the
+    /// cancellations of the tasks it abandoned before the sessions close.
+    pub(crate) tasks: mcp_tasks::FollowTasksLayer,
     #[cfg(feature = "pool")]
     pub(crate) pool: Option<mcp_pool::SessionPool>,
     /// The breaker and pool, as status displays and the metrics see them.
@@ -270,11 +282,13 @@ pub(crate) struct Upstream {
     pub(crate) router: Option<Arc<Router>>,
 }
 
-/// Builds the stack of `config`'s server around its upstream; a `scope: "fleet"` rate limit
-/// takes its permits from `shared_permits` (the fleet's store).
+/// Builds the stack of `config`'s server around its upstream; `handler` and `session` are what
+/// its sessions have (the task follower answers input requests with the same handler); a
+/// `scope: "fleet"` rate limit takes its permits from `shared_permits` (the fleet's store).
 pub(crate) fn build(
     config: &ServerConfig,
     policy: &StackPolicy,
+    handler: Arc<dyn mcp_session::ClientHandler>,
     session: &mcp_session::SessionOptions,
     upstream: Upstream,
     metrics: &mcp_metrics::ServerHandle,
@@ -294,12 +308,15 @@ pub(crate) fn build(
     #[cfg(not(feature = "pool"))]
     let _ = connector;
 
+    // Innermost, around the session each call is given: tasks are followed below every policy.
+    let tasks = mcp_tasks::FollowTasksLayer::new(handler, session);
     let (mut service, breakers): (BoxService, _) = match &router {
         Some(router) => (
             Arc::new(RoutedGate {
                 supervisor,
                 router: router.clone(),
                 default_timeout: config.tool_timeout,
+                tasks: tasks.clone(),
                 #[cfg(feature = "pool")]
                 stack: *policy,
             }),
@@ -309,6 +326,7 @@ pub(crate) fn build(
             let gate: BoxService = Arc::new(ServerGate {
                 supervisor,
                 default_timeout: config.tool_timeout,
+                tasks: tasks.clone(),
                 #[cfg(feature = "pool")]
                 pool: pool.clone(),
             });
@@ -392,6 +410,7 @@ pub(crate) fn build(
     metrics.set_gauges(Arc::new(WeakGauges(Arc::downgrade(&gauges))));
     ServerStack {
         service,
+        tasks,
         #[cfg(feature = "pool")]
         pool,
         gauges,
@@ -466,10 +485,12 @@ pub(crate) fn goes_through_the_pool(
     !session.is_modern() && !on_the_supervised_session(operation)
 }
 
-/// The innermost service: the supervisor's session, or the pool, once the server is there.
+/// The innermost service: the supervisor's session (through the task follower), or the pool,
+/// once the server is there.
 struct ServerGate {
     supervisor: Arc<Supervisor>,
     default_timeout: Duration,
+    tasks: mcp_tasks::FollowTasksLayer,
     #[cfg(feature = "pool")]
     pool: Option<mcp_pool::SessionPool>,
 }
@@ -492,10 +513,10 @@ impl McpService for ServerGate {
         #[cfg(feature = "pool")]
         let result = match &self.pool {
             Some(pool) if goes_through_the_pool(&session, &operation) => pool.call(operation).await,
-            _ => session.call(operation).await,
+            _ => self.tasks.call_through(&session, operation).await,
         };
         #[cfg(not(feature = "pool"))]
-        let result = session.call(operation).await;
+        let result = self.tasks.call_through(&session, operation).await;
         if let Err(e) = &result {
             if e.kind() == ErrorKind::Network {
                 self.supervisor.tell(SupervisorEvent::Suspect);

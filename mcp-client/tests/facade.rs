@@ -810,6 +810,72 @@ async fn a_modern_server_shares_its_session_and_a_legacy_one_is_pooled() {
     client.shutdown().await;
 }
 
+/// A 2026-07-28 server that runs a tool call as a task (the fixture's `job`): the server's stack
+/// follows it to its result, hands the task back when asked and waits for it through the
+/// server's service, and cancels on the server a task past the call's deadline.
+#[tokio::test]
+async fn a_tool_call_run_as_a_task_is_followed_by_the_stack() {
+    use mcp_client::tasks::{TaskStatus, TasksExt, ToolCallOutcome};
+    use mcp_core::RequestOptions;
+    let marker = unique_marker("tasks");
+    let client = start(vec![fixture("modern", &["--era", "dual"], &marker)]).await;
+    let result = client
+        .call_tool("modern__job", Some(json!({"duration_ms": 100})))
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "job done after 100 ms");
+
+    let outcome = client
+        .call_tool_as_task(
+            "modern__job",
+            Some(json!({"duration_ms": 100})),
+            RequestOptions::new(),
+        )
+        .await
+        .unwrap();
+    let ToolCallOutcome::Task(task) = outcome else {
+        panic!("expected a task, got {outcome:?}");
+    };
+    let service = client.service("modern").expect("configured");
+    let ended = service
+        .wait_for_task(&task.task_id, RequestOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(
+        ended.into_tool_result().unwrap().text(),
+        "job done after 100 ms"
+    );
+
+    let err = client
+        .call_tool_with(
+            "modern__job",
+            Some(json!({"duration_ms": 60_000})),
+            RequestOptions::new().with_timeout(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    // The fixture numbers its tasks; the cancellation goes out from the follower's own task.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let status = service
+            .get_task("task-3", RequestOptions::new())
+            .await
+            .unwrap()
+            .status;
+        if status == TaskStatus::Cancelled {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task-3 is still {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.shutdown().await;
+}
+
 /// A downstream crate's transport: `type: "fixture-pipe"` (and `fixture://` URLs) reach the
 /// fixture over a pipe — registered in the builder, the facade untouched.
 #[cfg(feature = "stdio")]

@@ -4,16 +4,17 @@
 //! The suite starts a mock server per scenario and runs
 //! `mcp-conformance-client <server URL>` with `MCP_CONFORMANCE_SCENARIO` set. This binary drives
 //! the real client library (`mcp_session::ClientSession` over
-//! `mcp_transport_http::StreamableHttpTransport`) through what the scenario expects, closes the
-//! session (DELETE) and exits 0. On error it prints one line to stderr and exits 1; an unknown
+//! `mcp_transport_http::StreamableHttpTransport`, behind `mcp_tasks`' task follower as in the
+//! facade) through what the scenario expects, closes the session (DELETE) and exits 0. On error it prints one line to stderr and exits 1; an unknown
 //! scenario is an error too, so it shows up as a failure instead of passing silently.
 
 mod auth;
 mod skills;
 
-use mcp_core::McpServiceExt;
 use mcp_core::RequestOptions;
+use mcp_core::{Layer, McpService, McpServiceExt};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,6 +23,7 @@ use mcp_core::types::{
 };
 use mcp_core::ErrorObject;
 use mcp_session::{ClientHandler, ClientSession, SessionOptions};
+use mcp_tasks::FollowTasksLayer;
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
 use serde_json::{json, Value};
 
@@ -120,10 +122,15 @@ async fn run(scenario: &str, url: &str) -> Result<(), String> {
         config = config.auth(auth::provider(scenario, url, &context)?);
     }
     let transport = StreamableHttpTransport::new(config).map_err(|e| format!("transport: {e}"))?;
-    let session = ClientSession::connect(transport, AcceptDefaults, session_options())
+    let handler: Arc<dyn ClientHandler> = Arc::new(AcceptDefaults);
+    let options = session_options();
+    let session = ClientSession::connect_shared(transport, handler.clone(), options.clone())
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let outcome = drive(scenario, &session).await;
+    println!("era: {} ({})", session.era(), session.protocol_version());
+    // A tool call a server runs as a task is followed to its end, as the facade does.
+    let service = FollowTasksLayer::new(handler, &options).layer(session.clone());
+    let outcome = drive(scenario, &service).await;
     // Close (DELETE) whatever happened, then report.
     session.close().await;
     outcome
@@ -148,8 +155,7 @@ fn session_options() -> SessionOptions {
 }
 
 /// What each scenario's mock server waits for after the session is open.
-async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
-    println!("era: {} ({})", session.era(), session.protocol_version());
+async fn drive(scenario: &str, session: &impl McpService) -> Result<(), String> {
     let tools = session
         .list_all_tools(RequestOptions::new())
         .await
@@ -211,7 +217,7 @@ async fn drive(scenario: &str, session: &ClientSession) -> Result<(), String> {
 }
 
 /// One request of every kind that carries the standard headers.
-async fn standard_headers(session: &ClientSession, tools: &[&str]) -> Result<(), String> {
+async fn standard_headers(session: &impl McpService, tools: &[&str]) -> Result<(), String> {
     if let Some(tool) = tools
         .iter()
         .find(|t| **t == "my-hyphenated-tool")

@@ -1,9 +1,10 @@
 //! The error taxonomy: what kind of failure, whether a retry can help, and what the agent is told.
 //!
 //! Every failure the client reports is an [`Error`] of one [`ErrorKind`]. JSON-RPC error codes from
-//! servers map to kinds through the session's `ErrorCodeTable`, which a harness can extend. Each error renders
-//! a short, stable, agent-facing sentence ([`Error::agent_message`]) that says what happened and
-//! what to do, without internal detail or secrets.
+//! servers map to kinds through the session's `ErrorCodeTable` (`mcp-session`), which a harness
+//! can extend. Each error renders a short, stable, agent-facing sentence
+//! ([`Error::agent_message`]) that says what happened and what to do, without internal detail or
+//! secrets.
 
 use std::fmt;
 use std::sync::Arc;

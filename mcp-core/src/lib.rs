@@ -46,8 +46,8 @@ pub use jsonrpc::{
     TypedPayload,
 };
 pub use service::{
-    is_idempotent_method, BoxLayer, BoxService, Identity, Layer, McpService, McpServiceExt,
-    Operation, ProgressCallback, RequestOptions, Stack, TraceContext,
+    is_idempotent_method, Attachments, BoxLayer, BoxService, Identity, Layer, McpService,
+    McpServiceExt, Operation, ProgressCallback, RequestOptions, Stack, TraceContext,
 };
 pub use transport::{
     BoxTransport, InPlaceAnswer, RequestMeta, Transport, TransportCapabilities, TransportConnector,

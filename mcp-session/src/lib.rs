@@ -24,9 +24,10 @@
 //! Where things are:
 //! - `session.rs` the lifecycle; `session/era.rs` the two eras (the probe, the fallback,
 //!   [`EraMemo`]); `session/meta.rs` the per-request `_meta`; `session/modern.rs` modern
-//!   requests (removed methods, multi round-trip requests, version refusals);
-//!   `session/tasks.rs` following a task of the Tasks extension; `session/listen.rs` the modern
-//!   `subscriptions/listen` stream; `session/request.rs` the request path and its one deadline;
+//!   requests (removed methods, multi round-trip requests, version refusals; a `tools/call`
+//!   the server runs as a task answered with its handle, which the `mcp-tasks` layer follows);
+//!   `session/input.rs` input requests answered through the handler
+//!   ([`answer_input_requests`]); `session/listen.rs` the modern `subscriptions/listen` stream; `session/request.rs` the request path and its one deadline;
 //!   `session/in_place.rs` requests a transport answers in the caller's task;
 //!   `session/reader.rs` the reader and outbox tasks; `session/server_requests.rs`
 //!   server→client requests under a cap, answered by the [`ClientHandler`];
@@ -37,7 +38,9 @@
 //! - [`error_codes`]: how a server's error codes map to error kinds ([`ErrorCodeTable`]).
 //! - [`ChannelTransport`]: an in-memory transport pair, for in-process servers and tests.
 //! - [`ListCache`]: a server's list kept until it changes or a new session starts.
-//! - [`extensions`]: protocol extensions — the Tasks extension ([`extensions::tasks`]).
+//! - Protocol extensions live beside the engine: the Tasks extension is `mcp-tasks` (the session
+//!   only declares it, [`SessionOptions::tasks`], and hands a task's handle back), the Skills
+//!   extension `mcp-skills`.
 //!
 //! ```no_run
 //! # async fn run(transport: impl mcp_core::Transport) -> Result<(), mcp_core::Error> {
@@ -59,7 +62,6 @@
 mod channel;
 pub mod connector;
 pub mod error_codes;
-pub mod extensions;
 mod list_cache;
 mod session;
 
@@ -68,6 +70,7 @@ pub use connector::{connector_fn, Connector, ConnectorFn, SessionConnector};
 pub use error_codes::{ErrorCodeRule, ErrorCodeTable};
 pub use list_cache::{Fetched, ListCache};
 pub use session::{
-    result_type, ClientHandler, ClientSession, EraMemo, NotificationEvent, NotificationStream,
-    ServerNotification, SessionOptions, StaticRoots, MAX_SERVER_REQUEST_ID_BYTES,
+    answer_input_requests, result_type, ClientHandler, ClientSession, EraMemo, NotificationEvent,
+    NotificationStream, ServerNotification, SessionOptions, StaticRoots,
+    MAX_SERVER_REQUEST_ID_BYTES, RESULT_TYPE_TASK, TASKS_EXTENSION,
 };

@@ -5,6 +5,7 @@
 mod era;
 mod handler;
 mod in_place;
+mod input;
 mod listen;
 mod meta;
 mod modern;
@@ -14,7 +15,6 @@ mod pending;
 mod reader;
 mod request;
 mod server_requests;
-mod tasks;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -28,9 +28,10 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 pub use era::EraMemo;
 pub use handler::{ClientHandler, StaticRoots};
-pub use modern::result_type;
+pub use input::answer_input_requests;
+pub use modern::{result_type, RESULT_TYPE_TASK};
 pub use notifications::{NotificationEvent, NotificationStream, ServerNotification};
-pub use options::SessionOptions;
+pub use options::{SessionOptions, TASKS_EXTENSION};
 pub use server_requests::MAX_SERVER_REQUEST_ID_BYTES;
 
 use mcp_core::error::{Delivery, Error};
@@ -121,8 +122,8 @@ impl Drop for SessionOwner {
 
 pub(crate) use mcp_core::sync::lock;
 
-/// The capabilities every modern request declares: the handler's, plus the extensions the
-/// session itself implements.
+/// The capabilities every modern request declares: the handler's, plus the Tasks extension
+/// unless [`SessionOptions::tasks`] is off.
 fn modern_capabilities(
     mut capabilities: ClientCapabilities,
     options: &SessionOptions,
@@ -131,7 +132,7 @@ fn modern_capabilities(
         capabilities
             .extensions
             .get_or_insert_with(Map::new)
-            .entry(crate::extensions::tasks::TASKS_EXTENSION)
+            .entry(TASKS_EXTENSION)
             .or_insert_with(|| serde_json::json!({}));
     }
     serde_json::to_value(capabilities).unwrap_or_else(|_| serde_json::json!({}))

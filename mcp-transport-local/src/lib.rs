@@ -73,6 +73,8 @@
 //! ```
 
 #![warn(missing_docs)]
+// The table of contents links the `fixture` module, which exists only with its feature.
+#![cfg_attr(not(feature = "fixture"), allow(rustdoc::broken_intra_doc_links))]
 
 mod arguments;
 mod builder;

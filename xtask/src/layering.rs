@@ -208,20 +208,23 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
             only(name, &["mcp-core", "mcp-wire"], &mut broken);
         }
     }
-    for name in ["mcp-resilience", "mcp-metrics", "mcp-skills"] {
+    for name in ["mcp-resilience", "mcp-metrics"] {
         only(name, &["mcp-core"], &mut broken);
     }
     // The OAuth crate implements the transports' credentials seam, and knows nothing else of them.
     only("mcp-auth", &["mcp-core", "mcp-wire"], &mut broken);
+    // Extensions: on the core, and on the session only where they answer through its handler.
+    only("mcp-skills", &["mcp-core"], &mut broken);
+    only("mcp-tasks", &["mcp-core", "mcp-session"], &mut broken);
     for name in ["mcp-pool", "mcp-resources"] {
         only(name, &["mcp-core", "mcp-session"], &mut broken);
     }
     only("mcp-fleet", &["mcp-auth", "mcp-resilience"], &mut broken);
     // `mcph` composes through the facade (auth, the fleet store and the gRPC bridge are its
-    // re-exports), plus the core and session types it prints and the stdio fixture it embeds.
+    // re-exports), plus the core types it prints and the stdio fixture it embeds.
     only(
         "mcp-cli",
-        &["mcp-client", "mcp-core", "mcp-session", "mcp-fixture"],
+        &["mcp-client", "mcp-core", "mcp-fixture"],
         &mut broken,
     );
     // Only the composing crates use the facade, and no published crate depends on a
@@ -380,6 +383,7 @@ members = [\"mcp-core\", \"mcp-cli\"]
             "mcp-metrics",
             "mcp-auth",
             "mcp-skills",
+            "mcp-tasks",
             "mcp-pool",
             "mcp-resources",
             "mcp-fleet",
@@ -396,6 +400,10 @@ members = [\"mcp-core\", \"mcp-cli\"]
         layers.insert(
             "mcp-skills".into(),
             ["mcp-transport-contract"].map(String::from).into(),
+        );
+        layers.insert(
+            "mcp-tasks".into(),
+            ["mcp-core", "mcp-pool"].map(String::from).into(),
         );
         layers.remove("mcp-fleet");
         layers.insert(
@@ -418,11 +426,11 @@ members = [\"mcp-core\", \"mcp-cli\"]
             vec![
                 "mcp-transport-ws depends on mcp-session; it may depend on mcp-core, mcp-wire only",
                 "mcp-skills depends on mcp-transport-contract; it may depend on mcp-core only",
+                "mcp-tasks depends on mcp-pool; it may depend on mcp-core, mcp-session only",
                 "mcp-pool depends on mcp-client; it may depend on mcp-core, mcp-session only",
                 "mcp-resources depends on mcp-fixture; it may depend on mcp-core, mcp-session only",
                 "a layering rule names mcp-fleet, which is not a member",
-                "mcp-cli depends on mcp-auth; it may depend on mcp-client, mcp-core, mcp-session, \
-                 mcp-fixture only",
+                "mcp-cli depends on mcp-auth; it may depend on mcp-client, mcp-core, mcp-fixture only",
                 "mcp-client depends on the testkit (mcp-testkit); only support crates may",
                 "mcp-pool depends on the facade (mcp-client)",
                 "mcp-resources depends on the fixture (mcp-fixture); only mcp-cli (its built-in \

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_client::tasks::ToolCallOutcome;
 use mcp_client::McpClient;
 use mcp_core::types::CallToolResult;
 use mcp_core::RequestOptions;
-use mcp_session::extensions::tasks::ToolCallOutcome;
 use serde_json::{Map, Value};
 
 use crate::args::tool_arguments;
@@ -26,8 +26,8 @@ pub struct CallMode {
 }
 
 /// Calls the tool and prints its output. Dropping this future (Ctrl-C) cancels the call: the
-/// session sends `notifications/cancelled` to the server (or `tasks/cancel` for a task it was
-/// following).
+/// session sends `notifications/cancelled` to the server (or the stack's task follower
+/// `tasks/cancel` for a task it was following).
 pub async fn run(
     client: &McpClient,
     name: &str,

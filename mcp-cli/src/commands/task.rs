@@ -1,9 +1,9 @@
 //! `mcph task get|wait|cancel SERVER ID`: the tasks of the Tasks extension, by id (a task
 //! `mcph call --task --no-wait` started, or one a harness left running).
 
+use mcp_client::tasks::{Task, TaskStatus, TasksExt};
 use mcp_client::McpClient;
 use mcp_core::{BoxService, RequestOptions};
-use mcp_session::extensions::tasks::{Task, TaskStatus, TasksExt};
 use serde_json::json;
 
 use crate::cli::TaskCommand;
@@ -78,7 +78,7 @@ pub async fn run(client: &McpClient, command: &TaskCommand, json: bool) -> Resul
     }
 }
 
-/// Waits for the task to end through the server's call stack (the session polls it and
+/// Waits for the task to end through the server's call stack (its task follower polls it and
 /// answers what it asks).
 pub async fn wait(
     client: &McpClient,

@@ -8,7 +8,7 @@ use mcp_core::types::{CallToolResult, GetPromptResult};
 use mcp_core::{
     Delivery, Error, ErrorKind, McpService, McpServiceExt, Operation, Payload, RequestOptions,
 };
-use mcp_session::extensions::tasks::ToolCallOutcome;
+use mcp_tasks::{TaskOptionsExt, ToolCallOutcome};
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -49,7 +49,7 @@ impl McpClient {
 
     /// Calls a tool by its qualified name, handing back the task when the server runs the call
     /// as one (Tasks extension) instead of following it: poll, wait for or cancel it through
-    /// [`service`](Self::service) and [`TasksExt`](mcp_session::extensions::tasks::TasksExt).
+    /// [`service`](Self::service) and [`TasksExt`](crate::tasks::TasksExt).
     pub async fn call_tool_as_task(
         &self,
         qualified_name: &str,

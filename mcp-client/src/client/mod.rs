@@ -221,7 +221,8 @@ impl McpClient {
     }
 
     /// The primary session of a ready server, for anything the facade does not wrap. Calls on
-    /// it bypass the server's call stack (no retry, breaker or pool).
+    /// it bypass the server's call stack (no retry, breaker or pool, and no task following: a
+    /// tool call the server runs as a task answers with the task's handle).
     pub fn session(&self, server: &str) -> Option<ClientSession> {
         self.inner.server(server).and_then(|s| s.ready_session())
     }

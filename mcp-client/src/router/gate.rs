@@ -2,7 +2,8 @@
 //! gate and the server's breaker layer).
 //!
 //! Each call takes the supervisor's session — pinned to the endpoint carrying the calls — and
-//! goes through that endpoint's breaker (and, for a pooled legacy-era server, its pool). A call
+//! goes through that endpoint's breaker (and, for a pooled legacy-era server, its pool; else
+//! the task follower, `mcp-tasks`, around the session). A call
 //! never goes to an endpoint known to be down (or whose breaker is open) while another endpoint
 //! can take it: it asks the supervisor to move and waits for the new session, within its own
 //! deadline. What the call did is recorded on its endpoint (`mcp-metrics`), and a failure that
@@ -28,6 +29,9 @@ pub(crate) struct RoutedGate {
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) router: Arc<Router>,
     pub(crate) default_timeout: Duration,
+    /// The session's calls go through it: a task is followed on the endpoint's session that
+    /// answered with it, counted on that endpoint until it ended.
+    pub(crate) tasks: mcp_tasks::FollowTasksLayer,
     #[cfg(feature = "pool")]
     pub(crate) stack: crate::stack::StackPolicy,
 }
@@ -184,7 +188,7 @@ impl McpService for RoutedGate {
             }
             let started = endpoint.metrics.start_call();
             let result = match target {
-                Target::Session(session) => session.call(operation).await,
+                Target::Session(session) => self.tasks.call_through(&session, operation).await,
                 #[cfg(feature = "pool")]
                 Target::Pool(pool) => pool.call(operation).await,
             };

@@ -79,11 +79,22 @@ impl Operation {
 }
 
 impl CallToolResult {
-    /// Reads a `tools/call` answer; `tool` names the tool in errors.
+    /// Reads a `tools/call` answer; `tool` names the tool in errors. An answer whose
+    /// `resultType` is not `complete` is not the tool's result (a task handle the service did
+    /// not follow, say) and is refused rather than read as an empty one.
     pub fn from_answer(answer: Payload, tool: &str) -> Result<CallToolResult, Error> {
-        answer
+        let result: CallToolResult = answer
             .into_typed()
-            .map_err(|e| invalid_result(methods::TOOLS_CALL, e).with_subject(tool))
+            .map_err(|e| invalid_result(methods::TOOLS_CALL, e).with_subject(tool))?;
+        match result.extra.get("resultType").and_then(Value::as_str) {
+            Some(other) if other != "complete" => Err(Error::protocol(format!(
+                "tools/call: the answer is a resultType {other:?}, not the tool's result (a \
+                 \"task\" is followed by mcp-tasks' FollowTasksLayer)"
+            ))
+            .with_delivery(Delivery::Answered)
+            .with_subject(tool)),
+            _ => Ok(result),
+        }
     }
 }
 

@@ -29,7 +29,10 @@
 //!   whether it may help.
 //! - [`RequestOptions::deadline`] is absolute and covers every attempt, queueing and wait: the
 //!   session never waits past it, and a retry layer never sleeps past it.
+//! - [`RequestOptions::attachments`] carry what a caller or a layer attached for a layer below
+//!   (by type); every layer passes them on, and the session ignores them.
 
+mod attachments;
 mod ext;
 mod options;
 pub mod pagination;
@@ -40,6 +43,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use attachments::Attachments;
 pub use ext::McpServiceExt;
 pub use options::{ProgressCallback, RequestOptions, TraceContext};
 

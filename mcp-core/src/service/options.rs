@@ -1,5 +1,6 @@
 //! Per-request options: what a caller (or a layer) asks of one request — its deadline, page
-//! cap, progress callback and trace context — carried by every [`Operation`](super::Operation).
+//! cap, progress callback and trace context, and what it attaches for a layer below — carried
+//! by every [`Operation`](super::Operation).
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::Attachments;
 use crate::types::ProgressNotificationParams;
 
 /// Called for every progress notification of one request (on the session's reader task: keep it
@@ -31,19 +33,14 @@ pub struct RequestOptions {
     pub max_total_time: Option<Duration>,
     /// Receives this request's progress notifications.
     pub on_progress: Option<ProgressCallback>,
-    /// A `tools/call` the server runs as a task answers with the task handle (a
-    /// `CreateTaskResult`, `resultType: "task"`) instead of the session following the task to
-    /// its end. Set by `TasksExt::call_tool_as_task` (the Tasks extension).
-    pub return_task: bool,
-    /// A `tasks/get` answers only once the task has ended: the session polls it (and answers
-    /// its input requests) within the request's deadline. Set by
-    /// `TasksExt::wait_for_task` (the Tasks extension).
-    pub wait_for_task: bool,
     /// The W3C trace context the request carries to the server as `params._meta.traceparent`
     /// (and `tracestate`), as the OpenTelemetry MCP conventions propose; set by a tracing
     /// layer. A `traceparent` or `tracestate` the caller put in `_meta` itself is kept.
     /// Default: none (nothing is added).
     pub trace_context: Option<TraceContext>,
+    /// Values attached for a layer below to read, by type (e.g. `mcp-tasks`' choice to hand
+    /// back a task instead of following it); the session ignores them. Default: none.
+    pub attachments: Attachments,
 }
 
 /// A W3C trace context (<https://www.w3.org/TR/trace-context/>) as the two strings a request
@@ -116,21 +113,15 @@ impl RequestOptions {
         self
     }
 
-    /// Sets [`return_task`](Self::return_task).
-    pub fn returning_task(mut self) -> Self {
-        self.return_task = true;
-        self
-    }
-
-    /// Sets [`wait_for_task`](Self::wait_for_task).
-    pub fn waiting_for_task(mut self) -> Self {
-        self.wait_for_task = true;
-        self
-    }
-
     /// Sets the [`trace_context`](Self::trace_context) the request carries in `_meta`.
     pub fn with_trace_context(mut self, trace_context: TraceContext) -> Self {
         self.trace_context = Some(trace_context);
+        self
+    }
+
+    /// Attaches `value` for a layer below (see [`attachments`](Self::attachments)).
+    pub fn with_attachment<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.attachments.insert(value);
         self
     }
 }
@@ -144,9 +135,8 @@ impl fmt::Debug for RequestOptions {
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("max_total_time", &self.max_total_time)
             .field("on_progress", &self.on_progress.is_some())
-            .field("return_task", &self.return_task)
-            .field("wait_for_task", &self.wait_for_task)
             .field("trace_context", &self.trace_context)
+            .field("attachments", &self.attachments)
             .finish()
     }
 }

@@ -182,3 +182,20 @@ fn raw_tool_calls_keep_the_arguments_text() {
         r#"{"name":"search","arguments":{"q": "a b"}}"#
     );
 }
+
+/// A `tools/call` answer that is not complete (a task handle nothing followed) is refused, not
+/// read as an empty result.
+#[test]
+fn a_tool_answer_that_is_not_complete_is_not_a_result() {
+    let handle = json!({"resultType": "task", "taskId": "t-1", "status": "working"});
+    let err =
+        crate::types::CallToolResult::from_answer(Payload::Value(handle), "build").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.message().contains("followed by mcp-tasks"), "{err}");
+    assert_eq!(err.subject(), Some("build"));
+    assert_eq!(err.delivery(), Some(Delivery::Answered));
+    let complete = json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]});
+    let result =
+        crate::types::CallToolResult::from_answer(Payload::Value(complete), "build").unwrap();
+    assert_eq!(result.text(), "ok");
+}

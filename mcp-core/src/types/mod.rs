@@ -114,6 +114,9 @@ pub mod methods {
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     /// Server → client.
     pub const ELICITATION_CREATE: &str = "elicitation/create";
+    // The Tasks extension's methods (its types and follower are `mcp-tasks`): named here
+    // because crates below it use them — an HTTP transport names the task in `Mcp-Name`, and
+    // `tasks/get` and `tasks/cancel` are idempotent.
     /// Client → server (the Tasks extension): a task's current state.
     pub const TASKS_GET: &str = "tasks/get";
     /// Client → server (the Tasks extension): answers to a task's input requests.

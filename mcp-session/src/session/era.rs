@@ -9,7 +9,7 @@
 //!   error, or silence past [`SessionOptions::discover_timeout`](super::SessionOptions), means a
 //!   legacy server, and the session falls back to `initialize`.
 //! - What a modern request carries is in `meta.rs`; how modern requests and their results are
-//!   handled (removed methods, multi round-trip requests, tasks) in `modern.rs`.
+//!   handled (removed methods, multi round-trip requests, task handles) in `modern.rs`.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,19 +1,24 @@
 //! Requests in the modern era (2026-07-28): the methods the era removed mapped to what
 //! replaces them, `input_required` results answered through the session's handler and the
-//! request re-issued (multi round-trip requests), version refusals retried once, and a
-//! `tools/call` that became a task followed to its end (`tasks.rs`).
+//! request re-issued (multi round-trip requests), and version refusals retried once. A
+//! `tools/call` the server runs as a task (the Tasks extension) is answered with the task's
+//! handle: following it is the `mcp-tasks` layer's business, not the engine's.
 
 use serde_json::{json, Map, Value};
 
-use super::tasks::OnAbandon;
 use super::{ClientSession, RequestOptions};
-use crate::extensions::tasks::{parse_task, RESULT_TYPE_TASK, TASKS_GET};
 use mcp_core::error::{Delivery, Error, ErrorKind};
-use mcp_core::jsonrpc::{ErrorObject, Payload, Request, RequestId};
+use mcp_core::jsonrpc::Payload;
 use mcp_core::types::{error_codes, methods, InputRequiredResult, ResultType};
 use mcp_core::version::ProtocolVersion;
 
 use super::era::{names_our_version, no_mutual_version, unsupported_data};
+
+/// The `resultType` of the Tasks extension's task handle (`CreateTaskResult`): a `tools/call`
+/// may be answered with one when the session declared the extension
+/// ([`SessionOptions::tasks`](super::SessionOptions::tasks)), and a `tasks/get` answer may carry
+/// it. The session hands it back as the answer; `mcp-tasks` follows it.
+pub const RESULT_TYPE_TASK: &str = "task";
 
 impl ClientSession {
     /// A request in the modern era: methods the era removed are mapped, and an
@@ -87,29 +92,13 @@ impl ClientSession {
             timeout,
         ));
         if !multi_round {
-            let wait = method == TASKS_GET && options.wait_for_task;
-            let answer = self.issue_modern(method, params, options.clone()).await?;
+            let answer = self.issue_modern(method, params, options).await?;
             // `tasks/get` answers may carry the handle's own type; nothing else may.
-            let is_task = |t: &ResultType| {
-                method == TASKS_GET
-                    && matches!(t, ResultType::Other(t) if t.as_str() == RESULT_TYPE_TASK)
-            };
             return match result_type(&answer) {
-                t if wait && (t == ResultType::Complete || is_task(&t)) => {
-                    let task = parse_task(answer, method)?;
-                    // Boxed, as are the other rare branches: the common call's future stays
-                    // small (it is moved into a box per call).
-                    let ended =
-                        Box::pin(self.follow_task(method, task, &options, OnAbandon::Keep)).await?;
-                    serde_json::to_value(ended)
-                        .map(Payload::Value)
-                        .map_err(|e| {
-                            Error::protocol(format!("{method}: cannot re-encode the task: {e}"))
-                                .with_delivery(Delivery::Answered)
-                        })
-                }
                 ResultType::Complete => Ok(answer),
-                t if is_task(&t) => Ok(answer),
+                ResultType::Other(t) if t == RESULT_TYPE_TASK && method == methods::TASKS_GET => {
+                    Ok(answer)
+                }
                 other => Err(unexpected_result_type(method, &other)),
             };
         }
@@ -126,22 +115,13 @@ impl ClientSession {
                 ResultType::Complete => return Ok(answer),
                 ResultType::InputRequired => {}
                 // Only a `tools/call` may become a task, and only because the session declared
-                // the extension.
+                // the extension; its handle is the call's answer.
                 ResultType::Other(t)
                     if t == RESULT_TYPE_TASK
                         && method == methods::TOOLS_CALL
                         && self.shared.options.tasks =>
                 {
-                    if options.return_task {
-                        return Ok(answer);
-                    }
-                    let task = parse_task(answer, method)?;
-                    let ended =
-                        Box::pin(self.follow_task(method, task, &options, OnAbandon::Cancel))
-                            .await?;
-                    return ended
-                        .into_outcome(&self.shared.options.error_codes)
-                        .map(Payload::Value);
+                    return Ok(answer);
                 }
                 other => return Err(unexpected_result_type(method, &other)),
             }
@@ -163,8 +143,17 @@ impl ClientSession {
             }
             let deadline = options.deadline;
             let responses = match &asked.input_requests {
+                // Boxed: a rare branch, and the common call's future stays small (it is moved
+                // into a box per call).
                 Some(requests) => {
-                    Box::pin(self.answer_input_requests(method, requests, deadline)).await?
+                    Box::pin(super::input::answer_input_requests(
+                        &*self.shared.handler,
+                        method,
+                        requests,
+                        self.shared.options.server_request_timeout,
+                        deadline,
+                    ))
+                    .await?
                 }
                 None => Map::new(),
             };
@@ -235,63 +224,6 @@ impl ClientSession {
         })
         .await
         .map(|_| ())
-    }
-
-    /// Answers every input request through the handler, the way server→client requests are
-    /// answered in the legacy era.
-    pub(super) async fn answer_input_requests(
-        &self,
-        method: &str,
-        requests: &Map<String, Value>,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Result<Map<String, Value>, Error> {
-        let mut responses = Map::new();
-        for (key, request) in requests {
-            let input: mcp_core::types::InputRequest = serde_json::from_value(request.clone())
-                .map_err(|e| {
-                    Error::protocol(format!(
-                        "{method}: input request {key:?} is not a request: {e}"
-                    ))
-                })?;
-            let as_request = Request::new(
-                RequestId::String(key.as_str().into()),
-                input.method.clone(),
-                input.params.map(Payload::Value),
-            );
-            // Within the call's deadline, and never longer than a server request may take.
-            let limit = self.shared.options.server_request_timeout;
-            let mut until = mcp_core::time::deadline_after(tokio::time::Instant::now(), limit);
-            if let Some(deadline) = deadline {
-                until = until.min(deadline);
-            }
-            let answered = tokio::time::timeout_at(
-                until,
-                super::server_requests::answer_server_request(&self.shared, as_request),
-            )
-            .await
-            .map_err(|_| {
-                Error::timeout(format!(
-                    "{method}: the client did not answer input request {key:?} ({}) before the call's deadline",
-                    input.method,
-                ))
-                .with_delivery(Delivery::Sent)
-            })?;
-            let value = answered
-                .map_err(|e: ErrorObject| {
-                    Error::new(
-                        ErrorKind::Protocol,
-                        format!(
-                            "{method}: the client could not answer input request {key:?} ({}): {}",
-                            input.method, e.message
-                        ),
-                    )
-                    .with_delivery(Delivery::Sent)
-                })?
-                .into_value()
-                .map_err(Error::unencodable)?;
-            responses.insert(key.clone(), value);
-        }
-        Ok(responses)
     }
 }
 

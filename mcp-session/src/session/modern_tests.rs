@@ -793,109 +793,67 @@ async fn a_wrong_legacy_memo_is_corrected_by_probing_again() {
     assert_eq!(memo.get(), Some(Era::Modern));
 }
 
-/// Counts elicitations, accepting each.
-#[derive(Clone, Default)]
-struct CountingConfirms(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-#[async_trait]
-impl ClientHandler for CountingConfirms {
-    fn capabilities(&self) -> mcp_core::types::ClientCapabilities {
-        mcp_core::types::ClientCapabilities {
-            elicitation: Some(json!({"form": {}})),
-            ..Default::default()
-        }
-    }
-
-    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(ElicitResult {
-            action: ElicitAction::Accept,
-            content: json!({"ok": true}).as_object().cloned(),
-        })
-    }
-}
-
-fn task(status: &str, extra: Value) -> Value {
-    let mut task = json!({
-        "resultType": "complete",
+/// A task handle (`resultType: "task"`) as a Tasks-extension server answers a `tools/call`.
+fn task_handle() -> Value {
+    json!({
+        "resultType": "task",
         "taskId": "t-7",
-        "status": status,
+        "status": "working",
         "createdAt": "2026-12-04T00:00:00Z",
         "lastUpdatedAt": "2026-12-04T00:00:00Z",
         "ttlMs": null,
         "pollIntervalMs": 1
-    });
-    if let (Value::Object(task), Value::Object(extra)) = (&mut task, extra) {
-        task.extend(extra);
-    }
-    task
+    })
 }
 
-/// A `tools/call` answered with a task is followed to its end: `tasks/get` carries the task id
-/// and the protocol `_meta`, an input request shown again by an eventually consistent server is
-/// answered only once, and the caller gets the task's result as the call's.
+/// A `tools/call` the server runs as a task is answered with the task's handle (following it
+/// is the `mcp-tasks` layer's business); a `tasks/get` answer may carry the handle's type too.
 #[tokio::test]
-async fn a_task_is_followed_and_each_input_request_answered_once() {
-    let handler = CountingConfirms::default();
+async fn a_tool_call_run_as_a_task_is_answered_with_its_handle() {
     let (session, mut server, _) = connect_modern(
-        handler.clone(),
+        (),
         SessionOptions::default(),
         json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
     )
     .await;
     let call = tokio::spawn({
         let session = session.clone();
-        async move {
-            session
-                .call_tool("build", None, RequestOptions::new())
-                .await
-        }
+        async move { session.call(Operation::call_tool("build", None)).await }
     });
     let request = server.request("tools/call").await;
-    let mut handle = task("working", json!({}));
-    handle["resultType"] = json!("task");
-    server.respond(request.id.clone(), handle).await;
-    let ask = json!({"inputRequests": {"k1": {"method": "elicitation/create",
-        "params": {"mode": "form", "message": "Sure?", "requestedSchema": {"type": "object"}}}}});
-    let get = server.request("tasks/get").await;
-    assert_eq!(params(&get)["taskId"], "t-7");
-    assert_eq!(
-        params(&get)["_meta"]["io.modelcontextprotocol/protocolVersion"],
-        "2026-07-28"
+    assert!(
+        params(&request)["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            .get(TASKS_EXTENSION)
+            .is_some(),
+        "{:?}",
+        params(&request)
     );
-    server
-        .respond(get.id.clone(), task("input_required", ask.clone()))
-        .await;
-    let update = server.request("tasks/update").await;
-    assert_eq!(params(&update)["taskId"], "t-7");
-    assert_eq!(params(&update)["inputResponses"]["k1"]["action"], "accept");
-    server
-        .respond(update.id.clone(), json!({"resultType": "complete"}))
-        .await;
-    // The server has not caught up yet: the same request again, which is not asked again.
-    let get = server.request("tasks/get").await;
-    server
-        .respond(get.id.clone(), task("input_required", ask))
-        .await;
-    let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "built"}]}}),
-            ),
-        )
-        .await;
-    let result = call.await.unwrap().unwrap();
-    assert_eq!(result.text(), "built");
-    assert_eq!(handler.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    server.respond(request.id.clone(), task_handle()).await;
+    let answer = call.await.unwrap().unwrap().into_value().unwrap();
+    assert_eq!(answer, task_handle());
+    // Nothing follows it here: the next request the server sees is the caller's.
+    let get = tokio::spawn({
+        let session = session.clone();
+        async move {
+            let get = Operation::new(
+                mcp_core::types::methods::TASKS_GET,
+                Some(Payload::Value(json!({"taskId": "t-7"}))),
+            );
+            session.call(get).await
+        }
+    });
+    let request = server.request("tasks/get").await;
+    server.respond(request.id.clone(), task_handle()).await;
+    assert_eq!(
+        get.await.unwrap().unwrap().into_value().unwrap(),
+        task_handle()
+    );
     session.close().await;
 }
 
-/// Only `tools/call` may become a task; an unknown status ends the call with an error.
+/// Only `tools/call` may become a task, and only when the session declared the extension.
 #[tokio::test]
-async fn tasks_outside_tools_call_and_unknown_statuses_are_refused() {
+async fn tasks_outside_tools_call_or_undeclared_are_refused() {
     let (session, mut server, _) =
         connect_modern((), SessionOptions::default(), json!({"prompts": {}})).await;
     let get = tokio::spawn({
@@ -903,100 +861,33 @@ async fn tasks_outside_tools_call_and_unknown_statuses_are_refused() {
         async move { session.get_prompt("p", None, RequestOptions::new()).await }
     });
     let request = server.request("prompts/get").await;
-    let mut handle = task("working", json!({}));
-    handle["resultType"] = json!("task");
-    server.respond(request.id.clone(), handle.clone()).await;
+    server.respond(request.id.clone(), task_handle()).await;
     let err = get.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
     assert!(err.message().contains("\"task\""), "{err}");
+    session.close().await;
 
+    let (session, mut server, _) = connect_modern(
+        (),
+        SessionOptions::default().with_tasks(false),
+        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    )
+    .await;
     let call = tokio::spawn({
         let session = session.clone();
         async move { session.call_tool("t", None, RequestOptions::new()).await }
     });
     let request = server.request("tools/call").await;
-    server.respond(request.id.clone(), handle).await;
-    let get = server.request("tasks/get").await;
-    server
-        .respond(get.id.clone(), task("paused", json!({})))
-        .await;
-    let err = call.await.unwrap().unwrap_err();
     assert!(
-        err.message().contains("status this client does not know"),
-        "{err}"
+        params(&request)["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            .get(TASKS_EXTENSION)
+            .is_none(),
+        "{:?}",
+        params(&request)
     );
-    // Abandoned, so the server is asked to cancel it.
-    let cancel = server.request("tasks/cancel").await;
-    assert_eq!(params(&cancel)["taskId"], "t-7");
-    session.close().await;
-}
-
-/// A poll interval longer than the time left still gets one last look before the deadline.
-#[tokio::test]
-async fn a_task_gets_a_last_look_before_the_deadline() {
-    let (session, mut server, _) = connect_modern(
-        (),
-        SessionOptions::default(),
-        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
-    )
-    .await;
-    let call = tokio::spawn({
-        let session = session.clone();
-        async move {
-            let options = RequestOptions::new().with_timeout(Duration::from_millis(800));
-            session.call_tool("build", None, options).await
-        }
-    });
-    let request = server.request("tools/call").await;
-    let mut handle = task("working", json!({"pollIntervalMs": 600_000}));
-    handle["resultType"] = json!("task");
-    server.respond(request.id.clone(), handle).await;
-    let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "just in time"}]}}),
-            ),
-        )
-        .await;
-    assert_eq!(call.await.unwrap().unwrap().text(), "just in time");
-    session.close().await;
-}
-
-/// A failure while following a task says the call was sent: a retry layer must not send the
-/// `tools/call` (which the server already answered with a task) again.
-#[tokio::test]
-async fn errors_while_following_a_task_never_say_not_sent() {
-    let (session, mut server, _) = connect_modern(
-        (),
-        SessionOptions::default(),
-        json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
-    )
-    .await;
-    let call = tokio::spawn({
-        let session = session.clone();
-        async move {
-            session
-                .call_tool("build", None, RequestOptions::new())
-                .await
-        }
-    });
-    let request = server.request("tools/call").await;
-    let mut handle = task("working", json!({}));
-    handle["resultType"] = json!("task");
-    server.respond(request.id.clone(), handle).await;
-    let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task("working", json!({"pollIntervalMs": 100})),
-        )
-        .await;
-    // The server goes away: the next poll cannot even be sent.
-    drop(server);
+    server.respond(request.id.clone(), task_handle()).await;
     let err = call.await.unwrap().unwrap_err();
-    assert_ne!(err.delivery(), Some(mcp_core::Delivery::NotSent), "{err}");
-    assert!(err.delivery().is_some(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.message().contains("\"task\""), "{err}");
+    session.close().await;
 }

@@ -8,6 +8,11 @@ use mcp_core::version::{Era, ProtocolVersion};
 
 use super::EraMemo;
 
+/// The Tasks extension's identifier, which every modern request declares in its
+/// `clientCapabilities.extensions` unless [`SessionOptions::tasks`] is off (its types and
+/// follower are the `mcp-tasks` crate).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// How a [`ClientSession`](super::ClientSession) behaves. `Default` gives the documented defaults.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
@@ -54,12 +59,14 @@ pub struct SessionOptions {
     /// How long the handler may take to answer one server→client request (a human answering
     /// an elicitation included); past it the server gets an error. Default: 10 min.
     pub server_request_timeout: Duration,
-    /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`) on every modern request,
-    /// so that a server may run a `tools/call` as a task; the session then follows the task to
-    /// its end (see [`extensions::tasks`](crate::extensions::tasks)). Default: true.
+    /// Declares the Tasks extension ([`TASKS_EXTENSION`]) on every modern request, so that a
+    /// server may run a `tools/call` as a task; the call is then answered with the task's
+    /// handle (`resultType: "task"`), which the `mcp-tasks` follower layer follows to its end.
+    /// Default: true.
     pub tasks: bool,
-    /// How often a task is polled when the server suggests no `pollIntervalMs`; a server's
-    /// suggestion is kept within 20 ms and 30 s. Default: 500 ms.
+    /// How often a task is polled when the server suggests no `pollIntervalMs`. Not read by
+    /// the session: the `mcp-tasks` follower built from these options uses it (as the facade
+    /// builds it). Default: 500 ms.
     pub task_poll_interval: Duration,
 }
 

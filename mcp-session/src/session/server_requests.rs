@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::reader::OutboxItem;
-use super::{lock, SessionShared};
+use super::{lock, ClientHandler, SessionShared};
 use mcp_core::jsonrpc::{codes, ErrorObject, Payload, Request, RequestId, Response};
 use mcp_core::types::methods;
 
@@ -82,7 +82,7 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
         let id = request.id.clone();
         let limit = task_shared.options.server_request_timeout;
         let method = request.method.clone();
-        let answering = answer_server_request(&task_shared, request);
+        let answering = answer_server_request(&*task_shared.handler, request);
         let outcome = match tokio::time::timeout(limit, answering).await {
             Ok(outcome) => outcome,
             Err(_) => Err(ErrorObject::new(
@@ -112,8 +112,10 @@ pub(super) fn handle_server_request(shared: &Arc<SessionShared>, request: Reques
     tasks.insert(id, task.abort_handle());
 }
 
+/// Answers one server→client request (or an input request) through `handler`: a method goes
+/// to it only when its capability is declared.
 pub(super) async fn answer_server_request(
-    shared: &SessionShared,
+    handler: &dyn ClientHandler,
     request: Request,
 ) -> Result<Payload, ErrorObject> {
     fn params<T: DeserializeOwned>(request: &Request) -> Result<T, ErrorObject> {
@@ -130,7 +132,6 @@ pub(super) async fn answer_server_request(
     fn encode<T: Serialize>(value: T) -> Result<Payload, ErrorObject> {
         Payload::from_serialize(&value).map_err(|e| ErrorObject::internal(e.to_string()))
     }
-    let handler = &shared.handler;
     let capabilities = handler.capabilities();
     match request.method.as_str() {
         methods::ROOTS_LIST if capabilities.roots.is_some() => encode(handler.list_roots().await?),

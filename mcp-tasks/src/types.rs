@@ -1,55 +1,25 @@
-//! The Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): a server may answer a
-//! `tools/call` with a task handle (`resultType: "task"`) instead of the result, and the client
-//! polls `tasks/get` until the task is `completed`, `failed` or `cancelled`, answering its
-//! `inputRequests` with `tasks/update` on the way, or gives up with `tasks/cancel`.
-//!
-//! A modern session declares the extension on every request unless
-//! [`SessionOptions::tasks`](crate::SessionOptions::tasks) is off. By default the session follows
-//! a task by itself, so [`call_tool`](mcp_core::McpServiceExt::call_tool) returns the final result
-//! as if the call had been answered at once (one deadline for all of it, input requests through
-//! the session's [`ClientHandler`](crate::ClientHandler), and a best-effort `tasks/cancel` when
-//! the deadline passes or the caller gives up). A caller that wants the handle itself — to show
-//! progress, to poll later, to cancel — uses [`TasksExt`]:
-//!
-//! ```no_run
-//! # async fn run(session: mcp_session::ClientSession) -> Result<(), mcp_core::Error> {
-//! use mcp_session::extensions::tasks::{TasksExt, ToolCallOutcome};
-//! use mcp_core::RequestOptions;
-//! match session.call_tool_as_task("build", None, RequestOptions::new()).await? {
-//!     ToolCallOutcome::Completed(result) => println!("{}", result.text()),
-//!     ToolCallOutcome::Task(task) => {
-//!         println!("task {} is {}", task.task_id, task.status);
-//!         let done = session.wait_for_task(&task.task_id, RequestOptions::new()).await?;
-//!         println!("{}", done.into_tool_result()?.text());
-//!     }
-//! }
-//! # Ok(()) }
-//! ```
-//!
-//! Legacy (2025-era) sessions never declare the extension, so their servers never answer with a
-//! task; `tasks/*` requests to them are sent as they are (and refused by the server).
+//! The Tasks extension's types: a [`Task`] and its [`TaskStatus`], what a `tools/call` that may
+//! run as a task answered ([`ToolCallOutcome`]), and the extension's names.
 
 use std::fmt;
-use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use mcp_core::error::{Delivery, Error, ErrorKind};
-
-use crate::ErrorCodeTable;
 use mcp_core::jsonrpc::{ErrorObject, Payload};
-use mcp_core::service::{McpService, Operation, RequestOptions};
 use mcp_core::types::{methods, CallToolResult, Extra};
-
-/// The extension's identifier, in client and server capabilities.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+use mcp_session::ErrorCodeTable;
 
 pub use mcp_core::types::methods::{is_task_method, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
+/// The `resultType` of a task handle.
+pub use mcp_session::RESULT_TYPE_TASK;
+/// The extension's identifier, in client and server capabilities (the session declares it on
+/// every modern request unless [`SessionOptions::tasks`](mcp_session::SessionOptions::tasks) is
+/// off).
+pub use mcp_session::TASKS_EXTENSION;
 /// `notifications/tasks`: a task's full state, pushed by the server.
 pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
-/// The `resultType` of a task handle.
-pub const RESULT_TYPE_TASK: &str = "task";
 
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,7 +116,7 @@ impl Task {
     }
 
     /// [`into_tool_result`](Self::into_tool_result), classifying a failed task's error code
-    /// with `table` (the session's [`SessionOptions::error_codes`](crate::SessionOptions)).
+    /// with `table` (the session's [`SessionOptions::error_codes`](mcp_session::SessionOptions::error_codes)).
     pub fn into_result_with(self, table: &ErrorCodeTable) -> Result<CallToolResult, Error> {
         let id = self.task_id.clone();
         let result = self.into_outcome(table)?;
@@ -199,7 +169,7 @@ impl ToolCallOutcome {
     /// Reads a `tools/call` answer that may be a task handle (`resultType: "task"`); `name` is
     /// the tool, for errors.
     pub fn from_answer(answer: Payload, name: &str) -> Result<ToolCallOutcome, Error> {
-        if crate::result_type(&answer).as_str() == RESULT_TYPE_TASK {
+        if mcp_session::result_type(&answer).as_str() == RESULT_TYPE_TASK {
             return parse_task(answer, methods::TOOLS_CALL).map(ToolCallOutcome::Task);
         }
         CallToolResult::from_answer(answer, name).map(ToolCallOutcome::Completed)
@@ -211,93 +181,7 @@ impl ToolCallOutcome {
     }
 }
 
-/// The Tasks extension's requests, on any [`McpService`] (a session, or a stack of layers
-/// around one).
-pub trait TasksExt: McpService {
-    /// `tools/call`, handing back the task when the server runs the call as one (instead of
-    /// the session following it to the end).
-    fn call_tool_as_task(
-        &self,
-        name: &str,
-        arguments: Option<Value>,
-        options: RequestOptions,
-    ) -> impl Future<Output = Result<ToolCallOutcome, Error>> + Send {
-        let operation =
-            Operation::call_tool(name, arguments).with_options(options.returning_task());
-        async move { ToolCallOutcome::from_answer(self.call(operation).await?, name) }
-    }
-
-    /// `tasks/get`: the task's current state.
-    fn get_task(
-        &self,
-        task_id: &str,
-        options: RequestOptions,
-    ) -> impl Future<Output = Result<Task, Error>> + Send {
-        let operation = task_operation(TASKS_GET, task_id, None).with_options(options);
-        async move { parse_task(self.call(operation).await?, TASKS_GET) }
-    }
-
-    /// Polls the task until it has ended (honouring its `pollIntervalMs`, answering its input
-    /// requests through the session's handler), within the request's deadline. The task is
-    /// returned as it ended: see [`Task::into_tool_result`].
-    fn wait_for_task(
-        &self,
-        task_id: &str,
-        options: RequestOptions,
-    ) -> impl Future<Output = Result<Task, Error>> + Send {
-        // Not a pure read (it answers the task's input requests): never repeated by a retry.
-        let operation = task_operation(TASKS_GET, task_id, None)
-            .with_options(options.waiting_for_task())
-            .with_idempotent(false);
-        async move { parse_task(self.call(operation).await?, TASKS_GET) }
-    }
-
-    /// `tasks/update`: answers to the task's input requests, by their keys.
-    fn update_task(
-        &self,
-        task_id: &str,
-        input_responses: Map<String, Value>,
-        options: RequestOptions,
-    ) -> impl Future<Output = Result<(), Error>> + Send {
-        let operation = task_operation(
-            TASKS_UPDATE,
-            task_id,
-            Some(("inputResponses", Value::Object(input_responses))),
-        )
-        .with_options(options);
-        async move { self.call(operation).await.map(|_| ()) }
-    }
-
-    /// `tasks/cancel`: asks the server to stop the task. Cooperative: the task may still end
-    /// another way; [`get_task`](Self::get_task) tells.
-    fn cancel_task(
-        &self,
-        task_id: &str,
-        options: RequestOptions,
-    ) -> impl Future<Output = Result<(), Error>> + Send {
-        let operation = task_operation(TASKS_CANCEL, task_id, None).with_options(options);
-        async move { self.call(operation).await.map(|_| ()) }
-    }
-}
-
-impl<S: McpService + ?Sized> TasksExt for S {}
-
-/// A `tasks/*` request about `task_id`. No subject: per-subject policies (breakers, metrics)
-/// are per tool, and task ids are many.
-pub(crate) fn task_operation(
-    method: &'static str,
-    task_id: &str,
-    extra: Option<(&str, Value)>,
-) -> Operation {
-    let mut params = Map::with_capacity(2);
-    params.insert("taskId".into(), Value::String(task_id.to_owned()));
-    if let Some((key, value)) = extra {
-        params.insert(key.into(), value);
-    }
-    Operation::new(method, Some(Payload::Value(Value::Object(params))))
-}
-
-/// Parses a task handle or state.
+/// Parses a task handle or state; `method` names the request that answered, for errors.
 pub(crate) fn parse_task(answer: Payload, method: &str) -> Result<Task, Error> {
     answer.into_typed().map_err(|e| {
         Error::protocol(format!("{method}: invalid task in the answer: {e}"))

@@ -1,21 +1,52 @@
-//! The Tasks extension end to end against the fixture server (`--era dual`, its `job` tool):
-//! a `tools/call` the server runs as a task is followed to its result, input requests reach
-//! the handler once, failures and cancellations are errors, a task past the call's deadline is
-//! cancelled, and a client that does not declare the extension never sees a task.
-
-mod common;
+//! The Tasks extension end to end against the fixture server over stdio (`--era dual`, its
+//! `job` tool), through a session wrapped in the follower: a `tools/call` the server runs as a
+//! task is followed to its result, input requests reach the handler once, failures and
+//! cancellations are errors, a task past the call's deadline is cancelled, and a client that
+//! does not declare the extension never sees a task.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use mcp_core::types::{ClientCapabilities, ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_core::{ErrorKind, ErrorObject, McpServiceExt, RequestOptions};
-use mcp_session::extensions::tasks::{TaskStatus, TasksExt, ToolCallOutcome, TASKS_EXTENSION};
-use mcp_session::{ClientHandler, SessionOptions};
+use mcp_core::{ErrorKind, ErrorObject, Layer, McpServiceExt, RequestOptions};
+use mcp_session::{ClientHandler, ClientSession, SessionOptions};
+use mcp_tasks::{
+    FollowTasksLayer, TaskFollower, TaskStatus, TasksExt, ToolCallOutcome, TASKS_EXTENSION,
+};
+use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
 use serde_json::json;
+
+/// Generous deadline for anything a test waits on.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn fixture(args: &[&str]) -> StdioServerConfig {
+    StdioServerConfig::new(mcp_testkit::fixture_server_bin())
+        .args(args)
+        .shutdown_grace(Duration::from_millis(300))
+}
+
+/// A session to the fixture, behind a follower with the same handler and options.
+async fn connect_with(
+    args: &[&str],
+    handler: Arc<dyn ClientHandler>,
+    options: SessionOptions,
+) -> TaskFollower<ClientSession> {
+    let transport = StdioTransport::spawn(fixture(args)).expect("spawns");
+    let session = tokio::time::timeout(
+        DEADLINE,
+        ClientSession::connect_shared(transport, handler.clone(), options.clone()),
+    )
+    .await
+    .expect("connect finished in time")
+    .expect("connects");
+    FollowTasksLayer::new(handler, &options).layer(session)
+}
+
+async fn connect(args: &[&str]) -> TaskFollower<ClientSession> {
+    connect_with(args, Arc::new(()), SessionOptions::default()).await
+}
 
 /// Confirms every elicitation (`{"confirm": true}`) and counts them.
 #[derive(Default, Clone)]
@@ -41,9 +72,10 @@ impl ClientHandler for Confirm {
 
 #[tokio::test]
 async fn a_tool_call_run_as_a_task_is_followed_to_its_result() {
-    let (session, _) = connect(&["--era", "dual"]).await;
-    assert_eq!(session.era(), mcp_core::Era::Modern);
+    let session = connect(&["--era", "dual"]).await;
+    assert_eq!(session.inner().era(), mcp_core::Era::Modern);
     assert!(session
+        .inner()
         .server_info()
         .capabilities
         .extension(TASKS_EXTENSION)
@@ -58,12 +90,12 @@ async fn a_tool_call_run_as_a_task_is_followed_to_its_result() {
         .unwrap();
     assert_eq!(result.text(), "job done after 150 ms");
     assert_ne!(result.is_error, Some(true));
-    session.close().await;
+    session.inner().close().await;
 }
 
 #[tokio::test]
 async fn the_task_handle_can_be_held_polled_and_waited_for() {
-    let (session, _) = connect(&["--era", "dual"]).await;
+    let session = connect(&["--era", "dual"]).await;
     let outcome = session
         .call_tool_as_task(
             "job",
@@ -103,15 +135,15 @@ async fn the_task_handle_can_be_held_polled_and_waited_for() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidParams, "{err}");
-    session.close().await;
+    session.inner().close().await;
 }
 
 #[tokio::test]
 async fn a_task_asking_for_input_is_answered_through_the_handler_once() {
     let handler = Confirm::default();
-    let (session, _) = connect_with(
-        fixture(&["--era", "dual"]),
-        handler.clone(),
+    let session = connect_with(
+        &["--era", "dual"],
+        Arc::new(handler.clone()),
         SessionOptions::default(),
     )
     .await;
@@ -128,12 +160,12 @@ async fn a_task_asking_for_input_is_answered_through_the_handler_once() {
         "job done after 100 ms (confirmed: {\"confirm\":true})"
     );
     assert_eq!(handler.0.load(Ordering::SeqCst), 1);
-    session.close().await;
+    session.inner().close().await;
 }
 
 #[tokio::test]
 async fn failed_and_cancelled_tasks_are_errors() {
-    let (session, _) = connect(&["--era", "dual"]).await;
+    let session = connect(&["--era", "dual"]).await;
     let err = session
         .call_tool(
             "job",
@@ -167,14 +199,14 @@ async fn failed_and_cancelled_tasks_are_errors() {
     assert_eq!(ended.status, TaskStatus::Cancelled);
     let err = ended.into_tool_result().unwrap_err();
     assert!(err.message().contains("cancelled"), "{err}");
-    session.close().await;
+    session.inner().close().await;
 }
 
 /// The call's one deadline covers the whole task; past it the call fails and the server is
 /// asked to cancel the task, which nobody else knows about.
 #[tokio::test]
 async fn a_task_past_the_calls_deadline_is_cancelled() {
-    let (session, _) = connect(&["--era", "dual"]).await;
+    let session = connect(&["--era", "dual"]).await;
     let err = session
         .call_tool(
             "job",
@@ -199,16 +231,16 @@ async fn a_task_past_the_calls_deadline_is_cancelled() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(status, TaskStatus::Cancelled);
-    session.close().await;
+    session.inner().close().await;
 }
 
 /// Without the extension (a session that does not declare it, or a legacy server) the same
 /// tool runs inline; a job that can only run as a task is refused with -32021.
 #[tokio::test]
 async fn without_the_extension_no_task_is_ever_returned() {
-    let (session, _) = connect_with(
-        fixture(&["--era", "dual"]),
-        (),
+    let session = connect_with(
+        &["--era", "dual"],
+        Arc::new(()),
         SessionOptions::default().with_tasks(false),
     )
     .await;
@@ -226,10 +258,10 @@ async fn without_the_extension_no_task_is_ever_returned() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(-32021), "{err}");
-    session.close().await;
+    session.inner().close().await;
 
-    let (session, _) = connect(&[]).await;
-    assert_eq!(session.era(), mcp_core::Era::Legacy);
+    let session = connect(&[]).await;
+    assert_eq!(session.inner().era(), mcp_core::Era::Legacy);
     let result = session
         .call_tool(
             "job",
@@ -239,5 +271,5 @@ async fn without_the_extension_no_task_is_ever_returned() {
         .await
         .unwrap();
     assert_eq!(result.text(), "job done after 20 ms");
-    session.close().await;
+    session.inner().close().await;
 }
