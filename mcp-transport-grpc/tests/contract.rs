@@ -4,21 +4,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_transport_contract::peer::{event_log_path, Cancellations, RemoveOnDrop};
-use mcp_transport_contract::Peer;
+use mcp_transport_contract::peer::TestkitFixture;
+use mcp_transport_contract::{Era, Peer};
 use mcp_transport_grpc::{GrpcBridge, GrpcConnector, GrpcServerConfig};
 use mcp_transport_stdio::{StdioConnector, StdioServerConfig};
 
 /// The largest message the suite's connector takes (the default, both ways).
 const CAP: usize = mcp_transport_grpc::DEFAULT_MAX_MESSAGE_SIZE;
 
-mcp_transport_contract::contract_suite!(fixture_over_grpc());
+mcp_transport_contract::contract_suite!(fixture_over_grpc);
 
-async fn fixture_over_grpc() -> Peer {
-    let log = event_log_path("grpc");
+async fn fixture_over_grpc(era: Era) -> Peer {
+    let fixture = TestkitFixture::new("grpc", era);
     let backend = StdioServerConfig::new(mcp_testkit::fixture_server_bin())
-        .arg("--event-log")
-        .arg(&log)
+        .args(fixture.args())
         .shutdown_grace(Duration::from_millis(500));
     let bridge = GrpcBridge::new(Arc::new(StdioConnector::new(backend)))
         .shutdown_timeout(Duration::from_secs(5))
@@ -28,12 +27,7 @@ async fn fixture_over_grpc() -> Peer {
     let client = GrpcConnector::new(GrpcServerConfig::new(bridge.url()).max_message_size(CAP))
         .expect("a valid config");
     let bridge = Arc::new(bridge);
-    Peer::new(
-        "grpc",
-        Arc::new(client),
-        CAP,
-        Cancellations::EventLog(log.clone()),
-    )
-    .keeping(RemoveOnDrop(log))
-    .on_shutdown(move || async move { bridge.shutdown().await })
+    fixture
+        .peer("grpc", "tcp", Arc::new(client), CAP)
+        .on_shutdown(move || async move { bridge.shutdown().await })
 }

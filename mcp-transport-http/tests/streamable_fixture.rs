@@ -1,6 +1,9 @@
-//! Streamable HTTP against the fixture server served over HTTP on 127.0.0.1: JSON and SSE
-//! answers, progress inside the POST stream, the standalone GET stream, resumption after a
-//! dropped stream, session expiry, DELETE on close.
+//! Streamable HTTP against the fixture server served over HTTP on 127.0.0.1: plain JSON
+//! answers, the standalone GET stream, resumption after a dropped stream, session expiry (and a
+//! caller giving up during the new handshake), DELETE on close, an unreachable server, calls in
+//! flight ended by close, and detection falling back to legacy SSE. Calls, SSE answers with
+//! their progress and both transports' sessions are the contract suite's
+//! (`tests/contract.rs`).
 
 use mcp_core::McpServiceExt;
 use std::sync::{Arc, Mutex};
@@ -35,59 +38,6 @@ async fn connect(server: &HttpFixture) -> ClientSession {
     .await
     .expect("connects in time")
     .expect("connects")
-}
-
-#[tokio::test]
-async fn calls_tools_with_sse_answers_and_progress_in_the_post_stream() {
-    let server = fixture(&[]).await;
-    let session = connect(&server).await;
-    assert_eq!(session.server_info().server_info.name, "mcp-fixture-server");
-    assert_eq!(session.transport_name(), "tcp");
-    let tools = session.list_all_tools(RequestOptions::new()).await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "echo"));
-    let r = session
-        .call_tool(
-            "echo",
-            Some(json!({"text": "over http"})),
-            RequestOptions::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.text(), "over http");
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let options = RequestOptions::new().on_progress({
-        let seen = seen.clone();
-        move |p| seen.lock().unwrap().push(p.progress)
-    });
-    let r = session
-        .call_tool(
-            "slow",
-            Some(json!({"duration_ms": 100, "steps": 3})),
-            options,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.text(), "done after 3 steps");
-    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0]);
-    // Concurrent calls each get their own POST stream.
-    let calls: Vec<_> = (0..20)
-        .map(|i| {
-            let s = session.clone();
-            tokio::spawn(async move {
-                s.call_tool(
-                    "echo",
-                    Some(json!({"text": i.to_string()})),
-                    RequestOptions::new(),
-                )
-                .await
-            })
-        })
-        .collect();
-    for (i, c) in calls.into_iter().enumerate() {
-        assert_eq!(c.await.unwrap().unwrap().text(), i.to_string());
-    }
-    session.close().await;
-    server.shutdown().await;
 }
 
 #[tokio::test]
@@ -226,44 +176,6 @@ async fn an_unreachable_server_fails_the_handshake_clearly() {
         "the query string is not shown: {err}"
     );
     assert!(StreamableHttpTransport::new(HttpServerConfig::new("ftp://x")).is_err());
-}
-
-#[tokio::test]
-async fn the_legacy_sse_transport_works_against_the_fixture() {
-    use mcp_transport_http::LegacySseTransport;
-    let server = fixture(&[]).await;
-    let transport = LegacySseTransport::connect(HttpServerConfig::new(server.sse_url()))
-        .await
-        .expect("endpoint event");
-    let session = ClientSession::connect(transport, (), SessionOptions::default())
-        .await
-        .expect("connects");
-    let r = session
-        .call_tool(
-            "echo",
-            Some(json!({"text": "legacy"})),
-            RequestOptions::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.text(), "legacy");
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let options = RequestOptions::new().on_progress({
-        let seen = seen.clone();
-        move |p| seen.lock().unwrap().push(p.progress)
-    });
-    let r = session
-        .call_tool(
-            "slow",
-            Some(json!({"duration_ms": 60, "steps": 2})),
-            options,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.text(), "done after 2 steps");
-    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0]);
-    session.close().await;
-    server.shutdown().await;
 }
 
 #[tokio::test]

@@ -2,26 +2,19 @@
 
 use std::sync::Arc;
 
-use mcp_transport_contract::peer::{event_log_path, Cancellations, RemoveOnDrop};
-use mcp_transport_contract::Peer;
+use mcp_transport_contract::peer::TestkitFixture;
+use mcp_transport_contract::{Era, Peer};
 use mcp_transport_stdio::{StdioConnector, StdioServerConfig};
 
 /// The largest message the suite's connector takes.
 const CAP: usize = 16 * 1024 * 1024;
 
-mcp_transport_contract::contract_suite!(fixture_over_stdio());
+mcp_transport_contract::contract_suite!(fixture_over_stdio);
 
-async fn fixture_over_stdio() -> Peer {
-    let log = event_log_path("stdio");
+async fn fixture_over_stdio(era: Era) -> Peer {
+    let fixture = TestkitFixture::new("stdio", era);
     let config = StdioServerConfig::new(mcp_testkit::fixture_server_bin())
-        .arg("--event-log")
-        .arg(&log)
+        .args(fixture.args())
         .max_message_size(CAP);
-    Peer::new(
-        "stdio",
-        Arc::new(StdioConnector::new(config)),
-        CAP,
-        Cancellations::EventLog(log.clone()),
-    )
-    .keeping(RemoveOnDrop(log))
+    fixture.peer("stdio", "pipe", Arc::new(StdioConnector::new(config)), CAP)
 }

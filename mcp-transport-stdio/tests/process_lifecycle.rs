@@ -221,3 +221,16 @@ async fn a_server_that_hangs_at_initialize_times_out_and_is_stopped() {
     assert!(err.message().contains("initialize"), "{err}");
     wait_group_gone(pid).await;
 }
+
+#[tokio::test]
+async fn a_refused_handshake_leaves_no_process() {
+    // The server answers `initialize` with a version the client does not speak.
+    let transport = StdioTransport::spawn(fixture(&["--protocol-version", "1999-01-01"])).unwrap();
+    let pid = transport.pid();
+    let err = ClientSession::connect(transport, (), SessionOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol);
+    assert!(err.message().contains("1999-01-01"), "{err}");
+    wait_group_gone(pid).await;
+}
