@@ -24,10 +24,14 @@
 //! Where things are:
 //! - `session.rs` the lifecycle; `session/era.rs` the two eras (the probe, the fallback,
 //!   [`EraMemo`]); `session/meta.rs` the per-request `_meta`; `session/modern.rs` modern
-//!   requests (removed methods, multi round-trip requests, version refusals; a `tools/call`
-//!   the server runs as a task answered with its handle, which the `mcp-tasks` layer follows);
+//!   calls (removed methods, multi round-trip requests; a `tools/call` the server runs as a
+//!   task answered with its handle, which the `mcp-tasks` layer follows);
 //!   `session/input.rs` input requests answered through the handler
-//!   ([`answer_input_requests`]); `session/listen.rs` the modern `subscriptions/listen` stream; `session/request.rs` the request path and its one deadline;
+//!   ([`answer_input_requests`]); `session/listen.rs` the modern `subscriptions/listen`
+//!   stream; `session/request.rs` one round trip (a request and its answer) under its one
+//!   deadline. The engine's own retries, each where only it can decide and said why:
+//!   `session/session_loss.rs` a request replayed after the server forgot the session,
+//!   `session/refusals.rs` a modern request sent again after a version or header refusal;
 //!   `session/in_place.rs` requests a transport answers in the caller's task;
 //!   `session/reader.rs` the reader and outbox tasks; `session/server_requests.rs`
 //!   server→client requests under a cap, answered by the [`ClientHandler`];

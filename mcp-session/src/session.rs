@@ -13,8 +13,10 @@ mod notifications;
 mod options;
 mod pending;
 mod reader;
+mod refusals;
 mod request;
 mod server_requests;
+mod session_loss;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -330,11 +332,11 @@ impl ClientSession {
         };
         let params = Payload::from_serialize(&params).map_err(Error::unencodable)?;
         let result = self
-            .issue_shaped(
+            .round_trip_adding(
                 methods::INITIALIZE,
                 Some(params),
                 RequestOptions::default(),
-                request::Shape::HANDSHAKE,
+                request::MetaToAdd::HANDSHAKE,
             )
             .await?;
         let result: InitializeResult = result
@@ -530,9 +532,9 @@ impl McpService for ClientSession {
             ..
         } = operation;
         let outcome = if self.is_modern() {
-            self.call_modern(&method, params, options).await
+            self.modern_call(&method, params, options).await
         } else {
-            self.issue(&method, params, options).await
+            self.round_trip(&method, params, options).await
         };
         outcome.map_err(|e| match subject {
             Some(subject) if e.subject().is_none() => e.with_subject(subject),

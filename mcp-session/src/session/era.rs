@@ -160,11 +160,11 @@ impl ClientSession {
         let limit = shared.options.discover_timeout;
         let mut retried = false;
         let answer = loop {
-            let request = self.issue_shaped(
+            let request = self.round_trip_adding(
                 methods::SERVER_DISCOVER,
                 None,
                 RequestOptions::new().with_timeout(limit),
-                super::request::Shape {
+                super::request::MetaToAdd {
                     progress_token: true,
                     modern: true,
                 },

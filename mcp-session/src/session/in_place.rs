@@ -28,7 +28,7 @@ use mcp_core::jsonrpc::Payload;
 use mcp_core::time::deadline_after;
 use mcp_core::transport::{InPlaceAnswer, TransportErrorKind};
 
-/// The deadlines of one request, as `issue_shaped` computed them.
+/// The deadlines of one request, as `round_trip_adding` computed them.
 pub(super) struct Deadlines {
     /// When the request was issued.
     pub(super) started: Instant,

@@ -93,7 +93,7 @@ impl ClientSession {
             // The stream lives as long as the server keeps it: no deadline of its own.
             let options = RequestOptions::new().with_timeout(Duration::MAX);
             let opened = Instant::now();
-            let listen = self.issue(methods::SUBSCRIPTIONS_LISTEN, Some(params), options);
+            let listen = self.round_trip(methods::SUBSCRIPTIONS_LISTEN, Some(params), options);
             tokio::select! {
                 ended = listen => {
                     // Whoever waits for the stream to open waits no longer.

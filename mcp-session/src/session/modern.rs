@@ -9,10 +9,7 @@ use serde_json::{json, Map, Value};
 use super::{ClientSession, RequestOptions};
 use mcp_core::error::{Delivery, Error, ErrorKind};
 use mcp_core::jsonrpc::Payload;
-use mcp_core::types::{error_codes, methods, InputRequiredResult, ResultType};
-use mcp_core::version::ProtocolVersion;
-
-use super::era::{names_our_version, no_mutual_version, unsupported_data};
+use mcp_core::types::{methods, InputRequiredResult, ResultType};
 
 /// The `resultType` of the Tasks extension's task handle (`CreateTaskResult`): a `tools/call`
 /// may be answered with one when the session declared the extension
@@ -24,7 +21,7 @@ impl ClientSession {
     /// A request in the modern era: methods the era removed are mapped, and an
     /// `input_required` result is answered and the request re-issued, until a final result or
     /// [`SessionOptions::max_input_rounds`](super::SessionOptions).
-    pub(super) async fn call_modern(
+    pub(super) async fn modern_call(
         &self,
         method: &str,
         params: Option<Payload>,
@@ -32,7 +29,8 @@ impl ClientSession {
     ) -> Result<Payload, Error> {
         match method {
             methods::PING => {
-                self.issue(methods::SERVER_DISCOVER, None, options).await?;
+                self.round_trip(methods::SERVER_DISCOVER, None, options)
+                    .await?;
                 return Ok(Payload::Value(json!({})));
             }
             methods::LOGGING_SET_LEVEL => {
@@ -92,7 +90,7 @@ impl ClientSession {
             timeout,
         ));
         if !multi_round {
-            let answer = self.issue_modern(method, params, options).await?;
+            let answer = self.modern_round_trip(method, params, options).await?;
             // `tasks/get` answers may carry the handle's own type; nothing else may.
             return match result_type(&answer) {
                 ResultType::Complete => Ok(answer),
@@ -109,7 +107,7 @@ impl ClientSession {
         let mut round = 0;
         loop {
             let answer = self
-                .issue_modern(method, retry_params, options.clone())
+                .modern_round_trip(method, retry_params, options.clone())
                 .await?;
             match result_type(&answer) {
                 ResultType::Complete => return Ok(answer),
@@ -163,67 +161,6 @@ impl ClientSession {
                 asked.request_state,
             )?);
         }
-    }
-
-    /// One modern request; an `UnsupportedProtocolVersion` refusal is retried once when the
-    /// server lists the version asked for, and otherwise reported naming both sides' versions.
-    /// A `tools/call` refused with `HeaderMismatch` (the transport did not know the tool's
-    /// `x-mcp-header` annotations, or they changed) re-lists the tools, which teaches the
-    /// transport, and is sent once more.
-    pub(super) async fn issue_modern(
-        &self,
-        method: &str,
-        params: Option<Payload>,
-        options: RequestOptions,
-    ) -> Result<Payload, Error> {
-        let retry = params.clone();
-        match self.issue(method, params, options.clone()).await {
-            Err(e) if names_our_version(&e) => self.issue(method, retry, options).await,
-            Err(e)
-                if e.code() == Some(error_codes::HEADER_MISMATCH)
-                    && method == methods::TOOLS_CALL =>
-            {
-                tracing::debug!(error = %e, "tools/call refused for its headers; listing the tools again");
-                Box::pin(self.list_tools_again(&options)).await?;
-                self.issue(method, retry, options).await
-            }
-            Err(e) if e.code() == Some(error_codes::UNSUPPORTED_PROTOCOL_VERSION) => {
-                let data = unsupported_data(&e);
-                Err(no_mutual_version(
-                    &data.supported,
-                    data.requested
-                        .as_deref()
-                        .unwrap_or(ProtocolVersion::V2026_07_28.as_str()),
-                )
-                .with_delivery(Delivery::NotSent))
-            }
-            other => other,
-        }
-    }
-
-    /// Lists every page of tools again (which teaches the transport the tools' header
-    /// annotations), through the one pagination loop: a repeated cursor or too many pages end
-    /// it with a protocol error.
-    async fn list_tools_again(&self, options: &RequestOptions) -> Result<(), Error> {
-        use mcp_core::service::pagination::{collect_pages, DEFAULT_MAX_PAGES};
-        let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
-        collect_pages(methods::TOOLS_LIST, max_pages, |cursor| async move {
-            let page = Payload::Value(match &cursor {
-                Some(c) => json!({ "cursor": c }),
-                None => json!({}),
-            });
-            let listed = self
-                .issue(methods::TOOLS_LIST, Some(page), options.clone())
-                .await?;
-            // Only the transport's side effect matters; a page that does not parse ends it.
-            let next = listed
-                .deserialize::<mcp_core::types::ListToolsResult>()
-                .ok()
-                .and_then(|l| l.next_cursor);
-            Ok((Vec::<()>::new(), next))
-        })
-        .await
-        .map(|_| ())
     }
 }
 

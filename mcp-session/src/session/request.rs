@@ -15,24 +15,21 @@ use super::{ClientSession, RequestOptions, SessionShared};
 use mcp_core::error::{Delivery, Error};
 use mcp_core::jsonrpc::{Notification, Payload, Request, RequestId};
 use mcp_core::time::deadline_after;
-use mcp_core::transport::{RequestMeta, TransportErrorKind};
+use mcp_core::transport::RequestMeta;
 use mcp_core::types::{methods, CancelledNotificationParams};
-
-/// How often one request is replayed on a new session before its failure is reported.
-const MAX_SESSION_REPLAYS: u32 = 3;
 
 /// What the session adds to a request's `_meta`.
 #[derive(Clone, Copy)]
-pub(super) struct Shape {
+pub(super) struct MetaToAdd {
     /// `progressToken` (every request but `initialize`).
     pub(super) progress_token: bool,
     /// The modern protocol fields.
     pub(super) modern: bool,
 }
 
-impl Shape {
+impl MetaToAdd {
     /// The legacy handshake: nothing added.
-    pub(super) const HANDSHAKE: Shape = Shape {
+    pub(super) const HANDSHAKE: MetaToAdd = MetaToAdd {
         progress_token: false,
         modern: false,
     };
@@ -40,27 +37,27 @@ impl Shape {
 
 impl ClientSession {
     /// Issues request `method` in the session's era and waits for its result.
-    pub(super) async fn issue(
+    pub(super) async fn round_trip(
         &self,
         method: &str,
         params: Option<Payload>,
         options: RequestOptions,
     ) -> Result<Payload, Error> {
-        let shape = Shape {
+        let shape = MetaToAdd {
             progress_token: true,
             modern: self.is_modern(),
         };
-        self.issue_shaped(method, params, options, shape).await
+        self.round_trip_adding(method, params, options, shape).await
     }
 
     /// Issues request `method` and waits for its result. Its deadline starts now: waiting for
     /// the transport to accept it counts, as does every re-initialization it waits for.
-    pub(super) async fn issue_shaped(
+    pub(super) async fn round_trip_adding(
         &self,
         method: &str,
         params: Option<Payload>,
         options: RequestOptions,
-        shape: Shape,
+        shape: MetaToAdd,
     ) -> Result<Payload, Error> {
         let shared = &self.shared;
         let started = Instant::now();
@@ -104,7 +101,7 @@ impl ClientSession {
         };
         let request = Request::new(id, method, params);
         // Where the server can forget the session (HTTP), a copy for sending again after a new
-        // handshake, as the ordinary path keeps one (`send_with_replays`).
+        // handshake, as the ordinary path keeps one (`send_replaying`).
         let generation = shared.session_generation.load(Ordering::Acquire);
         let replay = (!values && capabilities.sessions_can_expire && method != methods::INITIALIZE)
             .then(|| request.params.clone());
@@ -189,7 +186,7 @@ impl ClientSession {
 
         // Marked sent before the await: a caller that gives up mid-send still cancels.
         guard.sent = true;
-        let sending = self.send_with_replays(method, request, replays);
+        let sending = self.send_replaying(method, request, replays);
         match tokio::time::timeout_at(deadline, sending).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -245,44 +242,6 @@ impl ClientSession {
                 }
             }
         }
-    }
-
-    /// Hands the request to the transport. Where the server can forget the session (HTTP) a
-    /// copy is kept: a request refused with "unknown session" never ran, so after a new
-    /// handshake it is sent again (at most [`MAX_SESSION_REPLAYS`] times).
-    /// `replays`: how often the request was already refused for a forgotten session (in place).
-    async fn send_with_replays(
-        &self,
-        method: &str,
-        request: Request,
-        mut replays: u32,
-    ) -> Result<(), Error> {
-        let shared = &self.shared;
-        let replay = (shared.sender.capabilities().sessions_can_expire
-            && method != methods::INITIALIZE)
-            .then(|| request.clone());
-        let mut generation = shared.session_generation.load(Ordering::Acquire);
-        let mut sent = shared.sender.send(request.into()).await;
-        while let Err(e) = sent {
-            let expired = e.kind() == TransportErrorKind::SessionExpired;
-            match &replay {
-                Some(replay) if expired && replays < MAX_SESSION_REPLAYS => {
-                    replays += 1;
-                    tracing::info!(
-                        method,
-                        "the server forgot the session; initializing a new one"
-                    );
-                    // Boxed: rare, and it would otherwise grow every request's future.
-                    Box::pin(self.reinitialize(generation))
-                        .await
-                        .map_err(|e| e.with_delivery(Delivery::NotSent))?;
-                    generation = shared.session_generation.load(Ordering::Acquire);
-                    sent = shared.sender.send(replay.clone().into()).await;
-                }
-                _ => return Err(Error::from(e)),
-            }
-        }
-        Ok(())
     }
 }
 
