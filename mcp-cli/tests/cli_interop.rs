@@ -4,41 +4,21 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
+use mcp_testkit::process::{interop_component, workspace_root};
 use serde_json::json;
 
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("in the workspace")
-        .to_path_buf()
-}
-
-fn interop_dir() -> PathBuf {
-    let dir = std::env::var_os("MCP_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".interop"));
-    assert!(
-        dir.join("node/.xtask-stamp").is_file() && dir.join("py/.xtask-stamp").is_file(),
-        "the interop servers are not installed in {}: run `cargo xtask interop-setup`",
-        dir.display()
-    );
-    dir
-}
-
 fn everything_command() -> String {
-    interop_dir()
-        .join("node/node_modules/.bin/mcp-server-everything")
+    interop_component("node")
+        .join("node_modules/.bin/mcp-server-everything")
         .to_string_lossy()
         .into_owned()
 }
 
 fn python_command() -> (String, String) {
     (
-        interop_dir()
-            .join("py/bin/python")
+        interop_component("py")
+            .join("bin/python")
             .to_string_lossy()
             .into_owned(),
         workspace_root()

@@ -26,14 +26,17 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{finish, Run, TempDir, DEADLINE, MCPH};
 use mcp_client::mcp_auth::store::{KeyringStore, TokenStore};
 use mcp_client::mcp_auth::{StoredCredentials, TokenEndpointAuth};
+use mcp_testkit::process::{
+    find_program, free_port, interop_component, workspace_root, ChildProcess,
+};
 use mcp_testkit::secret_service::{files_containing, SecretService};
 use serde_json::{json, Value};
 
@@ -57,52 +60,8 @@ const FASTMCP_SECRET_PREFIXES: &[&str] = &[
 ];
 
 // ---------------------------------------------------------------------------------------------
-// Where things are.
+// The Secret Service.
 // ---------------------------------------------------------------------------------------------
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("in the workspace")
-        .to_path_buf()
-}
-
-/// `<MCP_INTEROP_DIR or <workspace>/.interop>/<component>`, installed by interop-setup.
-fn interop_component(component: &str) -> PathBuf {
-    let dir = std::env::var_os("MCP_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".interop"));
-    let component_dir = dir.join(component);
-    assert!(
-        component_dir.join(".xtask-stamp").is_file(),
-        "the interop component `{component}` is not installed in {}: run `cargo xtask \
-         interop-setup`",
-        dir.display()
-    );
-    component_dir
-}
-
-/// `program` on PATH, or a failure saying how to get it.
-fn require_program(program: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "`{program}` is not on PATH: the OAuth interop tests need it. Run `cargo xtask \
-                 interop-setup`."
-            )
-        })
-}
-
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind a loopback port")
-        .port()
-}
 
 /// A private Secret Service, or a failure saying what is missing.
 fn secret_service() -> SecretService {
@@ -110,110 +69,33 @@ fn secret_service() -> SecretService {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Processes.
+// Processes: each a `ChildProcess`, its process group killed and reaped on drop.
 // ---------------------------------------------------------------------------------------------
 
-/// A child process, killed (SIGKILL) and reaped on drop.
-struct ChildGuard {
-    name: String,
-    child: Child,
-    reaped: bool,
-}
-
-impl ChildGuard {
-    fn new(name: impl Into<String>, child: Child) -> ChildGuard {
-        ChildGuard {
-            name: name.into(),
-            child,
-            reaped: false,
-        }
-    }
-
-    /// The exit status, polling until `timeout`; `None` if it still runs.
-    fn wait_within(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => {
-                    self.reaped = true;
-                    return Some(status);
-                }
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL / 5),
-                Ok(None) | Err(_) => return None,
-            }
-        }
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if self.reaped {
-            return;
-        }
-        let _ = self.child.kill();
-        if self.wait_within(Duration::from_secs(10)).is_none() {
-            eprintln!(
-                "{} (pid {}) did not exit after SIGKILL",
-                self.name,
-                self.child.id()
-            );
-        }
-    }
-}
-
-/// A third-party server with its output in a log file (under `CARGO_TARGET_TMPDIR`, not in
-/// mcph's working directory).
-struct ServerProcess {
-    guard: ChildGuard,
-    log: PathBuf,
-}
-
-impl ServerProcess {
-    fn spawn(name: &str, mut command: Command, log: PathBuf) -> ServerProcess {
-        let out = std::fs::File::create(&log).expect("create the server log");
-        let err = out.try_clone().expect("share the server log");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        ServerProcess {
-            guard: ChildGuard::new(name, child),
-            log,
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Polls until every URL answers 200; `Err` with the log when the process exits or the
-    /// deadline passes.
-    fn wait_ready(&mut self, http: &Http, urls: &[String]) -> Result<(), String> {
-        let deadline = Instant::now() + STARTUP_DEADLINE;
-        loop {
-            if let Ok(Some(status)) = self.guard.child.try_wait() {
-                self.guard.reaped = true;
-                return Err(format!(
-                    "{} exited ({status}) before it was ready; log:\n{}",
-                    self.guard.name,
-                    self.log_text()
-                ));
-            }
-            if urls.iter().all(|url| http.status(url) == Ok(200)) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "{} did not answer {urls:?} with 200 within {STARTUP_DEADLINE:?}; log:\n{}",
-                    self.guard.name,
-                    self.log_text()
-                ));
-            }
-            std::thread::sleep(POLL);
-        }
-    }
+/// Starts a third-party server with its output in the log file `log` (under
+/// `CARGO_TARGET_TMPDIR`, not in mcph's working directory) and polls until every URL answers
+/// 200; `Err` with the log when the process exits or the deadline passes.
+fn start_server(
+    name: &str,
+    command: &mut Command,
+    log: &Path,
+    http: &Http,
+    urls: &[String],
+) -> Result<ChildProcess, String> {
+    let mut server = ChildProcess::spawn_logged(name, command, log)?;
+    server.wait_ready(
+        &format!("answering {urls:?} with 200"),
+        STARTUP_DEADLINE,
+        || match urls
+            .iter()
+            .map(|url| (url, http.status(url)))
+            .find(|(_, status)| *status != Ok(200))
+        {
+            None => Ok(()),
+            Some((url, status)) => Err(format!("{url}: {status:?}")),
+        },
+    )?;
+    Ok(server)
 }
 
 fn log_path(name: &str, port: u16) -> PathBuf {
@@ -225,7 +107,7 @@ fn log_path(name: &str, port: u16) -> PathBuf {
 
 /// FastMCP behind its `InMemoryOAuthProvider`, upstream behaviour (no knobs but the TTL).
 struct FastMcp {
-    server: ServerProcess,
+    server: ChildProcess,
     port: u16,
 }
 
@@ -245,10 +127,15 @@ impl FastMcp {
                 .env_remove("FASTMCP_EXPIRY_KEEPS_REFRESH")
                 .env_remove("FASTMCP_REQUIRED_SCOPES")
                 .env_remove("FASTMCP_PORT");
-            let mut server = ServerProcess::spawn("fastmcp", command, log_path("fastmcp", port));
             let prm = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
-            match server.wait_ready(http, &[prm]) {
-                Ok(()) => return FastMcp { server, port },
+            match start_server(
+                "fastmcp",
+                &mut command,
+                &log_path("fastmcp", port),
+                http,
+                &[prm],
+            ) {
+                Ok(server) => return FastMcp { server, port },
                 Err(e) => failures.push(e),
             }
         }
@@ -267,14 +154,16 @@ impl FastMcp {
 /// The TS SDK's `simpleStreamableHttp.js --oauth [--oauth-strict]`: the MCP server on one
 /// port, its demo authorization server on another.
 struct TsServer {
-    _server: ServerProcess,
+    _server: ChildProcess,
     mcp_port: u16,
     auth_port: u16,
 }
 
 impl TsServer {
     fn start(http: &Http, strict: bool) -> TsServer {
-        let node = require_program("node");
+        let node = find_program("node", "nodejs").unwrap_or_else(|e| {
+            panic!("the OAuth interop tests need `node`: {e}");
+        });
         let example = interop_component("tssdk").join(
             "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
         );
@@ -306,13 +195,12 @@ impl TsServer {
                 .env_remove("PORT")
                 .env_remove("NODE_OPTIONS");
             let name = if strict { "ts-strict" } else { "ts-oauth" };
-            let mut server = ServerProcess::spawn(name, command, log_path(name, mcp_port));
             let ready = [
                 format!("http://127.0.0.1:{mcp_port}/.well-known/oauth-protected-resource/mcp"),
                 format!("http://127.0.0.1:{auth_port}/.well-known/oauth-authorization-server"),
             ];
-            match server.wait_ready(http, &ready) {
-                Ok(()) => {
+            match start_server(name, &mut command, &log_path(name, mcp_port), http, &ready) {
+                Ok(server) => {
                     return TsServer {
                         _server: server,
                         mcp_port,
@@ -596,10 +484,10 @@ impl Mcph {
     fn login(&mut self, http: &Http, flags: &[&str], server: &str, authorize: &str) -> Login {
         let mut args: Vec<&str> = flags.to_vec();
         args.extend(["auth", "login", server, "--no-browser", "--timeout", "60"]);
-        let mut child = self.command(&args).spawn().expect("spawn mcph auth login");
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let mut guard = ChildGuard::new("mcph auth login", child);
+        let mut guard = ChildProcess::spawn("mcph auth login", &mut self.command(&args))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut stdout = guard.take_stdout().expect("piped stdout");
+        let stderr = guard.take_stderr().expect("piped stderr");
         let out = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = stdout.read_to_string(&mut text);

@@ -24,7 +24,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,6 +32,7 @@ use std::time::Duration;
 use mcp_client::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use mcp_client::{BreakerStatus, McpClient, ServerStatus};
 use mcp_core::RequestOptions;
+use mcp_testkit::process::{free_port, interop_component, workspace_root, ChildProcess};
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -47,25 +48,6 @@ const DEADLINE: Duration = Duration::from_secs(60);
 const CALLERS: usize = 16;
 /// How often the routed server's active endpoint is killed to time its failover.
 const FAILOVER_ROUNDS: usize = 5;
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("in the workspace")
-        .to_path_buf()
-}
-
-fn interop_dir() -> PathBuf {
-    let dir = std::env::var_os("MCP_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".interop"));
-    assert!(
-        dir.join("node/.xtask-stamp").is_file() && dir.join("py/.xtask-stamp").is_file(),
-        "the interop servers are not installed in {}: run `cargo xtask interop-setup`",
-        dir.display()
-    );
-    dir
-}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -204,7 +186,7 @@ struct HttpServer {
     kind: HttpKind,
     marker: String,
     event_log: PathBuf,
-    child: Option<Child>,
+    child: Option<ChildProcess>,
     proxy: ChaosProxy,
 }
 
@@ -228,13 +210,15 @@ impl HttpServer {
     }
 
     fn pid(&self) -> Option<i32> {
-        self.child.as_ref().map(|c| c.id() as i32)
+        self.child.as_ref().map(|c| c.pid() as i32)
     }
 
+    /// SIGKILL, and reaped.
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            if let Err(e) = child.kill() {
+                panic!("{e}");
+            }
         }
     }
 
@@ -269,19 +253,13 @@ impl HttpServer {
     }
 }
 
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 async fn spawn_http(
     kind: HttpKind,
     marker: &str,
     role: &str,
     event_log: &Path,
-) -> (Child, SocketAddr) {
-    let port = common::free_port();
+) -> (ChildProcess, SocketAddr) {
+    let port = free_port();
     let mut command = match kind {
         HttpKind::Fixture => {
             let mut c = Command::new(mcp_testkit::fixture_server_bin());
@@ -295,22 +273,26 @@ async fn spawn_http(
             c
         }
         HttpKind::Python => {
-            let mut c = Command::new(interop_dir().join("py/bin/python"));
+            let mut c = Command::new(interop_component("py").join("bin/python"));
             c.arg(workspace_root().join("interop/python_http_server.py"))
                 .args(["streamable-http", &port.to_string()]);
             c
         }
     };
-    let child = command
-        .env("MCP_CHAOS_MARKER", marker)
-        .env("MCP_CHAOS_ROLE", role)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the HTTP server starts");
+    let mut child = ChildProcess::spawn(
+        format!("the HTTP server {role}"),
+        command
+            .env("MCP_CHAOS_MARKER", marker)
+            .env("MCP_CHAOS_ROLE", role)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    common::wait_for_port(port, role).await;
+    common::wait_for_port(&mut child, port)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     (child, addr)
 }
 
@@ -538,7 +520,6 @@ fn executions(logs: &[PathBuf]) -> HashMap<String, u64> {
 async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice() {
     let seed = env_u64("MCP_CHAOS_SEED", 7);
     let iterations = env_u64("MCP_CHAOS_ITERATIONS", 24);
-    let interop = interop_dir();
     let marker = format!("chaos-{}-{seed}", std::process::id());
     let dir = std::env::temp_dir().join(&marker);
     std::fs::create_dir_all(&dir).unwrap();
@@ -569,7 +550,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         stdio(
             "py-stdio",
             &marker,
-            interop.join("py/bin/python"),
+            interop_component("py").join("bin/python"),
             &[workspace_root()
                 .join("interop/python_server.py")
                 .to_string_lossy()
@@ -579,7 +560,7 @@ async fn chaos_keeps_deadlines_leaks_nothing_and_never_runs_a_side_effect_twice(
         stdio(
             "everything",
             &marker,
-            interop.join("node/node_modules/.bin/mcp-server-everything"),
+            interop_component("node").join("node_modules/.bin/mcp-server-everything"),
             &["stdio".into()],
         ),
         multi(&regions),

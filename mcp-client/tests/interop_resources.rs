@@ -30,9 +30,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +39,7 @@ use common::*;
 use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
 use mcp_client::mcp_resources::{ResourceManager, ResourceState, Transition, Trigger};
 use mcp_client::{CatalogChange, LlmToolFormat, McpClient, StackPolicy};
+use mcp_testkit::process::{free_port, interop_component, workspace_root, ChildProcess};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
@@ -58,29 +58,8 @@ const LISTEN_DEADLINE: Duration = Duration::from_secs(20);
 
 // ------------------------------------------------------------------ where the servers are
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate lives in the workspace")
-        .to_path_buf()
-}
-
-/// `$MCP_INTEROP_DIR` (default `<workspace>/.interop`), after checking that `component` was
-/// installed there by `cargo xtask interop-setup`.
-fn interop_dir(component: &str) -> PathBuf {
-    let dir = std::env::var_os("MCP_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".interop"));
-    assert!(
-        dir.join(component).join(".xtask-stamp").is_file(),
-        "the interop component `{component}` is not installed in {}: run `cargo xtask interop-setup`",
-        dir.display()
-    );
-    dir
-}
-
 fn everything_bin() -> PathBuf {
-    interop_dir("node").join("node/node_modules/.bin/mcp-server-everything")
+    interop_component("node").join("node_modules/.bin/mcp-server-everything")
 }
 
 /// `NODE_OPTIONS` that keep a Node server on 127.0.0.1 (and on the port in `PORT`).
@@ -126,109 +105,45 @@ fn remote_server(name: &str, kind: &str, url: &str) -> ServerConfig {
 }
 
 // ------------------------------------------------------------------ processes we start
+//
+// Each is a `ChildProcess`: its process group is killed and reaped when it is dropped (also
+// when the test panics).
 
-/// A server process this test started; SIGKILLed and reaped on drop (also when the test
-/// panics), unless [`interrupt`](Self::interrupt) ended it first.
-struct Spawned {
-    what: String,
-    child: Child,
-    log: Option<PathBuf>,
-}
-
-impl Spawned {
-    fn log_text(&self) -> String {
-        self.log
-            .as_ref()
-            .and_then(|log| std::fs::read_to_string(log).ok())
-            .unwrap_or_default()
-    }
-
-    /// SIGINT, then its exit within the deadline (SIGKILL after it).
-    fn interrupt(mut self) -> Option<std::process::ExitStatus> {
-        // SAFETY: kill(2) on the pid of our own, not yet reaped, child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let deadline = std::time::Instant::now() + DEADLINE;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if std::time::Instant::now() >= deadline {
-                return None; // Drop kills it.
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(log) = &self.log {
-            if !std::thread::panicking() {
-                let _ = std::fs::remove_file(log);
-            }
-        }
-    }
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("binds a loopback port")
-        .local_addr()
-        .expect("has an address")
-        .port()
-}
-
-/// `mcp-server-everything <mode>` (`streamableHttp` or `sse`) on a free loopback port; returns
-/// it once it accepts TCP connections (a fresh port is tried when the process exits early).
-async fn start_everything_http(mode: &str) -> (Spawned, u16) {
+/// `mcp-server-everything <mode>` (`streamableHttp` or `sse`) on a free loopback port, its
+/// output in a log; returns it once it accepts TCP connections (a fresh port is tried when the
+/// process exits early or does not listen in time).
+async fn start_everything_http(mode: &str) -> (ChildProcess, u16) {
     let mut failures = Vec::new();
     for _ in 0..3 {
         let port = free_port();
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("interop-resources-everything-{mode}-{port}.log"));
-        let out = std::fs::File::create(&log).expect("creates the log");
-        let child = Command::new(everything_bin())
-            .arg(mode)
-            .env("PORT", port.to_string())
-            .env("NODE_OPTIONS", node_loopback_options())
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("clones the log"))
-            .stderr(out)
-            .spawn()
-            .expect("server-everything starts (is `node` on PATH?)");
-        let mut server = Spawned {
-            what: format!("server-everything {mode} on port {port}"),
-            child,
-            log: Some(log),
-        };
-        let deadline = tokio::time::Instant::now() + LISTEN_DEADLINE;
-        loop {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                failures.push(format!(
-                    "{} exited with {status}:\n{}",
-                    server.what,
-                    server.log_text()
-                ));
-                break;
-            }
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return (server, port);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                failures.push(format!(
-                    "{} did not listen within {LISTEN_DEADLINE:?}:\n{}",
-                    server.what,
-                    server.log_text()
-                ));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "interop-resources-everything-{mode}-{port}-{}.log",
+            std::process::id()
+        ));
+        let mut server = ChildProcess::spawn_logged(
+            format!("server-everything {mode} on port {port}"),
+            Command::new(everything_bin())
+                .arg(mode)
+                .env("PORT", port.to_string())
+                .env("NODE_OPTIONS", node_loopback_options()),
+            &log,
+        )
+        .unwrap_or_else(|e| panic!("{e} (is `node` on PATH?)"));
+        let listening = server
+            .wait_ready_async(
+                &format!("listening on port {port}"),
+                LISTEN_DEADLINE,
+                || async move {
+                    tokio::net::TcpStream::connect(("127.0.0.1", port))
+                        .await
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                },
+            )
+            .await;
+        match listening {
+            Ok(()) => return (server, port),
+            Err(e) => failures.push(e),
         }
     }
     panic!(
@@ -237,53 +152,25 @@ async fn start_everything_http(mode: &str) -> (Spawned, u16) {
     );
 }
 
-/// Spawns `command` with stdout piped and waits (under the deadline) for the first stdout line
-/// that `pick` accepts; the rest of stdout is drained by a thread until the process ends.
+/// Starts `command` and reads its stdout (under [`LISTEN_DEADLINE`]) until `pick` accepts a
+/// line: the process and what `pick` made of the line.
 fn spawn_and_read(
     what: &str,
-    mut command: Command,
+    command: &mut Command,
     pick: fn(&str) -> Option<String>,
-) -> (Spawned, String) {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what} starts: {e}"));
-    let stdout = child.stdout.take().expect("piped stdout");
-    let spawned = Spawned {
-        what: what.to_owned(),
-        child,
-        log: None,
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut found = false;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if !found {
-                if let Some(value) = pick(line.trim()) {
-                    found = true;
-                    let _ = tx.send(value);
-                }
-            }
-        }
-    });
-    let value = rx
-        .recv_timeout(LISTEN_DEADLINE)
-        .unwrap_or_else(|_| panic!("{what} did not print its address within {LISTEN_DEADLINE:?}"));
-    (spawned, value)
+) -> (ChildProcess, String) {
+    ChildProcess::spawn_until_line(what, command, None, LISTEN_DEADLINE, pick)
+        .unwrap_or_else(|e| panic!("{what} did not print its address: {e}"))
 }
 
 /// The fixture over WebSocket on 127.0.0.1 (`--ws 127.0.0.1:0`), with `args`; its URL.
-fn start_fixture_ws(args: &[&str], marker: &str) -> (Spawned, String) {
+fn start_fixture_ws(args: &[&str], marker: &str) -> (ChildProcess, String) {
     let mut command = Command::new(mcp_testkit::fixture_server_bin());
     command
         .args(["--ws", "127.0.0.1:0"])
         .args(args)
         .env("MCP_FACADE_TEST_MARKER", marker);
-    spawn_and_read("the WebSocket fixture", command, |line| {
+    spawn_and_read("the WebSocket fixture", &mut command, |line| {
         line.strip_prefix("listening on ")
             .filter(|url| url.starts_with("ws://127.0.0.1:"))
             .map(str::to_owned)
@@ -323,7 +210,7 @@ fn mcph_bin() -> PathBuf {
 
 /// `mcph bridge --grpc 127.0.0.1:0 fx`, where `fx` is the fixture with `args` (its processes
 /// carry `marker`), configured in `dir/.mcp.json`; the bridge's URL.
-fn start_grpc_bridge(dir: &Path, args: &[&str], marker: &str) -> (Spawned, String) {
+fn start_grpc_bridge(dir: &Path, args: &[&str], marker: &str) -> (ChildProcess, String) {
     let config = json!({
         "mcpServers": {
             "fx": {
@@ -344,7 +231,7 @@ fn start_grpc_bridge(dir: &Path, args: &[&str], marker: &str) -> (Spawned, Strin
         .env("HOME", dir)
         .env("XDG_CONFIG_HOME", dir)
         .env_remove("RUST_LOG");
-    spawn_and_read("mcph bridge --grpc", command, |line| {
+    spawn_and_read("mcph bridge --grpc", &mut command, |line| {
         line.starts_with("grpc://127.0.0.1:")
             .then(|| line.to_owned())
     })
@@ -645,7 +532,7 @@ async fn memory_create_entities_updates_the_subscribed_knowledge_graph() {
     let dir = std::env::temp_dir().join(&marker);
     std::fs::create_dir_all(&dir).unwrap();
     let memory_file = dir.join("memory.jsonl");
-    let bin = interop_dir("memory").join("memory/node_modules/.bin/mcp-server-memory");
+    let bin = interop_component("memory").join("node_modules/.bin/mcp-server-memory");
     let client = start(vec![stdio_server(
         "memory",
         &bin,
@@ -733,7 +620,7 @@ async fn memory_create_entities_updates_the_subscribed_knowledge_graph() {
 #[tokio::test]
 async fn python_add_tool_appends_exactly_one_tool_to_the_model_list() {
     let marker = unique_marker("interop-res-python");
-    let python = interop_dir("py").join("py/bin/python");
+    let python = interop_component("py").join("bin/python");
     let script = workspace_root().join("interop/python_server.py");
     let client = start(vec![stdio_server(
         "py",
@@ -962,7 +849,7 @@ async fn fixture_over_grpc(era: &str, policy: StackPolicy, scenario: Scenario) {
     let dir = std::env::temp_dir().join(&marker);
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("events.jsonl");
-    let (bridge, url) = start_grpc_bridge(
+    let (mut bridge, url) = start_grpc_bridge(
         &dir,
         &["--era", era, "--event-log", log.to_str().unwrap()],
         &marker,
@@ -970,7 +857,8 @@ async fn fixture_over_grpc(era: &str, policy: StackPolicy, scenario: Scenario) {
     let client = start_with(vec![remote_server("fxgrpc", "grpc", &url)], policy).await;
     fixture_scenario(&client, "fxgrpc", &log, scenario).await;
     client.shutdown().await;
-    let status = bridge.interrupt();
+    let status = bridge.interrupt(DEADLINE);
+    drop(bridge);
     assert!(
         status.is_some_and(|s| s.success()),
         "the bridge ends on Ctrl-C: {status:?}"

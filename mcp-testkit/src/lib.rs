@@ -29,9 +29,14 @@
 //! - [`locate`]: [`fixture_server_bin`], the binary's path for other crates' tests.
 //! - [`peak_alloc`]: [`peak_alloc::PeakAlloc`], a counting global allocator: the memory bound
 //!   of a hostile-peer test.
+//! - [`process`]: the processes a test starts, through one harness: [`process::ChildProcess`]
+//!   (its own process group, output to a log or read until a ready line, readiness and exit
+//!   under deadlines, the group killed on drop), [`process::free_port`], and where the
+//!   third-party servers of `cargo xtask interop-setup` are ([`process::interop_component`]).
 //! - [`redis`]: [`redis::RedisServer`], a real `redis-server` on a free loopback port for the
-//!   fleet tests (kill, restart on the same port, freeze).
-//! - [`secret_service`]: a private D-Bus daemon with gnome-keyring, for the keyring tests.
+//!   fleet tests (kill, restart on the same port, freeze); a [`process::ChildProcess`].
+//! - [`secret_service`]: a private D-Bus daemon with gnome-keyring, for the keyring tests; both
+//!   [`process::ChildProcess`]es.
 //! - [`run`]: the full fixture server's `main` (mcp-fixture's flags and start-up faults, then
 //!   HTTP, WebSocket or the blocking stdio loop).
 //! - [`wait`]: waiting in a test for something that happens on its own, under a deadline.
@@ -42,6 +47,7 @@ mod jws;
 pub mod locate;
 pub mod oauth;
 pub mod peak_alloc;
+pub mod process;
 pub mod redis;
 pub mod run;
 pub mod secret_service;

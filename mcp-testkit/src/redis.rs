@@ -9,7 +9,8 @@
 //! it hang ([`RedisServer::freeze`]).
 //!
 //! Needs `redis-server` (Debian package redis-server); [`RedisServer::start`] fails with a
-//! message saying to run `cargo xtask interop-setup` when it is missing.
+//! message saying to run `cargo xtask interop-setup` when it is missing. The process is a
+//! [`ChildProcess`]: it leads its own process group, which is killed on drop.
 //!
 //! ```no_run
 //! let redis = mcp_testkit::redis::RedisServer::start().expect("a redis-server");
@@ -21,18 +22,20 @@
 #![cfg(unix)]
 
 use std::fmt;
-use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How long the server may take to answer its first `PING`, or to exit after `SIGKILL`.
+use crate::process::{find_program, free_port, ChildProcess};
+
+/// How long the server may take to answer its first `PING`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How often readiness and exits are polled.
-const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How often a refused bind is tried again on restart.
+const RETRY_INTERVAL: Duration = Duration::from_millis(10);
 
 /// How long one readiness probe (connect, `PING`, answer) may take.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -70,7 +73,7 @@ pub struct RedisTls {
 /// A running `redis-server` (see the module documentation).
 pub struct RedisServer {
     program: PathBuf,
-    child: Option<Child>,
+    child: Option<ChildProcess>,
     port: u16,
     tls_port: Option<u16>,
     dir: PathBuf,
@@ -106,7 +109,8 @@ impl RedisServer {
     /// Starts a server with `options`. The error says what is missing or what went wrong, with
     /// the server's log.
     pub fn start_with(options: RedisOptions) -> Result<RedisServer, String> {
-        let program = find_program()?;
+        let program = find_program("redis-server", "redis-server")
+            .map_err(|e| format!("the fleet tests need redis-server: {e}"))?;
         let dir = std::env::temp_dir().join(unique("mcp-redis"));
         std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut server = RedisServer {
@@ -120,9 +124,9 @@ impl RedisServer {
         // From here on `server` owns the directory (and the child): every error path drops it.
         let mut last_error = String::new();
         for _ in 0..PORT_ATTEMPTS {
-            server.port = free_port()?;
+            server.port = free_port();
             if server.options.tls.is_some() {
-                server.tls_port = Some(free_port()?);
+                server.tls_port = Some(free_port());
             }
             match server.launch() {
                 Ok(()) => return Ok(server),
@@ -155,32 +159,22 @@ impl RedisServer {
 
     /// The server's process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.as_ref().map(ChildProcess::pid)
     }
 
     /// Whether the server process runs (it was not killed and has not exited).
     pub fn is_running(&mut self) -> bool {
-        match self.child.as_mut().map(Child::try_wait) {
-            Some(Ok(None)) => true,
-            Some(Ok(Some(_)) | Err(_)) | None => false,
-        }
+        self.child.as_mut().is_some_and(ChildProcess::is_running)
     }
 
-    /// Kills the server (`SIGKILL`) and waits (at most [`START_TIMEOUT`]) until it has exited.
-    /// Its port stays reserved for [`restart`](Self::restart).
+    /// Kills the server (`SIGKILL`) and waits (at most
+    /// [`KILL_TIMEOUT`](crate::process::KILL_TIMEOUT)) until it has exited. Its port stays
+    /// reserved for [`restart`](Self::restart).
     pub fn kill(&mut self) -> Result<(), String> {
-        let Some(mut child) = self.child.take() else {
-            return Ok(());
-        };
-        let _ = child.kill();
-        wait_exit(&mut child, START_TIMEOUT)
-            .map(|_| ())
-            .ok_or_else(|| {
-                format!(
-                    "redis-server (pid {}) did not exit within {START_TIMEOUT:?} after SIGKILL",
-                    child.id()
-                )
-            })
+        match self.child.take() {
+            Some(mut child) => child.kill().map(drop),
+            None => Ok(()),
+        }
     }
 
     /// Kills the server if it runs and starts it again on the same port and directory,
@@ -194,7 +188,7 @@ impl RedisServer {
             match self.launch() {
                 Ok(()) => return Ok(()),
                 Err(e) if e.contains("Address already in use") && Instant::now() < deadline => {
-                    std::thread::sleep(POLL_INTERVAL);
+                    std::thread::sleep(RETRY_INTERVAL);
                 }
                 Err(e) => return Err(e),
             }
@@ -227,31 +221,15 @@ impl RedisServer {
     }
 
     fn signal(&self, signal: libc::c_int) -> Result<(), String> {
-        let pid = self.pid().ok_or("redis-server is not running")?;
-        let pid = libc::pid_t::try_from(pid).map_err(|_| "the pid does not fit a pid_t")?;
-        // SAFETY: kill(2) on our own child, not yet reaped (we hold its `Child`); no memory
-        // is involved.
-        let rc = unsafe { libc::kill(pid, signal) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "cannot signal redis-server (pid {pid}): {}",
-                io::Error::last_os_error()
-            ))
-        }
+        let child = self.child.as_ref().ok_or("redis-server is not running")?;
+        child
+            .signal(signal)
+            .map_err(|e| format!("cannot signal redis-server (pid {}): {e}", child.pid()))
     }
 
-    /// Starts the process on `self.port` and waits until it answers.
+    /// Starts the process on `self.port` and waits (at most [`START_TIMEOUT`]) until a raw
+    /// `PING` is answered; fails at once when the process exits (e.g. for want of its port).
     fn launch(&mut self) -> Result<(), String> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.log_path())
-            .map_err(|e| format!("cannot open the redis-server log: {e}"))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| format!("cannot share the redis-server log: {e}"))?;
         let mut command = Command::new(&self.program);
         command
             .arg("--port")
@@ -281,52 +259,17 @@ impl RedisServer {
                 .arg(&tls.key_file)
                 .args(["--tls-auth-clients", "no"]);
         }
-        command
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.program.display()))?;
-        self.child = Some(child);
-        self.wait_ready()
-    }
-
-    /// Waits (at most [`START_TIMEOUT`]) until a raw `PING` is answered; fails at once when the
-    /// process exits.
-    fn wait_ready(&mut self) -> Result<(), String> {
+        command.current_dir(&self.dir);
+        let mut child = ChildProcess::spawn_logged("redis-server", &mut command, &self.log_path())?;
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            let reason = match ping(address) {
-                // Ours answered only if ours is still running (another server may hold the
-                // port, and ours then exits for want of it).
-                Ok(()) => match self.child.as_mut().map(Child::try_wait) {
-                    Some(Ok(None)) => return Ok(()),
-                    _ => "another process answers on the port".to_owned(),
-                },
-                Err(reason) => reason,
-            };
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    self.child = None;
-                    return Err(format!(
-                        "redis-server exited ({status}) before answering: {}",
-                        self.log()
-                    ));
-                }
-            }
-            if Instant::now() >= deadline {
-                let _ = self.kill();
-                return Err(format!(
-                    "redis-server did not answer PING on {address} within {START_TIMEOUT:?} \
-                     ({reason}); its log: {}",
-                    self.log()
-                ));
-            }
-            std::thread::sleep(POLL_INTERVAL);
-        }
+        // Dropping `child` on an error kills it.
+        child.wait_ready(
+            &format!("answering PING on {address}"),
+            START_TIMEOUT,
+            || ping(address),
+        )?;
+        self.child = Some(child);
+        Ok(())
     }
 }
 
@@ -369,49 +312,6 @@ fn ping(address: SocketAddr) -> Result<(), String> {
             "answered {:?}",
             String::from_utf8_lossy(&answer).trim_end()
         ))
-    }
-}
-
-/// `redis-server`: on PATH, else in `/usr/bin` or `/usr/sbin`; else an error saying how to
-/// install it.
-fn find_program() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    find_program_in(
-        std::env::split_paths(&path).chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")]),
-    )
-}
-
-fn find_program_in(dirs: impl IntoIterator<Item = PathBuf>) -> Result<PathBuf, String> {
-    dirs.into_iter()
-        .map(|dir| dir.join("redis-server"))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            "`redis-server` (Debian package redis-server) is not installed: the fleet tests \
-             need it. Run `cargo xtask interop-setup` to install the test packages."
-                .to_owned()
-        })
-}
-
-/// A loopback port nobody listens on right now.
-fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .map_err(|e| format!("cannot find a free loopback port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|address| address.port())
-        .map_err(|e| format!("cannot find a free loopback port: {e}"))
-}
-
-/// The exit status, polling until `timeout`; `None` if it is still running.
-fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Err(_) => return None,
-            Ok(None) if Instant::now() >= deadline => return None,
-            Ok(None) => std::thread::sleep(POLL_INTERVAL),
-        }
     }
 }
 
@@ -483,12 +383,5 @@ mod tests {
         assert!(ping(address).is_err(), "no answer while frozen");
         redis.thaw().unwrap();
         assert_eq!(ping(address), Ok(()));
-    }
-
-    #[test]
-    fn a_missing_program_names_the_setup_command() {
-        let err = find_program_in([PathBuf::from("/surely/not/a/dir-4f2a")]).unwrap_err();
-        assert!(err.contains("redis-server"), "{err}");
-        assert!(err.contains("cargo xtask interop-setup"), "{err}");
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! Needs `dbus-daemon` (Debian package dbus-daemon), `dbus-send` (dbus-bin, a dependency of
 //! dbus-daemon) and `gnome-keyring-daemon` (gnome-keyring); [`SecretService::start`] fails
-//! with a message saying to run `cargo xtask interop-setup` when one is missing.
+//! with a message saying to run `cargo xtask interop-setup` when one is missing. Every process
+//! is a [`ChildProcess`]: it leads its own process group, which is killed on drop.
 //!
 //! ```no_run
 //! let service = mcp_testkit::secret_service::SecretService::start().expect("a Secret Service");
@@ -21,12 +22,14 @@
 
 #![cfg(unix)]
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::process::{find_program, ChildProcess};
 
 /// How long a helper process may take to come up, answer, or go down.
 pub const PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,15 +37,12 @@ pub const PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
 /// The password of the private login keyring (it only protects the temporary keyring file).
 const KEYRING_PASSWORD: &[u8] = b"test-keyring-password";
 
-/// How often readiness and exits are polled.
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
-
 /// A running private Secret Service (see the module documentation).
 ///
 /// Drop order: gnome-keyring-daemon, then the bus, then the temporary directory.
 pub struct SecretService {
-    keyring: ChildGuard,
-    bus: ChildGuard,
+    keyring: ChildProcess,
+    bus: ChildProcess,
     address: String,
     root: PathBuf,
     home: PathBuf,
@@ -54,7 +54,7 @@ impl std::fmt::Debug for SecretService {
         f.debug_struct("SecretService")
             .field("address", &self.address)
             .field("root", &self.root)
-            .field("keyring_pid", &self.keyring.child.id())
+            .field("keyring_pid", &self.keyring.pid())
             .finish_non_exhaustive()
     }
 }
@@ -109,32 +109,16 @@ impl SecretService {
         )
         .map_err(|e| format!("cannot write the bus config: {e}"))?;
 
-        let bus_log_path = root.join("dbus-daemon.log");
-        let bus_log = std::fs::File::create(&bus_log_path)
-            .map_err(|e| format!("cannot create the bus log: {e}"))?;
-        let mut bus = ChildGuard::spawn(
+        // The bus prints its address as its first line.
+        let (bus, address) = ChildProcess::spawn_until_line(
             "dbus-daemon",
             Command::new(dbus_daemon)
                 .arg(format!("--config-file={}", config.display()))
-                .args(["--nofork", "--print-address=1"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(bus_log),
+                .args(["--nofork", "--print-address=1"]),
+            Some(&root.join("dbus-daemon.log")),
+            PROCESS_TIMEOUT,
+            |line| (!line.is_empty()).then(|| line.to_owned()),
         )?;
-        let stdout = bus
-            .child
-            .stdout
-            .take()
-            .ok_or("dbus-daemon has no stdout pipe")?;
-        let address = read_line_within(stdout, PROCESS_TIMEOUT)
-            .ok_or_else(|| {
-                format!(
-                    "dbus-daemon printed no address within {PROCESS_TIMEOUT:?}: {}",
-                    read_log(&bus_log_path)
-                )
-            })?
-            .trim()
-            .to_owned();
 
         let keyring_log_path = root.join("gnome-keyring.log");
         let keyring_log = std::fs::File::create(&keyring_log_path)
@@ -142,7 +126,8 @@ impl SecretService {
         let keyring_log_err = keyring_log
             .try_clone()
             .map_err(|e| format!("cannot share the keyring log: {e}"))?;
-        let mut keyring = ChildGuard::spawn(
+        // Not `spawn_logged`: its stdin is piped, for the password.
+        let mut keyring = ChildProcess::spawn(
             "gnome-keyring-daemon",
             Command::new(keyring_daemon)
                 .args(["--foreground", "--components=secrets", "--unlock"])
@@ -162,9 +147,7 @@ impl SecretService {
         // `--unlock` reads the login keyring's password from stdin (creating the keyring).
         {
             let mut stdin = keyring
-                .child
-                .stdin
-                .take()
+                .take_stdin()
                 .ok_or("gnome-keyring-daemon has no stdin pipe")?;
             stdin
                 .write_all(KEYRING_PASSWORD)
@@ -189,94 +172,18 @@ impl SecretService {
     /// name `org.freedesktop.secrets` is owned, the `default` alias names a collection and that
     /// collection is unlocked. Fails at once when gnome-keyring-daemon exits.
     pub fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + PROCESS_TIMEOUT;
-        loop {
-            let reason = match self.readiness() {
-                Ok(()) => return Ok(()),
-                Err(reason) => reason,
-            };
-            if let Ok(Some(status)) = self.keyring.child.try_wait() {
-                return Err(format!(
-                    "gnome-keyring-daemon exited ({status}): {}",
-                    self.keyring_log()
-                ));
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the Secret Service did not come up within {PROCESS_TIMEOUT:?} ({reason}); \
-                     gnome-keyring-daemon log: {}; dbus-daemon log: {}",
+        let address = self.address.clone();
+        self.keyring
+            .wait_ready("the Secret Service was up", PROCESS_TIMEOUT, || {
+                readiness(&address)
+            })
+            .map_err(|e| {
+                format!(
+                    "{e}; gnome-keyring-daemon log: {}; dbus-daemon log: {}",
                     self.keyring_log(),
-                    read_log(&self.root.join("dbus-daemon.log"))
-                ));
-            }
-            std::thread::sleep(POLL_INTERVAL);
-        }
-    }
-
-    /// One readiness check (see [`SecretService::wait_ready`]).
-    fn readiness(&self) -> Result<(), String> {
-        let owned = self.dbus_send(&[
-            "--dest=org.freedesktop.DBus",
-            "/org/freedesktop/DBus",
-            "org.freedesktop.DBus.NameHasOwner",
-            "string:org.freedesktop.secrets",
-        ])?;
-        if !owned.contains("boolean true") {
-            return Err("org.freedesktop.secrets has no owner yet".into());
-        }
-        let alias = self.dbus_send(&[
-            "--dest=org.freedesktop.secrets",
-            "/org/freedesktop/secrets",
-            "org.freedesktop.Secret.Service.ReadAlias",
-            "string:default",
-        ])?;
-        let collection = alias
-            .split('"')
-            .nth(1)
-            .filter(|path| path.starts_with("/org/freedesktop/secrets/collection/"))
-            .ok_or("no default collection yet")?
-            .to_owned();
-        let locked = self.dbus_send(&[
-            "--dest=org.freedesktop.secrets",
-            &collection,
-            "org.freedesktop.DBus.Properties.Get",
-            "string:org.freedesktop.Secret.Collection",
-            "string:Locked",
-        ])?;
-        if !locked.contains("boolean false") {
-            return Err(format!("{collection} is still locked"));
-        }
-        Ok(())
-    }
-
-    /// `dbus-send --print-reply` on this bus; its stdout, or why it failed.
-    fn dbus_send(&self, args: &[&str]) -> Result<String, String> {
-        let reply_timeout_ms = 2_000;
-        let mut command = Command::new("dbus-send");
-        command
-            .arg(format!("--bus={}", self.address))
-            .arg("--print-reply")
-            .arg(format!("--reply-timeout={reply_timeout_ms}"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut guard = ChildGuard::spawn("dbus-send", &mut command)?;
-        let stdout = drain(guard.child.stdout.take());
-        let stderr = drain(guard.child.stderr.take());
-        let status = guard.wait_within(PROCESS_TIMEOUT).ok_or_else(|| {
-            format!(
-                "dbus-send {} gave no answer within {PROCESS_TIMEOUT:?}",
-                args.join(" ")
-            )
-        })?;
-        let stdout = stdout.recv_timeout(PROCESS_TIMEOUT).unwrap_or_default();
-        if status.success() {
-            Ok(stdout)
-        } else {
-            let stderr = stderr.recv_timeout(PROCESS_TIMEOUT).unwrap_or_default();
-            Err(format!("dbus-send ({status}): {}", stderr.trim()))
-        }
+                    self.bus.log_text()
+                )
+            })
     }
 
     /// The bus address (the value of `DBUS_SESSION_BUS_ADDRESS`).
@@ -316,21 +223,13 @@ impl SecretService {
 
     /// gnome-keyring-daemon's process id.
     pub fn keyring_pid(&self) -> u32 {
-        self.keyring.child.id()
+        self.keyring.pid()
     }
 
-    /// Sends `signal` to gnome-keyring-daemon (e.g. `SIGSTOP` to make the service hang,
-    /// `SIGCONT` to resume it).
+    /// Sends `signal` to gnome-keyring-daemon (its process group; e.g. `SIGSTOP` to make the
+    /// service hang, `SIGCONT` to resume it).
     pub fn signal_keyring(&self, signal: libc::c_int) -> io::Result<()> {
-        let pid = libc::pid_t::try_from(self.keyring_pid())
-            .map_err(|_| io::Error::other("the pid does not fit a pid_t"))?;
-        // SAFETY: kill(2) on our own child (not yet reaped); no memory is involved.
-        let rc = unsafe { libc::kill(pid, signal) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        self.keyring.signal(signal)
     }
 
     /// What gnome-keyring-daemon logged so far (for failure messages).
@@ -344,8 +243,11 @@ impl Drop for SecretService {
         // Resume it first in case a test left it stopped (a stopped process still dies of
         // SIGKILL, but be explicit).
         let _ = self.signal_keyring(libc::SIGCONT);
-        self.keyring.stop();
-        self.bus.stop();
+        for process in [&mut self.keyring, &mut self.bus] {
+            if let Err(e) = process.kill() {
+                eprintln!("{e}");
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
@@ -380,18 +282,86 @@ pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
     found
 }
 
-/// `program`'s path on PATH, or an error saying how to install it.
+/// One readiness check of the Secret Service on the bus at `address` (see
+/// [`SecretService::wait_ready`]).
+fn readiness(address: &str) -> Result<(), String> {
+    let owned = dbus_send(
+        address,
+        &[
+            "--dest=org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.NameHasOwner",
+            "string:org.freedesktop.secrets",
+        ],
+    )?;
+    if !owned.contains("boolean true") {
+        return Err("org.freedesktop.secrets has no owner yet".into());
+    }
+    let alias = dbus_send(
+        address,
+        &[
+            "--dest=org.freedesktop.secrets",
+            "/org/freedesktop/secrets",
+            "org.freedesktop.Secret.Service.ReadAlias",
+            "string:default",
+        ],
+    )?;
+    let collection = alias
+        .split('"')
+        .nth(1)
+        .filter(|path| path.starts_with("/org/freedesktop/secrets/collection/"))
+        .ok_or("no default collection yet")?
+        .to_owned();
+    let locked = dbus_send(
+        address,
+        &[
+            "--dest=org.freedesktop.secrets",
+            &collection,
+            "org.freedesktop.DBus.Properties.Get",
+            "string:org.freedesktop.Secret.Collection",
+            "string:Locked",
+        ],
+    )?;
+    if !locked.contains("boolean false") {
+        return Err(format!("{collection} is still locked"));
+    }
+    Ok(())
+}
+
+/// `dbus-send --print-reply` on the bus at `address`; its stdout, or why it failed.
+fn dbus_send(address: &str, args: &[&str]) -> Result<String, String> {
+    let reply_timeout_ms = 2_000;
+    let mut command = Command::new("dbus-send");
+    command
+        .arg(format!("--bus={address}"))
+        .arg("--print-reply")
+        .arg(format!("--reply-timeout={reply_timeout_ms}"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut process = ChildProcess::spawn("dbus-send", &mut command)?;
+    let stdout = drain(process.take_stdout());
+    let stderr = drain(process.take_stderr());
+    let status = process.wait_within(PROCESS_TIMEOUT).ok_or_else(|| {
+        format!(
+            "dbus-send {} gave no answer within {PROCESS_TIMEOUT:?}",
+            args.join(" ")
+        )
+    })?;
+    let stdout = stdout.recv_timeout(PROCESS_TIMEOUT).unwrap_or_default();
+    if status.success() {
+        Ok(stdout)
+    } else {
+        let stderr = stderr.recv_timeout(PROCESS_TIMEOUT).unwrap_or_default();
+        Err(format!("dbus-send ({status}): {}", stderr.trim()))
+    }
+}
+
+/// `program`'s path, or an error saying how to install it.
 fn require(program: &str, package: &str) -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            format!(
-                "`{program}` (Debian package {package}) is not installed: the Secret Service \
-                 tests need it. Run `cargo xtask interop-setup` to install the test packages."
-            )
-        })
+    find_program(program, package)
+        .map_err(|e| format!("the Secret Service tests need `{program}`: {e}"))
 }
 
 /// A value no other run uses (pid, time, counter).
@@ -415,82 +385,10 @@ impl Drop for DirGuard {
     }
 }
 
-/// A child process, killed and reaped on drop.
-struct ChildGuard {
-    name: &'static str,
-    child: Child,
-    stopped: bool,
-}
-
-impl ChildGuard {
-    fn spawn(name: &'static str, command: &mut Command) -> Result<ChildGuard, String> {
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {name}: {e}"))?;
-        Ok(ChildGuard {
-            name,
-            child,
-            stopped: false,
-        })
-    }
-
-    /// The exit status, polling until `timeout`; `None` if it is still running.
-    fn wait_within(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => {
-                    self.stopped = true;
-                    return Some(status);
-                }
-                Err(_) => return None,
-                Ok(None) if Instant::now() >= deadline => return None,
-                Ok(None) => std::thread::sleep(POLL_INTERVAL),
-            }
-        }
-    }
-
-    /// SIGKILL, then reap (waiting at most [`PROCESS_TIMEOUT`]).
-    fn stop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        let _ = self.child.kill();
-        if self.wait_within(PROCESS_TIMEOUT).is_none() {
-            eprintln!(
-                "{} (pid {}) did not exit within {PROCESS_TIMEOUT:?} after SIGKILL",
-                self.name,
-                self.child.id()
-            );
-        }
-        self.stopped = true;
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 fn set_mode_0700(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| format!("cannot chmod 0700 {}: {e}", path.display()))
-}
-
-/// The first line `reader` gives within `timeout`.
-fn read_line_within(reader: impl Read + Send + 'static, timeout: Duration) -> Option<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let read = BufReader::new(reader).read_line(&mut line);
-        let _ = tx.send(read.map(|_| line));
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(line)) if !line.trim().is_empty() => Some(line),
-        _ => None,
-    }
 }
 
 /// Reads `pipe` to the end on a thread; the text arrives on the channel.

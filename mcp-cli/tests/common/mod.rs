@@ -9,6 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp_testkit::process::ChildProcess;
 use serde_json::Value;
 
 pub const MCPH: &str = env!("CARGO_BIN_EXE_mcph");
@@ -148,46 +149,28 @@ pub fn wait_until(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
 }
 
 /// The fixture served over HTTP (mcp-testkit's `mcp-fixture-server --http`, plus `flags`; the
-/// built-in `mcph __fixture-server` speaks stdio only), killed on drop.
+/// built-in `mcph __fixture-server` speaks stdio only); its process group killed on drop.
 pub struct HttpFixtureProcess {
-    child: Child,
+    _process: ChildProcess,
     /// `http://IP:PORT`.
     pub url: String,
 }
 
 impl HttpFixtureProcess {
     pub fn start(flags: &[&str]) -> Self {
-        use std::io::BufRead;
-        let mut child = Command::new(mcp_testkit::fixture_server_bin())
-            .args(["--http", "127.0.0.1:0"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the HTTP fixture");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(DEADLINE)
-            .expect("the fixture announces its address");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        HttpFixtureProcess { child, url }
-    }
-}
-
-impl Drop for HttpFixtureProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let (process, url) = ChildProcess::spawn_until_line(
+            "the HTTP fixture",
+            Command::new(mcp_testkit::fixture_server_bin())
+                .args(["--http", "127.0.0.1:0"])
+                .args(flags),
+            None,
+            DEADLINE,
+            |line| line.strip_prefix("listening on ").map(str::to_owned),
+        )
+        .unwrap_or_else(|e| panic!("the fixture announces its address: {e}"));
+        HttpFixtureProcess {
+            _process: process,
+            url,
+        }
     }
 }

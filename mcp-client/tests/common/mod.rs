@@ -1,5 +1,5 @@
 //! What the facade's integration tests share: fixture server entries, markers to find their
-//! processes, and waiting on a condition with a deadline.
+//! processes, and fixture "regions" (processes started through `mcp_testkit::process`).
 
 #![allow(dead_code)]
 
@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
 use mcp_client::{ClientOptions, McpClient};
+use mcp_testkit::process::{free_port, ChildProcess};
 
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -110,32 +111,26 @@ pub fn established_to(port: u16) -> usize {
         .sum()
 }
 
-/// A free loopback port (free when asked; the caller binds it soon after).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// Waits (within [`DEADLINE`]) until something accepts connections on loopback `port`.
-pub async fn wait_for_port(port: u16, what: &str) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+/// Waits (within [`DEADLINE`]) until something accepts connections on loopback `port`;
+/// fails at once when `process` exits.
+pub async fn wait_for_port(process: &mut ChildProcess, port: u16) -> Result<(), String> {
+    process
+        .wait_ready_async(
+            &format!("listening on port {port}"),
+            DEADLINE,
+            || async move {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            },
+        )
         .await
-        .is_err()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} never listened on port {port}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// One "region" of a routed server: the fixture serving Streamable HTTP (or WebSocket) on a
 /// loopback port of its own, with `--instance LABEL` and an event log, restarted on the same
-/// port; killed on drop.
+/// port; its process group killed on drop.
 pub struct FixtureRegion {
     pub label: String,
     pub port: u16,
@@ -145,7 +140,7 @@ pub struct FixtureRegion {
     pub log: std::path::PathBuf,
     /// Put in the process's environment (markers that find it in /proc).
     env: Vec<(String, String)>,
-    child: Option<std::process::Child>,
+    child: Option<ChildProcess>,
 }
 
 impl FixtureRegion {
@@ -194,36 +189,41 @@ impl FixtureRegion {
     /// Starts the fixture (again, on the same port) and waits until it accepts connections.
     pub async fn restart(&mut self) {
         self.kill();
-        let child = std::process::Command::new(mcp_testkit::fixture_server_bin())
-            .args([
-                if self.websocket { "--ws" } else { "--http" },
-                &format!("127.0.0.1:{}", self.port),
-            ])
-            .args(["--instance", &self.label])
-            .arg("--event-log")
-            .arg(&self.log)
-            .args(&self.args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the fixture starts");
+        let mut child = ChildProcess::spawn(
+            format!("the fixture of region {}", self.label),
+            std::process::Command::new(mcp_testkit::fixture_server_bin())
+                .args([
+                    if self.websocket { "--ws" } else { "--http" },
+                    &format!("127.0.0.1:{}", self.port),
+                ])
+                .args(["--instance", &self.label])
+                .arg("--event-log")
+                .arg(&self.log)
+                .args(&self.args)
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        wait_for_port(&mut child, self.port)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         self.child = Some(child);
-        wait_for_port(self.port, &self.label).await;
     }
 
     /// SIGKILL, and reaped.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            if let Err(e) = child.kill() {
+                panic!("{e}");
+            }
         }
     }
 
     /// The process, while it runs.
     pub fn pid(&self) -> Option<i32> {
-        self.child.as_ref().map(|c| c.id() as i32)
+        self.child.as_ref().map(|c| c.pid() as i32)
     }
 
     pub fn url(&self) -> String {
@@ -239,11 +239,5 @@ impl FixtureRegion {
             .filter(|event| event["event"] == "call" && event["tool"] == "record")
             .filter_map(|event| event["call_id"].as_str().map(str::to_owned))
             .collect()
-    }
-}
-
-impl Drop for FixtureRegion {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
