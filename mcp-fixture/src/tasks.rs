@@ -74,12 +74,12 @@ struct Entry {
 }
 
 #[derive(Default)]
-struct Shared {
+struct TaskTable {
     tasks: Mutex<HashMap<String, Entry>>,
     next: AtomicU64,
 }
 
-impl Shared {
+impl TaskTable {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
         self.tasks.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -118,7 +118,7 @@ fn is_terminal(task: &Map<String, Value>) -> bool {
 /// The server's tasks. Dropping it aborts every job still running.
 #[derive(Default)]
 pub(crate) struct TaskStore {
-    shared: Arc<Shared>,
+    shared: Arc<TaskTable>,
 }
 
 impl Drop for TaskStore {
@@ -250,7 +250,7 @@ pub(crate) fn run_inline(spec: JobSpec) -> Dispatch {
     }))
 }
 
-async fn run_job(shared: Arc<Shared>, id: String, spec: JobSpec) {
+async fn run_job(shared: Arc<TaskTable>, id: String, spec: JobSpec) {
     let half = Duration::from_millis(spec.duration_ms / 2);
     tokio::time::sleep(half).await;
     let mut confirmed = String::new();

@@ -15,7 +15,9 @@ use mcp_core::{
 
 use crate::config::HttpServerConfig;
 use crate::legacy::LegacyShared;
-use crate::streamable::{incoming_channel, HttpReceiver, Incoming, Shared, INCOMING_QUEUE};
+use crate::streamable::{
+    incoming_channel, HttpReceiver, Incoming, StreamableState, INCOMING_QUEUE,
+};
 
 /// Which HTTP transport a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +56,7 @@ impl HttpTransport {
         memo: HttpFlavorMemo,
     ) -> Result<HttpTransport, TransportError> {
         let (incoming, receiver) = incoming_channel(INCOMING_QUEUE);
-        let streamable = Shared::new(config.clone(), incoming.clone())?;
+        let streamable = StreamableState::new(config.clone(), incoming.clone())?;
         Ok(HttpTransport {
             sender: AutoSender {
                 config,
@@ -90,7 +92,7 @@ pub struct AutoSender {
     memo: HttpFlavorMemo,
     /// Handed to the legacy transport if the server turns out to speak it.
     incoming: Mutex<Option<Incoming>>,
-    streamable: Arc<Shared>,
+    streamable: Arc<StreamableState>,
     legacy: tokio::sync::OnceCell<Arc<LegacyShared>>,
     state: Mutex<State>,
 }

@@ -10,7 +10,7 @@ use tokio::task::AbortHandle;
 use super::session::EventSender;
 use super::{
     empty_response, error_response, lock, method_not_allowed, random_hex, read_body, sse_response,
-    HttpResponse, Shared, MESSAGE_PATH,
+    HttpFixtureState, HttpResponse, MESSAGE_PATH,
 };
 use crate::server::FixtureServer;
 
@@ -39,7 +39,10 @@ fn message_event(json: &str) -> Bytes {
 }
 
 /// GET `/sse`: a new session; the first event names the POST endpoint.
-pub(crate) fn handle_sse(shared: &Arc<Shared>, request: &Request<Incoming>) -> HttpResponse {
+pub(crate) fn handle_sse(
+    shared: &Arc<HttpFixtureState>,
+    request: &Request<Incoming>,
+) -> HttpResponse {
     if request.method() != Method::GET {
         return method_not_allowed("GET");
     }
@@ -50,7 +53,7 @@ pub(crate) fn handle_sse(shared: &Arc<Shared>, request: &Request<Incoming>) -> H
     let _ = events.send(Bytes::from(endpoint));
     let (server, mut outgoing) = FixtureServer::new(shared.options.clone());
     let routed = events.clone();
-    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let weak: Weak<HttpFixtureState> = Arc::downgrade(shared);
     let key = id.clone();
     let router = tokio::spawn(async move {
         loop {
@@ -85,7 +88,7 @@ pub(crate) fn handle_sse(shared: &Arc<Shared>, request: &Request<Incoming>) -> H
 
 /// POST `/message?sessionId=ID`: hand the message to the session's server; 202.
 pub(crate) async fn handle_message(
-    shared: &Arc<Shared>,
+    shared: &Arc<HttpFixtureState>,
     request: Request<Incoming>,
 ) -> HttpResponse {
     if request.method() != Method::POST {

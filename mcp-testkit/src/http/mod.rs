@@ -128,7 +128,7 @@ const HTTP_ERROR_CODE: i64 = -32000;
 /// every connection and every session.
 pub struct HttpFixture {
     local_addr: SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<HttpFixtureState>,
     accept: Option<JoinHandle<()>>,
 }
 
@@ -217,7 +217,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
         .oauth
         .clone()
         .map(|o| crate::oauth::AuthServer::new(o, local_addr));
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(HttpFixtureState {
         options,
         oauth,
         sessions: Mutex::new(HashMap::new()),
@@ -238,7 +238,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
 }
 
 /// State shared by all connections.
-pub(crate) struct Shared {
+pub(crate) struct HttpFixtureState {
     pub(crate) options: ServerOptions,
     /// The OAuth mode's authorization server and token gate (`--oauth`).
     pub(crate) oauth: Option<crate::oauth::AuthServer>,
@@ -256,7 +256,7 @@ pub(crate) struct Shared {
     crash: tokio::sync::Notify,
 }
 
-impl Shared {
+impl HttpFixtureState {
     /// The `crash` tool: the server dies now. Never returns — the request's connection is
     /// dropped with every other one.
     pub(crate) async fn crash(&self) -> HttpResponse {
@@ -321,7 +321,7 @@ impl Shared {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<HttpFixtureState>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -358,7 +358,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
+async fn handle(shared: Arc<HttpFixtureState>, request: Request<Incoming>) -> HttpResponse {
     let delay = shared.options.http_delay_ms;
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -382,7 +382,10 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> HttpResponse
 }
 
 /// Everything after the OAuth mode's gate.
-async fn handle_admitted(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
+async fn handle_admitted(
+    shared: &Arc<HttpFixtureState>,
+    request: Request<Incoming>,
+) -> HttpResponse {
     if let Some(token) = &shared.options.http_bearer {
         let expected = format!("Bearer {token}");
         let presented = request

@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::session::{primes, PostRequest, Session, STANDALONE};
 use super::{
     accepts, empty_response, error_response, header_str, is_json_content, json_response, lock,
-    method_not_allowed, random_hex, read_body, sse_response, HttpResponse, Reject, Shared,
-    PROTOCOL_VERSION_HEADER, SESSION_HEADER,
+    method_not_allowed, random_hex, read_body, sse_response, HttpFixtureState, HttpResponse,
+    Reject, PROTOCOL_VERSION_HEADER, SESSION_HEADER,
 };
 use crate::jsonrpc::{self, RpcError, INVALID_REQUEST, PARSE_ERROR};
 use crate::stdio::handle_line_captured;
@@ -23,7 +23,10 @@ use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 const ALLOW: &str = "GET, POST, DELETE";
 
-pub(crate) async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
+pub(crate) async fn handle(
+    shared: &Arc<HttpFixtureState>,
+    request: Request<Incoming>,
+) -> HttpResponse {
     match *request.method() {
         Method::POST => post(shared, request).await,
         Method::GET => get(shared, request.headers()),
@@ -167,7 +170,7 @@ fn classify(body: &[u8]) -> Result<(Kind, Params), Reject> {
 }
 
 /// The session a request belongs to, or the HTTP error to answer.
-fn find_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Reject> {
+fn find_session(shared: &HttpFixtureState, headers: &HeaderMap) -> Result<Arc<Session>, Reject> {
     if let Some(session) = &shared.stateless {
         return Ok(Arc::clone(session));
     }
@@ -203,7 +206,7 @@ fn find_session(shared: &Shared, headers: &HeaderMap) -> Result<Arc<Session>, Re
 
 /// Checks `MCP-Protocol-Version` (absent is fine: the server then assumes 2025-03-26; 2026-07-28
 /// only when the fixture serves that era).
-fn check_protocol_version(shared: &Shared, headers: &HeaderMap) -> Result<(), Reject> {
+fn check_protocol_version(shared: &HttpFixtureState, headers: &HeaderMap) -> Result<(), Reject> {
     match headers.get(PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
         Some(value) => match value.to_str() {
@@ -230,7 +233,7 @@ fn session_header(response: &mut HttpResponse, session: &Session) {
     }
 }
 
-async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse {
+async fn post(shared: &Arc<HttpFixtureState>, request: Request<Incoming>) -> HttpResponse {
     let headers = request.headers();
     // What clients send is usually exactly this: no need to take it apart.
     let usual_accept = headers
@@ -332,7 +335,7 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> HttpResponse 
 
 /// A request answered with an SSE stream.
 fn sse_request(
-    shared: &Shared,
+    shared: &HttpFixtureState,
     session: &Session,
     body: &Bytes,
     id: &Value,
@@ -394,7 +397,7 @@ async fn json_request(session: &Session, body: &Bytes, id: &Value) -> HttpRespon
     }
 }
 
-fn get(shared: &Shared, headers: &HeaderMap) -> HttpResponse {
+fn get(shared: &HttpFixtureState, headers: &HeaderMap) -> HttpResponse {
     if shared.options.http_no_get {
         return method_not_allowed("POST, DELETE");
     }
@@ -439,7 +442,7 @@ fn get(shared: &Shared, headers: &HeaderMap) -> HttpResponse {
     sse_response(rx)
 }
 
-fn delete(shared: &Shared, headers: &HeaderMap) -> HttpResponse {
+fn delete(shared: &HttpFixtureState, headers: &HeaderMap) -> HttpResponse {
     if shared.stateless.is_some() {
         return method_not_allowed("GET, POST");
     }

@@ -103,7 +103,7 @@ impl StreamableHttpTransport {
     /// Prepares the transport (no request is made until the session sends `initialize`).
     pub fn new(config: HttpServerConfig) -> Result<StreamableHttpTransport, TransportError> {
         let (incoming, receiver) = incoming_channel(INCOMING_QUEUE);
-        let shared = Shared::new(config, incoming)?;
+        let shared = StreamableState::new(config, incoming)?;
         Ok(StreamableHttpTransport {
             sender: HttpSender { shared },
             receiver,
@@ -122,7 +122,7 @@ impl Transport for StreamableHttpTransport {
 
 use mcp_core::sync::lock;
 
-pub(crate) struct Shared {
+pub(crate) struct StreamableState {
     exchange: Exchange,
     /// The endpoint.
     target: Target,
@@ -153,7 +153,7 @@ pub(crate) struct Shared {
     closing: watch::Sender<bool>,
 }
 
-impl Drop for Shared {
+impl Drop for StreamableState {
     fn drop(&mut self) {
         self.abort_tasks();
     }
@@ -196,14 +196,14 @@ struct Posted {
     forwarded: Option<u64>,
 }
 
-impl Shared {
+impl StreamableState {
     pub(crate) fn new(
         config: HttpServerConfig,
         incoming: Incoming,
-    ) -> Result<Arc<Shared>, TransportError> {
+    ) -> Result<Arc<StreamableState>, TransportError> {
         let target = config.target()?;
         let exchange = Exchange::new(&config)?;
-        Ok(Arc::new(Shared {
+        Ok(Arc::new(StreamableState {
             display_url: exchange.display_url.clone(),
             exchange,
             target,
@@ -277,7 +277,7 @@ impl Shared {
 
 /// The sending half: one POST per message.
 pub struct HttpSender {
-    shared: Arc<Shared>,
+    shared: Arc<StreamableState>,
 }
 
 impl Drop for HttpSender {

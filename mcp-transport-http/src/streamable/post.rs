@@ -15,8 +15,8 @@ use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
 
 use super::body::{check_session_id, is_event_stream, is_json_or_untyped, parse_json_body};
 use super::{
-    answers, AnswerTo, PostError, Posted, Shared, StreamEnd, GET_STREAM_OPEN_WAIT, POST_ACCEPT,
-    SESSION_ID,
+    answers, AnswerTo, PostError, Posted, StreamEnd, StreamableState, GET_STREAM_OPEN_WAIT,
+    POST_ACCEPT, SESSION_ID,
 };
 use crate::client::HttpResponse;
 use crate::exchange::{
@@ -44,7 +44,7 @@ struct Outgoing {
     body: Bytes,
 }
 
-impl Shared {
+impl StreamableState {
     /// POSTs one message and routes what comes back.
     pub(crate) async fn post(self: &Arc<Self>, message: Message) -> Result<(), PostError> {
         self.post_routed(message, AnswerTo::Reader).await.map(drop)

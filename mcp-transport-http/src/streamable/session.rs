@@ -13,9 +13,9 @@ use mcp_core::{
     InPlaceAnswer, Message, ProtocolVersion, Request, TransportError, TransportErrorKind,
 };
 
-use super::{AnswerTo, PostError, Shared, POST_ACCEPT};
+use super::{AnswerTo, PostError, StreamableState, POST_ACCEPT};
 
-impl Shared {
+impl StreamableState {
     /// The modern request metadata headers of one request; a parameter a header cannot carry
     /// refuses the request before it is sent.
     pub(super) fn metadata_headers(
@@ -40,7 +40,7 @@ impl Shared {
     }
 }
 
-impl Shared {
+impl StreamableState {
     /// Ends the session: stops the streams, DELETEs the session, ends the receiver.
     pub(crate) async fn close(&self) {
         let shared = self;

@@ -9,14 +9,14 @@ use http::{Method, StatusCode};
 use mcp_core::{Message, RequestId, TransportError, TransportErrorKind};
 
 use super::{
-    answers, event_message, unresumable, AnswerTo, Item, Shared, StreamEnd, DEFAULT_RETRY,
+    answers, event_message, unresumable, AnswerTo, Item, StreamEnd, StreamableState, DEFAULT_RETRY,
     GET_ACCEPT, MAX_GET_RECONNECTS, MAX_RESUME_ATTEMPTS, MAX_RETRY,
 };
 use crate::client::HttpResponse;
 use crate::exchange::status_error;
 use crate::sse::SseParser;
 
-impl Shared {
+impl StreamableState {
     /// Reads an SSE response, forwarding every message to the reader but the response to
     /// `awaiting`, where it stops (that one is kept for the caller with [`AnswerTo::Caller`]).
     /// Without `wait`, reads only what has arrived already and returns
@@ -146,7 +146,7 @@ impl Shared {
     }
 
     /// Follows a POST's SSE stream to the response from where `end` left it (see
-    /// [`follow_post_stream`](Shared::follow_post_stream)); the answer, or the failure in its
+    /// [`follow_post_stream`](StreamableState::follow_post_stream)); the answer, or the failure in its
     /// place, for [`AnswerTo::Caller`].
     pub(super) async fn follow(
         &self,
