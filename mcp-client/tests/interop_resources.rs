@@ -1,6 +1,6 @@
 //! Resources kept fresh and the discovery cache through the facade, against real servers:
 //!
-//! - `@modelcontextprotocol/server-everything` over stdio, Streamable HTTP and legacy SSE: the
+//! - `@modelcontextprotocol/server-everything` over stdio, Streamable HTTP and HTTP+SSE: the
 //!   first read of `demo://resource/dynamic/text/1` subscribes and keeps the contents; its
 //!   `toggle-subscriber-updates` tool makes the server send `notifications/resources/updated`,
 //!   which reaches the observer and makes the contents STALE, and the next read fetches again;

@@ -17,7 +17,7 @@
 //! command-line parser), [`jsonrpc`], [`server`], [`tools`], [`resources`], [`prompts`],
 //! [`pagination`], [`modern`], [`tasks`], [`stdio`], [`startup`] (see mcp-fixture's
 //! documentation). This crate's own:
-//! - [`http`]: Streamable HTTP (`/mcp`) and legacy HTTP+SSE (`/sse`) on loopback, with faults:
+//! - [`http`]: Streamable HTTP (`/mcp`) and HTTP+SSE (`/sse`) on loopback, with faults:
 //!   [`serve_http`] returns an [`HttpFixture`].
 //! - [`ws`]: the fixture over WebSocket (`/mcp`, subprotocol `mcp`, one session per
 //!   connection; `crash` drops the connection): [`serve_ws`] returns a [`WsFixture`].

@@ -1,4 +1,4 @@
-//! The fixture over Streamable HTTP and legacy HTTP+SSE, driven by a plain HTTP client
+//! The fixture over Streamable HTTP and HTTP+SSE, driven by a plain HTTP client
 //! (reqwest), on 127.0.0.1:0. Every wait has a deadline.
 
 use std::future::Future;
@@ -1055,7 +1055,7 @@ async fn instance_and_extra_tools_over_streamable_http_and_legacy_sse() {
     let answer = request_at(&client, &url, &session, body).await;
     assert_eq!(answer["result"]["content"][0]["text"], "delta: hi");
 
-    // Legacy HTTP+SSE: the same tools on /sse.
+    // HTTP+SSE: the same tools on /sse.
     let response = within(
         "GET /sse",
         client

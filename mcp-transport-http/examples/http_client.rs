@@ -1,5 +1,5 @@
 //! A complete MCP client over HTTP on `mcp-core` + `mcp-session` + `mcp-transport-http`: connect to a URL
-//! (Streamable HTTP, falling back to legacy HTTP+SSE), list the tools, call one, close.
+//! (Streamable HTTP, falling back to HTTP+SSE), list the tools, call one, close.
 //!
 //! ```text
 //! cargo run -p mcp-transport-http --example http_client -- URL [TOOL [JSON-ARGUMENTS]]

@@ -1,7 +1,7 @@
-//! Streamable HTTP with automatic fallback to the legacy HTTP+SSE transport, as the
+//! Streamable HTTP with automatic fallback to the HTTP+SSE transport, as the
 //! specification describes for clients: the first POST (the session's `server/discover` probe,
 //! or `initialize`) answered 400, 404 or 405 without a modern JSON-RPC error → GET the same URL
-//! expecting the legacy `endpoint` event. What worked can be remembered per server
+//! expecting the HTTP+SSE `endpoint` event. What worked can be remembered per server
 //! ([`HttpFlavorMemo`]) so later connections skip the probe.
 
 use std::sync::{Arc, Mutex};
@@ -14,7 +14,7 @@ use mcp_core::{
 };
 
 use crate::config::HttpServerConfig;
-use crate::legacy::LegacyShared;
+use crate::http_sse::HttpSseState;
 use crate::streamable::{
     incoming_channel, HttpReceiver, Incoming, StreamableState, INCOMING_QUEUE,
 };
@@ -25,7 +25,7 @@ pub enum HttpFlavor {
     /// Streamable HTTP (2025-03-26 and later).
     Streamable,
     /// HTTP+SSE (2024-11-05).
-    LegacySse,
+    HttpSse,
 }
 
 /// Remembers the flavor a server was found to speak; share one per server across connections.
@@ -43,7 +43,7 @@ impl HttpFlavorMemo {
     }
 }
 
-/// An MCP server over HTTP, Streamable or legacy, detected on the first message.
+/// An MCP server over HTTP, Streamable HTTP or HTTP+SSE, detected on the first message.
 pub struct HttpTransport {
     sender: AutoSender,
     receiver: HttpReceiver,
@@ -63,7 +63,7 @@ impl HttpTransport {
                 memo,
                 incoming: Mutex::new(Some(incoming)),
                 streamable,
-                legacy: tokio::sync::OnceCell::new(),
+                http_sse: tokio::sync::OnceCell::new(),
                 state: Mutex::new(State::Undecided),
             },
             receiver,
@@ -90,10 +90,10 @@ enum State {
 pub struct AutoSender {
     config: HttpServerConfig,
     memo: HttpFlavorMemo,
-    /// Handed to the legacy transport if the server turns out to speak it.
+    /// Handed to the HTTP+SSE transport if the server turns out to speak it.
     incoming: Mutex<Option<Incoming>>,
     streamable: Arc<StreamableState>,
-    legacy: tokio::sync::OnceCell<Arc<LegacyShared>>,
+    http_sse: tokio::sync::OnceCell<Arc<HttpSseState>>,
     state: Mutex<State>,
 }
 
@@ -110,19 +110,19 @@ impl AutoSender {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if flavor == HttpFlavor::LegacySse {
+        if flavor == HttpFlavor::HttpSse {
             self.streamable.abandon();
         }
     }
 
-    async fn use_legacy(&self, message: Message) -> Result<(), TransportError> {
+    async fn use_http_sse(&self, message: Message) -> Result<(), TransportError> {
         let incoming = self
             .incoming
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let legacy = self
-            .legacy
+        let http_sse = self
+            .http_sse
             .get_or_try_init(|| async {
                 let incoming = incoming.ok_or_else(|| {
                     TransportError::fatal(
@@ -130,18 +130,18 @@ impl AutoSender {
                         "the transport is closed",
                     )
                 })?;
-                LegacyShared::connect(self.config.clone(), incoming).await
+                HttpSseState::connect(self.config.clone(), incoming).await
             })
             .await?;
-        self.decide(HttpFlavor::LegacySse);
-        legacy.post(message).await.map_err(|e| e.error)
+        self.decide(HttpFlavor::HttpSse);
+        http_sse.post(message).await.map_err(|e| e.error)
     }
 }
 
 impl Drop for AutoSender {
     fn drop(&mut self) {
         self.streamable.abandon();
-        if let Some(legacy) = self.legacy.get() {
+        if let Some(legacy) = self.http_sse.get() {
             legacy.close();
         }
     }
@@ -154,13 +154,13 @@ impl TransportSender for AutoSender {
             State::Decided(HttpFlavor::Streamable) => {
                 self.streamable.post(message).await.map_err(|e| e.error)
             }
-            State::Decided(HttpFlavor::LegacySse) => match self.legacy.get() {
+            State::Decided(HttpFlavor::HttpSse) => match self.http_sse.get() {
                 Some(legacy) => legacy.post(message).await.map_err(|e| e.error),
-                None => self.use_legacy(message).await,
+                None => self.use_http_sse(message).await,
             },
             State::Undecided => {
-                if self.memo.get() == Some(HttpFlavor::LegacySse) {
-                    return self.use_legacy(message).await;
+                if self.memo.get() == Some(HttpFlavor::HttpSse) {
+                    return self.use_http_sse(message).await;
                 }
                 match self.streamable.post(message.clone()).await {
                     Ok(()) => {
@@ -177,18 +177,14 @@ impl TransportSender for AutoSender {
                             )
                         ) =>
                     {
-                        tracing::debug!(error = %e.error, "Streamable HTTP refused; trying legacy HTTP+SSE");
+                        tracing::debug!(error = %e.error, "Streamable HTTP refused; trying HTTP+SSE");
                         // Neither flavor took it: the server did answer (the POST's status),
                         // so the error says both and keeps the POST's delivery stage — the
                         // session's era probe reads such a refusal as "not a modern server".
-                        self.use_legacy(message).await.map_err(|legacy| {
+                        self.use_http_sse(message).await.map_err(|legacy| {
                             TransportError::recoverable(
                                 e.error.kind(),
-                                format!(
-                                    "{}; as legacy HTTP+SSE: {}",
-                                    e.error.message(),
-                                    legacy.message()
-                                ),
+                                format!("{}; as HTTP+SSE: {}", e.error.message(), legacy.message()),
                             )
                         })
                     }
@@ -211,7 +207,7 @@ impl TransportSender for AutoSender {
     }
 
     async fn close(&self) -> Result<(), TransportError> {
-        match self.legacy.get() {
+        match self.http_sse.get() {
             Some(legacy) => legacy.close(),
             None => self.streamable.close().await,
         }
@@ -228,9 +224,9 @@ impl TransportSender for AutoSender {
             State::Decided(HttpFlavor::Streamable) => self.streamable.has_session(),
             _ => true,
         };
-        // Known to be HTTP+SSE (from an earlier connection): legacy only.
-        let legacy_only = state == State::Decided(HttpFlavor::LegacySse)
-            || (state == State::Undecided && self.memo.get() == Some(HttpFlavor::LegacySse));
+        // Known to be HTTP+SSE (from an earlier connection): the legacy era only.
+        let legacy_only = state == State::Decided(HttpFlavor::HttpSse)
+            || (state == State::Undecided && self.memo.get() == Some(HttpFlavor::HttpSse));
         TransportCapabilities::new("tcp")
             .with_expiring_sessions(can_expire)
             .speaking_modern_era(!legacy_only)

@@ -1,5 +1,5 @@
 //! [`HttpConnector`]: the HTTP transports as a [`TransportConnector`]. The connections of one server share what
-//! the first ones learned: the flavor its URL speaks (Streamable HTTP or legacy SSE) and its
+//! the first ones learned: the flavor its URL speaks (Streamable HTTP or HTTP+SSE) and its
 //! tools' `x-mcp-header` annotations (so a reconnected or pooled connection that did not list
 //! tools still sends the headers).
 
@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use mcp_core::{BoxTransport, Error, TransportConnector};
 
 use crate::{
-    HttpFlavorMemo, HttpServerConfig, HttpTransport, LegacySseTransport, StreamableHttpTransport,
+    HttpFlavorMemo, HttpServerConfig, HttpSseTransport, HttpTransport, StreamableHttpTransport,
 };
 
 /// Which HTTP transport a connector opens.
@@ -16,7 +16,7 @@ pub enum HttpKind {
     /// Streamable HTTP (`type: "http"`).
     Streamable,
     /// The 2024-11-05 HTTP+SSE transport (`type: "sse"`).
-    LegacySse,
+    HttpSse,
     /// Either, detected on the first connection and remembered (a `url` without a `type`).
     Detect,
 }
@@ -52,7 +52,7 @@ impl TransportConnector for HttpConnector {
         let config = self.config.clone();
         Ok(match self.kind {
             HttpKind::Streamable => BoxTransport::new(StreamableHttpTransport::new(config)?),
-            HttpKind::LegacySse => BoxTransport::new(LegacySseTransport::connect(config).await?),
+            HttpKind::HttpSse => BoxTransport::new(HttpSseTransport::connect(config).await?),
             HttpKind::Detect => BoxTransport::new(HttpTransport::new(config, self.flavor.clone())?),
         })
     }

@@ -5,8 +5,8 @@
 //!   standalone GET stream, session ids, resumption with `Last-Event-ID` and DELETE on close;
 //!   for 2026-07-28 no session, the request metadata headers ([`headers`]), modern JSON-RPC
 //!   errors read from 4xx answers, and cancellation by closing the request's stream.
-//! - [`LegacySseTransport`]: the HTTP+SSE transport of protocol 2024-11-05.
-//! - [`HttpTransport`]: Streamable HTTP with automatic fallback to legacy SSE (400/404/405 on
+//! - [`HttpSseTransport`]: the HTTP+SSE transport of protocol 2024-11-05.
+//! - [`HttpTransport`]: Streamable HTTP with automatic fallback to HTTP+SSE (400/404/405 on
 //!   the first POST), remembering per server what worked ([`HttpFlavorMemo`]).
 //! - [`HttpServerConfig`]: the URL, headers, credentials and limits.
 //! - [`HttpConnector`]: connections for pools, supervisors and the facade's registry of
@@ -28,8 +28,8 @@ mod connect;
 mod connector;
 mod exchange;
 pub mod headers;
+mod http_sse;
 mod incoming;
-mod legacy;
 mod redirect;
 pub mod sse;
 mod streamable;
@@ -37,5 +37,5 @@ mod streamable;
 pub use auto::{AutoSender, HttpFlavor, HttpFlavorMemo, HttpTransport};
 pub use config::HttpServerConfig;
 pub use connector::{HttpConnector, HttpKind};
-pub use legacy::{LegacySender, LegacySseTransport};
+pub use http_sse::{HttpSseSender, HttpSseTransport};
 pub use streamable::{HttpReceiver, HttpSender, StreamableHttpTransport, MAX_SESSION_ID_LEN};

@@ -10,7 +10,7 @@ use mcp_core::{Error, McpServiceExt, RequestOptions, Transport};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::http::{serve_http, HttpFixture};
 use mcp_testkit::options::{parse_args, CliCommand};
-use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
+use mcp_transport_http::{HttpServerConfig, HttpSseTransport, StreamableHttpTransport};
 use mcp_wire::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
 };
@@ -96,7 +96,7 @@ async fn legacy_sse_tells_the_provider_about_a_401_on_a_message_post() {
     // Call 0 opens the SSE stream; call 1 is the first POST (initialize).
     let provider = OneStaleToken::new(1);
     let config = HttpServerConfig::new(server.sse_url()).auth(provider.clone());
-    let transport = LegacySseTransport::connect(config).await.expect("opens");
+    let transport = HttpSseTransport::connect(config).await.expect("opens");
     works(transport).await;
     assert_challenged(&provider);
 }
@@ -106,7 +106,7 @@ async fn legacy_sse_tells_the_provider_about_a_401_on_the_stream() {
     let server = fixture().await;
     let provider = OneStaleToken::new(0);
     let config = HttpServerConfig::new(server.sse_url()).auth(provider.clone());
-    let transport = LegacySseTransport::connect(config)
+    let transport = HttpSseTransport::connect(config)
         .await
         .expect("opens after the retry");
     works(transport).await;

@@ -1,5 +1,5 @@
 //! The transport contract suite (mcp-transport-contract) over Streamable HTTP and legacy
-//! HTTP+SSE, against the fixture server in process. Legacy HTTP+SSE is the 2024-11-05
+//! HTTP+SSE, against the fixture server in process. HTTP+SSE is the 2024-11-05
 //! transport: it carries the legacy era only.
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ async fn fixture_over_http(name: &'static str, kind: HttpKind, era: Era) -> Peer
         .await
         .expect("the HTTP fixture listens");
     let url = match kind {
-        HttpKind::LegacySse => server.sse_url(),
+        HttpKind::HttpSse => server.sse_url(),
         _ => server.url(),
     };
     let config = HttpServerConfig::new(url).max_message_size(CAP);
@@ -45,10 +45,10 @@ mod streamable {
     ));
 }
 
-mod legacy_sse {
+mod http_sse {
     use super::*;
     mcp_transport_contract::contract_suite!(
-        |era| fixture_over_http("sse", HttpKind::LegacySse, era);
+        |era| fixture_over_http("sse", HttpKind::HttpSse, era);
         legacy
     );
 }

@@ -139,7 +139,7 @@ fn a_discarded_event_keeps_the_same_size_in_every_chunking() {
 /// in the fuzzer's stream a chunked reading kept 53 bytes that were not the event's data and
 /// named request 4 from them, where the event's data (181 bytes, as a transcription of the spec
 /// reads the stream) names none. The other way round, a chunk cutting `data:` lost the request
-/// an answer named, and on legacy SSE its call waited for its deadline instead of failing.
+/// an answer named, and on HTTP+SSE its call waited for its deadline instead of failing.
 #[test]
 fn a_discarded_answer_names_its_request_in_every_chunking() {
     let (whole, cut) = replay(include_bytes!("data/sse-discarded-request.bin"));

@@ -15,7 +15,7 @@ use std::time::Duration;
 use mcp_core::{Era, Error, ErrorKind, McpServiceExt, RequestOptions};
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_testkit::peak_alloc::{Measure, PeakAlloc};
-use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
+use mcp_transport_http::{HttpServerConfig, HttpSseTransport, StreamableHttpTransport};
 use mcp_wire::StaticBearer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -1034,7 +1034,7 @@ async fn a_redirect_to_another_origin_carries_no_credentials() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The legacy HTTP+SSE transport.
+// The HTTP+SSE transport.
 
 /// A legacy server: `GET /sse` opens the session's stream with the `endpoint` event
 /// (`endpoint`), and every POST to it is accepted (202) and answered on the stream with what
@@ -1095,7 +1095,7 @@ fn legacy(
 async fn legacy_session(server: &Hostile) -> ClientSession {
     let transport = tokio::time::timeout(
         DEADLINE,
-        LegacySseTransport::connect(config(&server.url("/sse"))),
+        HttpSseTransport::connect(config(&server.url("/sse"))),
     )
     .await
     .unwrap()
@@ -1111,7 +1111,7 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
     let server = Hostile::start(legacy("http://127.0.0.1:9/messages".into(), |_| None)).await;
     let e = tokio::time::timeout(
         DEADLINE,
-        LegacySseTransport::connect(config(&server.url("/sse"))),
+        HttpSseTransport::connect(config(&server.url("/sse"))),
     )
     .await
     .unwrap()

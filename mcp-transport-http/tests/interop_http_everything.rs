@@ -209,7 +209,7 @@ async fn auto_detects_streamable_and_legacy() {
     let legacy = Server::start(everything("sse")).await;
     let memo = HttpFlavorMemo::default();
     let session = connect_auto(&legacy.url, &memo).await;
-    assert_eq!(memo.get(), Some(HttpFlavor::LegacySse));
+    assert_eq!(memo.get(), Some(HttpFlavor::HttpSse));
     let r = session
         .call_tool(
             "get-sum",

@@ -1,7 +1,7 @@
 //! Streamable HTTP against the fixture server served over HTTP on 127.0.0.1: plain JSON
 //! answers, the standalone GET stream, resumption after a dropped stream, session expiry (and a
 //! caller giving up during the new handshake), DELETE on close, an unreachable server, calls in
-//! flight ended by close, and detection falling back to legacy SSE. Calls, SSE answers with
+//! flight ended by close, and detection falling back to HTTP+SSE. Calls, SSE answers with
 //! their progress and both transports' sessions are the contract suite's
 //! (`tests/contract.rs`).
 
@@ -198,14 +198,14 @@ async fn auto_detection_falls_back_to_legacy_and_remembers() {
         "a"
     );
     session.close().await;
-    // The legacy SSE URL: the POST is refused, the GET yields the endpoint event.
+    // The HTTP+SSE URL: the POST is refused, the GET yields the endpoint event.
     let memo = HttpFlavorMemo::default();
     let transport =
         HttpTransport::new(HttpServerConfig::new(server.sse_url()), memo.clone()).unwrap();
     let session = ClientSession::connect(transport, (), SessionOptions::default())
         .await
         .expect("falls back");
-    assert_eq!(memo.get(), Some(HttpFlavor::LegacySse));
+    assert_eq!(memo.get(), Some(HttpFlavor::HttpSse));
     assert_eq!(
         session
             .call_tool("echo", Some(json!({"text": "b"})), RequestOptions::new())

@@ -1,4 +1,4 @@
-//! The seam through which HTTP-based transports (Streamable HTTP, legacy SSE, WebSocket, gRPC)
+//! The seam through which HTTP-based transports (Streamable HTTP, HTTP+SSE, WebSocket, gRPC)
 //! get the credentials of each request (an `Authorization` value, and a DPoP proof for
 //! proof-of-possession tokens) and report the server's challenges and nonces, without depending on an
 //! OAuth implementation: the auth crate implements [`AuthProvider`]; configs with a static token

@@ -2,7 +2,7 @@
 //! core stays the few types every crate needs and a change here rebuilds only the transports
 //! (and what composes them), never the session engine or the policies.
 //!
-//! - [`auth`]: the seam through which the networked transports (Streamable HTTP, legacy SSE,
+//! - [`auth`]: the seam through which the networked transports (Streamable HTTP, HTTP+SSE,
 //!   WebSocket, gRPC) get the credentials of each request and report the server's challenges
 //!   and nonces ([`AuthProvider`]); `mcp-auth` implements it, a static token is
 //!   [`StaticBearer`].

@@ -26,7 +26,7 @@ impl TransportFactory for HttpFactory {
     fn connector(&self, spec: &TransportSpec) -> Result<Arc<dyn TransportConnector>, Error> {
         let (url, headers) = spec.url()?;
         let kind = match spec.kind.as_str() {
-            "sse" => HttpKind::LegacySse,
+            "sse" => HttpKind::HttpSse,
             "url" => HttpKind::Detect,
             _ => HttpKind::Streamable,
         };

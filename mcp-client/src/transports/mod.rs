@@ -123,7 +123,7 @@ impl TransportRegistry {
     }
 
     /// The transports compiled into this profile: stdio (`stdio` feature); Streamable HTTP,
-    /// legacy SSE and detection (`http`); WebSocket (`ws`); gRPC (`grpc`). In-process servers
+    /// HTTP+SSE and detection (`http`); WebSocket (`ws`); gRPC (`grpc`). In-process servers
     /// are registered by name ([`register_in_process`](Self::register_in_process)).
     pub fn with_profile() -> TransportRegistry {
         #[allow(unused_mut)]

@@ -20,7 +20,7 @@
 //! - the [`TransportReceiver`] is owned by the session's single reader task, which calls
 //!   [`receive`](TransportReceiver::receive) in a loop. `receive` yields every message the peer
 //!   sends, in order, whatever channel it arrived on (a Streamable HTTP POST stream, the standalone
-//!   GET stream, a legacy SSE `message` event).
+//!   GET stream, a HTTP+SSE `message` event).
 //!
 //! **Ownership.** The two halves together own every resource of the connection (child process,
 //! sockets, background tasks). When both halves are dropped, the transport must release them

@@ -3,7 +3,7 @@
 /// The `--help` text.
 pub const HELP: &str = "\
 mcp-fixture-server: a fixture MCP server speaking newline-delimited JSON-RPC on stdin/stdout,
-Streamable HTTP and legacy HTTP+SSE with --http, or WebSocket with --ws.
+Streamable HTTP and HTTP+SSE with --http, or WebSocket with --ws.
 
 USAGE:
     mcp-fixture-server [FLAGS]
@@ -43,7 +43,7 @@ FLAGS:
 
 HTTP (instead of stdio):
     --http ADDR             Serve HTTP on ADDR (loopback only, e.g. 127.0.0.1:0) instead of stdio:
-                            Streamable HTTP at /mcp, legacy HTTP+SSE at /sse (+ /message).
+                            Streamable HTTP at /mcp, HTTP+SSE at /sse (+ /message).
                             Prints \"listening on http://IP:PORT\" as the first line of stdout.
     --http-json             Answer requests with application/json instead of an SSE stream.
     --http-no-get           Answer GET /mcp with 405 (no standalone stream, no resumption).

@@ -52,7 +52,7 @@ pub struct ServerOptions {
     /// How long tools wait for the client's answer to a server→client request
     /// (`--client-timeout-ms`, default 30000).
     pub client_timeout_ms: u64,
-    /// Serve HTTP (Streamable HTTP at `/mcp`, legacy HTTP+SSE at `/sse`) on this loopback
+    /// Serve HTTP (Streamable HTTP at `/mcp`, HTTP+SSE at `/sse`) on this loopback
     /// address instead of stdio (`--http ADDR`).
     pub http: Option<std::net::SocketAddr>,
     /// Serve WebSocket (`/mcp`, subprotocol `mcp`, one session per connection) on this

@@ -1,4 +1,4 @@
-//! The legacy HTTP+SSE transport (2024-11-05): GET `/sse` + POST `/message?sessionId=`.
+//! The HTTP+SSE transport (2024-11-05): GET `/sse` + POST `/message?sessionId=`.
 
 use std::sync::{Arc, Weak};
 
@@ -69,7 +69,7 @@ pub(crate) fn handle_sse(
                 () = routed.closed() => break,
             }
         }
-        tracing::debug!(session = %key, "legacy SSE stream closed; session ended");
+        tracing::debug!(session = %key, "HTTP+SSE stream closed; session ended");
         drop(routed);
         if let Some(shared) = weak.upgrade() {
             let removed = lock(&shared.legacy).remove(&key);

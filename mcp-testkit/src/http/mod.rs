@@ -1,8 +1,8 @@
 //! The fixture over HTTP, bound to loopback only: **Streamable HTTP** (revision 2025-11-25) at
-//! `/mcp` and the **legacy HTTP+SSE** transport (2024-11-05) at `/sse` + `/message`, with
+//! `/mcp` and the **HTTP+SSE** transport (2024-11-05) at `/sse` + `/message`, with
 //! fault injection (the `--http-*` flags of [`ServerOptions`]).
 //!
-//! Every Streamable HTTP session (`Mcp-Session-Id`) and every legacy SSE connection has its own
+//! Every Streamable HTTP session (`Mcp-Session-Id`) and every HTTP+SSE connection has its own
 //! [`FixtureServer`](crate::FixtureServer); under `--http-stateless` one implicit session serves
 //! everything. Under `--era dual|modern`, a POST without a session id whose
 //! `MCP-Protocol-Version` is 2026-07-28 goes to one implicit modern server (the era has no
@@ -45,7 +45,7 @@
 //!   most recently finished POST streams) are kept for `Last-Event-ID` resumption. A dropped
 //!   POST connection is not a cancellation: its response waits for a resuming GET.
 //!
-//! # Legacy HTTP+SSE (`/sse`, `/message`)
+//! # HTTP+SSE (`/sse`, `/message`)
 //! GET `/sse` opens a session whose first event is `event: endpoint` with
 //! `data: /message?sessionId=<id>`; POST `/message?sessionId=<id>` → 202 (unknown → 404,
 //! invalid JSON → 400), and every server message (responses too) is an `event: message` on
@@ -112,7 +112,7 @@ use session::{EventReceiver, Session};
 
 /// Path of the Streamable HTTP endpoint.
 pub const MCP_PATH: &str = "/mcp";
-/// Path of the legacy SSE stream.
+/// Path of the HTTP+SSE stream.
 pub const SSE_PATH: &str = "/sse";
 /// Path legacy clients POST to (with `?sessionId=`).
 pub const MESSAGE_PATH: &str = "/message";
@@ -148,7 +148,7 @@ impl HttpFixture {
         format!("http://{}{MCP_PATH}", self.local_addr)
     }
 
-    /// The legacy HTTP+SSE stream URL, `http://IP:PORT/sse`.
+    /// The HTTP+SSE stream URL, `http://IP:PORT/sse`.
     pub fn sse_url(&self) -> String {
         format!("http://{}{SSE_PATH}", self.local_addr)
     }
@@ -158,7 +158,7 @@ impl HttpFixture {
         lock(&self.shared.sessions).len()
     }
 
-    /// Live legacy HTTP+SSE sessions.
+    /// Live HTTP+SSE sessions.
     pub fn legacy_session_count(&self) -> usize {
         lock(&self.shared.legacy).len()
     }

@@ -68,7 +68,7 @@ pub use crate::incoming::HttpReceiver;
 pub(crate) use crate::incoming::{incoming_channel, Incoming, Item};
 
 /// A failed POST: the status when the server answered (the auto-detecting transport falls back
-/// to legacy SSE on 400/404/405), and the error to report.
+/// to HTTP+SSE on 400/404/405), and the error to report.
 pub(crate) struct PostError {
     pub(crate) status: Option<StatusCode>,
     pub(crate) error: TransportError,

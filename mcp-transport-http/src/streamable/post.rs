@@ -251,7 +251,7 @@ impl StreamableState {
             status_answer(response, &self.display_url, TransportErrorKind::Io).await;
         // While probing, only an error of the MCP-reserved range proves a modern server:
         // anything else (a legacy server's -32000) stays an HTTP failure, so the flavor
-        // detection can still try legacy SSE.
+        // detection can still try HTTP+SSE.
         let answer = answer.filter(|a| {
             !out.probing
                 || a.outcome

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use mcp_session::{ClientHandler, ClientSession, SessionOptions};
-use mcp_transport_http::{HttpServerConfig, LegacySseTransport, StreamableHttpTransport};
+use mcp_transport_http::{HttpServerConfig, HttpSseTransport, StreamableHttpTransport};
 
 /// Generous deadline for anything a test waits on.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -295,7 +295,7 @@ async fn connect_legacy_with(
     handler: impl ClientHandler,
 ) -> ClientSession {
     let session = tokio::time::timeout(DEADLINE, async {
-        let transport = LegacySseTransport::connect(HttpServerConfig::new(url))
+        let transport = HttpSseTransport::connect(HttpServerConfig::new(url))
             .await
             .unwrap_or_else(|e| panic!("{}: SSE endpoint: {e:?}", server.name));
         ClientSession::connect(transport, handler, SessionOptions::default()).await

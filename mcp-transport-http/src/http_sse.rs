@@ -23,36 +23,36 @@ use crate::streamable::{
 };
 
 /// An MCP server reached over the 2024-11-05 HTTP+SSE transport.
-pub struct LegacySseTransport {
-    sender: LegacySender,
+pub struct HttpSseTransport {
+    sender: HttpSseSender,
     receiver: HttpReceiver,
 }
 
-impl LegacySseTransport {
+impl HttpSseTransport {
     /// Opens the SSE stream at `config.url` and waits (up to the connect timeout) for the
     /// `endpoint` event; the endpoint must have the same origin as the stream.
-    pub async fn connect(config: HttpServerConfig) -> Result<LegacySseTransport, TransportError> {
+    pub async fn connect(config: HttpServerConfig) -> Result<HttpSseTransport, TransportError> {
         let (incoming, receiver) = incoming_channel(INCOMING_QUEUE);
-        let shared = LegacyShared::connect(config, incoming).await?;
-        Ok(LegacySseTransport {
-            sender: LegacySender { shared },
+        let shared = HttpSseState::connect(config, incoming).await?;
+        Ok(HttpSseTransport {
+            sender: HttpSseSender { shared },
             receiver,
         })
     }
 }
 
-impl Transport for LegacySseTransport {
-    type Sender = LegacySender;
+impl Transport for HttpSseTransport {
+    type Sender = HttpSseSender;
     type Receiver = HttpReceiver;
 
-    fn split(self) -> (LegacySender, HttpReceiver) {
+    fn split(self) -> (HttpSseSender, HttpReceiver) {
         (self.sender, self.receiver)
     }
 }
 
 use mcp_core::sync::lock;
 
-pub(crate) struct LegacyShared {
+pub(crate) struct HttpSseState {
     exchange: Exchange,
     display_url: String,
     endpoint: Target,
@@ -60,7 +60,7 @@ pub(crate) struct LegacyShared {
     closed: AtomicBool,
 }
 
-impl Drop for LegacyShared {
+impl Drop for HttpSseState {
     fn drop(&mut self) {
         if let Some(stream) = lock(&self.stream).take() {
             stream.abort();
@@ -71,15 +71,15 @@ impl Drop for LegacyShared {
 fn connect_error(url: &str, why: impl std::fmt::Display) -> TransportError {
     TransportError::fatal(
         TransportErrorKind::Connect,
-        format!("legacy SSE at {url}: {why}"),
+        format!("HTTP+SSE at {url}: {why}"),
     )
 }
 
-impl LegacyShared {
+impl HttpSseState {
     pub(crate) async fn connect(
         config: HttpServerConfig,
         incoming: Incoming,
-    ) -> Result<Arc<LegacyShared>, TransportError> {
+    ) -> Result<Arc<HttpSseState>, TransportError> {
         let stream_target = config.target()?;
         let exchange = Exchange::new(&config)?;
         let display_url = exchange.display_url.clone();
@@ -94,7 +94,7 @@ impl LegacyShared {
                 .map_err(|e| match e.kind() {
                     TransportErrorKind::Unauthorized => TransportError::fatal(
                         TransportErrorKind::Unauthorized,
-                        format!("legacy SSE: {}", e.message()),
+                        format!("HTTP+SSE: {}", e.message()),
                     ),
                     _ => connect_error(&display_url, e.message()),
                 })?;
@@ -147,7 +147,7 @@ impl LegacyShared {
             .map_err(|_| {
                 connect_error(&display_url, "no endpoint event within the connect timeout")
             })??;
-        let shared = Arc::new(LegacyShared {
+        let shared = Arc::new(HttpSseState {
             exchange,
             display_url,
             endpoint,
@@ -248,19 +248,19 @@ async fn read_stream(
         .await;
 }
 
-/// The sending half of a [`LegacySseTransport`].
-pub struct LegacySender {
-    shared: Arc<LegacyShared>,
+/// The sending half of a [`HttpSseTransport`].
+pub struct HttpSseSender {
+    shared: Arc<HttpSseState>,
 }
 
-impl Drop for LegacySender {
+impl Drop for HttpSseSender {
     fn drop(&mut self) {
         self.shared.close();
     }
 }
 
 #[async_trait]
-impl TransportSender for LegacySender {
+impl TransportSender for HttpSseSender {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.shared.post(message).await.map_err(|e| e.error)
     }
