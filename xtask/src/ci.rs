@@ -367,6 +367,7 @@ fn docs(ctx: &Ctx) -> Outcome {
 /// are `publish = false`.
 pub const PUBLISHED: &[&str] = &[
     "mcp-core",
+    "mcp-wire",
     "mcp-session",
     "mcp-transport-stdio",
     "mcp-transport-http",
@@ -377,6 +378,7 @@ pub const PUBLISHED: &[&str] = &[
     "mcp-pool",
     "mcp-auth",
     "mcp-skills",
+    "mcp-tasks",
     "mcp-resources",
     "mcp-metrics",
     "mcp-fleet",

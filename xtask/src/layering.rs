@@ -302,6 +302,28 @@ mod tests {
     }
 
     #[test]
+    fn every_member_is_published_or_says_it_is_not() {
+        let root = workspace_root();
+        let members = members(&fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+        let mut unaccounted = Vec::new();
+        for member in &members {
+            let manifest = fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
+            let private = manifest.lines().any(|l| l.trim() == "publish = false");
+            let published = crate::ci::PUBLISHED.contains(&member.as_str());
+            if private == published {
+                unaccounted.push(format!(
+                    "{member} (published: {published}, publish = false: {private})"
+                ));
+            }
+        }
+        assert!(
+            unaccounted.is_empty(),
+            "each member must be in xtask's PUBLISHED list or say `publish = false`, not both \
+             nor neither: {unaccounted:?}"
+        );
+    }
+
+    #[test]
     fn the_manifests_keep_the_layering_rules() {
         let broken = broken_rules(&from_manifests(&workspace_root()).unwrap());
         assert!(broken.is_empty(), "{}", broken.join("\n"));
