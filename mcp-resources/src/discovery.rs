@@ -66,6 +66,25 @@ impl Discovery {
         self.resources.iter().find(|r| r.uri == uri)
     }
 
+    /// Whether `uri` is an instance of one of the templates (as
+    /// [`template_for`](Self::template_for) finds, without building the match).
+    pub fn matches_template(&self, uri: &str) -> bool {
+        self.parsed
+            .iter()
+            .flatten()
+            .any(|t| t.matches(uri).is_some())
+    }
+
+    /// Whether `uri` starts with the fixed start of one of the templates: the weakest claim a
+    /// server makes on a URI, for servers that put paths in simple expressions
+    /// (`file:///{path}` cannot produce `file:///a/b`: `{path}` percent-encodes the `/`).
+    pub fn matches_template_start(&self, uri: &str) -> bool {
+        self.parsed.iter().flatten().any(|t| {
+            let start = t.literal_prefix();
+            !start.is_empty() && uri.starts_with(start)
+        })
+    }
+
     /// The template `uri` is an instance of, with its variables. When several match, the
     /// most specific wins (the most literal characters), then the server's order.
     pub fn template_for(&self, uri: &str) -> Option<TemplateMatch> {

@@ -44,11 +44,11 @@ use crate::types::{parse_task, Task, RESULT_TYPE_TASK, TASKS_GET};
 /// cancellations ([`flush_cancels`](Self::flush_cancels)).
 #[derive(Clone)]
 pub struct FollowTasksLayer {
-    shared: Arc<Shared>,
+    shared: Arc<FollowerSettings>,
 }
 
 /// What the layer and its followers share.
-struct Shared {
+struct FollowerSettings {
     handler: Arc<dyn ClientHandler>,
     /// The deadline of a request without one of its own (the session's `request_timeout`).
     default_timeout: Duration,
@@ -71,7 +71,7 @@ impl FollowTasksLayer {
     /// [`error_codes`](SessionOptions::error_codes) classifies a failed task's error.
     pub fn new(handler: Arc<dyn ClientHandler>, options: &SessionOptions) -> Self {
         FollowTasksLayer {
-            shared: Arc::new(Shared {
+            shared: Arc::new(FollowerSettings {
                 handler,
                 default_timeout: options.request_timeout,
                 input_timeout: options.server_request_timeout,
@@ -118,9 +118,9 @@ impl<S: McpService + 'static> Layer<S> for FollowTasksLayer {
 /// up. Every other request goes to the wrapped service as it is. Made by
 /// [`FollowTasksLayer`].
 pub struct TaskFollower<S> {
-    /// Shared with the cancellations of abandoned tasks, which go through it.
+    /// FollowerSettings with the cancellations of abandoned tasks, which go through it.
     inner: Arc<S>,
-    shared: Arc<Shared>,
+    shared: Arc<FollowerSettings>,
 }
 
 impl<S> TaskFollower<S> {
@@ -170,7 +170,7 @@ impl FollowTasksLayer {
 /// an owned handle to that service (for the `tasks/cancel` of an abandoned task, sent after the
 /// request is over).
 struct Following<'a, S: ?Sized, O> {
-    shared: &'a Shared,
+    shared: &'a FollowerSettings,
     inner: &'a S,
     owned: O,
 }
@@ -180,7 +180,7 @@ where
     S: McpService + ?Sized + 'a,
     O: Fn() -> Arc<dyn McpService> + Send + Sync + 'a,
 {
-    fn new(shared: &'a Shared, inner: &'a S, owned: O) -> Self {
+    fn new(shared: &'a FollowerSettings, inner: &'a S, owned: O) -> Self {
         Following {
             shared,
             inner,

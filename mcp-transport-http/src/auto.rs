@@ -141,8 +141,8 @@ impl AutoSender {
 impl Drop for AutoSender {
     fn drop(&mut self) {
         self.streamable.abandon();
-        if let Some(legacy) = self.http_sse.get() {
-            legacy.close();
+        if let Some(http_sse) = self.http_sse.get() {
+            http_sse.close();
         }
     }
 }
@@ -155,7 +155,7 @@ impl TransportSender for AutoSender {
                 self.streamable.post(message).await.map_err(|e| e.error)
             }
             State::Decided(HttpFlavor::HttpSse) => match self.http_sse.get() {
-                Some(legacy) => legacy.post(message).await.map_err(|e| e.error),
+                Some(http_sse) => http_sse.post(message).await.map_err(|e| e.error),
                 None => self.use_http_sse(message).await,
             },
             State::Undecided => {
@@ -181,10 +181,14 @@ impl TransportSender for AutoSender {
                         // Neither flavor took it: the server did answer (the POST's status),
                         // so the error says both and keeps the POST's delivery stage — the
                         // session's era probe reads such a refusal as "not a modern server".
-                        self.use_http_sse(message).await.map_err(|legacy| {
+                        self.use_http_sse(message).await.map_err(|http_sse| {
                             TransportError::recoverable(
                                 e.error.kind(),
-                                format!("{}; as HTTP+SSE: {}", e.error.message(), legacy.message()),
+                                format!(
+                                    "{}; as HTTP+SSE: {}",
+                                    e.error.message(),
+                                    http_sse.message()
+                                ),
                             )
                         })
                     }
@@ -208,7 +212,7 @@ impl TransportSender for AutoSender {
 
     async fn close(&self) -> Result<(), TransportError> {
         match self.http_sse.get() {
-            Some(legacy) => legacy.close(),
+            Some(http_sse) => http_sse.close(),
             None => self.streamable.close().await,
         }
         self.incoming
@@ -225,11 +229,11 @@ impl TransportSender for AutoSender {
             _ => true,
         };
         // Known to be HTTP+SSE (from an earlier connection): the legacy era only.
-        let legacy_only = state == State::Decided(HttpFlavor::HttpSse)
+        let era_legacy_only = state == State::Decided(HttpFlavor::HttpSse)
             || (state == State::Undecided && self.memo.get() == Some(HttpFlavor::HttpSse));
         TransportCapabilities::new("tcp")
             .with_expiring_sessions(can_expire)
-            .speaking_modern_era(!legacy_only)
+            .speaking_modern_era(!era_legacy_only)
     }
 
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {

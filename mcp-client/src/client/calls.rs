@@ -37,10 +37,7 @@ impl McpClient {
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
         self.traced_tool_call(qualified_name, arguments, options, |payload| {
-            let result = payload.into_typed::<CallToolResult>().map_err(|e| {
-                Error::protocol(format!("invalid tools/call result: {e}"))
-                    .with_delivery(Delivery::Answered)
-            })?;
+            let result = CallToolResult::from_answer(payload, qualified_name)?;
             let is_error = result.is_error();
             Ok((result, is_error))
         })

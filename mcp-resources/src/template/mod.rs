@@ -230,6 +230,14 @@ impl UriTemplate {
             .map(|v| v.name.as_str())
     }
 
+    /// The literal text the template starts with (empty when it starts with an expression).
+    pub fn literal_prefix(&self) -> &str {
+        match self.parts.first() {
+            Some(Part::Literal(literal)) => literal,
+            _ => "",
+        }
+    }
+
     /// How many literal (non-expression) characters the template has: the more, the more
     /// specific it is (how [`Discovery::template_for`](crate::Discovery::template_for)
     /// chooses among several templates matching one URI).
