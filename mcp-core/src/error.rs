@@ -1,10 +1,9 @@
 //! The error taxonomy: what kind of failure, whether a retry can help, and what the agent is told.
 //!
 //! Every failure the client reports is an [`Error`] of one [`ErrorKind`]. JSON-RPC error codes from
-//! servers map to kinds through the session's `ErrorCodeTable` (`mcp-session`), which a harness
-//! can extend. Each error renders a short, stable, agent-facing sentence
-//! ([`Error::agent_message`]) that says what happened and what to do, without internal detail or
-//! secrets.
+//! servers map to kinds through the session's `ErrorCodeTable` (`mcp-session`), which a harness can
+//! extend. Each error renders a short, stable, agent-facing sentence ([`Error::agent_message`])
+//! that says what happened and what to do, without internal detail or secrets.
 
 use std::fmt;
 use std::sync::Arc;
@@ -64,29 +63,18 @@ impl ErrorKind {
         ErrorKind::RateLimited,
     ];
 
-    /// Whether the failure is transient: retrying the same call may succeed. Never retryable: a
-    /// wrong tool name, bad arguments, failed or insufficient credentials, and protocol
-    /// violations — the same request would fail the same way.
-    ///
-    /// Transient is not the same as *safe to send again*: a [`Tool`](ErrorKind::Tool) error (the
-    /// fallback for every unknown error code) or a [`Timeout`](ErrorKind::Timeout) may follow a
-    /// tool that already ran. Retry layers also ask whether the request is idempotent and how
-    /// far it got ([`Error::delivery`]).
+    /// Whether the failure is transient: retrying the same call may succeed. Never for a wrong tool
+    /// name, bad arguments, failed or insufficient credentials, or protocol violations: the same
+    /// request would fail the same way. Transient is not *safe to send again*: a
+    /// [`Tool`](Self::Tool) error (the fallback for every unknown error code) or a
+    /// [`Timeout`](Self::Timeout) may follow a tool that already ran; retry layers also ask if the
+    /// request is idempotent and how far it got ([`Error::delivery`]).
     pub const fn is_retryable(self) -> bool {
+        use ErrorKind::*;
         match self {
-            ErrorKind::Network
-            | ErrorKind::Timeout
-            | ErrorKind::Tool
-            | ErrorKind::Resource
-            | ErrorKind::CircuitOpen
-            | ErrorKind::ServerUnavailable
-            | ErrorKind::StaleCache
-            | ErrorKind::RateLimited => true,
-            ErrorKind::Auth
-            | ErrorKind::ToolNotFound
-            | ErrorKind::InvalidParams
-            | ErrorKind::PermissionDenied
-            | ErrorKind::Protocol => false,
+            Network | Timeout | Tool | Resource | CircuitOpen => true,
+            ServerUnavailable | StaleCache | RateLimited => true,
+            Auth | ToolNotFound | InvalidParams | PermissionDenied | Protocol => false,
         }
     }
 
@@ -116,16 +104,13 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// How far a request got before it failed: the question a retry layer must answer before it
-/// sends a request with side effects again.
+/// How far a request got before it failed, which decides whether a side-effecting retry is safe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Delivery {
-    /// The request never left the client (the connection was refused, the session was already
-    /// closed, the server refused the session before reading it): sending it again cannot run
-    /// anything twice.
+    /// The request never left the client (connection refused, session closed, the server refused
+    /// the session before reading it): sending it again cannot run anything twice.
     NotSent,
-    /// The request was handed to the connection and may have reached the server, which may
-    /// have acted on it (the connection died, or no answer came in time).
+    /// Handed over: the server may have got and acted on it (connection died, no answer in time).
     Sent,
     /// The server answered (with an error).
     Answered,
@@ -151,10 +136,8 @@ impl fmt::Display for Delivery {
 /// The breaker cool-down the agent is told about when none is known.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// A failure, with its kind, the technical detail, and what the agent should be told.
-///
-/// Cheap to clone (one shared allocation), so one transport failure can fail many requests, and
-/// small to return (a pointer).
+/// A failure: its kind, the technical detail, and what the agent should be told. Cheap to clone
+/// (one shared allocation: one transport failure can fail many requests), small to return.
 #[derive(Clone)]
 pub struct Error {
     inner: Arc<ErrorInner>,
@@ -210,33 +193,19 @@ impl Error {
         Error::new(ErrorKind::Protocol, message)
     }
 
-    /// The error of a request whose parameters could not be encoded: it never left the client
-    /// ([`Delivery::NotSent`]).
+    /// The error of a request whose parameters could not be encoded ([`Delivery::NotSent`]).
     pub fn unencodable(e: serde_json::Error) -> Self {
-        Error::new(
-            ErrorKind::InvalidParams,
-            format!("could not encode the request: {e}"),
-        )
-        .with_delivery(Delivery::NotSent)
+        let message = format!("could not encode the request: {e}");
+        Error::new(ErrorKind::InvalidParams, message).with_delivery(Delivery::NotSent)
     }
 
-    /// The error a server answered with (a JSON-RPC error response), of the `kind` its code
-    /// maps to: keeps the code, message and data ([`Delivery::Answered`]). How codes map to
-    /// kinds is the session's `ErrorCodeTable`.
+    /// The error a server answered with (a JSON-RPC error response), of the `kind` its code maps
+    /// to (the session's `ErrorCodeTable`); keeps code, message and data ([`Delivery::Answered`]).
     pub fn answered(kind: ErrorKind, error: ErrorObject) -> Self {
-        Error {
-            inner: Arc::new(ErrorInner {
-                kind,
-                message: error.message,
-                code: Some(error.code),
-                data: error.data,
-                subject: None,
-                field: None,
-                retry_after: None,
-                delivery: Some(Delivery::Answered),
-                source: None,
-            }),
-        }
+        let mut answered = Error::new(kind, error.message).with_delivery(Delivery::Answered);
+        let inner = answered.edit();
+        (inner.code, inner.data) = (Some(error.code), error.data);
+        answered
     }
 
     /// Names the tool, resource or prompt the error is about (used in [`Error::agent_message`]).
@@ -276,17 +245,15 @@ impl Error {
         self.inner.kind
     }
 
-    /// Whether the failure is transient, i.e. a retry may succeed (see
-    /// [`ErrorKind::is_retryable`]). This says nothing about whether sending the request again is
-    /// *safe*: that depends on the request ([`Operation::idempotent`](crate::Operation)) and on
-    /// [`delivery`](Error::delivery).
+    /// Whether a retry may succeed ([`ErrorKind::is_retryable`]); not whether it is *safe*: that
+    /// depends on the request ([`Operation::idempotent`](crate::Operation)) and
+    /// [`delivery`](Self::delivery).
     pub fn is_retryable(&self) -> bool {
         self.inner.kind.is_retryable()
     }
 
-    /// How far the request got, when this error is about one: `None` for errors that are not
-    /// about a request (configuration, start-up). A retry layer treats `None` like
-    /// [`Delivery::Sent`].
+    /// How far the request got, when this error is about one: `None` for errors that are not about
+    /// a request (configuration, start-up). A retry layer treats `None` like [`Delivery::Sent`].
     pub fn delivery(&self) -> Option<Delivery> {
         self.inner.delivery
     }
@@ -329,37 +296,32 @@ impl Error {
     /// The sentence an agent (and the model behind it) is shown: what happened to which tool,
     /// and what to do. Stable wording; no internal detail beyond the tool's own failure text.
     pub fn agent_message(&self) -> String {
+        use ErrorKind::*;
         let tool = self.inner.subject.as_deref().unwrap_or("(unknown)");
         match self.inner.kind {
-            ErrorKind::Network | ErrorKind::Timeout | ErrorKind::ServerUnavailable => {
+            Network | Timeout | ServerUnavailable => {
                 format!("tool {tool} is unavailable: server not responding")
             }
-            ErrorKind::CircuitOpen => format!(
+            CircuitOpen => format!(
                 "tool {tool} is temporarily disabled: the server failed repeatedly; retrying automatically in {}s",
                 self.inner.retry_after.unwrap_or(DEFAULT_RETRY_AFTER).as_secs()
             ),
-            ErrorKind::ToolNotFound => {
+            ToolNotFound => {
                 format!("tool {tool} does not exist: check the tool name and server configuration")
             }
-            ErrorKind::Auth => {
-                format!("tool {tool} authentication failed: reconnect the MCP server")
-            }
-            ErrorKind::InvalidParams => match &self.inner.field {
+            Auth => format!("tool {tool} authentication failed: reconnect the MCP server"),
+            InvalidParams => match &self.inner.field {
                 Some(field) => format!("tool {tool} parameter error: field {field} is malformed"),
                 None => format!("tool {tool} parameter error: {}", self.inner.message),
             },
-            ErrorKind::StaleCache => {
+            StaleCache => {
                 format!("tool {tool} returned a stale cached result: fetching fresh data")
             }
-            ErrorKind::PermissionDenied => {
-                format!("tool {tool} is not permitted: the server denied access")
-            }
-            ErrorKind::Resource => format!("resource {tool} is unavailable: {}", self.inner.message),
-            ErrorKind::Protocol => {
-                format!("tool {tool} is unavailable: the server broke the protocol")
-            }
-            ErrorKind::Tool => format!("tool {tool} failed: {}", self.inner.message),
-            ErrorKind::RateLimited => format!(
+            PermissionDenied => format!("tool {tool} is not permitted: the server denied access"),
+            Resource => format!("resource {tool} is unavailable: {}", self.inner.message),
+            Protocol => format!("tool {tool} is unavailable: the server broke the protocol"),
+            Tool => format!("tool {tool} failed: {}", self.inner.message),
+            RateLimited => format!(
                 "tool {tool} is rate-limited: too many calls to its server; try again in {}s",
                 self.inner
                     .retry_after

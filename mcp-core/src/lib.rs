@@ -1,20 +1,17 @@
 //! `mcp-core`: what every crate of the MCP client layer shares, and nothing more.
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages; parameters and results stay raw JSON until asked for.
-//! - [`types`]: the MCP types of both eras (2026-07-28, and 2025-11-25 readable back to
-//!   2024-11-05).
+//! - [`types`]: the MCP types of both eras (2026-07-28; 2025-11-25, readable back to 2024-11-05).
 //! - [`version`]: protocol versions, their eras and negotiation.
 //! - [`error`]: the error taxonomy, [`Error`] and [`ErrorKind`].
-//! - [`service`]: the seam policies compose around — [`Operation`] (with its
-//!   [`RequestOptions`]), [`McpService`], [`Layer`] — and the typed MCP methods on any service
-//!   ([`McpServiceExt`]).
-//! - [`transport`]: the [`Transport`] traits every transport crate implements, and
-//!   [`TransportConnector`], how to open one more connection.
+//! - [`service`]: the seam policies compose around — [`Operation`] (with its [`RequestOptions`]),
+//!   [`McpService`], [`Layer`] — and the typed MCP methods on any service ([`McpServiceExt`]).
+//! - [`transport`]: the [`Transport`] traits of every transport crate, and [`TransportConnector`].
 //! - [`time`]: deadlines that saturate instead of overflowing; [`sync`]: the poison-tolerant lock.
 //!
-//! The session engine that speaks the protocol over a transport is `mcp-session`; what the
-//! transports share beyond their traits (the credentials seam, reading broken and oversized
-//! messages, showing a peer's text redacted) is `mcp-wire`; policies, extensions and the facade build on them.
+//! The session engine speaking the protocol over a transport is `mcp-session`; what transports
+//! share beyond their traits (the credentials seam, reading broken and oversized messages, showing
+//! a peer's text redacted) is `mcp-wire`; policies, extensions and the facade build on them.
 //!
 //! ```no_run
 //! # async fn run(service: impl mcp_core::McpService) -> Result<(), mcp_core::Error> {

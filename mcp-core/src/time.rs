@@ -8,8 +8,7 @@ use tokio::time::Instant;
 /// About 30 years: "never" for a deadline, and safely representable on every platform.
 const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
 
-/// `now + after`, or a far-future instant when that does not fit (a timeout of `u64::MAX`
-/// seconds means "never", not a panic).
+/// `now + after`, or a far-future instant if that overflows: a `u64::MAX` s timeout is "never".
 pub fn deadline_after(now: Instant, after: Duration) -> Instant {
     now.checked_add(after)
         .or_else(|| now.checked_add(FAR_FUTURE))

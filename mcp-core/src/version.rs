@@ -1,11 +1,7 @@
-//! MCP protocol versions, their eras, and their negotiation.
-//!
-//! Two eras of the protocol exist (see [`Era`]). A **legacy** session (2025-11-25 and older)
-//! starts with the `initialize` handshake: the client offers its preferred version and the
-//! server answers with the version it will speak. A **modern** exchange (2026-07-28) has no
-//! handshake: every request names its version in `_meta`, and `server/discover` tells the client
-//! which versions the server speaks. The session accepts any version in
-//! [`ProtocolVersion::SUPPORTED`] and refuses anything else with a clear error.
+//! MCP protocol versions, their [`Era`]s, and negotiation: a legacy client offers its preferred
+//! version in `initialize` and the server answers with the one it will speak; a modern client
+//! learns the server's versions from `server/discover` and names one in each request's `_meta`. The
+//! session accepts those in [`ProtocolVersion::SUPPORTED`], refusing others with a clear error.
 
 use std::fmt;
 use std::str::FromStr;
@@ -29,8 +25,7 @@ pub enum ProtocolVersion {
 /// The two eras of the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Era {
-    /// 2024-11-05 to 2025-11-25: an `initialize` handshake opens a session; the server may send
-    /// requests of its own.
+    /// 2024-11-05 to 2025-11-25: `initialize` opens a session; the server may send requests too.
     Legacy,
     /// 2026-07-28 and later: no handshake, every request carries its version and the client's
     /// capabilities in `_meta`; servers ask for input in their results instead of requests.

@@ -102,7 +102,7 @@ impl TransportSender for ChannelSender {
     }
 
     fn capabilities(&self) -> TransportCapabilities {
-        TransportCapabilities::new("inproc").preferring_values()
+        TransportCapabilities::new("inproc").with_values_preferred(true)
     }
 }
 

@@ -233,7 +233,7 @@ impl TransportSender for AutoSender {
             || (state == State::Undecided && self.memo.get() == Some(HttpFlavor::HttpSse));
         TransportCapabilities::new("tcp")
             .with_expiring_sessions(can_expire)
-            .speaking_modern_era(!era_legacy_only)
+            .with_modern_era(!era_legacy_only)
     }
 
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {

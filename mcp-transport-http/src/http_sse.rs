@@ -271,6 +271,6 @@ impl TransportSender for HttpSseSender {
     }
 
     fn capabilities(&self) -> TransportCapabilities {
-        TransportCapabilities::new("tcp").speaking_modern_era(false)
+        TransportCapabilities::new("tcp").with_modern_era(false)
     }
 }

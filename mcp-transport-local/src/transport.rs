@@ -125,7 +125,7 @@ impl TransportSender for LocalSender {
     }
 
     fn capabilities(&self) -> TransportCapabilities {
-        TransportCapabilities::new("inproc").preferring_values()
+        TransportCapabilities::new("inproc").with_values_preferred(true)
     }
 
     /// Every request but the long-lived `subscriptions/listen` (whose notifications the

@@ -1,6 +1,5 @@
-//! The message visitor: one pass over the bytes, parameters and results kept as raw or shared
-//! JSON text, members this crate does not know kept in `extra`; [`MessageError`], why bytes are
-//! not a message.
+//! The message visitor (one pass; parameters and results kept as raw or shared JSON text, unknown
+//! members in `extra`) and [`MessageError`], why bytes are not a message.
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,12 +12,10 @@ use serde_json::{Map, Value};
 use super::{ErrorObject, Message, Notification, Payload, Request, Response, SharedJson};
 use super::{RequestId, JSONRPC_VERSION};
 
-/// Why bytes could not be read as a JSON-RPC message: what kind of fault, and where.
-///
-/// Its `Display` and `Debug` never show the peer's text. The parser's own words may quote it (a
-/// value, a key, a token a server echoed back), so they are kept apart
-/// ([`parser_words`](MessageError::parser_words)) for a transport to show redacted, as
-/// `mcp-wire`'s `broken::message_error_text` does.
+/// Why bytes could not be read as a JSON-RPC message: what kind of fault, and where. Its `Display`
+/// and `Debug` never show the peer's text; the parser's own words may quote it (a value, a key, a
+/// token a server echoed back), so they are kept apart ([`parser_words`](Self::parser_words)) for a
+/// transport to show redacted, as `mcp-wire`'s `broken::message_error_text` does.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid JSON-RPC message ({}){}", self.fault, self.at())]
 pub struct MessageError {
@@ -29,8 +26,7 @@ pub struct MessageError {
     words: String,
 }
 
-/// The bytes of the parser's words kept: it quotes the offending value whole (megabytes of a
-/// peer's text, maybe), and more than this is never shown.
+/// Bytes of the parser's words kept: it quotes the offending value whole (megabytes, maybe).
 const PARSER_WORDS_BYTES: usize = 4096;
 
 impl MessageError {
@@ -61,8 +57,7 @@ impl MessageError {
         format!("{}{}", self.fault, self.at())
     }
 
-    /// The parser's own words (`invalid type: string "…", expected …`), which may quote the
-    /// peer's text: show them only redacted and cut.
+    /// The parser's words (`invalid type: string "…"`), maybe quoting the peer: show redacted, cut.
     pub fn parser_words(&self) -> &str {
         &self.words
     }

@@ -1,18 +1,14 @@
 //! JSON-RPC 2.0 messages as they cross a [`Transport`](crate::Transport).
 //!
-//! A [`Message`] is one of request, notification or response (a response carries either a result
-//! or an [`ErrorObject`]). Parameters and results are [`Payload`]s: raw JSON text when the message
-//! came off the wire (so the engine routes it without building a value tree, and the caller parses
-//! it exactly once), or an in-memory [`serde_json::Value`] when it was built in process (so the
-//! in-process transport never serializes anything).
-//!
-//! Parsing never panics: anything that is not a JSON-RPC 2.0 message becomes a [`MessageError`].
-//! Members this crate does not know are kept in `extra` and written back out unchanged.
-//!
-//! Files: this one the message model (ids, requests, notifications, responses, error objects,
-//! writing JSON); `payload.rs` the forms of parameters and results; `decode.rs` the one-pass
-//! visitor and [`MessageError`]. What can still be read from bytes that are not a message (the
-//! request a broken or oversized answer names) is the transports' business: `mcp-wire`.
+//! A [`Message`] is a request, a notification or a response (a result or an [`ErrorObject`]).
+//! Parameters and results are [`Payload`]s: raw JSON text off the wire (the engine routes it
+//! without a value tree, the caller parses it once), or a [`serde_json::Value`] built in process
+//! (the in-process transport never serializes it). Parsing never panics: what is not a JSON-RPC 2.0
+//! message is a [`MessageError`]. Unknown members are kept in `extra` and written back as is. This
+//! file is the message model (ids, requests, notifications, responses, error objects, writing
+//! JSON); `payload.rs` the forms of parameters and results; `decode.rs` the one-pass visitor and
+//! [`MessageError`]. What can still be read from bytes that are not a message (the request a broken
+//! or oversized answer names) is the transports' business: `mcp-wire`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -61,8 +57,7 @@ pub enum RequestId {
 }
 
 impl RequestId {
-    /// The id as one of this client's request ids (which are numbers), read as the session
-    /// reads an answer's id: a server that wrote it back as a numeric string still answers.
+    /// This client's numeric request id, read as the session reads answers (numeric strings too).
     pub fn as_client_id(&self) -> Option<i64> {
         match self {
             RequestId::Number(n) => Some(*n),
@@ -79,12 +74,10 @@ impl RequestId {
     }
 }
 
-/// String ids longer than this are cut when shown: a hostile server's megabyte id must not
-/// come back whole in every log line and error message that names it.
+/// String ids longer than this are cut when shown: a hostile megabyte id must not fill logs.
 const SHOWN_ID_CHARS: usize = 64;
 
-/// For people (logs, error messages), never for the wire: a string id is quoted, and cut to
-/// its first 64 characters with its length when longer.
+/// For people, not the wire: a string id quoted, cut to 64 characters plus its length when longer.
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -174,10 +167,8 @@ impl ErrorObject {
 
     /// `-32601 Method not found`.
     pub fn method_not_found(method: &str) -> Self {
-        ErrorObject::new(
-            codes::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-        )
+        let message = format!("Method not found: {method}");
+        ErrorObject::new(codes::METHOD_NOT_FOUND, message)
     }
 
     /// `-32602 Invalid params`.
@@ -291,8 +282,7 @@ impl Response {
 }
 
 impl Message {
-    /// The id of a request or a response (a notification has none, nor has an error answer
-    /// to a request whose id could not be read).
+    /// The id of a request or response: none for a notification or an error about an unreadable id.
     pub fn request_id(&self) -> Option<&RequestId> {
         match self {
             Message::Request(request) => Some(&request.id),
@@ -301,8 +291,7 @@ impl Message {
         }
     }
 
-    /// Parses one message from JSON bytes. Never panics; a batch (array) is rejected because no
-    /// protocol version this crate speaks allows one from a server.
+    /// Parses one message from JSON bytes; never panics; refuses a batch (no server may send one).
     pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
         serde_json::from_slice(bytes).map_err(|e| MessageError::from_parser(&e))
     }
@@ -312,15 +301,12 @@ impl Message {
         Message::from_slice(text.as_bytes())
     }
 
-    /// Parses one message from a line buffer that parameters and results keep sharing instead
-    /// of copying out of it (see [`Payload::Shared`]); for large messages.
+    /// Parses one large message from a line its payloads share, not copy ([`Payload::Shared`]).
     pub fn from_shared_line(line: &Arc<Vec<u8>>) -> Result<Message, MessageError> {
         let mut de = serde_json::Deserializer::from_slice(line.as_slice());
-        let message = de
-            .deserialize_map(MessageVisitor(SharedCapture { line }))
+        de.deserialize_map(MessageVisitor(SharedCapture { line }))
             .and_then(|m| de.end().map(|()| m))
-            .map_err(|e| MessageError::from_parser(&e))?;
-        Ok(message)
+            .map_err(|e| MessageError::from_parser(&e))
     }
 
     /// Appends the message as compact JSON to `out` (no trailing newline): the same bytes as
@@ -401,23 +387,17 @@ impl Message {
     }
 }
 
-impl From<Request> for Message {
-    fn from(r: Request) -> Self {
-        Message::Request(r)
-    }
+macro_rules! message_from {
+    ($($kind:ident),*) => {$(
+        impl From<$kind> for Message {
+            fn from(m: $kind) -> Self {
+                Message::$kind(m)
+            }
+        }
+    )*};
 }
 
-impl From<Notification> for Message {
-    fn from(n: Notification) -> Self {
-        Message::Notification(n)
-    }
-}
-
-impl From<Response> for Message {
-    fn from(r: Response) -> Self {
-        Message::Response(r)
-    }
-}
+message_from!(Request, Notification, Response);
 
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -22,10 +22,9 @@ pub enum Payload {
     /// JSON text inside a received line that the payload shares instead of copying (large
     /// messages: the line's buffer goes back to the transport for reuse once it is dropped).
     Shared(SharedJson),
-    /// A complete result an in-process server built as a typed value (a
-    /// [`CallToolResult`](crate::types::CallToolResult), say): [`Payload::into_typed`] hands it
-    /// over as it is when asked for its own type, and it becomes JSON only if something needs
-    /// JSON. Never a result that asks for more (`input_required`, a task): those are JSON.
+    /// A complete result an in-process server built (a `CallToolResult`, say), kept typed:
+    /// [`Payload::into_typed`] hands it over as is when asked for its type; it becomes JSON only if
+    /// something needs JSON. A result asking for more (`input_required`, a task) stays JSON.
     Typed(TypedPayload),
 }
 
@@ -83,12 +82,9 @@ impl TypedPayload {
     pub(super) fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         self.0.write_json(out)
     }
-}
 
-impl TypedPayload {
-    /// Keeps `result` as it is. It must be what reading its own JSON would give (nothing in
-    /// its unknown members that a known one holds, say): a caller asking for its type gets
-    /// it as it is, without that reading.
+    /// Keeps `result` as it is, which must be what reading its own JSON would give (no known member
+    /// among its unknown ones, say): a caller asking for its type gets it without that reading.
     pub fn new<T: KeptTyped>(result: T) -> Self {
         TypedPayload(Box::new(result))
     }
@@ -149,13 +145,11 @@ impl SharedJson {
         })
     }
 
-    /// Wraps JSON text the session engine made itself (a splice of validated JSON: the
-    /// request's `_meta`): the caller vouches that `json` is one valid JSON value, which only
-    /// debug builds check — a byte transport writes it as it is.
-    /// Public for `mcp-session` only (hidden from the docs); everything else builds payloads
-    /// from values or parsed text. A `String` is UTF-8, which [`as_str`] relies on.
-    ///
-    /// [`as_str`]: SharedJson::as_str
+    /// Wraps JSON text the session engine made itself (a splice of validated JSON: the request's
+    /// `_meta`), which the caller vouches is one valid JSON value (only debug builds check): a byte
+    /// transport writes it as it is. Public for `mcp-session` only (hidden from the docs);
+    /// everything else builds payloads from values or parsed text. A `String` is UTF-8, which
+    /// [`as_str`](SharedJson::as_str) relies on.
     #[doc(hidden)]
     pub fn from_valid_json(json: String) -> SharedJson {
         debug_assert!(
@@ -207,8 +201,7 @@ impl Payload {
         }
     }
 
-    /// Converts into `T`, moving strings out of in-memory values instead of copying them (and a
-    /// typed payload of type `T` out as it is).
+    /// Converts into `T`, moving (not copying) strings out of values, and a typed `T` out as is.
     pub fn into_typed<T: DeserializeOwned + 'static>(self) -> Result<T, serde_json::Error> {
         match self {
             Payload::Raw(raw) => serde_json::from_str(raw.get()),
@@ -227,9 +220,8 @@ impl Payload {
         }
     }
 
-    /// The payload as JSON text (borrowed when already raw: with any line breaks a peer put
-    /// between its tokens; [`Message::write_json`](super::Message::write_json) writes a message
-    /// on one line).
+    /// The payload as JSON text: borrowed when already text, with any line breaks a peer put
+    /// between its tokens ([`Message::write_json`](super::Message::write_json) writes one line).
     pub fn to_json_string(&self) -> Cow<'_, str> {
         match self {
             Payload::Raw(raw) => Cow::Borrowed(raw.get()),
@@ -304,8 +296,7 @@ pub(super) fn one_line(json: &str) -> Cow<'_, str> {
     Cow::Owned(json.replace(['\n', '\r'], " "))
 }
 
-/// Appends `json` (valid JSON text) to `out` on one line, as [`one_line`] does, without a
-/// second copy.
+/// Appends `json` (valid JSON) to `out` on one line, as [`one_line`] does, without a second copy.
 pub(super) fn push_one_line(out: &mut Vec<u8>, json: &str) {
     let start = out.len();
     out.extend_from_slice(json.as_bytes());

@@ -1,8 +1,4 @@
-//! Values attached to one request for a layer below to read, by type: what `http::Extensions`
-//! is to an HTTP request (renamed: an MCP "extension" is a protocol extension), written by hand
-//! rather than taking an HTTP crate into the core. A layer's per-request choice (e.g.
-//! `mcp-tasks`' "hand back the task") then needs no field in
-//! [`RequestOptions`](super::RequestOptions).
+//! Values attached to one request for a layer below to read, by type: [`Attachments`].
 
 use std::any::Any;
 use std::fmt;
@@ -11,8 +7,11 @@ use std::sync::Arc;
 /// One value, shared by every clone of the options that carry it.
 type Entry = Arc<dyn Any + Send + Sync>;
 
-/// Values attached to one request, at most one per type. Empty costs nothing; cloning shares
-/// the values (a retry's replay carries them as they are).
+/// Values attached to one request, at most one per type: what `http::Extensions` is to an HTTP
+/// request (renamed: an MCP "extension" is a protocol extension), written by hand rather than
+/// taking an HTTP crate into the core. A layer's per-request choice (e.g. `mcp-tasks`' "hand back
+/// the task") then needs no field in [`RequestOptions`](super::RequestOptions). Empty costs
+/// nothing; cloning shares the values (a retry's replay carries them as they are).
 #[derive(Clone, Default)]
 pub struct Attachments {
     entries: Option<Arc<Vec<Entry>>>,

@@ -19,13 +19,30 @@ fn invalid_result(method: &str, e: serde_json::Error) -> Error {
     Error::protocol(format!("invalid {method} result: {e}")).with_delivery(Delivery::Answered)
 }
 
+/// Sends `operation` (if built); reads the answer as `R`, or fails with [`invalid_result`].
+async fn call_typed<S, R>(
+    service: &S,
+    operation: Result<Operation, Error>,
+    method: &'static str,
+    subject: Option<&str>,
+) -> Result<R, Error>
+where
+    S: McpService + ?Sized,
+    R: DeserializeOwned + 'static,
+{
+    let answer = service.call(operation?).await?;
+    answer.into_typed().map_err(|e| match subject {
+        Some(subject) => invalid_result(method, e).with_subject(subject),
+        None => invalid_result(method, e),
+    })
+}
+
 impl Operation {
     /// A `tools/call` of `name` with JSON `arguments` (an object, or `None`). Not idempotent
     /// unless marked so with [`with_idempotent`](Operation::with_idempotent).
     pub fn call_tool(name: &str, arguments: Option<Value>) -> Operation {
-        // Serialized once, here, straight from the borrowed parts, into shared text: the
-        // transport writes it as it is, and a retry or a further round of an
-        // `input_required` exchange copies a pointer rather than a value tree.
+        // Serialized once, from the borrowed parts into shared text: the transport writes it as is,
+        // and a retry or another `input_required` round copies a pointer, not a value tree.
         #[derive(Serialize)]
         struct Params<'a> {
             name: &'a str,
@@ -51,8 +68,7 @@ impl Operation {
         Operation::new(methods::TOOLS_CALL, Some(params)).with_subject(name)
     }
 
-    /// A `tools/call` whose arguments are raw JSON text (e.g. straight from a model's output):
-    /// validated once, never turned into a value tree.
+    /// A `tools/call` of raw JSON arguments (a model's output, say), validated once, no value tree.
     pub fn call_tool_raw(
         name: &str,
         arguments: &serde_json::value::RawValue,
@@ -79,9 +95,8 @@ impl Operation {
 }
 
 impl CallToolResult {
-    /// Reads a `tools/call` answer; `tool` names the tool in errors. An answer whose
-    /// `resultType` is not `complete` is not the tool's result (a task handle the service did
-    /// not follow, say) and is refused rather than read as an empty one.
+    /// Reads a `tools/call` answer (`tool` names it in errors), refusing a `resultType` other than
+    /// `complete` (an unfollowed task handle, say) rather than reading it as an empty result.
     pub fn from_answer(answer: Payload, tool: &str) -> Result<CallToolResult, Error> {
         let result: CallToolResult = answer
             .into_typed()
@@ -109,14 +124,12 @@ where
     S: McpService + ?Sized,
     R: DeserializeOwned + 'static,
 {
-    let operation =
-        Operation::with_params(method, &PaginatedRequestParams { cursor })?.with_options(options);
-    let result = service.call(operation).await?;
-    result.into_typed().map_err(|e| invalid_result(method, e))
+    let operation = Operation::with_params(method, &PaginatedRequestParams { cursor })
+        .map(|o| o.with_options(options));
+    call_typed(service, operation, method, None).await
 }
 
-/// Every page of a paginated list (up to [`RequestOptions::max_pages`]); `split` takes a page's
-/// items and next cursor.
+/// Every page of a paginated list (up to [`RequestOptions::max_pages`]); `split` splits a page.
 async fn list_all<S, R, T>(
     service: &S,
     method: &'static str,
@@ -128,8 +141,7 @@ where
     R: DeserializeOwned + 'static,
 {
     let max_pages = options.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
-    let split = &split;
-    let options = &options;
+    let (split, options) = (&split, &options);
     // The whole list is as fresh as its least fresh page.
     let hints = std::sync::Mutex::new(None::<CacheHints>);
     let hints_ref = &hints;
@@ -151,9 +163,8 @@ where
 }
 
 /// The MCP methods, typed, on any [`McpService`]. Every method takes [`RequestOptions`]
-/// (`RequestOptions::new()` for the defaults: the service's deadline, no progress callback).
-///
-/// Errors name what they are about ([`Error::subject`]): the tool, URI or prompt.
+/// (`RequestOptions::new()` for the defaults: the service's deadline, no progress callback); errors
+/// name what they are about ([`Error::subject`]): the tool, URI or prompt.
 pub trait McpServiceExt: McpService {
     /// Any request, raw: parameters as a [`Payload`], the result unparsed.
     fn request(
@@ -177,10 +188,7 @@ pub trait McpServiceExt: McpService {
         R: DeserializeOwned + 'static,
     {
         let operation = Operation::with_params(method, params).map(|o| o.with_options(options));
-        async move {
-            let result = self.call(operation?).await?;
-            result.into_typed().map_err(|e| invalid_result(method, e))
-        }
+        call_typed(self, operation, method, None)
     }
 
     /// `ping`: checks that the server answers.
@@ -203,16 +211,7 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<Tool>, Error>> + Send {
-        async move {
-            list_all(
-                self,
-                methods::TOOLS_LIST,
-                options,
-                |page: ListToolsResult| (page.tools, page.next_cursor, page.cache),
-            )
-            .await
-            .map(|(tools, _)| tools)
-        }
+        async move { Ok(self.list_all_tools_with_hints(options).await?.0) }
     }
 
     /// [`list_all_tools`](Self::list_all_tools) with the list's cache hints (2026-07-28
@@ -221,12 +220,8 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<(Vec<Tool>, CacheHints), Error>> + Send {
-        list_all(
-            self,
-            methods::TOOLS_LIST,
-            options,
-            |page: ListToolsResult| (page.tools, page.next_cursor, page.cache),
-        )
+        let split = |page: ListToolsResult| (page.tools, page.next_cursor, page.cache);
+        list_all(self, methods::TOOLS_LIST, options, split)
     }
 
     /// `tools/call` with JSON arguments (an object, or `None`). Never idempotent: a layer that
@@ -242,11 +237,10 @@ pub trait McpServiceExt: McpService {
         async move { CallToolResult::from_answer(self.call(operation).await?, name) }
     }
 
-    /// `tools/call` with arguments given as raw JSON text (e.g. straight from a model's output):
-    /// the arguments are validated once and never turned into a value tree, and the result is
-    /// returned as it came for the caller to pass through or parse: raw JSON from a byte
-    /// transport, the typed value from an in-process server ([`Payload::Typed`];
-    /// [`Payload::to_json_string`] writes it).
+    /// `tools/call` with raw JSON text arguments (e.g. straight from a model's output), validated
+    /// once, never turned into a value tree; the result comes back as it came, to pass through or
+    /// parse: raw JSON from a byte transport, the typed value from an in-process server
+    /// ([`Payload::Typed`]; [`Payload::to_json_string`] writes it).
     fn call_tool_raw(
         &self,
         name: &str,
@@ -271,16 +265,9 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<Resource>, Error>> + Send {
-        async move {
-            list_all(
-                self,
-                methods::RESOURCES_LIST,
-                options,
-                |page: ListResourcesResult| (page.resources, page.next_cursor, page.cache),
-            )
-            .await
-            .map(|(items, _)| items)
-        }
+        let split = |page: ListResourcesResult| (page.resources, page.next_cursor, page.cache);
+        let all = list_all(self, methods::RESOURCES_LIST, options, split);
+        async move { Ok(all.await?.0) }
     }
 
     /// `resources/templates/list`: one page.
@@ -297,18 +284,11 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<ResourceTemplate>, Error>> + Send {
-        async move {
-            list_all(
-                self,
-                methods::RESOURCES_TEMPLATES_LIST,
-                options,
-                |page: ListResourceTemplatesResult| {
-                    (page.resource_templates, page.next_cursor, page.cache)
-                },
-            )
-            .await
-            .map(|(items, _)| items)
-        }
+        let split = |page: ListResourceTemplatesResult| {
+            (page.resource_templates, page.next_cursor, page.cache)
+        };
+        let all = list_all(self, methods::RESOURCES_TEMPLATES_LIST, options, split);
+        async move { Ok(all.await?.0) }
     }
 
     /// `resources/read`.
@@ -317,19 +297,10 @@ pub trait McpServiceExt: McpService {
         uri: &str,
         options: RequestOptions,
     ) -> impl Future<Output = Result<ReadResourceResult, Error>> + Send {
-        let operation = Operation::with_params(
-            methods::RESOURCES_READ,
-            &ReadResourceRequestParams {
-                uri: uri.to_owned(),
-            },
-        )
-        .map(|o| o.with_options(options).with_subject(uri));
-        async move {
-            let result = self.call(operation?).await?;
-            result
-                .into_typed()
-                .map_err(|e| invalid_result(methods::RESOURCES_READ, e).with_subject(uri))
-        }
+        let params = ReadResourceRequestParams { uri: uri.into() };
+        let operation = Operation::with_params(methods::RESOURCES_READ, &params)
+            .map(|o| o.with_options(options).with_subject(uri));
+        call_typed(self, operation, methods::RESOURCES_READ, Some(uri))
     }
 
     /// `resources/subscribe`: the server will send `notifications/resources/updated` for `uri`.
@@ -364,16 +335,9 @@ pub trait McpServiceExt: McpService {
         &self,
         options: RequestOptions,
     ) -> impl Future<Output = Result<Vec<Prompt>, Error>> + Send {
-        async move {
-            list_all(
-                self,
-                methods::PROMPTS_LIST,
-                options,
-                |page: ListPromptsResult| (page.prompts, page.next_cursor, page.cache),
-            )
-            .await
-            .map(|(items, _)| items)
-        }
+        let split = |page: ListPromptsResult| (page.prompts, page.next_cursor, page.cache);
+        let all = list_all(self, methods::PROMPTS_LIST, options, split);
+        async move { Ok(all.await?.0) }
     }
 
     /// `prompts/get` with string arguments.
@@ -383,20 +347,13 @@ pub trait McpServiceExt: McpService {
         arguments: Option<BTreeMap<String, String>>,
         options: RequestOptions,
     ) -> impl Future<Output = Result<GetPromptResult, Error>> + Send {
-        let operation = Operation::with_params(
-            methods::PROMPTS_GET,
-            &GetPromptRequestParams {
-                name: name.to_owned(),
-                arguments,
-            },
-        )
-        .map(|o| o.with_options(options).with_subject(name));
-        async move {
-            let result = self.call(operation?).await?;
-            result
-                .into_typed()
-                .map_err(|e| invalid_result(methods::PROMPTS_GET, e).with_subject(name))
-        }
+        let params = GetPromptRequestParams {
+            name: name.to_owned(),
+            arguments,
+        };
+        let operation = Operation::with_params(methods::PROMPTS_GET, &params)
+            .map(|o| o.with_options(options).with_subject(name));
+        call_typed(self, operation, methods::PROMPTS_GET, Some(name))
     }
 
     /// `completion/complete`.
@@ -414,16 +371,11 @@ pub trait McpServiceExt: McpService {
         level: LoggingLevel,
         options: RequestOptions,
     ) -> impl Future<Output = Result<(), Error>> + Send {
-        let operation =
-            Operation::with_params(methods::LOGGING_SET_LEVEL, &SetLevelRequestParams { level })
-                .map(|o| o.with_options(options));
-        async move {
-            let result = self.call(operation?).await?;
-            result
-                .into_typed::<EmptyResult>()
-                .map(|_| ())
-                .map_err(|e| invalid_result(methods::LOGGING_SET_LEVEL, e))
-        }
+        let method = methods::LOGGING_SET_LEVEL;
+        let operation = Operation::with_params(method, &SetLevelRequestParams { level });
+        let operation = operation.map(|o| o.with_options(options));
+        let set = call_typed::<_, EmptyResult>(self, operation, method, None);
+        async move { set.await.map(|_| ()) }
     }
 }
 
@@ -435,17 +387,10 @@ async fn subscription<S: McpService + ?Sized>(
     uri: &str,
     options: RequestOptions,
 ) -> Result<(), Error> {
-    let operation = Operation::with_params(
-        method,
-        &SubscribeRequestParams {
-            uri: uri.to_owned(),
-        },
-    )?
-    .with_options(options)
-    .with_subject(uri);
-    let result = service.call(operation).await?;
-    result
-        .into_typed::<EmptyResult>()
+    let params = SubscribeRequestParams { uri: uri.into() };
+    let operation = Operation::with_params(method, &params);
+    let operation = operation.map(|o| o.with_options(options).with_subject(uri));
+    call_typed::<_, EmptyResult>(service, operation, method, Some(uri))
+        .await
         .map(|_| ())
-        .map_err(|e| invalid_result(method, e).with_subject(uri))
 }

@@ -2,35 +2,13 @@
 //! with one async [`call`](McpService::call) ([`McpService`]), and [`Layer`]s that wrap a service
 //! and are services themselves — the shape of `tower`, for MCP requests.
 //!
-//! The session (`mcp-session`'s `ClientSession`) is the innermost service: it sends the operation on
-//! its connection. Timeouts, retries, circuit breakers, rate limits and pools (in their own
+//! The session (`mcp-session`'s `ClientSession`) is the innermost service: it sends the operation
+//! on its connection. Timeouts, retries, circuit breakers, rate limits and pools (in their own
 //! crates) are layers around it, and the typed methods of [`McpServiceExt`] (`list_tools`,
-//! `call_tool`, `read_resource`, …) work on any of them:
-//!
-//! ```no_run
-//! # async fn run(session: impl mcp_core::McpService) -> Result<(), mcp_core::Error> {
-//! use mcp_core::{McpServiceExt, RequestOptions};
-//! let tools = session.list_all_tools(RequestOptions::new()).await?;
-//! let result = session
-//!     .call_tool("echo", Some(serde_json::json!({"text": "hi"})), RequestOptions::new())
-//!     .await?;
-//! # Ok(()) }
-//! ```
-//!
-//! # What a layer may rely on
-//!
-//! - [`Operation::idempotent`] says whether sending the request twice is safe. It is true for
-//!   every method that only reads (lists, reads, gets, `ping`, `completion/complete`) and for
-//!   subscriptions and `logging/setLevel`; a `tools/call` is idempotent only when the caller says
-//!   so (the facade does for tools annotated read-only or idempotent).
-//! - An error's [`delivery`](crate::Error::delivery) says how far the request got: never sent,
-//!   sent (the server may have acted), or answered. Together with `idempotent` that decides
-//!   whether a retry is safe; [`Error::is_retryable`](crate::Error::is_retryable) only says
-//!   whether it may help.
-//! - [`RequestOptions::deadline`] is absolute and covers every attempt, queueing and wait: the
-//!   session never waits past it, and a retry layer never sleeps past it.
-//! - [`RequestOptions::attachments`] carry what a caller or a layer attached for a layer below
-//!   (by type); every layer passes them on, and the session ignores them.
+//! `call_tool`, `read_resource`, …) work on any of them (example: the [crate docs](crate)). A layer
+//! may rely on [`Operation::idempotent`] and [`Error::delivery`](crate::Error::delivery), which
+//! together say whether a retry is safe, on [`RequestOptions::deadline`] (absolute, for all
+//! attempts) and on [`RequestOptions::attachments`] (every layer passes them on).
 
 mod attachments;
 mod ext;
@@ -51,8 +29,7 @@ use crate::error::Error;
 use crate::jsonrpc::Payload;
 use crate::types::methods;
 
-/// One MCP request as it travels through the layers: the method, its parameters, the caller's
-/// options (deadline, progress callback) and whether it is safe to send twice.
+/// One MCP request through the layers: method, parameters, the caller's options, idempotence.
 #[derive(Clone)]
 pub struct Operation {
     /// The JSON-RPC method (`tools/call`, `resources/read`, …).
@@ -61,17 +38,17 @@ pub struct Operation {
     pub params: Option<Payload>,
     /// Deadline, progress callback, page cap.
     pub options: RequestOptions,
-    /// Safe to send twice: sending it again cannot do anything the first one did not.
+    /// Safe to send twice: sending it again cannot do anything the first one did not. Defaults
+    /// to [`is_idempotent_method`]; a `tools/call` is idempotent only when the caller says so
+    /// (the facade does for tools annotated read-only or idempotent).
     pub idempotent: bool,
-    /// What the request is about — the tool name of a `tools/call`, the URI of a
-    /// `resources/read`, the prompt name of a `prompts/get` — for errors, per-tool breakers and
-    /// metrics.
+    /// What the request is about — the tool name of a `tools/call`, the URI of a `resources/read`,
+    /// the prompt name of a `prompts/get` — for errors, per-tool breakers and metrics.
     pub subject: Option<String>,
 }
 
 impl Operation {
-    /// An operation with default options; idempotent when the method only reads (see
-    /// [`is_idempotent_method`]).
+    /// An operation with default options, idempotent as [`is_idempotent_method`] says.
     pub fn new(method: impl Into<Cow<'static, str>>, params: Option<Payload>) -> Self {
         let method = method.into();
         Operation {
@@ -112,15 +89,13 @@ impl Operation {
     /// serialized once to raw JSON, which is cheaper to keep and to copy than a value tree.
     pub fn replayable(&self) -> Operation {
         let params = match &self.params {
-            Some(Payload::Value(value)) => serde_json::value::to_raw_value(value)
-                .map(Payload::Raw)
-                .unwrap_or_else(|_| Payload::Value(value.clone())),
-            other => return self.clone_with(other.clone()),
+            Some(Payload::Value(value)) => Some(
+                serde_json::value::to_raw_value(value)
+                    .map(Payload::Raw)
+                    .unwrap_or_else(|_| Payload::Value(value.clone())),
+            ),
+            other => other.clone(),
         };
-        self.clone_with(Some(params))
-    }
-
-    fn clone_with(&self, params: Option<Payload>) -> Operation {
         Operation {
             method: self.method.clone(),
             params,
@@ -174,14 +149,11 @@ pub fn is_idempotent_method(method: &str) -> bool {
     )
 }
 
-/// Something that answers MCP operations: a session, or a layer around one.
-///
-/// `call` takes `&self`: services are shared by every caller (a session multiplexes any number
-/// of requests), so a layer keeps its state behind its own synchronization.
+/// Answers MCP operations: a session, or a layer around one. `call` takes `&self`: services are
+/// shared by all callers (a session multiplexes requests); a layer synchronizes its own state.
 #[async_trait]
 pub trait McpService: Send + Sync {
-    /// Sends the operation and waits for its result (raw: parse it with
-    /// [`Payload::into_typed`], or use the typed methods of [`McpServiceExt`]).
+    /// Sends the operation, awaits its raw result (see [`Payload::into_typed`], [`McpServiceExt`]).
     async fn call(&self, operation: Operation) -> Result<Payload, Error>;
 }
 
@@ -207,17 +179,7 @@ macro_rules! delegate_service {
     )*};
 }
 
-delegate_service!(Arc<S>, Box<S>);
-
-impl<S: McpService + ?Sized> McpService for &S {
-    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
-    where
-        'life0: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).call(operation)
-    }
-}
+delegate_service!(Arc<S>, Box<S>, &S);
 
 /// Wraps a service in a policy, giving a new service (tower's `Layer`).
 pub trait Layer<S> {

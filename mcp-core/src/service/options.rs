@@ -1,6 +1,4 @@
-//! Per-request options: what a caller (or a layer) asks of one request — its deadline, page
-//! cap, progress callback and trace context, and what it attaches for a layer below — carried
-//! by every [`Operation`](super::Operation).
+//! Per-request options: [`RequestOptions`] and what it carries.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,19 +9,18 @@ use tokio::time::Instant;
 use super::Attachments;
 use crate::types::ProgressNotificationParams;
 
-/// Called for every progress notification of one request (on the session's reader task: keep it
-/// quick, e.g. update a progress bar or forward to a channel).
+/// Called for each progress notification of a request, on the session's reader task: keep it quick.
 pub type ProgressCallback = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
 
-/// Per-request overrides and the progress callback.
+/// What a caller (or a layer) asks of one request: overrides of the session's limits, a deadline,
+/// page cap, progress callback, trace context, and attachments for a layer below.
 #[derive(Clone, Default)]
 pub struct RequestOptions {
     /// Overrides the session's `request_timeout`: how long the request may take from the
     /// moment it is issued (queueing, sending, waiting for headers, body and response).
     pub timeout: Option<Duration>,
-    /// An absolute deadline that nothing waits past, whatever `timeout` says — set by the
-    /// caller or by a timeout layer, so that every attempt of a retried request shares one
-    /// deadline.
+    /// An absolute deadline nothing waits past, whatever `timeout` says, covering every attempt,
+    /// queueing and wait (no retry layer sleeps past it); set by the caller or a timeout layer.
     pub deadline: Option<Instant>,
     /// Page cap of the `list_all_*` methods. Default: 100.
     pub max_pages: Option<usize>,
@@ -33,20 +30,18 @@ pub struct RequestOptions {
     pub max_total_time: Option<Duration>,
     /// Receives this request's progress notifications.
     pub on_progress: Option<ProgressCallback>,
-    /// The W3C trace context the request carries to the server as `params._meta.traceparent`
-    /// (and `tracestate`), as the OpenTelemetry MCP conventions propose; set by a tracing
-    /// layer. A `traceparent` or `tracestate` the caller put in `_meta` itself is kept.
-    /// Default: none (nothing is added).
+    /// The W3C trace context the request carries as `params._meta.traceparent` (and `tracestate`),
+    /// as the OpenTelemetry MCP conventions propose; set by a tracing layer. A `traceparent` or
+    /// `tracestate` the caller put in `_meta` itself is kept. Default: none (nothing added).
     pub trace_context: Option<TraceContext>,
-    /// Values attached for a layer below to read, by type (e.g. `mcp-tasks`' choice to hand
-    /// back a task instead of following it); the session ignores them. Default: none.
+    /// Values attached for a layer below to read, by type (e.g. `mcp-tasks`' choice to hand back a
+    /// task, not follow it); every layer passes them on, the session ignores them. Default: none.
     pub attachments: Attachments,
 }
 
-/// A W3C trace context (<https://www.w3.org/TR/trace-context/>) as the two strings a request
-/// carries in `params._meta`: `traceparent` (`00-<trace id>-<parent id>-<flags>`) and, when
-/// there is one, `tracestate`. The session writes them as given (escaped as JSON strings);
-/// whoever builds them makes them valid.
+/// A W3C trace context (<https://www.w3.org/TR/trace-context/>) as a request carries it in
+/// `params._meta`: `traceparent` (`00-<trace id>-<parent id>-<flags>`) and, if any, `tracestate`,
+/// written as given (escaped as JSON strings): whoever builds them makes them valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceContext {
     /// The `traceparent` value.
@@ -83,8 +78,7 @@ impl RequestOptions {
         self
     }
 
-    /// The moment this request must be over: the earlier of [`deadline`](Self::deadline) and
-    /// `started + timeout` (with `default_timeout` when no `timeout` is set).
+    /// The earlier of [`deadline`](Self::deadline) and `started + (timeout or default_timeout)`.
     pub fn deadline_from(&self, started: Instant, default_timeout: Duration) -> Instant {
         let by_timeout =
             crate::time::deadline_after(started, self.timeout.unwrap_or(default_timeout));

@@ -1,6 +1,5 @@
-//! Following `nextCursor` across pages, with a page cap and loop detection: the one loop every
-//! paginated listing uses (the `list_all_*` methods, the modern era's re-listing of tools,
-//! `skills/list`).
+//! Following `nextCursor` with a page cap and loop detection: the one loop of every paginated
+//! listing (`list_all_*`, the modern era's re-listing of tools, `skills/list`).
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
@@ -9,27 +8,23 @@ use std::hash::BuildHasher;
 
 use crate::error::Error;
 
-/// The page cap of the `list_all_*` methods unless
-/// [`RequestOptions::max_pages`](crate::RequestOptions::max_pages) says otherwise.
+/// The `list_all_*` page cap unless [`max_pages`](crate::RequestOptions::max_pages) says otherwise.
 pub const DEFAULT_MAX_PAGES: usize = 100;
 
 /// How much of a repeated cursor an error quotes: a cursor is the server's text, of any length.
 const CURSOR_QUOTE_CHARS: usize = 64;
 
-/// Fetches pages until one has no `nextCursor`: `fetch` gets the cursor to send (`None` for the
-/// first page) and returns the page's items and its `nextCursor`. Fails with a protocol error
-/// naming `method` as soon as the server returns a cursor it returned before (which would loop
-/// forever), quoting the cursor (its first 64 characters), and when there are more than
-/// `max_pages` pages (at least one page is always read).
-///
-/// Each cursor is remembered as a 64-bit hash, not as its text: a server's cursors can be as
-/// long as a message may be, and `max_pages` of them would be held at once. Two distinct
-/// cursors with the same hash would end the listing early with the repeated-cursor error
-/// (never a wrong page); the hash's keys are random per listing, so a server cannot choose
-/// cursors that collide, and by chance it is about one in 10¹⁶ for a 100-page listing.
+/// Fetches pages until one has no `nextCursor`: `fetch` gets the cursor to send (`None` first) and
+/// returns the page's items and `nextCursor`. Fails with a protocol error naming `method` when the
+/// server returns a cursor it returned before (which would loop forever), quoting it (its first 64
+/// characters), and when there are more than `max_pages` pages (at least one is always read).
+/// Cursors are kept as 64-bit hashes, not text: a server's cursor can be as long as a message, and
+/// `max_pages` of them would be held at once. Two cursors with one hash would end the listing early
+/// with the repeated-cursor error (never a wrong page); the hash keys are random per listing, so a
+/// server cannot choose colliding cursors, and by chance it is 1 in 10¹⁶ for 100 pages.
 ///
 /// ```
-/// # tokio_test_block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use mcp_core::service::pagination::collect_pages;
 /// let err = collect_pages("tools/list", 100, |_cursor| async {
 ///     Ok((vec![1], Some("again".to_owned())))
@@ -41,9 +36,6 @@ const CURSOR_QUOTE_CHARS: usize = 64;
 ///     "tools/list: the server repeated cursor \"again\"; stopping to avoid an endless loop"
 /// );
 /// # });
-/// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
-/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
-/// # }
 /// ```
 pub async fn collect_pages<T, F, Fut>(
     method: &str,
@@ -79,8 +71,7 @@ where
     )))
 }
 
-/// `"cursor"`, or its first [`CURSOR_QUOTE_CHARS`] characters followed by the whole cursor's
-/// length in bytes.
+/// `"cursor"`, or its first [`CURSOR_QUOTE_CHARS`] characters and the cursor's length in bytes.
 fn quote_cursor(cursor: &str) -> String {
     match cursor.char_indices().nth(CURSOR_QUOTE_CHARS) {
         None => format!("{cursor:?}"),

@@ -1,53 +1,14 @@
 //! The one seam between the session engine and the six ways of reaching a server.
 //!
-//! # The contract
-//!
 //! A transport moves whole JSON-RPC [`Message`]s, never bytes: each implementation frames its own
 //! bytes (newline-delimited JSON on stdio, HTTP bodies and SSE events, WebSocket text frames, gRPC
 //! stream items) or none at all (the in-process transport passes messages by move, so a
-//! [`Payload::Value`] is never serialized).
-//!
-//! **Connecting** is each transport's own constructor (`StdioTransport::spawn(config)`, …): what
-//! connecting needs differs per transport, so it is not a method of [`Transport`]; a
-//! [`TransportConnector`] holds a transport's configuration and connects once more on each call
-//! (for pools and supervisors). A constructed transport is
-//! connected and ready; the session engine then [`split`](Transport::split)s it:
-//!
-//! - the [`TransportSender`] is shared (`&self`) by every caller. [`send`](TransportSender::send)
-//!   returns once the message is handed to the transport (queued or written) — never after waiting
-//!   for a reply — so many requests can be in flight at once. Dropping a `send` future before it
-//!   completes may or may not have sent the message; the engine treats such a request as cancelled.
-//! - the [`TransportReceiver`] is owned by the session's single reader task, which calls
-//!   [`receive`](TransportReceiver::receive) in a loop. `receive` yields every message the peer
-//!   sends, in order, whatever channel it arrived on (a Streamable HTTP POST stream, the standalone
-//!   GET stream, a HTTP+SSE `message` event).
-//!
-//! **Ownership.** The two halves together own every resource of the connection (child process,
-//! sockets, background tasks). When both halves are dropped, the transport must release them
-//! without being awaited: kill its child process group, abort its tasks, drop its sockets.
-//!
-//! **Closing.** [`TransportSender::close`] is the graceful path and is idempotent: it stops
-//! accepting sends, ends the connection the way the transport's peers expect (stdio: close stdin,
-//! wait, SIGTERM, SIGKILL after a grace period; Streamable HTTP: DELETE the session; WebSocket:
-//! close frame 1000; gRPC: half-close), releases every resource, and returns within a bounded time.
-//! After a close — or when the peer goes away on its own — `receive` returns `None` (clean end) or
-//! `Some(Err(e))` with [`TransportError::is_fatal`] (the peer died: the error says how, e.g. the exit
-//! status and stderr tail of a child). The engine then fails every pending request at once.
-//!
-//! **Non-fatal errors.** `receive` may yield a non-fatal error for one bad message (too large, not
-//! JSON-RPC) and keep going; when it knows which request the bad message answered it names it
-//! ([`TransportError::request_id`]) so that request fails instead of waiting for its timeout.
-//!
-//! **Sessions** ([`set_protocol_version`](TransportSender::set_protocol_version)): a transport
-//! whose server forgot the session (HTTP 404 with a session id) reports
-//! [`TransportErrorKind::SessionExpired`]; only the engine can re-initialize, on the same
-//! transport, and send the request again.
-//!
-//! **Cancellation safety.** `receive` is only ever awaited to completion or dropped together with
-//! the whole receiver, so implementations need not be cancel-safe.
-//!
-//! **Answering in place** ([`answer_in_place`](TransportSender::answer_in_place), optional): the
-//! answer as a future awaited in the caller's task, with no reader-task hop.
+//! [`Payload::Value`] is never serialized). Connecting is each transport's own constructor
+//! (`StdioTransport::spawn(config)`, …), not a [`Transport`] method, as what it needs differs per
+//! transport; a [`TransportConnector`] connects once more on each call (for pools and supervisors).
+//! A constructed transport is connected and ready; the engine [`split`](Transport::split)s it into
+//! a [`TransportSender`] shared by every caller and a [`TransportReceiver`] owned by its reader
+//! task, whose methods hold the contract.
 
 mod connector;
 
@@ -65,31 +26,28 @@ use crate::jsonrpc::{ErrorObject, Message, Payload, Request, RequestId};
 use crate::types::LoggingLevel;
 use crate::version::ProtocolVersion;
 
-/// An in-process server's answer to one request, awaited in the caller's task (see
-/// [`TransportSender::answer_in_place`]): the server's result or JSON-RPC error, or a transport
-/// failure (the connection is closed, the server died).
+/// The answer [`TransportSender::answer_in_place`] returns for the caller's task to await: the
+/// server's result or JSON-RPC error, or a transport failure (closed, the server died).
 pub type InPlaceAnswer = Pin<
     Box<dyn Future<Output = Result<Result<Payload, ErrorObject>, TransportError>> + Send + 'static>,
 >;
 
-/// What the session adds to a request's `params._meta`, as values: handed to
-/// [`TransportSender::answer_in_place`] instead of spliced into the parameters. A server reads
-/// the request's own `params._meta` (what the caller put there) together with it, as if
-/// spliced: the caller's `progressToken`, log level and trace context win, the session's
-/// protocol members win. A transport that passes the request on to another process must put
-/// these members into its `_meta`.
+/// What the session adds to a request's `params._meta`, as values, handed to
+/// [`TransportSender::answer_in_place`] instead of spliced in. A server reads them with the
+/// request's own `params._meta` as if spliced: the caller's `progressToken`, log level and trace
+/// context win, the session's protocol members win. A transport passing the request on to another
+/// process puts them into its `_meta`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestMeta<'a> {
     /// `progressToken`: the request's own id (every request but `initialize`).
     pub progress_token: Option<i64>,
-    /// Modern era: the protocol members — `io.modelcontextprotocol/protocolVersion`,
-    /// `…/clientCapabilities`, `…/clientInfo` — the same for every request of the session
-    /// (clone the `Arc` to keep them).
+    /// Modern era: the protocol members (`io.modelcontextprotocol/protocolVersion`,
+    /// `…/clientCapabilities`, `…/clientInfo`), the same for every request of the session (clone
+    /// the `Arc` to keep them).
     pub modern: Option<&'a Arc<Map<String, Value>>>,
     /// Modern era: `io.modelcontextprotocol/logLevel`, once `logging/setLevel` chose one.
     pub log_level: Option<LoggingLevel>,
-    /// Both eras: `traceparent` and `tracestate`, when the request's options carry a
-    /// [`TraceContext`](crate::service::TraceContext).
+    /// Both eras: `traceparent`, `tracestate` from a [`TraceContext`](crate::TraceContext), if set.
     pub trace_context: Option<&'a crate::service::TraceContext>,
 }
 
@@ -100,7 +58,9 @@ pub trait Transport: Send + 'static {
     /// The receiving half.
     type Receiver: TransportReceiver;
 
-    /// Splits the transport. The halves share ownership of the connection's resources.
+    /// Splits the transport. The halves together own every resource of the connection (child
+    /// process, sockets, background tasks); once both are dropped, the transport releases them
+    /// without being awaited: kills its child process group, aborts its tasks, drops its sockets.
     fn split(self) -> (Self::Sender, Self::Receiver);
 
     /// Splits the transport into halves behind trait objects (what the session keeps).
@@ -113,9 +73,7 @@ pub trait Transport: Send + 'static {
     }
 }
 
-/// Any transport behind trait objects, so that code choosing a transport at run time (a
-/// [`TransportConnector`], a registry of them) hands out
-/// one type.
+/// Any transport behind trait objects: the one type a [`TransportConnector`] or registry hands out.
 pub struct BoxTransport {
     sender: Box<dyn TransportSender>,
     receiver: Box<dyn TransportReceiver>,
@@ -189,19 +147,22 @@ impl TransportReceiver for Box<dyn TransportReceiver> {
     }
 }
 
-/// The sending half of a transport; shared by all callers of a session.
+/// The sending half of a transport; shared (`&self`) by all callers of a session.
 #[async_trait]
 pub trait TransportSender: Send + Sync + 'static {
-    /// Hands one message to the transport. Returns when it is queued or written, not when
-    /// answered.
+    /// Hands one message to the transport; returns once it is queued or written, never after
+    /// waiting for a reply, so many requests can be in flight at once. A `send` future dropped
+    /// early may or may not have sent it; the engine treats such a request as cancelled.
     async fn send(&self, message: Message) -> Result<(), TransportError>;
 
-    /// Closes the connection gracefully (idempotent, bounded in time).
+    /// Closes the connection gracefully, idempotently, in bounded time: stops accepting sends, ends
+    /// the connection as its peers expect (stdio: close stdin, wait, SIGTERM, SIGKILL after a grace
+    /// period; Streamable HTTP: DELETE the session; WebSocket: close frame 1000; gRPC: half-close),
+    /// releases every resource. The receiver then ends; the engine fails all pending requests.
     async fn close(&self) -> Result<(), TransportError>;
 
-    /// What the transport is and can do. Asked whenever the session decides (it is a copy of a
-    /// few fields, no work): the answer may change as the session is made (a Streamable HTTP
-    /// session can expire only once the server gave it an id).
+    /// What the transport is and can do; asked at every decision (a copy of a few fields), as it
+    /// may change while the session is made (Streamable HTTP: expiry once the server gave an id).
     fn capabilities(&self) -> TransportCapabilities;
 
     /// Tells the transport the protocol version the session speaks: the one `initialize`
@@ -213,26 +174,23 @@ pub trait TransportSender: Send + Sync + 'static {
     }
 
     /// The answer to `request` as a future the session awaits in the caller's task, instead of a
-    /// [`send`](TransportSender::send) whose response comes back through the receiver, the
-    /// reader task and a oneshot: for in-process transports, and for byte transports whose
-    /// answer comes back on the request's own exchange (a Streamable HTTP POST). For a
-    /// transport that [prefers values](TransportCapabilities::prefers_values), `request` carries
-    /// the caller's parameters as they are and `meta` is what the session would have added to
-    /// their `_meta`; any other gets them already added (as text) and an empty `meta`.
-    /// The transport may read (or send) the request at once. Dropping the future before it
-    /// resolves ends the request: an in-process server sees the drop, and the session sends a
-    /// byte transport's server `notifications/cancelled` (as on the ordinary path). Whatever
-    /// the server sends while answering (progress, logs, its own requests) still comes through
-    /// the receiver, and is dispatched before the future resolves. When the connection ends
-    /// (closed, the server died), the future resolves at once with the transport error.
+    /// [`send`](Self::send) whose response comes back through the receiver, the reader task and
+    /// a oneshot: for in-process transports, and byte transports whose answer comes back on the
+    /// request's own exchange (a Streamable HTTP POST). A transport that [prefers
+    /// values](TransportCapabilities::prefers_values) gets the caller's parameters as they are,
+    /// and in `meta` what the session would have added to their `_meta`; any other gets them
+    /// added (as text) and an empty `meta`. The transport may read (or send) the request at once.
     ///
-    /// What it buys (`local_call` bench, in-process `echo`): 10.5 k instructions per call
-    /// against 28.8 k through the reader task (callgrind), about 1.7 µs against 5.0 µs a call
-    /// on a loaded 2-core machine — the reader's channel, task wake-up and oneshot hop.
-    ///
-    /// `Err(request)` hands the request back: the session adds `meta` to its parameters (if it
-    /// has not yet) and sends it the ordinary way. That is the default, and what a transport
-    /// returns for requests it keeps on the ordinary path (a long-lived `subscriptions/listen`).
+    /// Dropping the future ends the request (an in-process server sees the drop, a byte transport's
+    /// server gets the session's `notifications/cancelled`). What the server sends meanwhile
+    /// (progress, logs, its own requests) still comes through the receiver, dispatched before the
+    /// future resolves; when the connection ends, it resolves at once with the error.
+    /// `Err(request)` hands the request back (the default): the session adds `meta` to its
+    /// parameters (if it has not yet) and sends it the ordinary way, as for requests a transport
+    /// keeps on that path (a long-lived `subscriptions/listen`). What it buys (`local_call` bench,
+    /// in-process `echo`): 10.5 k against 28.8 k instructions a call (callgrind), 1.7 µs against
+    /// 5.0 µs on a loaded 2-core machine, the cost of the reader's channel, task wake-up and
+    /// oneshot hop.
     fn answer_in_place(
         &self,
         request: Request,
@@ -264,14 +222,12 @@ pub struct TransportCapabilities {
     /// [`TransportErrorKind::SessionExpired`] can be replayed after a new handshake.
     pub sessions_can_expire: bool,
     /// True for in-process transports, where a [`Payload::Value`] moves to the server for free;
-    /// byte transports leave it false and the session then hands them parameters already
-    /// serialized, so nothing is built twice.
+    /// byte transports leave it false and get parameters serialized, nothing built twice.
     pub prefers_values: bool,
 }
 
 impl TransportCapabilities {
-    /// A transport named `name` that speaks both eras, whose sessions do not expire and that
-    /// takes parameters serialized.
+    /// Transport `name`: speaks both eras, sessions never expire, takes parameters serialized.
     pub const fn new(name: &'static str) -> TransportCapabilities {
         TransportCapabilities {
             name,
@@ -282,7 +238,7 @@ impl TransportCapabilities {
     }
 
     /// Sets [`speaks_modern_era`](Self::speaks_modern_era).
-    pub const fn speaking_modern_era(mut self, speaks: bool) -> TransportCapabilities {
+    pub const fn with_modern_era(mut self, speaks: bool) -> TransportCapabilities {
         self.speaks_modern_era = speaks;
         self
     }
@@ -294,18 +250,23 @@ impl TransportCapabilities {
     }
 
     /// Sets [`prefers_values`](Self::prefers_values).
-    pub const fn preferring_values(mut self) -> TransportCapabilities {
-        self.prefers_values = true;
+    pub const fn with_values_preferred(mut self, prefers: bool) -> TransportCapabilities {
+        self.prefers_values = prefers;
         self
     }
 }
 
-/// The receiving half of a transport; owned by the session's reader task.
+/// A transport's receiving half; the session's reader task owns it and calls `receive` in a loop.
 #[async_trait]
 pub trait TransportReceiver: Send + 'static {
-    /// The next message from the peer. `None`: the connection ended cleanly and nothing more will
-    /// arrive. `Some(Err(e))` with `e.is_fatal()`: the connection failed and nothing more will
-    /// arrive. A non-fatal error reports one bad message; receiving continues.
+    /// The peer's next message, in order, whatever channel it came on (a Streamable HTTP POST
+    /// stream, the standalone GET stream, an HTTP+SSE `message` event). `None`: the connection
+    /// ended cleanly (a close, or the peer left). `Some(Err(e))` with `e.is_fatal()`: it failed
+    /// (the error says how: a child's exit status and stderr tail, say). Nothing arrives after
+    /// either. A non-fatal error reports one bad message (too large, not JSON-RPC), naming the
+    /// request it answered when known ([`TransportError::request_id`]) so that request fails at
+    /// once, not at its timeout; receiving continues. Only ever awaited to completion or dropped
+    /// with the whole receiver: need not be cancel-safe.
     async fn receive(&mut self) -> Option<Result<Message, TransportError>>;
 }
 
@@ -325,10 +286,10 @@ pub enum TransportErrorKind {
     MessageTooLarge,
     /// Bytes arrived that are not a JSON-RPC message.
     InvalidMessage,
-    /// The server no longer knows the session (Streamable HTTP 404); re-initialize.
+    /// The server no longer knows the session (Streamable HTTP 404 with a session id): only the
+    /// engine can re-initialize, on the same transport, and send the request again.
     SessionExpired,
-    /// The server demands (other) credentials (HTTP 401/403, WebSocket 1008, gRPC
-    /// UNAUTHENTICATED).
+    /// The server demands (other) credentials (HTTP 401/403, WebSocket 1008, gRPC UNAUTHENTICATED).
     Unauthorized,
 }
 
@@ -358,11 +319,8 @@ impl TransportError {
     /// A non-fatal error about one message; the connection goes on.
     pub fn recoverable(kind: TransportErrorKind, message: impl Into<String>) -> Self {
         TransportError {
-            kind,
-            message: message.into(),
             fatal: false,
-            request_id: None,
-            never_sent: false,
+            ..TransportError::fatal(kind, message)
         }
     }
 
@@ -372,28 +330,20 @@ impl TransportError {
         self
     }
 
-    /// Marks a failed `send` whose message provably never reached the server (e.g. HTTP 503 or
-    /// 429: the server refused the request before handling it), so that a retry layer may send
-    /// even a side-effecting request again.
+    /// Marks a failed `send` whose message provably never reached the server (HTTP 503 or 429:
+    /// refused before handling), so a retry layer may send even a side-effecting request again.
     pub fn never_sent(mut self) -> Self {
         self.never_sent = true;
         self
     }
 
-    /// Whether the message of a failed `send` may have reached the server. False when marked
-    /// [`never_sent`](TransportError::never_sent) and for the kinds that mean nothing was
-    /// delivered: [`Connect`](TransportErrorKind::Connect), [`Closed`](TransportErrorKind::Closed),
-    /// [`SessionExpired`](TransportErrorKind::SessionExpired) (the server refused the session
-    /// before reading the request) and [`Unauthorized`](TransportErrorKind::Unauthorized).
+    /// Whether the message of a failed `send` may have reached the server: not when marked
+    /// [`never_sent`](Self::never_sent), nor for the kinds that mean nothing was delivered:
+    /// `Connect`, `Closed`, `SessionExpired` (the server refused the session before reading the
+    /// request) and `Unauthorized`.
     pub fn may_have_been_delivered(&self) -> bool {
-        !(self.never_sent
-            || matches!(
-                self.kind,
-                TransportErrorKind::Connect
-                    | TransportErrorKind::Closed
-                    | TransportErrorKind::SessionExpired
-                    | TransportErrorKind::Unauthorized
-            ))
+        use TransportErrorKind::{Closed, Connect, SessionExpired, Unauthorized};
+        !(self.never_sent || matches!(self.kind, Connect | Closed | SessionExpired | Unauthorized))
     }
 
     /// The kind.
@@ -428,11 +378,10 @@ impl std::error::Error for TransportError {}
 impl From<TransportError> for crate::Error {
     fn from(e: TransportError) -> Self {
         use crate::ErrorKind;
+        use TransportErrorKind::{InvalidMessage, MessageTooLarge, Unauthorized};
         let kind = match e.kind {
-            TransportErrorKind::Unauthorized => ErrorKind::Auth,
-            TransportErrorKind::MessageTooLarge | TransportErrorKind::InvalidMessage => {
-                ErrorKind::Protocol
-            }
+            Unauthorized => ErrorKind::Auth,
+            MessageTooLarge | InvalidMessage => ErrorKind::Protocol,
             _ => ErrorKind::Network,
         };
         let delivery = if e.may_have_been_delivered() {

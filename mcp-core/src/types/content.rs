@@ -118,8 +118,7 @@ impl Content {
     }
 }
 
-/// The members every block type reads, taken straight out of the input while visiting (no map
-/// insert and remove for them); everything else lands in `extra`.
+/// Members block types read, taken while visiting (no map insert and remove); the rest: `extra`.
 #[derive(Default)]
 struct BlockMembers {
     text: Option<Value>,
@@ -255,29 +254,22 @@ fn content_from_members<E: serde::de::Error>(
 impl Serialize for Content {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let (ty, fields, extra): (&str, Vec<(&str, &str)>, Option<&Extra>) = match self {
-            Content::Text { text, extra } => ("text", vec![("text", text.as_str())], Some(extra)),
+        let (fields, extra): (Vec<(&str, &str)>, &Extra) = match self {
+            Content::Text { text, extra } => (vec![("text", text.as_str())], extra),
             Content::Image {
                 data,
                 mime_type,
                 extra,
-            } => (
-                "image",
-                vec![("data", data.as_str()), ("mimeType", mime_type.as_str())],
-                Some(extra),
-            ),
-            Content::Audio {
+            }
+            | Content::Audio {
                 data,
                 mime_type,
                 extra,
             } => (
-                "audio",
                 vec![("data", data.as_str()), ("mimeType", mime_type.as_str())],
-                Some(extra),
+                extra,
             ),
-            Content::ResourceLink { uri, extra } => {
-                ("resource_link", vec![("uri", uri.as_str())], Some(extra))
-            }
+            Content::ResourceLink { uri, extra } => (vec![("uri", uri.as_str())], extra),
             Content::Resource(embedded) => {
                 let mut value =
                     serde_json::to_value(embedded).map_err(serde::ser::Error::custom)?;
@@ -289,14 +281,12 @@ impl Serialize for Content {
             Content::Other(value) => return value.serialize(serializer),
         };
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("type", ty)?;
+        map.serialize_entry("type", self.type_name())?;
         for (k, v) in fields {
             map.serialize_entry(k, v)?;
         }
-        if let Some(extra) = extra {
-            for (k, v) in extra {
-                map.serialize_entry(k, v)?;
-            }
+        for (k, v) in extra {
+            map.serialize_entry(k, v)?;
         }
         map.end()
     }

@@ -61,8 +61,7 @@ pub struct ClientCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Value>,
-    /// Extensions the client supports, by identifier (e.g. `io.modelcontextprotocol/tasks`),
-    /// each with its settings object.
+    /// Extensions the client supports: identifier (`io.modelcontextprotocol/tasks`, …) → settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
     /// Unknown members, preserved.
@@ -119,8 +118,7 @@ pub struct ServerCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Value>,
-    /// Extensions the server offers, by identifier (e.g. `io.modelcontextprotocol/tasks`), each
-    /// with its settings object.
+    /// Extensions the server offers: identifier (`io.modelcontextprotocol/tasks`, …) → settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
     /// Unknown members (e.g. the 2025-11-25 `tasks`), preserved.

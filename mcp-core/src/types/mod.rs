@@ -47,34 +47,10 @@ pub use utilities::{
 /// Unknown members of an object, preserved.
 pub type Extra = serde_json::Map<String, serde_json::Value>;
 
-/// An object member name, borrowed from the input when it has no escapes (no allocation for
-/// the members a hand-written visitor recognizes).
-pub(crate) struct MemberKey<'de>(pub(crate) std::borrow::Cow<'de, str>);
-
-impl<'de> serde::Deserialize<'de> for MemberKey<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> serde::de::Visitor<'de> for KeyVisitor {
-            type Value = MemberKey<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_borrowed_str<E: serde::de::Error>(
-                self,
-                v: &'de str,
-            ) -> Result<MemberKey<'de>, E> {
-                Ok(MemberKey(std::borrow::Cow::Borrowed(v)))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MemberKey<'de>, E> {
-                Ok(MemberKey(std::borrow::Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<MemberKey<'de>, E> {
-                Ok(MemberKey(std::borrow::Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
+/// An object member name, borrowed when unescaped: no allocation for members a visitor knows.
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+pub(crate) struct MemberKey<'a>(#[serde(borrow)] pub(crate) std::borrow::Cow<'a, str>);
 
 /// Method names of the messages a client sends and receives.
 pub mod methods {
@@ -114,9 +90,8 @@ pub mod methods {
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     /// Server → client.
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    // The Tasks extension's methods (its types and follower are `mcp-tasks`): named here
-    // because crates below it use them — an HTTP transport names the task in `Mcp-Name`, and
-    // `tasks/get` and `tasks/cancel` are idempotent.
+    // The Tasks extension's methods (its types and follower are `mcp-tasks`), named here for crates
+    // below it: HTTP names the task in `Mcp-Name`; `tasks/get` and `tasks/cancel` are idempotent.
     /// Client → server (the Tasks extension): a task's current state.
     pub const TASKS_GET: &str = "tasks/get";
     /// Client → server (the Tasks extension): answers to a task's input requests.
@@ -124,8 +99,7 @@ pub mod methods {
     /// Client → server (the Tasks extension): asks the server to stop a task (cooperative).
     pub const TASKS_CANCEL: &str = "tasks/cancel";
 
-    /// Whether `method` is one of the Tasks extension's requests (about one task, named by its
-    /// `taskId`).
+    /// Whether `method` is a Tasks extension request (about one task, named by its `taskId`).
     pub fn is_task_method(method: &str) -> bool {
         matches!(method, TASKS_GET | TASKS_UPDATE | TASKS_CANCEL)
     }

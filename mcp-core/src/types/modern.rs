@@ -69,9 +69,8 @@ impl DiscoverResult {
             .extra
             .get("_meta")
             .and_then(|m| m.get(meta::SERVER_INFO));
-        from_meta
-            .or_else(|| self.extra.get("serverInfo"))
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
+        let info = from_meta.or_else(|| self.extra.get("serverInfo"))?;
+        serde_json::from_value(info.clone()).ok()
     }
 }
 
@@ -88,13 +87,11 @@ pub struct UnsupportedVersionData {
 }
 
 /// Caching hints of a result (`tools/list`, `prompts/list`, `resources/list`,
-/// `resources/templates/list`, `resources/read`, `server/discover`). Servers before
-/// 2026-07-28 send none.
+/// `resources/templates/list`, `resources/read`, `server/discover`), sent since 2026-07-28.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CacheHints {
-    /// How many milliseconds after it was received the result may be considered fresh.
-    /// Absent or negative means immediately stale.
+    /// Milliseconds after receipt the result may be considered fresh; absent or negative: stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<i64>,
     /// Who may cache the result.
@@ -108,8 +105,7 @@ impl CacheHints {
         std::time::Duration::from_millis(self.ttl_ms.unwrap_or(0).max(0) as u64)
     }
 
-    /// The hints of two parts of one result (pages of a list): the shorter TTL (absent on
-    /// either side: absent) and the narrower scope.
+    /// Hints of two pages of one list: the shorter TTL (absent if either is), the narrower scope.
     pub fn merge(&self, other: &CacheHints) -> CacheHints {
         CacheHints {
             ttl_ms: match (self.ttl_ms, other.ttl_ms) {
@@ -179,9 +175,8 @@ pub struct InputRequest {
     pub params: Option<Value>,
 }
 
-/// A result with `resultType: "input_required"`: the server needs answers before it can finish;
-/// the client re-issues the original request with `inputResponses` (keyed like
-/// `input_requests`) and `requestState` echoed unchanged.
+/// `resultType: "input_required"`: the server needs answers to finish; the client sends the request
+/// again with `inputResponses` (keyed like `input_requests`) and `requestState` echoed unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InputRequiredResult {

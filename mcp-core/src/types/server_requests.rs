@@ -111,20 +111,12 @@ pub struct ElicitRequestParams {
 impl ElicitRequestParams {
     /// The `default` of every property of the form schema that declares one (SEP-1034).
     pub fn schema_defaults(&self) -> Map<String, Value> {
-        let mut out = Map::new();
-        let props = self
-            .requested_schema
-            .as_ref()
-            .and_then(|s| s.get("properties"))
-            .and_then(Value::as_object);
-        if let Some(props) = props {
-            for (name, schema) in props {
-                if let Some(default) = schema.get("default") {
-                    out.insert(name.clone(), default.clone());
-                }
-            }
-        }
-        out
+        let schema = self.requested_schema.as_ref();
+        let props = schema.and_then(|s| s.get("properties")?.as_object());
+        let props = props.into_iter().flatten();
+        props
+            .filter_map(|(name, schema)| Some((name.clone(), schema.get("default")?.clone())))
+            .collect()
     }
 }
 

@@ -93,10 +93,9 @@ pub struct CallToolRequestParams {
     pub extra: Extra,
 }
 
-/// Result of `tools/call`. A tool's own failure is `is_error: true`, not a protocol error.
-///
-/// Deserialized by hand (not with `#[serde(flatten)]`, which buffers every member first): this
-/// is the hot path of every tool call, and results can be megabytes.
+/// Result of `tools/call`; a tool's own failure is `is_error: true`, not a protocol error.
+/// Deserialized by hand (not with `#[serde(flatten)]`, which buffers every member first): the hot
+/// path of every tool call, whose results can be megabytes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {

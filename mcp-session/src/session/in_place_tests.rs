@@ -68,7 +68,7 @@ impl TransportSender for ScriptedSender {
     }
 
     fn capabilities(&self) -> TransportCapabilities {
-        TransportCapabilities::new("scripted").preferring_values()
+        TransportCapabilities::new("scripted").with_values_preferred(true)
     }
 
     fn answer_in_place(
