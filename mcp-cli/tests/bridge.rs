@@ -250,7 +250,7 @@ async fn a_bridge_with_tls_serves_grpcs() {
         .to_owned();
     assert!(url.starts_with("grpcs://127.0.0.1:"), "{url:?}");
     let ca = std::fs::read(tls_file("ca.pem")).expect("the test CA");
-    let config = GrpcServerConfig::new(&url).ca_certificate_pem(ca);
+    let config = GrpcServerConfig::new(&url).root_certificate_pem(ca);
     let session = tokio::time::timeout(DEADLINE, async {
         let transport = GrpcTransport::connect(config).await?;
         ClientSession::connect(transport, (), SessionOptions::default()).await

@@ -45,7 +45,7 @@ pub struct GrpcServerConfig {
     pub outgoing_queue: usize,
     /// Extra trusted root certificates (PEM) for `https` endpoints, besides the system's (the
     /// only ones on a machine without system roots).
-    pub ca_certificates: Vec<Vec<u8>>,
+    pub root_certificates: Vec<Vec<u8>>,
 }
 
 impl GrpcServerConfig {
@@ -61,7 +61,7 @@ impl GrpcServerConfig {
             keepalive_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),
             outgoing_queue: 256,
-            ca_certificates: Vec::new(),
+            root_certificates: Vec::new(),
         }
     }
 
@@ -110,8 +110,8 @@ impl GrpcServerConfig {
 
     /// Trusts `pem` (one or more PEM certificates) as a root for `https` endpoints, e.g. a
     /// private CA.
-    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.ca_certificates.push(pem.into());
+    pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificates.push(pem.into());
         self
     }
 
@@ -194,7 +194,7 @@ impl GrpcServerConfig {
     fn with_tls(&self, endpoint: Endpoint) -> Result<Endpoint, TransportError> {
         use tonic::transport::{Certificate, ClientTlsConfig};
         let mut tls = ClientTlsConfig::new().timeout(self.connect_timeout);
-        for pem in &self.ca_certificates {
+        for pem in &self.root_certificates {
             tls = tls.ca_certificate(Certificate::from_pem(pem));
         }
         let failed = |e: tonic::transport::Error| {
@@ -210,7 +210,9 @@ impl GrpcServerConfig {
         match endpoint.clone().tls_config(tls.clone().with_native_roots()) {
             Ok(endpoint) => Ok(endpoint),
             // A machine without system roots can still reach a server of a configured CA.
-            Err(_) if !self.ca_certificates.is_empty() => endpoint.tls_config(tls).map_err(failed),
+            Err(_) if !self.root_certificates.is_empty() => {
+                endpoint.tls_config(tls).map_err(failed)
+            }
             Err(e) => Err(failed(e)),
         }
     }
@@ -293,7 +295,7 @@ impl fmt::Debug for GrpcServerConfig {
             .field("keepalive_timeout", &self.keepalive_timeout)
             .field("close_timeout", &self.close_timeout)
             .field("outgoing_queue", &self.outgoing_queue)
-            .field("ca_certificates", &self.ca_certificates.len())
+            .field("root_certificates", &self.root_certificates.len())
             .finish()
     }
 }

@@ -22,7 +22,7 @@ async fn a_client_trusting_the_ca_talks_to_a_tls_bridge() {
     assert!(url.starts_with("grpcs://127.0.0.1:"), "{url}");
     let by_name = format!("https://localhost:{}", bridged.bridge.local_addr().port());
     for endpoint in [url, by_name] {
-        let config = GrpcServerConfig::new(&endpoint).ca_certificate_pem(CA);
+        let config = GrpcServerConfig::new(&endpoint).root_certificate_pem(CA);
         let session = bridged
             .session_with(config, (), SessionOptions::default())
             .await

@@ -43,7 +43,7 @@ pub struct WebSocketServerConfig {
     pub dead_peer_timeout: Duration,
     /// How long `close` waits for queued messages to go out and for the server to answer the
     /// close frame (each); past it the connection is dropped. Default: 2 s.
-    pub close_grace: Duration,
+    pub close_timeout: Duration,
     /// Messages queued for the writer before `send` waits. Default: 64.
     pub outgoing_queue: usize,
     /// Extra trusted root certificates (DER) for `wss://`, beside the platform's.
@@ -61,7 +61,7 @@ impl WebSocketServerConfig {
             max_message_size: 16 * 1024 * 1024,
             ping_interval: Duration::from_secs(30),
             dead_peer_timeout: Duration::from_secs(20),
-            close_grace: Duration::from_secs(2),
+            close_timeout: Duration::from_secs(2),
             outgoing_queue: 64,
             root_certificates: Vec::new(),
         }
@@ -103,9 +103,9 @@ impl WebSocketServerConfig {
         self
     }
 
-    /// Sets the grace periods of `close`.
-    pub fn close_grace(mut self, grace: Duration) -> Self {
-        self.close_grace = grace;
+    /// Sets how long each step of `close` may take.
+    pub fn close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
         self
     }
 
@@ -172,7 +172,7 @@ impl fmt::Debug for WebSocketServerConfig {
             .field("max_message_size", &self.max_message_size)
             .field("ping_interval", &self.ping_interval)
             .field("dead_peer_timeout", &self.dead_peer_timeout)
-            .field("close_grace", &self.close_grace)
+            .field("close_timeout", &self.close_timeout)
             .field("outgoing_queue", &self.outgoing_queue)
             .field("root_certificates", &self.root_certificates.len())
             .finish()

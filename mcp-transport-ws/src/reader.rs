@@ -44,7 +44,7 @@ pub(crate) struct Reader {
     /// How long a ping may go unanswered.
     pub(crate) dead_peer_timeout: Duration,
     /// How long the server's close handshake is waited for.
-    pub(crate) close_grace: Duration,
+    pub(crate) close_timeout: Duration,
 }
 
 /// How the loop ended.
@@ -70,7 +70,7 @@ impl Reader {
                 self.report(error).await;
                 // Reading on lets tungstenite send its reply to the close frame and see the
                 // server drop the connection (RFC 6455 §7.1.1: the server closes TCP first).
-                let _ = tokio::time::timeout(self.close_grace, async {
+                let _ = tokio::time::timeout(self.close_timeout, async {
                     while self.stream.next().await.is_some() {}
                 })
                 .await;

@@ -97,7 +97,7 @@ impl WebSocketTransport {
                 queue: outgoing,
                 control,
                 state: state.clone(),
-                close_grace: config.close_grace,
+                close_timeout: config.close_timeout,
             }
             .run(),
         );
@@ -109,7 +109,7 @@ impl WebSocketTransport {
                 state: state.clone(),
                 ping_interval: config.ping_interval,
                 dead_peer_timeout: config.dead_peer_timeout,
-                close_grace: config.close_grace,
+                close_timeout: config.close_timeout,
             }
             .run(),
         );
@@ -117,7 +117,7 @@ impl WebSocketTransport {
             state,
             reader: Mutex::new(Some(reader)),
             writer: Mutex::new(Some(writer)),
-            close_grace: config.close_grace,
+            close_timeout: config.close_timeout,
         });
         WebSocketTransport {
             sender: WebSocketSender {
@@ -157,7 +157,7 @@ struct Connection {
     state: Arc<ConnectionState>,
     reader: Mutex<Option<JoinHandle<()>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    close_grace: Duration,
+    close_timeout: Duration,
 }
 
 impl Connection {
@@ -168,7 +168,7 @@ impl Connection {
             return;
         };
         let mut task = AbortOnDrop(task);
-        let _ = tokio::time::timeout(self.close_grace, &mut task.0).await;
+        let _ = tokio::time::timeout(self.close_timeout, &mut task.0).await;
     }
 }
 

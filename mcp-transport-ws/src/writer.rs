@@ -27,7 +27,7 @@ pub(crate) struct Writer {
     pub(crate) control: mpsc::Receiver<Control>,
     pub(crate) state: Arc<ConnectionState>,
     /// How long the close frame may take to go out.
-    pub(crate) close_grace: Duration,
+    pub(crate) close_timeout: Duration,
 }
 
 /// What stopped a write before it finished: the reader ended the connection (with a close
@@ -96,7 +96,7 @@ impl Writer {
     async fn send_close(mut self, frame: CloseFrame) {
         let code = u16::from(frame.code);
         match tokio::time::timeout(
-            self.close_grace,
+            self.close_timeout,
             self.sink.send(WsMessage::Close(Some(frame))),
         )
         .await

@@ -40,7 +40,7 @@ pub async fn fixture_with(options: ServerOptions) -> WsFixture {
 
 /// A configuration for `url` with short grace periods (tests close a lot).
 pub fn config(url: &str) -> WebSocketServerConfig {
-    WebSocketServerConfig::new(url).close_grace(Duration::from_millis(500))
+    WebSocketServerConfig::new(url).close_timeout(Duration::from_millis(500))
 }
 
 pub async fn connect(fixture: &WsFixture) -> ClientSession {
