@@ -149,6 +149,7 @@ async fn skills_host(scenario: &str, url: &str) -> Result<(), String> {
 
 fn session_options() -> SessionOptions {
     SessionOptions::default()
+        .with_tasks(true)
         .with_client_info("mcp-conformance-client", env!("CARGO_PKG_VERSION"))
         .with_request_timeout(REQUEST_TIMEOUT)
         .with_initialize_timeout(REQUEST_TIMEOUT)

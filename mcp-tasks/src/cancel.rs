@@ -133,3 +133,101 @@ impl Drop for CancelGuard<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+    use mcp_core::{Operation, Payload};
+
+    use super::*;
+
+    /// A server that takes every `tasks/cancel` and never answers; counts those under way.
+    #[derive(Default)]
+    struct Unanswered {
+        under_way: Arc<AtomicUsize>,
+        started: AtomicUsize,
+    }
+
+    /// Counts a call as under way until its future is dropped (answered, aborted or given up).
+    struct UnderWay(Arc<AtomicUsize>);
+
+    impl Drop for UnderWay {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait]
+    impl McpService for Unanswered {
+        async fn call(&self, operation: Operation) -> Result<Payload, mcp_core::Error> {
+            assert_eq!(operation.method, TASKS_CANCEL);
+            self.started.fetch_add(1, Ordering::SeqCst);
+            self.under_way.fetch_add(1, Ordering::SeqCst);
+            let _under_way = UnderWay(self.under_way.clone());
+            std::future::pending().await
+        }
+    }
+
+    /// Lets the spawned cancellations run up to their first await.
+    async fn settle_spawned() {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_64_cancels_are_under_way_and_a_flush_gives_up_the_rest_at_its_deadline() {
+        let server = Arc::new(Unanswered::default());
+        let abandoned = AbandonedTasks::default();
+        for n in 0..=MAX_CANCELS_IN_FLIGHT {
+            abandoned.cancel(server.clone(), format!("task-{n}"));
+        }
+        settle_spawned().await;
+        assert_eq!(server.started.load(Ordering::SeqCst), MAX_CANCELS_IN_FLIGHT);
+        assert_eq!(lock(&abandoned.cancels).len(), MAX_CANCELS_IN_FLIGHT);
+        let started = tokio::time::Instant::now();
+        abandoned.flush(Duration::from_secs(1)).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        settle_spawned().await;
+        assert_eq!(
+            server.under_way.load(Ordering::SeqCst),
+            0,
+            "given up, not left running"
+        );
+        // Room again for the next abandoned task.
+        abandoned.cancel(server.clone(), "task-next".to_owned());
+        settle_spawned().await;
+        assert_eq!(
+            server.started.load(Ordering::SeqCst),
+            MAX_CANCELS_IN_FLIGHT + 1
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unanswered_cancel_ends_at_its_timeout_and_dropping_the_tasks_aborts_the_rest() {
+        let server = Arc::new(Unanswered::default());
+        let abandoned = AbandonedTasks::default();
+        abandoned.cancel(server.clone(), "task-1".to_owned());
+        settle_spawned().await;
+        assert_eq!(server.under_way.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(CANCEL_TIMEOUT).await;
+        settle_spawned().await;
+        assert_eq!(
+            server.under_way.load(Ordering::SeqCst),
+            0,
+            "bounded by CANCEL_TIMEOUT"
+        );
+        abandoned.cancel(server.clone(), "task-2".to_owned());
+        settle_spawned().await;
+        assert_eq!(server.under_way.load(Ordering::SeqCst), 1);
+        drop(abandoned);
+        settle_spawned().await;
+        assert_eq!(
+            server.under_way.load(Ordering::SeqCst),
+            0,
+            "aborted with its owner"
+        );
+    }
+}

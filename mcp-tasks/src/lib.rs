@@ -36,8 +36,10 @@
 //! use mcp_core::{Layer, McpServiceExt, RequestOptions};
 //! use mcp_session::SessionOptions;
 //! use mcp_tasks::{FollowTasksLayer, TasksExt, ToolCallOutcome};
-//! // The handler and options the session was connected with.
-//! let service = FollowTasksLayer::new(Arc::new(()), &SessionOptions::default()).layer(session);
+//! // The handler and options the session was connected with (`with_tasks(true)`: the session
+//! // declares the extension, the layer follows what the server runs as a task).
+//! let options = SessionOptions::default().with_tasks(true);
+//! let service = FollowTasksLayer::new(Arc::new(()), &options).layer(session);
 //! // Followed to its end, whether the server runs it as a task or not.
 //! let result = service.call_tool("build", None, RequestOptions::new()).await?;
 //! println!("{}", result.text());

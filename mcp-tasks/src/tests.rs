@@ -133,7 +133,7 @@ async fn connect(
 async fn followed(
     handler: Arc<dyn ClientHandler>,
 ) -> (Arc<TaskFollower<ClientSession>>, Server, FollowTasksLayer) {
-    let options = SessionOptions::default();
+    let options = SessionOptions::default().with_tasks(true);
     let (session, server) = connect(handler.clone(), &options).await;
     let layer = FollowTasksLayer::new(handler, &options);
     (Arc::new(layer.layer(session)), server, layer)
@@ -219,7 +219,7 @@ async fn a_task_is_followed_and_each_input_request_answered_once() {
 /// `call_through`: the task is followed on that service, and its abandonment cancelled there.
 #[tokio::test]
 async fn a_task_is_followed_through_a_service_picked_per_call() {
-    let options = SessionOptions::default();
+    let options = SessionOptions::default().with_tasks(true);
     let (session, mut server) = connect(Arc::new(()), &options).await;
     let layer = FollowTasksLayer::new(Arc::new(()), &options);
     let call = tokio::spawn({
@@ -587,7 +587,8 @@ async fn a_wait_follows_the_task_and_leaves_it_running_when_it_gives_up() {
 /// request then fails the wait (nothing there holds the handler).
 #[tokio::test]
 async fn a_wait_without_a_follower_polls_through_the_service() {
-    let (session, mut server) = connect(Arc::new(()), &SessionOptions::default()).await;
+    let (session, mut server) =
+        connect(Arc::new(()), &SessionOptions::default().with_tasks(true)).await;
     let wait = tokio::spawn({
         let session = session.clone();
         async move { session.wait_for_task("t-7", RequestOptions::new()).await }

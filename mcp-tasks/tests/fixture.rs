@@ -45,7 +45,12 @@ async fn connect_with(
 }
 
 async fn connect(args: &[&str]) -> TaskFollower<ClientSession> {
-    connect_with(args, Arc::new(()), SessionOptions::default()).await
+    connect_with(
+        args,
+        Arc::new(()),
+        SessionOptions::default().with_tasks(true),
+    )
+    .await
 }
 
 /// Confirms every elicitation (`{"confirm": true}`) and counts them.
@@ -144,7 +149,7 @@ async fn a_task_asking_for_input_is_answered_through_the_handler_once() {
     let session = connect_with(
         &["--era", "dual"],
         Arc::new(handler.clone()),
-        SessionOptions::default(),
+        SessionOptions::default().with_tasks(true),
     )
     .await;
     let result = session

@@ -221,6 +221,8 @@ impl Inner {
             client_info: self.options.client_info.clone(),
             initialize_timeout: config.startup_timeout,
             request_timeout: config.tool_timeout,
+            // Every stack follows tasks (mcp-tasks' layer), so every session declares them.
+            tasks: true,
             ..SessionOptions::default()
         };
         if let Some(hook) = &self.session_options {

@@ -100,7 +100,8 @@ async fn a_discover_result_opens_a_modern_session_without_initialize() {
     let memo = EraMemo::default();
     let options = SessionOptions::default()
         .with_client_info("probe-test", "1.2")
-        .with_era_memo(memo.clone());
+        .with_era_memo(memo.clone())
+        .with_tasks(true);
     let (session, mut server, probe) = connect_modern((), options, json!({"tools": {}})).await;
     let meta = &params(&probe)["_meta"];
     assert_eq!(
@@ -812,7 +813,7 @@ fn task_handle() -> Value {
 async fn a_tool_call_run_as_a_task_is_answered_with_its_handle() {
     let (session, mut server, _) = connect_modern(
         (),
-        SessionOptions::default(),
+        SessionOptions::default().with_tasks(true),
         json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
     )
     .await;

@@ -61,8 +61,8 @@ pub struct SessionOptions {
     pub server_request_timeout: Duration,
     /// Declares the Tasks extension ([`TASKS_EXTENSION`]) on every modern request, so that a
     /// server may run a `tools/call` as a task; the call is then answered with the task's
-    /// handle (`resultType: "task"`), which the `mcp-tasks` follower layer follows to its end.
-    /// Default: true.
+    /// handle (`resultType: "task"`), which the session does not follow: turn it on together
+    /// with `mcp-tasks`' follower layer, as the facade does. Default: false.
     pub tasks: bool,
     /// How often a task is polled when the server suggests no `pollIntervalMs`. Not read by
     /// the session: the `mcp-tasks` follower built from these options uses it (as the facade
@@ -88,7 +88,7 @@ impl Default for SessionOptions {
             close_timeout: Duration::from_secs(10),
             max_concurrent_server_requests: 32,
             server_request_timeout: Duration::from_secs(600),
-            tasks: true,
+            tasks: false,
             task_poll_interval: Duration::from_millis(500),
         }
     }
