@@ -16,9 +16,9 @@ use tonic::transport::Channel;
 use tonic::{Extensions, Request, Status, Streaming};
 
 use crate::line::{self, Decoded};
-use crate::outbound::{AttemptStream, Outbound};
 use crate::proto::mcp_client::McpClient;
 use crate::proto::JsonRpcLine;
+use crate::request_stream::{AttemptStream, RequestStream};
 use crate::status::{self, Stage};
 
 /// What the receiver is handed: a message, or an error about one (recoverable) or the call
@@ -80,9 +80,9 @@ pub(crate) struct CallSetup {
 
 /// Runs the call to its end; what ended it goes to the receiver (unless the transport was
 /// closed, when the end is expected), then the receiver sees the end of its queue.
-pub(crate) async fn run_call(setup: CallSetup, outbound: Outbound) {
-    let end = drive(&setup, &outbound).await;
-    outbound.close();
+pub(crate) async fn run_call(setup: CallSetup, requests: RequestStream) {
+    let end = drive(&setup, &requests).await;
+    requests.close();
     let closing = setup.shared.closing.load(Ordering::Acquire);
     *lock(&setup.shared.ended) = Some(match &end {
         End::Failed(e) => e.message().to_owned(),
@@ -113,8 +113,8 @@ enum End {
     Failed(TransportError),
 }
 
-async fn drive(setup: &CallSetup, outbound: &Outbound) -> End {
-    let mut streaming = match start(setup, outbound).await {
+async fn drive(setup: &CallSetup, requests: &RequestStream) -> End {
+    let mut streaming = match start(setup, requests).await {
         Ok(Some(streaming)) => streaming,
         Ok(None) => return End::Unheard,
         Err(e) => return End::Failed(e),
@@ -159,12 +159,12 @@ async fn drive(setup: &CallSetup, outbound: &Outbound) -> End {
 /// scope check). `Ok(None)`: the receiver went away meanwhile.
 async fn start(
     setup: &CallSetup,
-    outbound: &Outbound,
+    requests: &RequestStream,
 ) -> Result<Option<Streaming<JsonRpcLine>>, TransportError> {
     let mut retried_with_new_credentials = false;
     let mut retried_with_nonce = false;
     loop {
-        let request = request(setup, outbound.stream()).await?;
+        let request = request(setup, requests.stream()).await?;
         let mut client = McpClient::new(setup.channel.clone())
             .max_decoding_message_size(setup.tonic_limit)
             .max_encoding_message_size(setup.tonic_limit);
@@ -176,7 +176,7 @@ async fn start(
         };
         let status = match answer {
             Ok(response) => {
-                outbound.accepted();
+                requests.accepted();
                 if let (Some(auth), Some(nonce)) = (&setup.auth, dpop_nonce(response.metadata())) {
                     auth.accept_nonce(&nonce);
                 }
@@ -207,7 +207,7 @@ async fn start(
         if !retry_left {
             return Err(fail(&status));
         }
-        if !outbound.can_retry() {
+        if !requests.can_retry() {
             // Not asking the provider: it would fetch credentials nobody uses.
             return Err(TransportError::fatal(
                 TransportErrorKind::Unauthorized,
@@ -239,7 +239,7 @@ async fn start(
             ChallengeOutcome::RetryWithNonce if !retried_with_nonce => retried_with_nonce = true,
             _ => return Err(fail(&status)),
         }
-        if !outbound.retry() {
+        if !requests.retry() {
             return Err(fail(&status));
         }
         tracing::debug!(endpoint = %setup.shared.display, "retrying the refused gRPC call with new credentials");

@@ -20,8 +20,8 @@
 //!   new connection of any [`mcp_core::TransportConnector`] — a stdio server put on the
 //!   network.
 //! - inside: `call` (the call task: metadata, credentials, one retry after a refusal),
-//!   `outbound` (the request stream and its replay), `line` (one message per line), `status`
-//!   (gRPC statuses as transport errors).
+//!   `request_stream` (mcp-wire's outbound queue read as the request stream, and its replay),
+//!   `line` (one message per line), `status` (gRPC statuses as transport errors).
 //! - `fuzzing` (hidden): the line codec reached without a channel, for the targets in `fuzz/`.
 //!
 //! **Metadata.** Every call carries the configured headers, `authorization` (and `dpop` for
@@ -73,8 +73,8 @@ mod connector;
 #[doc(hidden)]
 pub mod fuzzing;
 mod line;
-mod outbound;
 pub mod proto;
+mod request_stream;
 mod status;
 mod transport;
 

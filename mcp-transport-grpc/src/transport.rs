@@ -13,12 +13,13 @@ use mcp_core::{
     Message, ProtocolVersion, Transport, TransportCapabilities, TransportError, TransportErrorKind,
     TransportReceiver, TransportSender,
 };
+use mcp_wire::outbound::{self, OutboundQueue, OutboundReceiver};
+use mcp_wire::OwnedTask;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::call::{run_call, CallSetup, CallShared, Inbound};
 use crate::config::GrpcServerConfig;
-use crate::outbound::{Outbound, Outgoing};
+use crate::request_stream::{Outgoing, RequestStream};
 
 /// Messages from the server waiting for the session's reader.
 const INBOUND_QUEUE: usize = 64;
@@ -75,13 +76,14 @@ impl GrpcTransport {
             inbound: inbound_tx,
             shared: shared.clone(),
         };
+        let (queue, lines) = outbound::channel(config.outgoing_queue);
         Ok(GrpcTransport {
             sender: GrpcSender {
-                state: Mutex::new(CallState::NotStarted(Box::new(setup))),
-                task: Mutex::new(None),
+                queue,
+                unstarted: Mutex::new(Some(Box::new((setup, lines)))),
+                call: OwnedTask::default(),
                 shared,
                 max_message_size: config.max_message_size,
-                outgoing_queue: config.outgoing_queue.max(1),
                 close_timeout: config.close_timeout,
             },
             receiver: GrpcReceiver { inbound },
@@ -98,45 +100,34 @@ impl Transport for GrpcTransport {
     }
 }
 
-enum CallState {
-    /// Nothing sent yet: the call starts with the first message.
-    NotStarted(Box<CallSetup>),
-    /// The call runs; lines go to its queue.
-    Started(mpsc::Sender<Outgoing>),
-    /// `close` was called.
-    Closed,
-}
+/// A call not started yet: what it needs, and the receiving side of its queue.
+type Unstarted = Box<(CallSetup, OutboundReceiver<Outgoing>)>;
 
 /// The sending half: encodes on the caller's task and queues the line for the call.
 pub struct GrpcSender {
-    state: Mutex<CallState>,
-    /// The call task (owned here: aborted on drop, awaited by `close`).
-    task: Mutex<Option<JoinHandle<()>>>,
+    queue: OutboundQueue<Outgoing>,
+    /// The call until the first message starts it; `None` once started or closed.
+    unstarted: Mutex<Option<Unstarted>>,
+    /// The call task (owned here: aborted on drop, ended by `close`).
+    call: OwnedTask,
     shared: Arc<CallShared>,
     max_message_size: usize,
-    outgoing_queue: usize,
     close_timeout: Duration,
 }
 
 impl GrpcSender {
-    /// The call's queue, starting the call first if this is the first message.
-    fn queue(&self) -> Result<mpsc::Sender<Outgoing>, TransportError> {
-        let mut state = lock(&self.state);
-        let setup = match std::mem::replace(&mut *state, CallState::Closed) {
-            CallState::NotStarted(setup) => setup,
-            CallState::Started(queue) => {
-                *state = CallState::Started(queue.clone());
-                return Ok(queue);
-            }
-            CallState::Closed => return Err(self.shared.ended_error()),
+    /// Starts the call if this is the first message (the queue's end tells a closed sender).
+    fn start_call(&self) {
+        let mut unstarted = lock(&self.unstarted);
+        let Some(call) = unstarted.take() else {
+            return;
         };
-        let (queue, lines) = mpsc::channel(self.outgoing_queue);
+        let (setup, lines) = *call;
         // A refused call is made again with everything it sent (when all of it is safe to send
-        // again), up to one full message.
-        let outbound = Outbound::new(lines, self.max_message_size);
-        *lock(&self.task) = Some(tokio::spawn(run_call(*setup, outbound)));
-        *state = CallState::Started(queue.clone());
-        Ok(queue)
+        // again), up to one full message. Handed over while `unstarted` is locked, so `close`
+        // finds the task.
+        let requests = RequestStream::new(lines, self.max_message_size);
+        self.call.set(tokio::spawn(run_call(setup, requests)));
     }
 }
 
@@ -145,8 +136,8 @@ impl TransportSender for GrpcSender {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         let line = crate::line::encode(&message, self.max_message_size)
             .map_err(|why| crate::line::send_error(&message, why, self.max_message_size))?;
-        let queue = self.queue()?;
-        queue
+        self.start_call();
+        self.queue
             .send(Outgoing::new(&message, line))
             .await
             .map_err(|_| self.shared.ended_error())
@@ -156,18 +147,12 @@ impl TransportSender for GrpcSender {
     /// end, and cancels it otherwise. Idempotent.
     async fn close(&self) -> Result<(), TransportError> {
         self.shared.closing.store(true, Ordering::Release);
-        // Dropping the queue (or the unstarted call) ends the request stream: the half-close.
-        let previous = std::mem::replace(&mut *lock(&self.state), CallState::Closed);
-        drop(previous);
-        let task = lock(&self.task).take();
-        if let Some(mut task) = task {
-            if tokio::time::timeout(self.close_timeout, &mut task)
-                .await
-                .is_err()
-            {
-                tracing::debug!(endpoint = %self.shared.display, "the gRPC server did not end the call in time; cancelling it");
-                task.abort();
-            }
+        // Closing the queue ends the request stream after what is queued: the half-close. A
+        // call never started is dropped.
+        drop(lock(&self.unstarted).take());
+        self.queue.close();
+        if !self.call.finish(self.close_timeout).await {
+            tracing::debug!(endpoint = %self.shared.display, "the gRPC server did not end the call in time; cancelled it");
         }
         Ok(())
     }
@@ -177,21 +162,13 @@ impl TransportSender for GrpcSender {
     }
 
     fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
-        let started = !matches!(&*lock(&self.state), CallState::NotStarted(_));
+        let started = lock(&self.unstarted).is_none();
         if started {
             // Metadata went out when the call started; the server knows the version from
             // the messages themselves.
             tracing::trace!(endpoint = %self.shared.display, ?version, "protocol version set after the gRPC call started");
         }
         *lock(&self.shared.protocol_version) = version;
-    }
-}
-
-impl Drop for GrpcSender {
-    fn drop(&mut self) {
-        if let Some(task) = lock(&self.task).take() {
-            task.abort();
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`StdioTransport`]: the two halves over a child's stdin and stdout.
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,10 +9,11 @@ use mcp_core::{
     Message, Transport, TransportCapabilities, TransportError, TransportErrorKind,
     TransportReceiver, TransportSender,
 };
+use mcp_wire::outbound::{self, OutboundQueue, OutboundReceiver};
+use mcp_wire::OwnedTask;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 
 use crate::config::StdioServerConfig;
 use crate::framing::{Frame, LineReader};
@@ -107,13 +108,13 @@ impl StdioTransport {
             stderr_task,
             stderr_done,
         ));
-        let (queue, outgoing) = mpsc::channel(config.outgoing_queue.max(1));
-        let writer = tokio::spawn(run_writer(stdin, outgoing));
+        let (queue, outgoing) = outbound::channel(config.outgoing_queue);
+        let writer = OwnedTask::spawn(run_writer(stdin, outgoing));
         tracing::debug!(server = %process.name, pid = process.pid(), "started MCP server");
         Ok(StdioTransport {
             sender: StdioSender {
-                queue: Mutex::new(Some(queue)),
-                writer: Mutex::new(Some(writer)),
+                queue,
+                writer,
                 process: process.clone(),
                 grace: config.shutdown_grace,
             },
@@ -163,26 +164,24 @@ fn enlarge_pipe(pipe: &impl std::os::fd::AsRawFd) {
     let _ = pipe;
 }
 
-/// Writes queued lines to the child's stdin, batching whatever is queued into one write.
-/// Ends (closing stdin) when the queue is closed or a write fails.
-async fn run_writer(mut stdin: ChildStdin, mut outgoing: mpsc::Receiver<Vec<u8>>) {
-    let mut batch = Vec::new();
+/// Writes queued lines to the child's stdin, whatever is queued in one write. Ends (closing
+/// stdin) when the queue ends or a write fails.
+async fn run_writer(mut stdin: ChildStdin, mut outgoing: OutboundReceiver<Vec<u8>>) {
+    let mut joined = Vec::new();
     while let Some(first) = outgoing.recv().await {
-        let result = match outgoing.try_recv() {
-            Err(_) => stdin.write_all(&first).await,
-            Ok(second) => {
-                batch.clear();
-                batch.extend_from_slice(&first);
-                batch.extend_from_slice(&second);
-                while batch.len() < MAX_BATCH {
-                    match outgoing.try_recv() {
-                        Ok(more) => batch.extend_from_slice(&more),
-                        Err(_) => break,
-                    }
+        let mut queued = outgoing.queued_behind(&first, MAX_BATCH);
+        let result = match queued.next() {
+            None => stdin.write_all(&first).await,
+            Some(second) => {
+                joined.clear();
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(&second);
+                for more in queued {
+                    joined.extend_from_slice(&more);
                 }
-                let r = stdin.write_all(&batch).await;
-                if batch.capacity() > MAX_BATCH * 2 {
-                    batch = Vec::new();
+                let r = stdin.write_all(&joined).await;
+                if joined.capacity() > MAX_BATCH * 2 {
+                    joined = Vec::new();
                 }
                 r
             }
@@ -197,8 +196,9 @@ async fn run_writer(mut stdin: ChildStdin, mut outgoing: mpsc::Receiver<Vec<u8>>
 
 /// The sending half: serializes on the caller's task and queues the line for the writer task.
 pub struct StdioSender {
-    queue: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    queue: OutboundQueue<Vec<u8>>,
+    /// The writer task: ended by `close` within the grace, aborted when the sender is dropped.
+    writer: OwnedTask,
     process: Arc<ProcessGroup>,
     grace: Duration,
 }
@@ -230,24 +230,19 @@ impl TransportSender for StdioSender {
             )
         })?;
         line.push(b'\n');
-        let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        match queue {
-            Some(queue) => queue.send(line).await.map_err(|_| self.not_accepting()),
-            None => Err(self.not_accepting()),
-        }
+        self.queue
+            .send(line)
+            .await
+            .map_err(|_| self.not_accepting())
     }
 
     async fn close(&self) -> Result<(), TransportError> {
         self.process.mark_closing();
-        // Closing the queue lets the writer flush what is queued, then close stdin (EOF).
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(mut writer) = writer {
-            if tokio::time::timeout(self.grace, &mut writer).await.is_err() {
-                // The child is not reading: stop writing; the signals below end it.
-                writer.abort();
-            }
-        }
+        // Closing the queue lets the writer flush what is queued, then close stdin (EOF). A
+        // child that is not reading does not hold us: the writer is stopped after the grace,
+        // and the signals below end the child.
+        self.queue.close();
+        self.writer.finish(self.grace).await;
         let status = self.process.shutdown(self.grace).await;
         tracing::debug!(
             server = %self.process.name,
@@ -259,19 +254,6 @@ impl TransportSender for StdioSender {
 
     fn capabilities(&self) -> TransportCapabilities {
         TransportCapabilities::new("pipe")
-    }
-}
-
-impl Drop for StdioSender {
-    fn drop(&mut self) {
-        if let Some(writer) = self
-            .writer
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            writer.abort();
-        }
     }
 }
 

@@ -9,7 +9,8 @@
 //! - [`WebSocketServerConfig`]: URL (`ws://`, `wss://`), headers, credentials, limits,
 //!   keepalive.
 //! - [`WebSocketTransport`]: the [`mcp_core::Transport`]; [`WebSocketSender`] queues text
-//!   frames for the writer task, [`WebSocketReceiver`] yields what the reader task read.
+//!   frames on the outbound queue (mcp-wire's) for the writer task, [`WebSocketReceiver`]
+//!   yields what the reader task read.
 //! - [`WebSocketConnector`]: a new WebSocket per connection, for pools, supervisors and the
 //!   facade's registry of transports (`type: "ws"`, `"websocket"`, or a `ws://` / `wss://`
 //!   URL).

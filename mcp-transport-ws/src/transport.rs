@@ -1,18 +1,18 @@
 //! [`WebSocketTransport`]: the two halves over one WebSocket, and the connection they own (a
 //! reader task and a writer task, ended on `close` or when both halves are dropped).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use mcp_core::sync::lock;
 use mcp_core::{
     Message, Transport, TransportCapabilities, TransportError, TransportErrorKind,
     TransportReceiver, TransportSender,
 };
+use mcp_wire::outbound::{self, OutboundQueue};
+use mcp_wire::OwnedTask;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio_rustls::rustls::ClientConfig;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
@@ -25,7 +25,10 @@ use crate::writer::Writer;
 
 /// Messages read ahead of the session.
 const INBOUND_QUEUE: usize = 32;
-/// Requests from the reader to the writer (pings, one close frame).
+/// Requests from the reader to the writer (pings, one close frame). A channel of their own,
+/// not the outbound queue: they must overtake the messages queued there (a ping behind a full
+/// queue would come too late, a close frame must not wait for room), and the reader must
+/// never wait on the session's sends.
 const CONTROL_QUEUE: usize = 4;
 
 /// An MCP server reached over one WebSocket (subprotocol `mcp`; one JSON-RPC message per text
@@ -88,10 +91,10 @@ impl WebSocketTransport {
     ) -> WebSocketTransport {
         let state = Arc::new(ConnectionState::new(display));
         let (sink, stream) = socket.split();
-        let (queue, outgoing) = mpsc::channel(config.outgoing_queue.max(1));
+        let (queue, outgoing) = outbound::channel(config.outgoing_queue);
         let (inbound_tx, inbound) = mpsc::channel(INBOUND_QUEUE);
         let (control_tx, control) = mpsc::channel(CONTROL_QUEUE);
-        let writer = tokio::spawn(
+        let writer = OwnedTask::spawn(
             Writer {
                 sink,
                 queue: outgoing,
@@ -101,7 +104,7 @@ impl WebSocketTransport {
             }
             .run(),
         );
-        let reader = tokio::spawn(
+        let reader = OwnedTask::spawn(
             Reader {
                 stream,
                 inbound: inbound_tx,
@@ -115,13 +118,13 @@ impl WebSocketTransport {
         );
         let connection = Arc::new(Connection {
             state,
-            reader: Mutex::new(Some(reader)),
-            writer: Mutex::new(Some(writer)),
+            reader,
+            writer,
             close_timeout: config.close_timeout,
         });
         WebSocketTransport {
             sender: WebSocketSender {
-                queue: Mutex::new(Some(queue)),
+                queue,
                 max_message_size: config.max_message_size,
                 connection: connection.clone(),
                 close_lock: tokio::sync::Mutex::new(()),
@@ -155,46 +158,15 @@ impl std::fmt::Debug for WebSocketTransport {
 /// What both halves own: the reader and writer tasks, aborted when the last half is dropped.
 struct Connection {
     state: Arc<ConnectionState>,
-    reader: Mutex<Option<JoinHandle<()>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    reader: OwnedTask,
+    writer: OwnedTask,
     close_timeout: Duration,
-}
-
-impl Connection {
-    /// Waits up to the close grace for the task in `slot` to end, then aborts it (also when
-    /// this wait is itself cancelled).
-    async fn finish(&self, slot: &Mutex<Option<JoinHandle<()>>>) {
-        let Some(task) = lock(slot).take() else {
-            return;
-        };
-        let mut task = AbortOnDrop(task);
-        let _ = tokio::time::timeout(self.close_timeout, &mut task.0).await;
-    }
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        for slot in [&self.reader, &self.writer] {
-            if let Some(task) = lock(slot).take() {
-                task.abort();
-            }
-        }
-    }
-}
-
-/// A task that is aborted when its handle is dropped.
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// The sending half: serializes on the caller's task and queues the text frame for the writer
 /// task; `send` returns once it is queued.
 pub struct WebSocketSender {
-    queue: Mutex<Option<mpsc::Sender<Utf8Bytes>>>,
+    queue: OutboundQueue<Utf8Bytes>,
     /// The configured cap, which the server enforces too: a larger message would make it
     /// close the connection (1009) and fail every call in flight.
     max_message_size: usize,
@@ -240,11 +212,10 @@ impl TransportSender for WebSocketSender {
                 format!("could not encode the message as text: {e}"),
             )
         })?;
-        let queue = lock(&self.queue).clone();
-        match queue {
-            Some(queue) => queue.send(text).await.map_err(|_| self.not_accepting()),
-            None => Err(self.not_accepting()),
-        }
+        self.queue
+            .send(text)
+            .await
+            .map_err(|_| self.not_accepting())
     }
 
     /// Stops accepting sends, lets the writer send what is queued and a close frame 1000
@@ -254,9 +225,9 @@ impl TransportSender for WebSocketSender {
         let _one_at_a_time = self.close_lock.lock().await;
         let connection = &self.connection;
         connection.state.mark_closing();
-        lock(&self.queue).take();
-        connection.finish(&connection.writer).await;
-        connection.finish(&connection.reader).await;
+        self.queue.close();
+        connection.writer.finish(connection.close_timeout).await;
+        connection.reader.finish(connection.close_timeout).await;
         Ok(())
     }
 

@@ -1,14 +1,16 @@
-//! The writer task: the one owner of the socket's sending half. It writes queued messages
-//! (whatever is queued goes out as one flush), pings when the reader asks, and ends the
-//! connection with a close frame: 1000 when the client closes (the queue is closed, after
+//! The writer task: the one owner of the socket's sending half. It writes the messages of the
+//! outbound queue (whatever is queued goes out as one flush), pings when the reader asks, and
+//! ends the connection with a close frame: 1000 when the client closes (the queue ends, after
 //! everything queued before was written), or the reader's frame (1003, 1009, …) when the
-//! connection failed.
+//! connection failed. The reader's requests come on a channel of their own, read first and
+//! also while a batch is being written.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::SplitSink;
 use futures_util::SinkExt;
+use mcp_wire::{OutboundReceiver, Queued};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Bytes, Error as WsError, Message as WsMessage, Utf8Bytes};
@@ -23,7 +25,7 @@ const MAX_BATCH: usize = 1 << 20;
 /// The writer task's parts.
 pub(crate) struct Writer {
     pub(crate) sink: SplitSink<Socket, WsMessage>,
-    pub(crate) queue: mpsc::Receiver<Utf8Bytes>,
+    pub(crate) queue: OutboundReceiver<Utf8Bytes>,
     pub(crate) control: mpsc::Receiver<Control>,
     pub(crate) state: Arc<ConnectionState>,
     /// How long the close frame may take to go out.
@@ -77,7 +79,8 @@ impl Writer {
     ) -> Result<Result<(), WsError>, Interrupted> {
         let mut ping_wanted = false;
         let written = {
-            let write = write_batch(&mut self.sink, &mut self.queue, first);
+            let queued = self.queue.queued_behind(&first, MAX_BATCH);
+            let write = write_batch(&mut self.sink, first, queued);
             interruptible(write, &mut self.control, &mut ping_wanted).await
         };
         match written {
@@ -138,21 +141,15 @@ where
     }
 }
 
+/// One text frame per message of the batch, then one flush.
 async fn write_batch(
     sink: &mut SplitSink<Socket, WsMessage>,
-    queue: &mut mpsc::Receiver<Utf8Bytes>,
     first: Utf8Bytes,
+    queued: Queued<'_, Utf8Bytes>,
 ) -> Result<(), WsError> {
-    let mut bytes = first.len();
     sink.feed(WsMessage::Text(first)).await?;
-    while bytes < MAX_BATCH {
-        match queue.try_recv() {
-            Ok(text) => {
-                bytes += text.len();
-                sink.feed(WsMessage::Text(text)).await?;
-            }
-            Err(_) => break,
-        }
+    for text in queued {
+        sink.feed(WsMessage::Text(text)).await?;
     }
     sink.flush().await
 }

@@ -17,13 +17,21 @@
 //! - [`oversized`]: what a transport keeps of a message over its cap ([`OversizedMessage`]: size,
 //!   first and last KiB, the request id found there) and the error of one it will not send
 //!   ([`unsent_oversized`]).
+//! - [`outbound`]: the one outbound queue of the stream transports (stdio, WebSocket, gRPC):
+//!   bounded, so `send` waits for room under the request's deadline; closed once, without
+//!   waiting, with what was queued still delivered; drained by the writer in batches
+//!   ([`OutboundQueue`], [`OutboundReceiver`]).
+//! - [`task`]: the owner of a transport's spawned task, which ends it within a grace on close
+//!   and at once when dropped ([`OwnedTask`]).
 
 #![warn(missing_docs)]
 
 pub mod auth;
 pub mod broken;
+pub mod outbound;
 pub mod oversized;
 pub mod redact;
+pub mod task;
 
 pub use auth::{
     AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
@@ -33,4 +41,6 @@ pub use broken::{
     classify_broken_message, id_of_broken_request, message_error_text, request_id_in_prefix,
     request_id_of, BrokenMessage,
 };
+pub use outbound::{OutboundClosed, OutboundQueue, OutboundReceiver, Queued};
 pub use oversized::{unsent_oversized, OversizedMessage};
+pub use task::OwnedTask;

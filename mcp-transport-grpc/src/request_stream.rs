@@ -1,6 +1,7 @@
-//! [`Outbound`]: the client's side of the call — the queue `send` fills, read by tonic as the
-//! request stream. Until the server accepts the call it keeps a copy of what it sent, so that
-//! a call refused for its credentials can be made again with new ones and the same messages.
+//! [`RequestStream`]: the client's side of the call — the outbound queue `send` fills, read by
+//! tonic as the request stream. Until the server accepts the call it keeps a copy of what it
+//! sent, so that a call refused for its credentials can be made again with new ones and the
+//! same messages.
 //! No response headers do not prove the server handled none of them (grpc-js and grpc-go send
 //! headers with their first message; a handler may read a `tools/call`, then refuse it for its
 //! scope), so a call is made again only when every message it sent is safe to send twice
@@ -14,7 +15,7 @@ use std::task::{Context, Poll};
 use mcp_core::sync::lock;
 use mcp_core::types::methods;
 use mcp_core::Message;
-use tokio::sync::mpsc;
+use mcp_wire::OutboundReceiver;
 use tokio_stream::Stream;
 
 use crate::proto::JsonRpcLine;
@@ -61,12 +62,12 @@ pub(crate) fn safe_to_resend(message: &Message) -> bool {
 
 /// The queue of one connection's outgoing lines, across the attempts of its call.
 #[derive(Clone)]
-pub(crate) struct Outbound {
+pub(crate) struct RequestStream {
     state: Arc<Mutex<State>>,
 }
 
 struct State {
-    queue: mpsc::Receiver<Outgoing>,
+    queue: OutboundReceiver<Outgoing>,
     /// Which attempt of the call may read; streams of earlier attempts read nothing more.
     attempt: u32,
     /// Lines the current attempt sends before reading the queue again (a retried call's).
@@ -79,10 +80,10 @@ struct State {
     budget: usize,
 }
 
-impl Outbound {
+impl RequestStream {
     /// Reads `queue`; keeps at most `budget` bytes of copies for a retry.
-    pub(crate) fn new(queue: mpsc::Receiver<Outgoing>, budget: usize) -> Outbound {
-        Outbound {
+    pub(crate) fn new(queue: OutboundReceiver<Outgoing>, budget: usize) -> RequestStream {
+        RequestStream {
             state: Arc::new(Mutex::new(State {
                 queue,
                 attempt: 0,
@@ -231,9 +232,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_not_safe_to_resend_gives_up_the_retry() {
-        let (tx, rx) = mpsc::channel(8);
-        let outbound = Outbound::new(rx, 1024);
-        let mut stream = outbound.stream();
+        let (tx, rx) = mcp_wire::outbound::channel(8);
+        let requests = RequestStream::new(rx, 1024);
+        let mut stream = requests.stream();
         tx.send(line("read")).await.unwrap();
         tx.send(Outgoing {
             replayable: false,
@@ -242,24 +243,24 @@ mod tests {
         .await
         .unwrap();
         stream.next().await.unwrap();
-        assert!(outbound.can_retry());
+        assert!(requests.can_retry());
         stream.next().await.unwrap();
-        assert!(!outbound.can_retry());
-        assert!(!outbound.retry());
+        assert!(!requests.can_retry());
+        assert!(!requests.retry());
     }
 
     #[tokio::test]
     async fn a_retry_sends_again_what_the_refused_attempt_sent_then_the_rest() {
-        let (tx, rx) = mpsc::channel(8);
-        let outbound = Outbound::new(rx, 1024);
-        let mut first = outbound.stream();
+        let (tx, rx) = mcp_wire::outbound::channel(8);
+        let requests = RequestStream::new(rx, 1024);
+        let mut first = requests.stream();
         tx.send(line("a")).await.unwrap();
         tx.send(line("b")).await.unwrap();
         assert_eq!(first.next().await.unwrap().line, "a");
         assert_eq!(first.next().await.unwrap().line, "b");
-        assert!(outbound.can_retry());
-        assert!(outbound.retry());
-        let mut second = outbound.stream();
+        assert!(requests.can_retry());
+        assert!(requests.retry());
+        let mut second = requests.stream();
         // The refused attempt's stream reads nothing more.
         assert!(first.next().await.is_none());
         tx.send(line("c")).await.unwrap();
@@ -272,33 +273,33 @@ mod tests {
         .map(|l| l.line)
         .collect();
         assert_eq!(seen, ["a", "b", "c"]);
-        outbound.accepted();
-        assert!(!outbound.can_retry());
-        assert!(!outbound.retry());
+        requests.accepted();
+        assert!(!requests.can_retry());
+        assert!(!requests.retry());
         drop(tx);
         assert!(second.next().await.is_none(), "the queue's end half-closes");
     }
 
     #[tokio::test]
     async fn copies_over_the_budget_give_up_the_retry() {
-        let (tx, rx) = mpsc::channel(8);
-        let outbound = Outbound::new(rx, 4);
-        let mut stream = outbound.stream();
+        let (tx, rx) = mcp_wire::outbound::channel(8);
+        let requests = RequestStream::new(rx, 4);
+        let mut stream = requests.stream();
         tx.send(line("abc")).await.unwrap();
         tx.send(line("de")).await.unwrap();
         stream.next().await.unwrap();
-        assert!(outbound.can_retry());
+        assert!(requests.can_retry());
         stream.next().await.unwrap();
-        assert!(!outbound.can_retry());
+        assert!(!requests.can_retry());
     }
 
     #[tokio::test]
-    async fn a_closed_outbound_refuses_sends_but_delivers_what_was_queued() {
-        let (tx, rx) = mpsc::channel(8);
-        let outbound = Outbound::new(rx, 1024);
-        let mut stream = outbound.stream();
+    async fn a_closed_request_stream_refuses_sends_but_delivers_what_was_queued() {
+        let (tx, rx) = mcp_wire::outbound::channel(8);
+        let requests = RequestStream::new(rx, 1024);
+        let mut stream = requests.stream();
         tx.send(line("queued")).await.unwrap();
-        outbound.close();
+        requests.close();
         assert!(tx.send(line("late")).await.is_err());
         assert_eq!(stream.next().await.unwrap().line, "queued");
         assert!(stream.next().await.is_none());
