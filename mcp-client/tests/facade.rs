@@ -857,22 +857,18 @@ async fn a_tool_call_run_as_a_task_is_followed_by_the_stack() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     // The fixture numbers its tasks; the cancellation goes out from the follower's own task.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let status = service
+    mcp_testkit::wait::until_async("task-3 is cancelled", DEADLINE, || async {
+        match service
             .get_task("task-3", RequestOptions::new())
             .await
             .unwrap()
-            .status;
-        if status == TaskStatus::Cancelled {
-            break;
+            .status
+        {
+            TaskStatus::Cancelled => Ok(()),
+            status => Err(format!("task-3 is still {status}")),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "task-3 is still {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     client.shutdown().await;
 }
 

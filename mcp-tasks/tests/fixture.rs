@@ -222,20 +222,22 @@ async fn a_task_past_the_calls_deadline_is_cancelled() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert!(err.message().contains("task-1"), "{err}");
-    // The fixture numbers its tasks; the cancellation is queued, so look until it arrived.
-    let mut status = TaskStatus::Working;
-    for _ in 0..100 {
-        status = session
+    // The fixture numbers its tasks; the cancellation is queued: wait until it arrived.
+    let status = || async {
+        session
             .get_task("task-1", RequestOptions::new())
             .await
             .unwrap()
-            .status;
-        if status != TaskStatus::Working {
-            break;
+            .status
+    };
+    mcp_testkit::wait::until_async("task-1 stops working", DEADLINE, || async {
+        match status().await {
+            TaskStatus::Working => Err("task-1 is still working".to_owned()),
+            _ => Ok(()),
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(status, TaskStatus::Cancelled);
+    })
+    .await;
+    assert_eq!(status().await, TaskStatus::Cancelled);
     session.inner().close().await;
 }
 
