@@ -1,4 +1,4 @@
-//! `WWW-Authenticate` challenges (mcp-auth `discovery.rs`): the `Bearer` and `DPoP` schemes,
+//! `WWW-Authenticate` challenges (mcp-auth `metadata.rs`): the `Bearer` and `DPoP` schemes,
 //! their auth-params (tokens and quoted strings with escapes), other schemes skipped. What is
 //! read never holds more text than the header had, and the scope and algorithm lists are
 //! words.

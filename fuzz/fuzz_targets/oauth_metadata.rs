@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_auth::discovery::{
+use mcp_auth::metadata::{
     canonical_resource, resource_matches, server_metadata_urls, AuthorizationServerMetadata,
     ProtectedResourceMetadata,
 };

@@ -25,9 +25,9 @@ use tracing::debug;
 
 use crate::config::DpopMode;
 use crate::credentials::{unix_now, TokenSet, TokenType};
-use crate::discovery::AuthMetadata;
 use crate::error::AuthError;
 use crate::jwt::random_id;
+use crate::metadata::AuthMetadata;
 use crate::secret::Secret;
 
 /// The one signing algorithm used for proofs.
@@ -351,14 +351,14 @@ mod tests {
         let list = |algs: &[&str]| algs.iter().map(|a| a.to_string()).collect::<Vec<_>>();
         AuthMetadata {
             server_url: Url::parse("https://mcp.example.com/mcp").unwrap(),
-            resource: Some(crate::discovery::ProtectedResourceMetadata {
+            resource: Some(crate::metadata::ProtectedResourceMetadata {
                 resource: "https://mcp.example.com/mcp".into(),
                 authorization_servers: vec!["https://as.example.com".into()],
                 scopes_supported: None,
                 dpop_signing_alg_values_supported: prm_algs.map(list),
                 dpop_bound_access_tokens_required: required.then_some(true),
             }),
-            authorization_server: crate::discovery::AuthorizationServerMetadata {
+            authorization_server: crate::metadata::AuthorizationServerMetadata {
                 issuer: "https://as.example.com".into(),
                 dpop_signing_alg_values_supported: server_algs.map(list),
                 ..Default::default()

@@ -37,8 +37,8 @@ pub enum AuthError {
         origin: String,
     },
     /// Metadata could not be found or read.
-    #[error("OAuth discovery failed: {0}")]
-    Discovery(String),
+    #[error("could not get the OAuth metadata: {0}")]
+    Metadata(String),
     /// The protected resource metadata names another resource than the server.
     #[error("the protected resource metadata is for {advertised}, not for the server {server}; refusing to authorize")]
     ResourceMismatch {

@@ -36,7 +36,7 @@ pub fn check_url(url: &Url) -> Result<(), AuthError> {
 /// Parses `text` as a URL and applies [`check_url`]; `what` names it in errors.
 pub fn parse_url(text: &str, what: &str) -> Result<Url, AuthError> {
     let url = Url::parse(text).map_err(|e| {
-        AuthError::Discovery(format!("{what} {:?} is not a URL: {e}", redact_url(text)))
+        AuthError::Metadata(format!("{what} {:?} is not a URL: {e}", redact_url(text)))
     })?;
     check_url(&url)?;
     Ok(url)
@@ -76,7 +76,7 @@ impl Fetched {
     /// The body as JSON of type `T`; `what` names it in errors.
     pub fn json<T: DeserializeOwned>(&self, what: &str, url: &Url) -> Result<T, AuthError> {
         serde_json::from_slice(&self.body).map_err(|e| {
-            AuthError::Discovery(format!(
+            AuthError::Metadata(format!(
                 "{what} at {} is not valid: {e}",
                 redact_url(url.as_str())
             ))

@@ -1,8 +1,8 @@
 //! OAuth 2.1 for MCP clients (the 2025-11-25 authorization specification and its extensions).
 //!
-//! - [`discovery`] — the `WWW-Authenticate` challenge, protected resource metadata (RFC 9728)
+//! - [`metadata`] — the `WWW-Authenticate` challenge, protected resource metadata (RFC 9728)
 //!   and authorization server metadata (RFC 8414 / OpenID), with the 2025-03-26 fallbacks.
-//! - [`client`] — [`OAuthClient`], the seed's interface for one server: discover, initiate an
+//! - [`client`] — [`OAuthClient`], the seed's interface for one server: fetch the authorization metadata, initiate an
 //!   authorization (PKCE S256), exchange the code, refresh, get a valid token; client identity
 //!   (pre-registered → client ID metadata document → dynamic registration); machine grants
 //!   (client credentials, `private_key_jwt`, cross-app access); revocation.
@@ -28,12 +28,12 @@ pub mod address_policy;
 pub mod client;
 pub mod config;
 pub mod credentials;
-pub mod discovery;
 pub mod dpop;
 pub mod error;
 pub mod http;
 pub mod jwt;
 pub mod login;
+pub mod metadata;
 pub mod provider;
 pub mod secret;
 pub mod store;
@@ -42,10 +42,10 @@ mod token_http;
 pub use client::{AuthorizationRequest, Callback, OAuthClient};
 pub use config::{CrossAppAccess, DpopMode, Grant, OAuthConfig};
 pub use credentials::{ClientIdentity, StoredCredentials, TokenEndpointAuth, TokenSet, TokenType};
-pub use discovery::{AuthMetadata, ResourceChallenge};
 pub use dpop::DpopKey;
 pub use error::AuthError;
 pub use login::{AutoApprove, LoopbackLogin, Presenter};
+pub use metadata::{AuthMetadata, ResourceChallenge};
 pub use provider::{Authorizer, OAuthProvider};
 pub use secret::Secret;
 pub use store::{

@@ -17,9 +17,9 @@ use tracing::{debug, warn};
 
 use crate::client::OAuthClient;
 use crate::credentials::TokenSet;
-use crate::discovery::ResourceChallenge;
 use crate::dpop::{NonceFrom, INVALID_DPOP_PROOF};
 use crate::error::AuthError;
+use crate::metadata::ResourceChallenge;
 
 /// After a failed background refresh, the next attempt waits this long (requests in the
 /// meantime still refresh on demand).
@@ -149,11 +149,11 @@ impl OAuthProvider {
         if self.client.tokens().await?.is_some() {
             // Rare (tokens are refreshed ahead of expiry): a few metadata fetches. If they
             // fail, the metadata known so far still serves the refresh.
-            if let Err(e) = self.client.rediscover(Some(&parsed)).await {
+            if let Err(e) = self.client.refetch_auth_metadata(Some(&parsed)).await {
                 debug!(%server, "discovering again after a refused token failed: {e}");
             }
         } else {
-            self.client.discover_auth_metadata(Some(&parsed)).await?;
+            self.client.auth_metadata(Some(&parsed)).await?;
         }
         if self.client.tokens().await?.is_some() {
             match self.client.refresh_access_token().await {
@@ -171,7 +171,7 @@ impl OAuthProvider {
     /// New tokens by the machine grant or the authorizer.
     async fn obtain_new(&self) -> Result<TokenSet, AuthError> {
         if self.client.is_machine() {
-            return self.client.renew_machine_tokens().await;
+            return self.client.refresh_machine_tokens().await;
         }
         match &self.authorizer {
             Some(authorizer) => authorizer.authorize(&self.client).await,

@@ -649,10 +649,7 @@ async fn an_issuer_mismatch_stops_discovery() {
     })
     .await;
     let client = client_with(config(&fixture), &Arc::new(MemoryStore::new()));
-    let e = client
-        .discover_auth_metadata(None)
-        .await
-        .expect_err("mismatch");
+    let e = client.auth_metadata(None).await.expect_err("mismatch");
     match &e {
         AuthError::IssuerMismatch {
             expected, found, ..
@@ -678,10 +675,7 @@ async fn a_resource_mismatch_stops_discovery() {
     })
     .await;
     let client = client_with(config(&fixture), &Arc::new(MemoryStore::new()));
-    let e = client
-        .discover_auth_metadata(None)
-        .await
-        .expect_err("mismatch");
+    let e = client.auth_metadata(None).await.expect_err("mismatch");
     match &e {
         AuthError::ResourceMismatch { advertised, server } => {
             assert_eq!(advertised, "https://evil.example.com/mcp");
@@ -761,7 +755,7 @@ async fn metadata_urls_on_plain_http_elsewhere_are_refused() {
     )
     .expect("a Bearer challenge");
     let e = client
-        .discover_auth_metadata(Some(&challenge))
+        .auth_metadata(Some(&challenge))
         .await
         .expect_err("insecure");
     match &e {

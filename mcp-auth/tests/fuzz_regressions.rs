@@ -1,7 +1,7 @@
 //! Inputs the `oauth_metadata` fuzz target of `fuzz/` found, kept as tests of the behaviour
 //! they broke.
 
-use mcp_auth::discovery::server_metadata_urls;
+use mcp_auth::metadata::server_metadata_urls;
 use url::Url;
 
 /// An issuer whose path starts with `//` made the OpenID Connect form

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use mcp_auth::address_policy::{
     AddressGuard, AddressPolicy, HostResolver, ProxyRoutes, SystemResolver,
 };
-use mcp_auth::discovery::discover;
 use mcp_auth::http::AuthHttp;
+use mcp_auth::metadata::fetch_metadata;
 use mcp_auth::{AuthError, Authorizer, AutoApprove, MemoryStore, OAuthConfig, ResourceChallenge};
 use mcp_testkit::OAuthOptions;
 use serde_json::json;
@@ -248,7 +248,7 @@ async fn an_allowed_resource_metadata_origin_is_followed_and_the_login_completes
         resource_metadata: Some(format!("{}{PRM_PATH}", elsewhere.origin)),
         ..ResourceChallenge::default()
     };
-    let metadata = within("discovery", client.discover_auth_metadata(Some(&challenge)))
+    let metadata = within("discovery", client.auth_metadata(Some(&challenge)))
         .await
         .expect("discovery through an allowed origin");
     assert_eq!(
@@ -324,7 +324,7 @@ async fn a_public_servers_metadata_naming_internal_authorization_servers_is_refu
         let config = config_for(&format!("{}/mcp", server.origin));
         let http = public_server_http(&config);
         let started = Instant::now();
-        let error = within("discovery", discover(&http, &config.server_url, None))
+        let error = within("discovery", fetch_metadata(&http, &config.server_url, None))
             .await
             .unwrap_err();
         eprintln!(

@@ -40,7 +40,7 @@ document on stdout for scripts. Errors are one `error:` line and one `hint:` lin
     after_long_help = EXIT_CODES
 )]
 pub struct Cli {
-    /// Configuration file (JSON or .toml); default: discovered, else the built-in fixture
+    /// Configuration file (JSON or .toml); default: the first of .mcp.json, ~/.config/mcph/config.{json,toml}, else the built-in fixture
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
@@ -154,7 +154,7 @@ Examples: mcph call fixture__add --arg a=2 --arg b=40\n\
     #[command(
         after_long_help = "mcph subscribes to the resource (resources/subscribe), prints it, and on every\n\
 notifications/resources/updated reads it again and prints it with the time since the start,\n\
-until Ctrl-C or --count updates. The subscription is renewed if the server restarts.\n\
+until Ctrl-C or --count updates. It subscribes again if the server restarts.\n\
 With --json: one JSON object per line ({\"uri\", \"server\", \"update\", \"contents\"}).\n\n\
 Example: mcph watch fixture://counter"
     )]

@@ -1,4 +1,4 @@
-//! Which configuration a command runs with: `--config PATH`, a discovered file, or the
+//! Which configuration a command runs with: `--config PATH`, a default file found, or the
 //! embedded default (one stdio server, `fixture`, that runs this executable as the fixture MCP
 //! server).
 
@@ -20,20 +20,20 @@ pub const EMBEDDED_SERVER: &str = "fixture";
 pub enum Source {
     /// `--config PATH`.
     Explicit(PathBuf),
-    /// Found by [`config::discover`].
+    /// Found by [`config::load_default`].
     Discovered(PathBuf),
     /// Nothing found: the built-in fixture server.
     Embedded,
 }
 
-/// Resolves the configuration: `--config` (must exist), else discovery from `cwd`, else the
+/// Resolves the configuration: `--config` (must exist), else the default file found from `cwd`, else the
 /// embedded default.
 pub fn resolve(explicit: Option<&Path>, cwd: &Path) -> Result<(ClientConfig, Source), CliError> {
     if let Some(path) = explicit {
         let config = config::load(path)?;
         return Ok((config, Source::Explicit(path.to_path_buf())));
     }
-    if let Some(config) = config::discover(cwd)? {
+    if let Some(config) = config::load_default(cwd)? {
         let path = config.source.clone().unwrap_or_default();
         return Ok((config, Source::Discovered(path)));
     }

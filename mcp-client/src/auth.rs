@@ -249,7 +249,7 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
 /// configured names for one server share its tokens and two servers never do.
 pub fn store_key(url: &str) -> StoreKey {
     let canonical = url::Url::parse(url)
-        .map(|u| mcp_auth::discovery::canonical_resource(&u))
+        .map(|u| mcp_auth::metadata::canonical_resource(&u))
         .unwrap_or_else(|_| url.to_owned());
     StoreKey::new(canonical, STORE_ACCOUNT)
 }

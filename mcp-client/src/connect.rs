@@ -1,7 +1,7 @@
 //! Opening sessions to one server over whichever transport its configuration names (found in
 //! the [`TransportRegistry`]).
 //!
-//! [`ServerConnector`] is one server's [`Connector`], used by its supervisor (first connection,
+//! [`ServerConnector`] is one server's [`SessionConnector`], used by its supervisor (first connection,
 //! reconnects, probes) and by its pool (more connections): the transport's connector, then the
 //! session, then the state every new session is brought to.
 
@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mcp_core::types::LoggingLevel;
 use mcp_core::{Error, ErrorKind, McpServiceExt, RequestOptions};
-use mcp_session::{ClientHandler, ClientSession, Connector, SessionConnector, SessionOptions};
+use mcp_session::{
+    ClientHandler, ClientSession, HandshakeConnector, SessionConnector, SessionOptions,
+};
 use mcp_wire::AuthProvider;
 
 use crate::config::{ServerConfig, TransportConfig};
@@ -33,7 +35,7 @@ pub(crate) struct SessionSetup {
 /// How one server's connections are opened.
 enum Opening {
     /// Through one transport connector.
-    Connector(SessionConnector),
+    Handshake(HandshakeConnector),
     /// A stdio server that gets a token in its environment: a connector per connection.
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     WithToken {
@@ -80,13 +82,13 @@ impl ServerConnector {
             },
             None => match registry.transport_connector(&config, provider(&auth)) {
                 Ok(transport) => {
-                    Opening::Connector(SessionConnector::new(transport, handler, options))
+                    Opening::Handshake(HandshakeConnector::new(transport, handler, options))
                 }
                 Err(e) => Opening::Unreachable(e.message().to_owned()),
             },
         };
         let transport_name = match &opening {
-            Opening::Connector(c) => c.transport().transport_name(),
+            Opening::Handshake(c) => c.transport().transport_name(),
             Opening::WithToken { .. } => "pipe",
             Opening::Unreachable(_) => network_transport(&config.transport),
         };
@@ -153,10 +155,10 @@ fn provider(auth: &ServerAuth) -> Option<Arc<dyn AuthProvider>> {
 }
 
 #[async_trait]
-impl Connector for ServerConnector {
+impl SessionConnector for ServerConnector {
     async fn connect(&self) -> Result<ClientSession, Error> {
         let session = match &self.opening {
-            Opening::Connector(connector) => connector.connect().await?,
+            Opening::Handshake(connector) => connector.connect().await?,
             Opening::WithToken {
                 factory,
                 spec,
@@ -174,7 +176,7 @@ impl Connector for ServerConnector {
                     env.insert(variable.clone(), token);
                 }
                 let transport = factory.connector(&spec)?;
-                SessionConnector::new(transport, handler.clone(), options.clone())
+                HandshakeConnector::new(transport, handler.clone(), options.clone())
                     .connect()
                     .await?
             }

@@ -14,7 +14,7 @@
 //!   serves ([`RoutingPolicy`]); sessions pinned to an endpoint, failover and failback
 //!   reported as [`Failover`] events.
 //! - `routing.rs`: which server offers a resource or prompt, from lists kept until they change.
-//! - `resources.rs`: each server's resources — reads, subscriptions renewed on every new
+//! - `resources.rs`: each server's resources — reads, resources resubscribed on every new
 //!   session, and (feature `resources`) [`mcp_resources`]' state machine and cache.
 //! - [`catalog`]: the tool and prompt catalogs and their diffs ([`CatalogChange`], and
 //!   [`ListChange`] for a server's prompts and resources).
@@ -35,7 +35,7 @@
 //!   server over gRPC).
 //! - [`transports`]: where a server is and which transport reaches it — [`TransportRegistry`]
 //!   of [`TransportFactory`]s, the profile's built-ins and a harness's own; `connect.rs` each
-//!   server's [`Connector`](mcp_session::Connector) on top.
+//!   server's [`SessionConnector`](mcp_session::SessionConnector) on top.
 //!
 //! Profiles are cargo features: `minimal` (core + stdio), `professional`, `enterprise`; see
 //! [`PROFILE`].
@@ -67,7 +67,7 @@ pub mod transports;
 pub use auth::OAuthPolicy;
 pub use builder::{McpClientBuilder, SessionOptionsHook, DEFAULT_MAX_CONCURRENT_STARTS};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
-pub use client::{CatalogResource, ClientOptions, Gathered, McpClient, REGION_VARIABLE};
+pub use client::{CatalogResource, ClientOptions, FromAllServers, McpClient, REGION_VARIABLE};
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use handler::ClientNotification;
 pub use llm::{LlmToolFormat, LlmToolList};

@@ -1,4 +1,4 @@
-//! Each server's resources: reads, subscriptions renewed on every new session, and — with the
+//! Each server's resources: reads, resources resubscribed on every new session, and — with the
 //! `resources` feature (`professional` and up) — [`mcp_resources::ResourceManager`]: the
 //! per-URI state machine (UNKNOWN → SUBSCRIBED → CACHED → STALE …), contents cached within
 //! their TTL in a byte-bounded cache, update observers.
@@ -6,7 +6,7 @@
 //! Wiring (the manager owns no task and no session):
 //! - reads go through the server's call stack (timeout, retry, breaker, pool);
 //! - subscriptions go to the supervised session, where the server sends its updates: on every
-//!   new session the supervisor calls [`SubscriptionRenewal::renew`] before the session is ready,
+//!   new session the supervisor calls [`Resubscriber::renew`] before the session is ready,
 //!   which hands the manager the new session and its capabilities (cached contents go STALE,
 //!   subscriptions are made again);
 //! - the server's notifications reach the manager through the [`NotificationRelay`] in the
@@ -31,11 +31,11 @@ use crate::config::ServerConfig;
 #[cfg(feature = "resources")]
 pub use mcp_resources::NotificationRelay;
 
-/// What a supervisor renews on every new session before it is ready.
+/// What a supervisor resubscribes on every new session before it is ready.
 #[async_trait]
-pub(crate) trait SubscriptionRenewal: Send + Sync {
+pub(crate) trait Resubscriber: Send + Sync {
     /// Renews what the previous session had (within `deadline`; failures are logged).
-    async fn renew(&self, session: &ClientSession, deadline: Instant);
+    async fn resubscribe(&self, session: &ClientSession, deadline: Instant);
 }
 
 /// One server's resources.
@@ -70,7 +70,7 @@ impl ServerResources {
         let manager = {
             let resource_config =
                 mcp_resources::ResourceConfig::default().with_request_timeout(config.tool_timeout);
-            // Subscriptions are offered (or not) by each session: `renew` says.
+            // Subscriptions are offered (or not) by each session: `resubscribe` says.
             let manager = mcp_resources::ResourceManager::new(
                 reads.clone(),
                 &mcp_core::types::ServerCapabilities::default(),
@@ -167,29 +167,29 @@ impl ServerResources {
 }
 
 #[async_trait]
-impl SubscriptionRenewal for ServerResources {
-    async fn renew(&self, session: &ClientSession, deadline: Instant) {
+impl Resubscriber for ServerResources {
+    async fn resubscribe(&self, session: &ClientSession, deadline: Instant) {
         // At most half the time left: a slow server (or many subscriptions) must not cost the
-        // session itself, which still has its tools to list; what is not renewed in time is
+        // session itself, which still has its tools to list; what is not resubscribed in time is
         // logged, and its cached contents are stale anyway.
         let now = Instant::now();
         let deadline = now + deadline.saturating_duration_since(now) / 2;
         #[cfg(feature = "resources")]
         {
-            let renewal = mcp_resources::SessionRenewal::new()
+            let resubscriber = mcp_resources::NewSession::new()
                 .subscription_service(Arc::new(session.clone()))
                 .capabilities(&session.server_info().capabilities);
-            match tokio::time::timeout_at(deadline, self.manager.reconnected(renewal)).await {
+            match tokio::time::timeout_at(deadline, self.manager.reconnected(resubscriber)).await {
                 Ok(Ok(report)) => {
                     for (uri, e) in report.failed {
-                        tracing::warn!(server = %self.server, uri, error = %e, "could not renew a resource subscription");
+                        tracing::warn!(server = %self.server, uri, error = %e, "could not subscribe to a resource again");
                     }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(server = %self.server, error = %e, "could not renew the resource subscriptions")
+                    tracing::warn!(server = %self.server, error = %e, "could not subscribe to the resources again")
                 }
                 Err(_) => {
-                    tracing::warn!(server = %self.server, "renewing the resource subscriptions ran out of time")
+                    tracing::warn!(server = %self.server, "subscribing to the resources again ran out of time")
                 }
             }
         }
@@ -204,7 +204,7 @@ impl SubscriptionRenewal for ServerResources {
                     .with_timeout(self.request_timeout)
                     .with_deadline(deadline);
                 if let Err(e) = session.subscribe_resource(&uri, options).await {
-                    tracing::warn!(server = %self.server, uri, error = %e, "could not renew a resource subscription");
+                    tracing::warn!(server = %self.server, uri, error = %e, "could not subscribe to a resource again");
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! they changed (`notifications/*/list_changed`) or a new session starts.
 
 use mcp_core::{Error, ErrorKind};
-use mcp_resources::Discovery;
+use mcp_resources::ResourceCatalog;
 
 /// How well a server's resources match a URI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub(crate) enum Offer {
 /// How well `discovery` (one server's resources and templates) matches `uri`: listed, an
 /// instance of one of its RFC 6570 templates (mcp-resources' matcher, the same the resource
 /// manager uses), starting as one of them does, or none of these.
-pub(crate) fn offer(discovery: &Discovery, uri: &str) -> Offer {
+pub(crate) fn offer(discovery: &ResourceCatalog, uri: &str) -> Offer {
     if discovery.resource(uri).is_some() {
         Offer::Listed
     } else if discovery.matches_template(uri) {
@@ -97,8 +97,8 @@ mod tests {
             serde_json::from_value(serde_json::json!({"uriTemplate": uri_template, "name": "t"}))
                 .unwrap()
         };
-        let files = Discovery::new(Vec::new(), vec![template("file:///{path}")]);
-        let docs = Discovery::new(Vec::new(), vec![template("file:///docs/{+path}")]);
+        let files = ResourceCatalog::new(Vec::new(), vec![template("file:///{path}")]);
+        let docs = ResourceCatalog::new(Vec::new(), vec![template("file:///docs/{+path}")]);
         // `{path}` cannot produce a `/`: only the template's start claims a nested file.
         assert_eq!(offer(&files, "file:///a/b.txt"), Offer::ByTemplateStart);
         assert_eq!(offer(&files, "file:///b.txt"), Offer::ByTemplate);

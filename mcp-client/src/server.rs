@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::config::ServerConfig;
 use crate::connect::{ServerConnector, SessionSetup};
 use crate::handler::{ClientNotification, FacadeHandler};
-use crate::resources::{ServerResources, SubscriptionRenewal};
+use crate::resources::{Resubscriber, ServerResources};
 use crate::router::{Endpoint, EndpointParts, Failover, Router, RouterParts, RoutingPolicy};
 use crate::stack::{self, ServerStack, StackPolicy};
 use crate::status::{ServerReport, ServerStatus};
@@ -21,7 +21,7 @@ use crate::supervisor::{
     Lists, SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts,
 };
 use crate::transports::TransportRegistry;
-use mcp_resources::Discovery;
+use mcp_resources::ResourceCatalog;
 use mcp_session::{Fetched, ListCache};
 
 /// How long stopping a server waits for the `tasks/cancel` of tasks its follower gave up on
@@ -35,9 +35,9 @@ pub(crate) struct ManagedServer {
     pub(crate) stack: ServerStack,
     transport_name: &'static str,
     pub(crate) prompts: ListCache<Vec<Prompt>>,
-    pub(crate) resource_list: ListCache<Discovery>,
+    pub(crate) resource_list: ListCache<ResourceCatalog>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
-    /// Reads, subscriptions renewed on every new session, and (feature `resources`) the
+    /// Reads, resources resubscribed on every new session, and (feature `resources`) the
     /// resource manager.
     pub(crate) resources: Arc<ServerResources>,
     /// Where this server's calls, caches, sessions and reconnects are counted.
@@ -179,7 +179,7 @@ impl ManagedServer {
         };
         let transport_name = server_connector.transport_name();
         metrics.set_network_transport(transport_name);
-        let connector: Arc<dyn mcp_session::Connector> = Arc::new(server_connector);
+        let connector: Arc<dyn mcp_session::SessionConnector> = Arc::new(server_connector);
         let router = endpoints.map(|endpoints| {
             Router::new(RouterParts {
                 server: config.name.clone(),
@@ -230,8 +230,8 @@ impl ManagedServer {
             #[cfg(feature = "resources")]
             &relay,
         ));
-        let renewal: Arc<dyn SubscriptionRenewal> = resources.clone();
-        supervisor.renew_with(&renewal);
+        let resubscriber: Arc<dyn Resubscriber> = resources.clone();
+        supervisor.resubscribe_with(&resubscriber);
         Arc::new(ManagedServer {
             config,
             resources,
@@ -299,7 +299,7 @@ impl ManagedServer {
 
     /// The resources and templates, kept or fetched through the call stack (a server that
     /// cannot list templates has none).
-    pub(crate) async fn resource_index(&self) -> Result<Fetched<Discovery>, Error> {
+    pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceCatalog>, Error> {
         let service = self.stack.service.clone();
         self.resource_list
             .get_or_fetch(async move {
@@ -316,7 +316,7 @@ impl ManagedServer {
                     }
                     Err(e) => return Err(e),
                 };
-                Ok(Discovery::new(resources, templates))
+                Ok(ResourceCatalog::new(resources, templates))
             })
             .await
     }

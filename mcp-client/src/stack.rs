@@ -278,7 +278,7 @@ pub(crate) fn breakers_for(
 /// connector opens), through its router when it has several endpoints.
 pub(crate) struct Upstream {
     pub(crate) supervisor: Arc<Supervisor>,
-    pub(crate) connector: Arc<dyn mcp_session::Connector>,
+    pub(crate) connector: Arc<dyn mcp_session::SessionConnector>,
     pub(crate) router: Option<Arc<Router>>,
 }
 
@@ -439,7 +439,7 @@ pub(crate) fn wants_pool(config: &ServerConfig, policy: &StackPolicy) -> bool {
 pub(crate) fn pool_for(
     config: &ServerConfig,
     policy: &StackPolicy,
-    connector: Arc<dyn mcp_session::Connector>,
+    connector: Arc<dyn mcp_session::SessionConnector>,
 ) -> Option<mcp_pool::SessionPool> {
     if !wants_pool(config, policy) {
         return None;

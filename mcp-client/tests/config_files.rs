@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_client::config::{
-    discover_with_env, load_with_env, parse_with_env, AddressPolicySetting, BreakerSettings,
+    load_default_with_env, load_with_env, parse_with_env, AddressPolicySetting, BreakerSettings,
     ClientConfig, ConfigError, ConfigErrorKind, DpopSetting, EndpointConfig, HarnessSettings,
     PoolSettings, RetrySettings, ServerConfig, TransportConfig, DEFAULT_FAILBACK_AFTER,
 };
@@ -456,7 +456,7 @@ fn discover_loads_the_first_existing_file() {
     let cwd = sample("vscode_ws");
     // No `.mcp.json` in cwd and no config dir: nothing.
     let none = env_of(&[]);
-    assert_eq!(discover_with_env(&cwd, &none).unwrap(), None);
+    assert_eq!(load_default_with_env(&cwd, &none).unwrap(), None);
     // A config dir whose mcph/config.toml exists (config.json does not).
     let root = std::env::temp_dir().join(format!("mcp-client-config-test-{}", std::process::id()));
     let dir = root.join("mcph");
@@ -468,7 +468,7 @@ fn discover_loads_the_first_existing_file() {
     .unwrap();
     let xdg = root.to_string_lossy().into_owned();
     let env = env_of(&[("XDG_CONFIG_HOME", &xdg)]);
-    let found = discover_with_env(&cwd, &env).unwrap().unwrap();
+    let found = load_default_with_env(&cwd, &env).unwrap().unwrap();
     assert_eq!(names(&found), ["t"]);
     assert_eq!(found.source, Some(dir.join("config.toml")));
     std::fs::remove_dir_all(&root).unwrap();

@@ -6,7 +6,7 @@
 //! inside a region; two close endpoints do not flap over 1,000 calls; killing the active
 //! endpoint during a stream of idempotent and side-effecting calls moves the calls with no
 //! duplicate execution and no call past its deadline; an open breaker moves the calls; failback
-//! waits for the probe period; subscriptions are renewed on the new endpoint; an endpoint with
+//! waits for the probe period; resources are resubscribed on the new endpoint; an endpoint with
 //! another tool list is an ordinary catalog change; the status display and the metrics show the
 //! endpoints.
 

@@ -39,8 +39,8 @@ pub mod version;
 
 pub use error::{Delivery, Error, ErrorKind};
 pub use jsonrpc::{
-    ErrorObject, KeptTyped, Message, Notification, Payload, Request, RequestId, Response,
-    TypedPayload,
+    ErrorObject, Message, Notification, Payload, Request, RequestId, Response, TypedPayload,
+    TypedResult,
 };
 pub use service::{
     is_idempotent_method, Attachments, BoxLayer, BoxService, Identity, Layer, McpService,

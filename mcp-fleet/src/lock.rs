@@ -94,7 +94,7 @@ impl RedisStore {
             match taken {
                 Ok(1) => {
                     return Ok(EntryLock::held(Box::new(RedisLock {
-                        held: Some(Held {
+                        held: Some(TakenLock {
                             connection: self.connection.clone(),
                             lock_key,
                             token,
@@ -106,7 +106,7 @@ impl RedisStore {
                     // The take may have reached Redis and only its answer been lost: give it
                     // back (it is ours only if it holds our token), briefly, so that other
                     // replicas do not wait out its time-to-live.
-                    let orphan = Held {
+                    let orphan = TakenLock {
                         connection: self.connection.clone(),
                         lock_key: lock_key.clone(),
                         token: token.clone(),
@@ -165,19 +165,19 @@ fn random_token() -> Result<String, StoreError> {
 /// A refresh lock held on Redis.
 struct RedisLock {
     /// `None` once given back.
-    held: Option<Held>,
+    held: Option<TakenLock>,
 }
 
-struct Held {
+struct TakenLock {
     connection: Arc<RedisConnection>,
     lock_key: String,
     token: String,
 }
 
-impl Held {
+impl TakenLock {
     /// Deletes the lock if it is still ours; a failure leaves it to its time-to-live.
     async fn give_back(self) {
-        let Held {
+        let TakenLock {
             connection,
             lock_key,
             token,

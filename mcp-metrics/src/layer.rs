@@ -38,7 +38,7 @@ use mcp_core::types::methods;
 use mcp_core::{Error, Layer, McpService, Operation, Payload};
 
 use crate::clock::Clock;
-use crate::outcome::Outcome;
+use crate::outcome::CallEnd;
 use crate::registry::Registry;
 use crate::series::OperationSeries;
 use crate::server::ServerMetrics;
@@ -149,7 +149,7 @@ impl Future for Measured<'_> {
         let this = self.get_mut();
         let result = ready!(this.inner.as_mut().poll(cx));
         this.recording
-            .finish(Outcome::of(&result, this.recording.tools_call));
+            .finish(CallEnd::of(&result, this.recording.tools_call));
         Poll::Ready(result)
     }
 }
@@ -185,7 +185,7 @@ impl<S: McpService> MetricsService<S> {
             Some(context) => self.inner.call(operation).with_context(context).await,
             None => self.inner.call(operation).await,
         };
-        recording.finish(Outcome::of(&result, tools_call));
+        recording.finish(CallEnd::of(&result, tools_call));
         result
     }
 }
@@ -218,7 +218,7 @@ impl<'a> Recording<'a> {
     }
 
     #[inline]
-    fn finish(&mut self, outcome: Outcome) {
+    fn finish(&mut self, outcome: CallEnd) {
         self.done = true;
         let ended = self.clock.now();
         let elapsed = ended.saturating_sub(self.started);
@@ -233,7 +233,7 @@ impl<'a> Recording<'a> {
 impl Drop for Recording<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.finish(Outcome::Cancelled);
+            self.finish(CallEnd::Cancelled);
         }
     }
 }

@@ -49,7 +49,7 @@ use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue, Value};
 
-use crate::outcome::Outcome;
+use crate::outcome::CallEnd;
 use crate::server::ServerMetrics;
 use crate::MetricsConfig;
 
@@ -379,7 +379,7 @@ impl CallTelemetry<'_> {
         self.context.clone()
     }
 
-    pub(crate) fn finish(mut self, outcome: Outcome, elapsed: Duration) {
+    pub(crate) fn finish(mut self, outcome: CallEnd, elapsed: Duration) {
         let error_type = outcome.error_type();
         if let Some(histogram) = &self.telemetry.operation {
             if let Some(error_type) = error_type {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 /// How one call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum CallEnd {
     /// A result (not a tool error).
     Success,
     /// An error, or a `tools/call` result with `isError: true` ([`ErrorKind::Tool`]).
@@ -24,13 +24,13 @@ pub(crate) enum Outcome {
 #[cfg(any(test, feature = "opentelemetry"))]
 pub(crate) const CANCELLED: &str = "cancelled";
 
-impl Outcome {
+impl CallEnd {
     /// The outcome of a call's result; `tools_call` says whether to look for a tool error.
-    pub(crate) fn of(result: &Result<Payload, Error>, tools_call: bool) -> Outcome {
+    pub(crate) fn of(result: &Result<Payload, Error>, tools_call: bool) -> CallEnd {
         match result {
-            Err(error) => Outcome::Failed(error.kind()),
-            Ok(payload) if tools_call && is_tool_error(payload) => Outcome::Failed(ErrorKind::Tool),
-            Ok(_) => Outcome::Success,
+            Err(error) => CallEnd::Failed(error.kind()),
+            Ok(payload) if tools_call && is_tool_error(payload) => CallEnd::Failed(ErrorKind::Tool),
+            Ok(_) => CallEnd::Success,
         }
     }
 
@@ -38,9 +38,9 @@ impl Outcome {
     #[cfg(any(test, feature = "opentelemetry"))]
     pub(crate) fn error_type(self) -> Option<&'static str> {
         match self {
-            Outcome::Success => None,
-            Outcome::Failed(kind) => Some(kind.as_str()),
-            Outcome::Cancelled => Some(CANCELLED),
+            CallEnd::Success => None,
+            CallEnd::Failed(kind) => Some(kind.as_str()),
+            CallEnd::Cancelled => Some(CANCELLED),
         }
     }
 }
@@ -241,15 +241,15 @@ mod tests {
     fn outcomes_name_their_error_type() {
         let error = Error::timeout("slow");
         assert_eq!(
-            Outcome::of(&Err(error), true),
-            Outcome::Failed(ErrorKind::Timeout)
+            CallEnd::of(&Err(error), true),
+            CallEnd::Failed(ErrorKind::Timeout)
         );
         let failed = raw(r#"{"content":[],"isError":true}"#);
-        let outcome = Outcome::of(&Ok(failed.clone()), true);
+        let outcome = CallEnd::of(&Ok(failed.clone()), true);
         assert_eq!(outcome.error_type(), Some("tool_error"));
         // Only a tools/call result is looked at.
-        assert_eq!(Outcome::of(&Ok(failed), false), Outcome::Success);
-        assert_eq!(Outcome::Success.error_type(), None);
-        assert_eq!(Outcome::Cancelled.error_type(), Some("cancelled"));
+        assert_eq!(CallEnd::of(&Ok(failed), false), CallEnd::Success);
+        assert_eq!(CallEnd::Success.error_type(), None);
+        assert_eq!(CallEnd::Cancelled.error_type(), Some("cancelled"));
     }
 }

@@ -13,7 +13,7 @@ use mcp_core::ErrorKind;
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 
 use crate::latency::{Latency, LatencySummary};
-use crate::outcome::Outcome;
+use crate::outcome::CallEnd;
 use crate::window::RateWindow;
 
 /// The error-type slots: one per [`ErrorKind`], then `_OTHER` for a kind this crate was built
@@ -97,16 +97,16 @@ impl OperationSeries {
     /// call is counted (and in the rate) but its duration is not: it says when the caller
     /// gave up, not how long the server took.
     #[inline]
-    pub(crate) fn record(&self, outcome: Outcome, elapsed_nanos: u64, second: u64) {
+    pub(crate) fn record(&self, outcome: CallEnd, elapsed_nanos: u64, second: u64) {
         let mut counts = lock_counts(&self.counts);
         counts.calls += 1;
         match outcome {
-            Outcome::Success => counts.latency.record_nanos(elapsed_nanos),
-            Outcome::Failed(kind) => {
+            CallEnd::Success => counts.latency.record_nanos(elapsed_nanos),
+            CallEnd::Failed(kind) => {
                 counts.errors[error_slot(kind)] += 1;
                 counts.latency.record_nanos(elapsed_nanos);
             }
-            Outcome::Cancelled => counts.cancelled += 1,
+            CallEnd::Cancelled => counts.cancelled += 1,
         }
         counts.rate.record(second);
     }
@@ -437,9 +437,9 @@ mod tests {
         let table = SeriesTable::new(4, 10, 2);
         for i in 0..1000 {
             let tool = table.get_or_insert("tools/call", Some(&format!("tool{i}")));
-            tool.record(Outcome::Success, 0, 0);
+            tool.record(CallEnd::Success, 0, 0);
             let custom = table.get_or_insert(&format!("custom/{i}"), None);
-            custom.record(Outcome::Success, 0, 0);
+            custom.record(CallEnd::Success, 0, 0);
         }
         let keys: Vec<_> = table
             .all()
@@ -475,7 +475,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let series = table.get_or_insert("tools/call", Some("echo"));
                     for _ in 0..10_000 {
-                        series.record(Outcome::Success, 5_000, 7);
+                        series.record(CallEnd::Success, 5_000, 7);
                     }
                 })
             })

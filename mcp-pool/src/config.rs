@@ -33,7 +33,7 @@ pub struct PoolConfig {
     /// How long a keepalive `ping` may take before the session is considered dead and closed.
     /// Default: 10 s.
     pub ping_timeout: Duration,
-    /// How long opening one session (the [`Connector`](mcp_session::Connector)'s `connect`,
+    /// How long opening one session (the [`SessionConnector`](mcp_session::SessionConnector)'s `connect`,
     /// handshake included) may take. Default: 10 s.
     pub connect_timeout: Duration,
     /// The deadline of a call whose [`RequestOptions`](mcp_core::RequestOptions) set neither

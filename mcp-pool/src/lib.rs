@@ -6,7 +6,7 @@
 //! - [`pool`]: [`SessionPool`] — the shared handle and its [`McpService`](mcp_core::McpService)
 //!   implementation: each call checks one session out, bounded by the call's deadline, and
 //!   returns it when the call ends.
-//! - `manager`: bb8's `ManageConnection` over a [`Connector`](mcp_session::Connector); health
+//! - `manager`: bb8's `ManageConnection` over a [`SessionConnector`](mcp_session::SessionConnector); health
 //!   checks without a round trip; graceful closing of discarded sessions.
 //! - `keepalive`: the task each pooled session owns, which pings it when idle.
 //! - `sizing`: load-sized mode, a target size in front of bb8.
@@ -32,7 +32,7 @@
 //! - A server that needs session affinity *across* calls (state set by one call and read by the
 //!   next) must not be pooled: use one session, or a pool with `max_size` 1.
 //! - The pool is transport-agnostic: it opens sessions through a
-//!   [`Connector`](mcp_session::Connector). The facade does not pool stdio servers by default —
+//!   [`SessionConnector`](mcp_session::SessionConnector). The facade does not pool stdio servers by default —
 //!   each pooled stdio session is a child process.
 //!
 //! # Lifecycle
@@ -77,7 +77,7 @@
 //! # Example
 //!
 //! ```no_run
-//! # async fn run(connector: impl mcp_session::Connector) -> Result<(), mcp_core::Error> {
+//! # async fn run(connector: impl mcp_session::SessionConnector) -> Result<(), mcp_core::Error> {
 //! use mcp_core::{McpServiceExt, RequestOptions};
 //! use mcp_pool::{PoolConfig, SessionPool};
 //!

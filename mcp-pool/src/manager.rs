@@ -1,5 +1,5 @@
 //! The bb8 side: [`SessionManager`] (bb8's `ManageConnection`), which opens sessions through the
-//! [`Connector`], and [`PooledSession`], the connection bb8 holds.
+//! [`SessionConnector`], and [`PooledSession`], the connection bb8 holds.
 //!
 //! - **Opening** is the connector's `connect`, bounded by `connect_timeout` and cut short when
 //!   the pool is closed or dropped. Each new session gets its keepalive task. A failure is
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_core::{Delivery, Error, ErrorKind};
-use mcp_session::{ClientSession, Connector};
+use mcp_session::{ClientSession, SessionConnector};
 use tokio::sync::watch;
 
 use crate::config::PoolConfig;
@@ -115,14 +115,14 @@ pub(crate) fn pool_closed() -> Error {
         .with_delivery(Delivery::NotSent)
 }
 
-/// bb8's `ManageConnection` over a [`Connector`].
+/// bb8's `ManageConnection` over a [`SessionConnector`].
 pub(crate) struct SessionManager {
-    connector: Arc<dyn Connector>,
+    connector: Arc<dyn SessionConnector>,
     shared: Arc<ManagerShared>,
 }
 
 impl SessionManager {
-    pub(crate) fn new(connector: Arc<dyn Connector>, shared: Arc<ManagerShared>) -> Self {
+    pub(crate) fn new(connector: Arc<dyn SessionConnector>, shared: Arc<ManagerShared>) -> Self {
         SessionManager { connector, shared }
     }
 

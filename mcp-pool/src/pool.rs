@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_core::{Delivery, Error, ErrorKind, McpService, Operation, Payload};
-use mcp_session::Connector;
+use mcp_session::SessionConnector;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -43,7 +43,7 @@ pub struct SessionPool {
 
 struct PoolShared {
     manager: Arc<ManagerShared>,
-    connector: Arc<dyn Connector>,
+    connector: Arc<dyn SessionConnector>,
     sizer: Option<Arc<Sizer>>,
     started: OnceLock<Started>,
 }
@@ -88,12 +88,15 @@ fn poll_once<F: Future>(mut future: Pin<&mut F>) -> impl Future<Output = Poll<F:
 impl SessionPool {
     /// A pool of sessions opened by `connector`. Connects nothing yet, and needs no runtime
     /// until the first call.
-    pub fn new<C: Connector>(connector: C, config: PoolConfig) -> SessionPool {
+    pub fn new<C: SessionConnector>(connector: C, config: PoolConfig) -> SessionPool {
         SessionPool::with_shared_connector(Arc::new(connector), config)
     }
 
     /// [`new`](SessionPool::new) with a connector shared with others (e.g. a supervisor).
-    pub fn with_shared_connector(connector: Arc<dyn Connector>, config: PoolConfig) -> SessionPool {
+    pub fn with_shared_connector(
+        connector: Arc<dyn SessionConnector>,
+        config: PoolConfig,
+    ) -> SessionPool {
         let config = config.normalized();
         let sizer = config
             .load_sized

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_pool::{PoolConfig, SessionPool};
-use mcp_session::{connector_fn, ClientSession, Connector, SessionOptions};
+use mcp_session::{session_connector_fn, ClientSession, SessionConnector, SessionOptions};
 use mcp_testkit::http::serve_http;
 use mcp_testkit::ServerOptions;
 use mcp_transport_http::{HttpServerConfig, StreamableHttpTransport};
@@ -20,8 +20,8 @@ use tokio::time::timeout;
 const DEADLINE: Duration = Duration::from_secs(20);
 
 /// A connector to the Streamable HTTP endpoint `url` that counts the sessions it opens.
-fn counting_connector(url: String, opened: Arc<AtomicUsize>) -> impl Connector {
-    connector_fn(move || {
+fn counting_connector(url: String, opened: Arc<AtomicUsize>) -> impl SessionConnector {
+    session_connector_fn(move || {
         let url = url.clone();
         let opened = opened.clone();
         Box::pin(async move {

@@ -21,7 +21,7 @@ use mcp_core::Error;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-type Outcome<T> = Option<Result<T, Error>>;
+type Landed<T> = Option<Result<T, Error>>;
 type Flights<T> = Arc<Mutex<HashMap<String, Flight<T>>>>;
 
 /// Who ran a fetch.
@@ -54,7 +54,7 @@ struct Flight<T> {
     /// Taken with [`lead`](SingleFlight::lead) (or [`lead_when_free`](SingleFlight::lead_when_free)),
     /// to be finished elsewhere; not a [`run`](SingleFlight::run).
     claimed: bool,
-    outcome: watch::Receiver<Outcome<T>>,
+    outcome: watch::Receiver<Landed<T>>,
 }
 
 /// The leader's hold on its flight: leaves the map when dropped (finished or not), before
@@ -63,7 +63,7 @@ pub(crate) struct Leading<T> {
     flights: Flights<T>,
     key: String,
     id: u64,
-    sender: watch::Sender<Outcome<T>>,
+    sender: watch::Sender<Landed<T>>,
 }
 
 impl<T> Leading<T> {
@@ -92,7 +92,7 @@ impl<T> Drop for Leading<T> {
 enum Joined<T> {
     Leader(Leading<T>),
     /// The flight under way, and whether it was claimed.
-    Follower(watch::Receiver<Outcome<T>>, bool),
+    Follower(watch::Receiver<Landed<T>>, bool),
 }
 
 impl<T: Clone> SingleFlight<T> {

@@ -10,8 +10,8 @@
 //!   [`reconnected`](ResourceManager::reconnected) (subscriptions survive a new session),
 //!   [`close`](ResourceManager::close), [`state`](ResourceManager::state),
 //!   [`stats`](ResourceManager::stats) ([`ResourceStats`], `stats.rs`: hits, misses, bytes)
-//!   and [`transitions`](ResourceManager::transitions). [`SessionRenewal`] and
-//!   [`RenewalReport`] (`renewal.rs`) describe a reconnect; [`offers_subscriptions`] reads a
+//!   and [`transitions`](ResourceManager::transitions). [`NewSession`] and
+//!   [`ResubscribeReport`] (`new_session.rs`) describe a reconnect; [`offers_subscriptions`] reads a
 //!   server's capabilities.
 //! - **The state machine** (`state.rs` the names, `table.rs` the rules): [`ResourceState`],
 //!   [`Trigger`], [`Transition`] — below.
@@ -26,8 +26,8 @@
 //!   [`MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT`] at once).
 //! - **Observers** (`observers.rs`): URI → callbacks, removed when their [`UpdateGuard`]
 //!   drops; a panicking callback is caught.
-//! - **Discovery and templates** (`discovery.rs`, `template/`): [`Discovery`] (with
-//!   [`template_for`](Discovery::template_for) → [`TemplateMatch`]) and RFC 6570
+//! - **ResourceCatalog and templates** (`catalog.rs`, `template/`): [`ResourceCatalog`] (with
+//!   [`template_for`](ResourceCatalog::template_for) → [`TemplateMatch`]) and RFC 6570
 //!   [`UriTemplate`]s (parse, [`expand`](UriTemplate::expand); `template/matcher.rs`
 //!   [`matches`](UriTemplate::matches)).
 //! - **Wiring** (`handler.rs`): [`ResourceHandler`], a `ClientHandler` that relays a
@@ -64,7 +64,7 @@
 //! | CACHED | a new session ([`reconnected`](ResourceManager::reconnected)) | STALE ([`Trigger::Reconnected`]) |
 //! | CACHED | the owner's notification stream lagged ([`notifications_missed`](ResourceManager::notifications_missed)) | STALE ([`Trigger::NotificationsMissed`]) |
 //! | CACHED | evicted to stay within [`max_bytes`](ResourceConfig::max_bytes): the content is dropped, the subscription kept | SUBSCRIBED ([`Trigger::Evicted`]); UNKNOWN when not subscribed |
-//! | SUBSCRIBED | a new session on which the subscription could not be renewed | UNKNOWN ([`Trigger::ResubscribeFailed`]) |
+//! | SUBSCRIBED | a new session on which the resource could not be resubscribed | UNKNOWN ([`Trigger::ResubscribeFailed`]) |
 //! | SUBSCRIBED | a read's automatic subscription, the least recently read one past [`max_auto_subscriptions`](ResourceConfig::max_auto_subscriptions) (default 256): `resources/unsubscribe` is sent in the background, each within [`request_timeout`](ResourceConfig::request_timeout) (the read that pushed it out does not wait; a failure is logged and counted in [`evicted_unsubscribes_failed`](ResourceStats::evicted_unsubscribes_failed)) | UNKNOWN ([`Trigger::SubscriptionEvicted`]); CACHED and STALE keep their state and content, fresh by the TTL only, and the next fetch subscribes again — once that unsubscribe is over, so the server never sees it after the new subscribe (a read while it is under way does not wait for it: it reads without subscribing) |
 //! | any | [`unsubscribe`](ResourceManager::unsubscribe) | UNSUBSCRIBED ([`Trigger::Unsubscribe`]) |
 //! | any | [`close`](ResourceManager::close): the session ended | UNSUBSCRIBED ([`Trigger::Closed`]) |
@@ -109,11 +109,11 @@
 
 #![warn(missing_docs)]
 
+mod catalog;
 #[cfg(feature = "manager")]
 mod config;
 #[cfg(feature = "manager")]
 mod content;
-mod discovery;
 #[cfg(feature = "manager")]
 mod error;
 #[cfg(feature = "manager")]
@@ -125,9 +125,9 @@ mod handler;
 #[cfg(feature = "manager")]
 mod manager;
 #[cfg(feature = "manager")]
-mod observers;
+mod new_session;
 #[cfg(feature = "manager")]
-mod renewal;
+mod observers;
 #[cfg(feature = "manager")]
 mod requests;
 #[cfg(feature = "manager")]
@@ -138,9 +138,9 @@ mod stats;
 mod table;
 mod template;
 
+pub use catalog::{ResourceCatalog, TemplateMatch};
 #[cfg(feature = "manager")]
 pub use config::ResourceConfig;
-pub use discovery::{Discovery, TemplateMatch};
 #[cfg(feature = "manager")]
 pub use eviction::MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT;
 #[cfg(feature = "manager")]
@@ -148,9 +148,9 @@ pub use handler::{NotificationRelay, ResourceHandler};
 #[cfg(feature = "manager")]
 pub use manager::{offers_subscriptions, ReadSource, ResourceManager};
 #[cfg(feature = "manager")]
-pub use observers::UpdateGuard;
+pub use new_session::{NewSession, ResubscribeReport};
 #[cfg(feature = "manager")]
-pub use renewal::{RenewalReport, SessionRenewal};
+pub use observers::UpdateGuard;
 #[cfg(feature = "manager")]
 pub use state::{ResourceState, Transition, Trigger};
 #[cfg(feature = "manager")]

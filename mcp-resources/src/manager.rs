@@ -1,5 +1,5 @@
 //! [`ResourceManager`]: one server's resources kept fresh — reads from a bounded cache,
-//! subscriptions made and renewed, updates turned into state changes and observer calls.
+//! subscriptions made and made again, updates turned into state changes and observer calls.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -11,13 +11,13 @@ use mcp_session::{ClientSession, NotificationEvent, NotificationStream, ServerNo
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
+use crate::catalog::{ResourceCatalog, TemplateMatch};
 use crate::config::ResourceConfig;
-use crate::discovery::{Discovery, TemplateMatch};
 use crate::error::{closed, subscriptions_not_offered, waited_too_long};
 use crate::eviction::{Evictions, SubscriptionFlights};
 use crate::flight::{Role, SingleFlight};
+use crate::new_session::{NewSession, ResubscribeReport};
 use crate::observers::{Observers, UpdateGuard};
-use crate::renewal::{RenewalReport, SessionRenewal};
 use crate::requests::bounded;
 use crate::state::{ResourceState, Transition, Trigger};
 use crate::stats::{Counters, ResourceStats};
@@ -90,8 +90,8 @@ pub(crate) struct Inner {
     pub(crate) reads: SingleFlight<Arc<ReadResourceResult>>,
     /// Per URI, one subscribe or eviction unsubscribe at a time.
     pub(crate) subscriptions: Arc<SubscriptionFlights>,
-    pub(crate) listings: SingleFlight<Arc<Discovery>>,
-    pub(crate) listing: ListCache<Discovery>,
+    pub(crate) listings: SingleFlight<Arc<ResourceCatalog>>,
+    pub(crate) listing: ListCache<ResourceCatalog>,
     pub(crate) observers: Arc<Observers>,
     pub(crate) counters: Counters,
     pub(crate) closed_signal: watch::Sender<bool>,
@@ -272,7 +272,7 @@ impl ResourceManager {
     /// and kept until `notifications/resources/list_changed` or a reconnect. Concurrent
     /// callers share one listing; a listing that raced an invalidation is returned but not
     /// kept. A server without `resources/templates/list` (-32601) has no templates.
-    pub async fn discover_resources(&self) -> Result<Arc<Discovery>, Error> {
+    pub async fn discover_resources(&self) -> Result<Arc<ResourceCatalog>, Error> {
         let inner = &self.inner;
         if inner.table.is_closed() {
             return Err(closed("resources/list"));
@@ -404,32 +404,32 @@ impl ResourceManager {
     /// loses its subscription: SUBSCRIBED → UNKNOWN (resubscribe failed); a STALE one stays
     /// STALE and its next read tries again.
     ///
-    /// `renewal` says which services and capabilities changed.
-    pub async fn reconnected(&self, renewal: SessionRenewal) -> Result<RenewalReport, Error> {
+    /// `new_session` says which services and capabilities changed.
+    pub async fn reconnected(&self, new_session: NewSession) -> Result<ResubscribeReport, Error> {
         let inner = &self.inner;
         if inner.table.is_closed() {
             return Err(closed("resources/subscribe"));
         }
         {
             let mut services = lock(&inner.services);
-            if let Some(service) = renewal.read_service {
+            if let Some(service) = new_session.read_service {
                 services.read = service;
             }
-            if let Some(service) = renewal.subscription_service {
+            if let Some(service) = new_session.subscription_service {
                 services.subscription = service;
             }
-            if let Some(capabilities) = &renewal.capabilities {
+            if let Some(capabilities) = &new_session.capabilities {
                 services.can_subscribe = offers_subscriptions(capabilities);
             }
         }
         let services = inner.services();
         inner.listing.invalidate();
-        let renew = inner
+        let to_resubscribe = inner
             .table
-            .renew(services.can_subscribe)
+            .to_resubscribe(services.can_subscribe)
             .map_err(|_| closed("resources/subscribe"))?;
-        let mut report = RenewalReport::default();
-        for (uri, epoch) in renew {
+        let mut report = ResubscribeReport::default();
+        for (uri, epoch) in to_resubscribe {
             let deadline =
                 mcp_core::time::deadline_after(Instant::now(), inner.config.request_timeout);
             let request = services
@@ -438,7 +438,7 @@ impl ResourceManager {
             match bounded(deadline, &uri, "resources/subscribe", request).await {
                 Ok(()) => report.resubscribed.push(uri),
                 Err(e) => {
-                    tracing::warn!(uri, error = %e, "could not renew a resource subscription on the new session");
+                    tracing::warn!(uri, error = %e, "could not resubscribe to a resource on the new session");
                     inner.table.resubscribe_failed(&uri, epoch);
                     report.failed.push((uri, e));
                 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResourceState {
-    /// Never accessed (or forgotten: evicted while not subscribed, a renewal that could not
+    /// Never accessed (or forgotten: evicted while not subscribed, a resubscription that could not
     /// subscribe again). Nothing is held, the server sends no updates.
     Unknown,
     /// The server sends updates for it; no content is held.

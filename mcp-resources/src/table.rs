@@ -30,7 +30,7 @@ use crate::state::{ResourceState, Transition, Trigger};
 /// One tracked URI.
 struct Entry {
     state: ResourceState,
-    /// The server sends updates for it on the current subscription service (or a renewal is
+    /// The server sends updates for it on the current subscription service (or a resubscription is
     /// re-subscribing it).
     subscribed: bool,
     /// The automatic subscription was refused by the server: not tried again until a
@@ -364,7 +364,7 @@ impl StateTable {
     }
 
     /// An automatic subscription evicted (already out of [`Inner::automatic`]): no longer
-    /// subscribed, its subscription reset (a read or renewal under way is not recorded),
+    /// subscribed, its subscription reset (a read or resubscription under way is not recorded),
     /// SUBSCRIBED → UNKNOWN (subscription evicted, forgotten); CACHED and STALE keep their
     /// state, fresh by the TTL only, and a later read that fetches subscribes again.
     fn evict_automatic(&self, inner: &mut Inner, uri: &str) {
@@ -521,13 +521,13 @@ impl StateTable {
     /// A new session: every CACHED URI → STALE (reconnected); the subscribed URIs are
     /// returned with their new epochs, to be subscribed again. When the new session cannot
     /// subscribe, they are no longer subscribed: SUBSCRIBED → UNKNOWN (resubscribe failed).
-    pub(crate) fn renew(&self, can_subscribe: bool) -> Result<Vec<(String, u64)>, Closed> {
+    pub(crate) fn to_resubscribe(&self, can_subscribe: bool) -> Result<Vec<(String, u64)>, Closed> {
         let mut inner = lock(&self.inner);
         if inner.closed {
             return Err(Closed);
         }
         let uris: Vec<String> = inner.entries.keys().cloned().collect();
-        let mut renew = Vec::new();
+        let mut to_resubscribe = Vec::new();
         for uri in uris {
             inner.reset_subscription(&uri);
             let Some(entry) = inner.entries.get_mut(&uri) else {
@@ -542,12 +542,12 @@ impl StateTable {
                 continue;
             }
             if can_subscribe {
-                renew.push((uri, epoch));
+                to_resubscribe.push((uri, epoch));
             } else {
                 self.lose_subscription(&mut inner, &uri, Trigger::ResubscribeFailed);
             }
         }
-        Ok(renew)
+        Ok(to_resubscribe)
     }
 
     /// `uri` is no longer subscribed: SUBSCRIBED → UNKNOWN (`trigger`, forgotten); other

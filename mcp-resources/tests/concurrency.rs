@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use mcp_resources::{ResourceConfig, SessionRenewal};
+use mcp_resources::{NewSession, ResourceConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interleaved_reads_updates_and_reconnects_stay_consistent() {
@@ -29,7 +29,7 @@ async fn interleaved_reads_updates_and_reconnects_stay_consistent() {
                     match round % 10 {
                         0 => resources.handle_notification(&updated(uri)),
                         5 if worker == 0 => {
-                            resources.reconnected(SessionRenewal::new()).await.unwrap();
+                            resources.reconnected(NewSession::new()).await.unwrap();
                         }
                         7 if worker == 1 => resources.unsubscribe(uri).await.unwrap(),
                         _ => {

@@ -1,4 +1,4 @@
-//! Discovery: the listing is fetched once, shared by concurrent callers, kept until a list
+//! ResourceCatalog: the listing is fetched once, shared by concurrent callers, kept until a list
 //! change or a reconnect; templates match URIs and templated URIs read like any other.
 
 mod common;
@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use mcp_resources::{ResourceConfig, SessionRenewal, Trigger};
+use mcp_resources::{NewSession, ResourceConfig, Trigger};
 use mcp_session::ServerNotification;
 use serde_json::json;
 
@@ -93,7 +93,7 @@ async fn a_reconnect_drops_the_listing() {
     let server = listed_server();
     let resources = manager(&server, ResourceConfig::default());
     resources.discover_resources().await.unwrap();
-    resources.reconnected(SessionRenewal::new()).await.unwrap();
+    resources.reconnected(NewSession::new()).await.unwrap();
     resources.discover_resources().await.unwrap();
     assert_eq!(server.count("resources/list"), 2);
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_resources::{
-    NotificationRelay, ResourceConfig, ResourceHandler, ResourceManager, ResourceState,
-    SessionRenewal, Trigger,
+    NewSession, NotificationRelay, ResourceConfig, ResourceHandler, ResourceManager, ResourceState,
+    Trigger,
 };
 use mcp_session::{ClientSession, SessionOptions};
 use mcp_transport_stdio::{StdioServerConfig, StdioTransport};
@@ -66,7 +66,7 @@ async fn the_fixture_counter_stays_fresh_across_updates_and_a_new_session() {
         let _ = sender.send(update.uri.clone());
     });
 
-    // Discovery and templates.
+    // ResourceCatalog and templates.
     let discovery = resources.discover_resources().await.unwrap();
     assert!(discovery.resource(COUNTER).is_some());
     assert!(discovery.resource("fixture://static/hello").is_some());
@@ -88,11 +88,11 @@ async fn the_fixture_counter_stays_fresh_across_updates_and_a_new_session() {
     let stats = resources.stats();
     assert_eq!((stats.hits, stats.fetches, stats.updates), (1, 3, 1));
 
-    // A new session (a second fixture process): the subscriptions are renewed there.
+    // A new session (a second fixture process): the resources are resubscribed there.
     first.close().await;
     let second = connect(&relay).await;
     let report = resources
-        .reconnected(SessionRenewal::session(&second))
+        .reconnected(NewSession::session(&second))
         .await
         .unwrap();
     assert_eq!(report.resubscribed, [COUNTER, "fixture://items/42"]);

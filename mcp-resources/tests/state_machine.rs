@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use mcp_core::{Delivery, ErrorKind};
-use mcp_resources::{ResourceConfig, ResourceManager, SessionRenewal, Trigger};
+use mcp_resources::{NewSession, ResourceConfig, ResourceManager, Trigger};
 use tokio::time::Instant;
 
 const X: &str = "test://x";
@@ -239,7 +239,7 @@ async fn a_reconnect_makes_content_stale_and_resubscribes_on_the_new_session() {
 
     let new = server();
     let report = resources
-        .reconnected(SessionRenewal::new().subscription_service(new.service()))
+        .reconnected(NewSession::new().subscription_service(new.service()))
         .await
         .unwrap();
 
@@ -277,7 +277,7 @@ async fn a_resubscribe_that_fails_loses_the_subscription() {
     let new = server();
     new.refuse_subscribe(X);
     new.refuse_subscribe(Y);
-    let renewal = SessionRenewal::new()
+    let renewal = NewSession::new()
         .read_service(new.service())
         .subscription_service(new.service());
     let report = resources.reconnected(renewal).await.unwrap();
@@ -310,7 +310,7 @@ async fn a_new_server_without_subscriptions_drops_them() {
     resources.subscribe(Y).await.unwrap();
     let mut rx = Recorder::new(&resources);
     let report = resources
-        .reconnected(SessionRenewal::new().capabilities(&capabilities(false)))
+        .reconnected(NewSession::new().capabilities(&capabilities(false)))
         .await
         .unwrap();
     assert!(report.resubscribed.is_empty() && report.failed.is_empty());
@@ -423,7 +423,7 @@ async fn close_unsubscribes_everything_and_later_calls_fail() {
         Some(Y)
     );
     assert!(resources.discover_resources().await.is_err());
-    assert!(resources.reconnected(SessionRenewal::new()).await.is_err());
+    assert!(resources.reconnected(NewSession::new()).await.is_err());
 
     resources.handle_notification(&updated(X));
     assert_eq!(observed.load(std::sync::atomic::Ordering::SeqCst), 0);

@@ -37,8 +37,8 @@
 //!   server→client requests under a cap, answered by the [`ClientHandler`];
 //!   `session/pending.rs` the pending table; `session/notifications.rs` what subscribers get;
 //!   `session/options.rs` [`SessionOptions`].
-//! - [`connector`]: how pools and supervisors open one more session ([`Connector`],
-//!   [`SessionConnector`]).
+//! - [`connector`]: how pools and supervisors open one more session ([`SessionConnector`],
+//!   [`HandshakeConnector`]).
 //! - [`error_codes`]: how a server's error codes map to error kinds ([`ErrorCodeTable`]).
 //! - [`ChannelTransport`]: an in-memory transport pair, for in-process servers and tests.
 //! - [`ListCache`]: a server's list kept until it changes or a new session starts.
@@ -70,7 +70,9 @@ mod list_cache;
 mod session;
 
 pub use channel::{ChannelReceiver, ChannelSender, ChannelTransport, ServerEnd};
-pub use connector::{connector_fn, Connector, ConnectorFn, SessionConnector};
+pub use connector::{
+    session_connector_fn, HandshakeConnector, SessionConnector, SessionConnectorFn,
+};
 pub use error_codes::{ErrorCodeRule, ErrorCodeTable};
 pub use list_cache::{Fetched, ListCache};
 pub use session::{

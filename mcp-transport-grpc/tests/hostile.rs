@@ -279,14 +279,14 @@ async fn session_to(server: &Hostile) -> ClientSession {
 }
 
 /// What one measured call came to.
-struct Outcome {
+struct Measured {
     result: Result<Payload, Error>,
     elapsed: Duration,
     peak: usize,
     deadline: Duration,
 }
 
-impl Outcome {
+impl Measured {
     /// Asserts the error's kind and that its message says `says`; prints the case's figures.
     fn expect_error(&self, case: &str, kind: ErrorKind, says: &str) -> &Error {
         let e = match &self.result {
@@ -335,7 +335,7 @@ impl Outcome {
     }
 }
 
-async fn measured_call(session: &ClientSession, deadline: Duration) -> Outcome {
+async fn measured_call(session: &ClientSession, deadline: Duration) -> Measured {
     let measure = Measure::start(&ALLOC);
     let started = Instant::now();
     let operation = Operation::new("tools/list", None)
@@ -346,7 +346,7 @@ async fn measured_call(session: &ClientSession, deadline: Duration) -> Outcome {
     )
     .await
     .expect("the call outlived its deadline");
-    Outcome {
+    Measured {
         result,
         elapsed: started.elapsed(),
         peak: measure.peak(),

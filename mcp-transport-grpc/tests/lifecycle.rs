@@ -12,7 +12,7 @@ use mcp_core::{
     ErrorKind, McpServiceExt, Message, Request, RequestOptions, Transport, TransportConnector,
     TransportErrorKind, TransportReceiver, TransportSender,
 };
-use mcp_session::{Connector, SessionConnector, SessionOptions};
+use mcp_session::{HandshakeConnector, SessionConnector, SessionOptions};
 use mcp_transport_grpc::{GrpcConnector, GrpcServerConfig, GrpcTransport};
 use serde_json::json;
 
@@ -157,7 +157,7 @@ async fn the_connector_connects_a_session_per_connection() {
     let transport: Arc<dyn TransportConnector> =
         Arc::new(GrpcConnector::new(config).expect("a valid config"));
     assert_eq!(transport.transport_name(), "tcp");
-    let connector = SessionConnector::new(transport, Arc::new(()), SessionOptions::default());
+    let connector = HandshakeConnector::new(transport, Arc::new(()), SessionOptions::default());
     for _ in 0..2 {
         let session = tokio::time::timeout(DEADLINE, connector.connect())
             .await

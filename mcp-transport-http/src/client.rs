@@ -25,7 +25,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Incoming};
 use url::Url;
 
-use crate::connect::{Connection, Connector, RequestBody, ResponseFuture, Route};
+use crate::connect::{Connection, RequestBody, ResponseFuture, Route, SocketConnector};
 
 /// An idle connection unused this long is closed instead of reused (the server has probably
 /// closed it already).
@@ -296,7 +296,7 @@ impl HttpResponse {
 
 /// The HTTP client of one transport. Dropping it closes its connections.
 pub(crate) struct HttpClient {
-    connector: Connector,
+    connector: SocketConnector,
     /// Every open connection, least recently used first.
     pool: Mutex<Vec<Pooled>>,
 }
@@ -331,7 +331,7 @@ impl Pooled {
 impl HttpClient {
     pub(crate) fn new(connect_timeout: Duration) -> HttpClient {
         HttpClient {
-            connector: Connector::new(connect_timeout),
+            connector: SocketConnector::new(connect_timeout),
             pool: Mutex::new(Vec::new()),
         }
     }

@@ -47,7 +47,7 @@ pub(crate) type ResponseFuture = Pin<
 >;
 
 /// Opens connections; one per HTTP client.
-pub(crate) struct Connector {
+pub(crate) struct SocketConnector {
     tcp: HttpConnector,
     connect_timeout: Duration,
     proxies: Matcher,
@@ -141,8 +141,8 @@ trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 type BoxIo = Box<dyn Io>;
 
-impl Connector {
-    pub(crate) fn new(connect_timeout: Duration) -> Connector {
+impl SocketConnector {
+    pub(crate) fn new(connect_timeout: Duration) -> SocketConnector {
         let mut tcp = HttpConnector::new();
         // The scheme is handled here (TLS on top), not by the TCP connector.
         tcp.enforce_http(false);
@@ -156,7 +156,7 @@ impl Connector {
         tcp.set_keepalive(Some(TCP_KEEPALIVE_IDLE));
         tcp.set_keepalive_interval(Some(TCP_KEEPALIVE_INTERVAL));
         tcp.set_keepalive_retries(Some(TCP_KEEPALIVE_RETRIES));
-        Connector {
+        SocketConnector {
             tcp,
             connect_timeout,
             proxies: Matcher::from_system(),

@@ -313,13 +313,13 @@ async fn connect(server: &Hostile) -> ClientSession {
 }
 
 /// What one case came to.
-struct Outcome {
+struct Measured {
     result: Result<String, Error>,
     took: Duration,
     peak: usize,
 }
 
-impl Outcome {
+impl Measured {
     fn error(&self) -> &Error {
         match &self.result {
             Ok(text) => panic!("the call succeeded with {text:?}"),
@@ -353,7 +353,7 @@ impl Outcome {
 }
 
 /// One `tools/call` with [`CALL_TIMEOUT`], measured.
-async fn call(session: &ClientSession) -> Outcome {
+async fn call(session: &ClientSession) -> Measured {
     let measure = Measure::start(&ALLOC);
     let started = Instant::now();
     let options = RequestOptions::new().with_timeout(CALL_TIMEOUT);
@@ -364,7 +364,7 @@ async fn call(session: &ClientSession) -> Outcome {
     .await
     .expect("the call ends")
     .map(|r| r.text());
-    Outcome {
+    Measured {
         result,
         took: started.elapsed(),
         peak: measure.peak(),
@@ -373,7 +373,7 @@ async fn call(session: &ClientSession) -> Outcome {
 
 /// Runs `case` against a server answering `tools/call` with `respond`; the session is closed
 /// afterwards.
-async fn hostile_call(case: &str, respond: Respond) -> Outcome {
+async fn hostile_call(case: &str, respond: Respond) -> Measured {
     let server = Hostile::start(respond).await;
     let session = connect(&server).await;
     let outcome = call(&session).await;
@@ -969,7 +969,7 @@ async fn a_flood_of_notifications_before_the_answer_stays_bounded() {
         .call_tool("echo", None, options)
         .await
         .map(|r| r.text());
-    let outcome = Outcome {
+    let outcome = Measured {
         result,
         took: started.elapsed(),
         peak: measure.peak(),

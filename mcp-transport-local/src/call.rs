@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 
 use crate::context::{CallState, InputWait};
 use crate::error::{tool_error_result, ToolError};
-use crate::tool::Outcome;
+use crate::tool::Started;
 
 /// What kind of handler runs, and its name: how its failures are answered, and how errors
 /// name it.
@@ -119,7 +119,7 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
 /// (the client cancelled, the caller gave up), it cancels the call's token first, so work the
 /// handler handed elsewhere stops too.
 pub(crate) struct Run {
-    future: CatchUnwind<AssertUnwindSafe<Outcome>>,
+    future: CatchUnwind<AssertUnwindSafe<Started>>,
     pub(crate) state: Arc<CallState>,
     /// The connection's count of queued messages when this run (or round) started.
     queued_before: u64,
@@ -130,7 +130,7 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    pub(crate) fn new(state: Arc<CallState>, outcome: Outcome) -> Run {
+    pub(crate) fn new(state: Arc<CallState>, outcome: Started) -> Run {
         state
             .connection
             .server

@@ -24,7 +24,7 @@ use crate::context::{CallState, RequestContext};
 use crate::era::{self, ClientAbilities, MetaFields, RequestFacts, SessionMeta};
 use crate::error::{invalid_request_params, method_not_found, resource_not_found, ToolError};
 use crate::resource::label_contents;
-use crate::tool::Outcome;
+use crate::tool::Started;
 
 /// How the server answers one request.
 pub(crate) enum Answer {
@@ -293,7 +293,7 @@ fn start_tool(
 /// `async` block) runs here, with panics caught as they are while the handler runs.
 fn start(
     call: Arc<CallState>,
-    start: impl FnOnce(RequestContext) -> Result<Outcome, ToolError>,
+    start: impl FnOnce(RequestContext) -> Result<Started, ToolError>,
 ) -> Answer {
     let context = RequestContext { call: call.clone() };
     match std::panic::catch_unwind(AssertUnwindSafe(|| start(context))) {
@@ -356,7 +356,7 @@ fn read_resource(
     start(call, |context| {
         let reading = (found.handler)(found.request, context);
         let mime_type = found.mime_type;
-        let labelled: Outcome = Box::pin(async move {
+        let labelled: Started = Box::pin(async move {
             // Read results are JSON (`resource.rs`); only those get labelled.
             reading.await.map(|read| match read {
                 Payload::Value(read) => Payload::Value(label_contents(read, &mime_type)),

@@ -16,7 +16,7 @@ use crate::arguments::Arguments;
 use crate::context::RequestContext;
 use crate::error::{BuildError, ToolError};
 use crate::schema::{input_schema_of, non_object_type};
-use crate::tool::{Handler, Outcome};
+use crate::tool::{Handler, Started};
 
 /// A prompt of a [`LocalServer`](crate::LocalServer).
 ///
@@ -54,7 +54,7 @@ impl LocalPrompt {
             move |arguments: Arguments<'_>, context: RequestContext, what: &dyn fmt::Display| {
                 let arguments: A = arguments.parse(what)?;
                 let running = handler(context, arguments);
-                let outcome: Outcome =
+                let outcome: Started =
                     Box::pin(async move { running.await.into_prompt_result().map(Payload::Value) });
                 Ok(outcome)
             },

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::context::RequestContext;
 use crate::error::{BuildError, ToolError};
-use crate::tool::Outcome;
+use crate::tool::Started;
 
 /// What a resource handler is asked: the URI read and, for a template, its variables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ impl ReadRequest {
 }
 
 /// A resource handler with its types erased.
-pub(crate) type ReadHandler = Arc<dyn Fn(ReadRequest, RequestContext) -> Outcome + Send + Sync>;
+pub(crate) type ReadHandler = Arc<dyn Fn(ReadRequest, RequestContext) -> Started + Send + Sync>;
 
 fn read_handler<O, Fut, F>(handler: F) -> ReadHandler
 where

@@ -165,7 +165,7 @@ impl LocalServer {
     }
 
     /// A connector that opens a new connection to this server each time (for
-    /// `SessionConnector`, pools, supervisors, and the facade's
+    /// `HandshakeConnector`, pools, supervisors, and the facade's
     /// `McpClientBuilder::local_server`).
     pub fn connector(&self) -> Arc<dyn TransportConnector> {
         Arc::new(LocalConnector::new(self.clone()))

@@ -19,13 +19,13 @@ use crate::result::IntoToolResult;
 use crate::schema::{input_schema_of, non_object_type};
 
 /// A started handler: its result, or why it failed.
-pub(crate) type Outcome =
+pub(crate) type Started =
     Pin<Box<dyn Future<Output = Result<Payload, ToolError>> + Send + 'static>>;
 
 /// A handler with its types erased: reads the arguments (`what` names the tool or prompt in
 /// errors) and starts the work.
 pub(crate) type Handler = Arc<
-    dyn Fn(Arguments<'_>, RequestContext, &dyn fmt::Display) -> Result<Outcome, ToolError>
+    dyn Fn(Arguments<'_>, RequestContext, &dyn fmt::Display) -> Result<Started, ToolError>
         + Send
         + Sync,
 >;
@@ -104,7 +104,7 @@ impl LocalTool {
             move |arguments: Arguments<'_>, context: RequestContext, what: &dyn fmt::Display| {
                 let arguments: A = arguments.parse(what)?;
                 let running = handler(context, arguments);
-                let outcome: Outcome = Box::pin(async move { running.await.into_tool_payload() });
+                let outcome: Started = Box::pin(async move { running.await.into_tool_payload() });
                 Ok(outcome)
             },
         );

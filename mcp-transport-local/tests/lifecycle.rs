@@ -12,7 +12,7 @@ use mcp_core::{
     ErrorKind, McpServiceExt, RequestOptions, Transport, TransportErrorKind, TransportReceiver,
     TransportSender,
 };
-use mcp_session::{ClientSession, SessionConnector};
+use mcp_session::{ClientSession, HandshakeConnector};
 use serde_json::json;
 
 #[tokio::test]
@@ -225,9 +225,13 @@ async fn the_connector_opens_a_new_connection_to_the_same_server_each_time() {
     let server = test_server(Path::InPlace, Arc::default());
     let connector = server.connector();
     assert_eq!(connector.transport_name(), "inproc");
-    let sessions = SessionConnector::new(connector, Arc::new(()), common::options(None));
-    let first: ClientSession = mcp_session::Connector::connect(&sessions).await.unwrap();
-    let second: ClientSession = mcp_session::Connector::connect(&sessions).await.unwrap();
+    let sessions = HandshakeConnector::new(connector, Arc::new(()), common::options(None));
+    let first: ClientSession = mcp_session::SessionConnector::connect(&sessions)
+        .await
+        .unwrap();
+    let second: ClientSession = mcp_session::SessionConnector::connect(&sessions)
+        .await
+        .unwrap();
     assert_eq!(server.open_connections(), 2);
     // One server: a tool added for one is there for the other.
     let extra = mcp_transport_local::LocalTool::new(

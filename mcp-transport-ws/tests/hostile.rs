@@ -176,14 +176,14 @@ async fn session_to(server: &RawServer) -> ClientSession {
 }
 
 /// What one measured call came to.
-struct Outcome {
+struct Measured {
     result: Result<Payload, Error>,
     elapsed: Duration,
     peak: usize,
     deadline: Duration,
 }
 
-impl Outcome {
+impl Measured {
     fn error(&self) -> &Error {
         match &self.result {
             Ok(payload) => panic!("expected an error, got {payload:?}"),
@@ -227,7 +227,7 @@ impl Outcome {
 }
 
 /// Calls `method` on `session` with the call deadline, measuring the client's memory.
-async fn measured_call(session: &ClientSession, method: &str) -> Outcome {
+async fn measured_call(session: &ClientSession, method: &str) -> Measured {
     measured_call_within(session, method, CALL_DEADLINE).await
 }
 
@@ -236,7 +236,7 @@ async fn measured_call_within(
     session: &ClientSession,
     method: &str,
     deadline: Duration,
-) -> Outcome {
+) -> Measured {
     let measure = Measure::start(&ALLOC);
     let started = Instant::now();
     let operation = Operation::new(method.to_owned(), None)
@@ -247,7 +247,7 @@ async fn measured_call_within(
     )
     .await
     .unwrap_or_else(|_| panic!("{method} outlived its deadline"));
-    Outcome {
+    Measured {
         result,
         elapsed: started.elapsed(),
         peak: measure.peak(),

@@ -33,7 +33,7 @@ pub struct Counts {
 }
 
 /// What a step produced.
-pub struct Outcome {
+pub struct StepOutcome {
     pub ok: bool,
     /// Set by the step whose counts go into the final `ci:` line.
     pub counts: Option<Counts>,
@@ -41,9 +41,9 @@ pub struct Outcome {
     pub note: String,
 }
 
-impl Outcome {
+impl StepOutcome {
     fn from_ok(ok: bool) -> Self {
-        Outcome {
+        StepOutcome {
             ok,
             counts: None,
             note: String::new(),
@@ -55,7 +55,7 @@ pub enum Action {
     /// Run `cargo <args>` with output streamed through.
     Cargo(&'static [&'static str]),
     /// Anything else.
-    Custom(fn(&Ctx) -> Outcome),
+    Custom(fn(&Ctx) -> StepOutcome),
 }
 
 pub struct Step {
@@ -219,8 +219,8 @@ pub fn run(root: &Path) -> ExitCode {
                     cmd.env("MCP_INTEROP_DIR", &interop_dir);
                 }
                 match shell::run(&mut cmd) {
-                    Ok(s) => Outcome::from_ok(s.success()),
-                    Err(e) => Outcome {
+                    Ok(s) => StepOutcome::from_ok(s.success()),
+                    Err(e) => StepOutcome {
                         ok: false,
                         counts: None,
                         note: format!("could not start: {e}"),
@@ -293,9 +293,9 @@ pub fn run(root: &Path) -> ExitCode {
     }
 }
 
-fn profiles(ctx: &Ctx) -> Outcome {
+fn profiles(ctx: &Ctx) -> StepOutcome {
     let (ok, note) = crate::profiles::check(ctx.root);
-    Outcome {
+    StepOutcome {
         ok,
         counts: None,
         note,
@@ -304,16 +304,16 @@ fn profiles(ctx: &Ctx) -> Outcome {
 
 /// `cargo xtask conformance`: both pinned official suites against `mcp-conformance-client`,
 /// each with its baseline in `conformance/`.
-fn conformance(ctx: &Ctx) -> Outcome {
+fn conformance(ctx: &Ctx) -> StepOutcome {
     match crate::conformance::run(ctx.root, &crate::conformance::Selection::default()) {
-        Ok(report) => Outcome {
+        Ok(report) => StepOutcome {
             ok: report.code == Some(0),
             counts: None,
             note: report.summary,
         },
         Err(e) => {
             eprintln!("conformance: error: {e}");
-            Outcome {
+            StepOutcome {
                 ok: false,
                 counts: None,
                 note: e,
@@ -323,16 +323,16 @@ fn conformance(ctx: &Ctx) -> Outcome {
 }
 
 /// The bounded chaos run (fixed seed, so a failure can be replayed with `cargo xtask chaos`).
-fn chaos(ctx: &Ctx) -> Outcome {
+fn chaos(ctx: &Ctx) -> StepOutcome {
     let seed = crate::chaos::CI_SEED;
     let iterations = crate::chaos::CI_ITERATIONS;
     match crate::chaos::soak(ctx.root, seed, iterations) {
-        Ok(()) => Outcome {
+        Ok(()) => StepOutcome {
             ok: true,
             counts: None,
             note: format!("seed {seed}, {iterations} iterations"),
         },
-        Err(e) => Outcome {
+        Err(e) => StepOutcome {
             ok: false,
             counts: None,
             note: e,
@@ -340,12 +340,12 @@ fn chaos(ctx: &Ctx) -> Outcome {
     }
 }
 
-fn interop_setup(ctx: &Ctx) -> Outcome {
+fn interop_setup(ctx: &Ctx) -> StepOutcome {
     match interop::setup(ctx.root) {
-        Ok(()) => Outcome::from_ok(true),
+        Ok(()) => StepOutcome::from_ok(true),
         Err(e) => {
             eprintln!("interop-setup: error: {e}");
-            Outcome {
+            StepOutcome {
                 ok: false,
                 counts: None,
                 note: "see log".into(),
@@ -355,11 +355,11 @@ fn interop_setup(ctx: &Ctx) -> Outcome {
 }
 
 /// The API documentation builds without a warning (broken or private links included).
-fn docs(ctx: &Ctx) -> Outcome {
+fn docs(ctx: &Ctx) -> StepOutcome {
     let mut cmd = ctx.cargo(&["doc", "--workspace", "--no-deps", "--all-features"]);
     cmd.env("RUSTDOCFLAGS", "-D warnings");
     eprintln!("$ RUSTDOCFLAGS=\"-D warnings\" {}", shell::display(&cmd));
-    Outcome::from_ok(cmd.status().is_ok_and(|s| s.success()))
+    StepOutcome::from_ok(cmd.status().is_ok_and(|s| s.success()))
 }
 
 /// The crates meant for users: each must package for crates.io (`cargo install mcp-cli` works
@@ -391,7 +391,7 @@ pub const PUBLISHED: &[&str] = &[
 /// `cargo package` of every published crate, offline and without the verifying build (the
 /// workspace build and tests are that build): manifests complete, every dependency with a
 /// version, every file the build needs inside its crate.
-fn package(ctx: &Ctx) -> Outcome {
+fn package(ctx: &Ctx) -> StepOutcome {
     let mut args = vec!["package", "--offline", "--no-verify", "--allow-dirty"];
     for name in PUBLISHED {
         args.extend(["-p", name]);
@@ -399,7 +399,7 @@ fn package(ctx: &Ctx) -> Outcome {
     let mut cmd = ctx.cargo(&args);
     eprintln!("$ {}", shell::display(&cmd));
     let ok = cmd.status().is_ok_and(|s| s.success());
-    Outcome {
+    StepOutcome {
         ok,
         counts: None,
         note: format!("{} crates", PUBLISHED.len()),
@@ -410,9 +410,9 @@ fn package(ctx: &Ctx) -> Outcome {
 /// done, so the release build of the bench steps does not need the disk a second time: CI
 /// machines' disks are small, and a clean clone rebuilds anyway. Elsewhere it keeps the build
 /// (a developer's next `cargo test` would otherwise start from scratch).
-fn free_debug_build(ctx: &Ctx) -> Outcome {
+fn free_debug_build(ctx: &Ctx) -> StepOutcome {
     if !shell::on_ci() {
-        return Outcome {
+        return StepOutcome {
             ok: true,
             counts: None,
             note: "kept (not on CI)".into(),
@@ -420,13 +420,13 @@ fn free_debug_build(ctx: &Ctx) -> Outcome {
     }
     let debug = shell::target_dir(ctx.root).join("debug");
     match std::fs::remove_dir_all(&debug) {
-        Ok(()) => Outcome {
+        Ok(()) => StepOutcome {
             ok: true,
             counts: None,
             note: format!("removed {}", debug.display()),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Outcome::from_ok(true),
-        Err(e) => Outcome {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => StepOutcome::from_ok(true),
+        Err(e) => StepOutcome {
             ok: false,
             counts: None,
             note: format!("could not remove {}: {e}", debug.display()),
@@ -435,12 +435,12 @@ fn free_debug_build(ctx: &Ctx) -> Outcome {
 }
 
 /// `cargo xtask deny`: licenses, bans and sources, offline.
-fn deny(ctx: &Ctx) -> Outcome {
+fn deny(ctx: &Ctx) -> StepOutcome {
     match crate::deny::run(ctx.root, crate::deny::Checks::Offline) {
-        Ok(()) => Outcome::from_ok(true),
+        Ok(()) => StepOutcome::from_ok(true),
         Err(e) => {
             eprintln!("deny: error: {e}");
-            Outcome {
+            StepOutcome {
                 ok: false,
                 counts: None,
                 note: e,
@@ -453,7 +453,7 @@ fn deny(ctx: &Ctx) -> Outcome {
 /// seeds without a crash (the fuzz crate is outside the workspace, so `fmt` does not see it).
 /// On CI ([`shell::on_ci`]) the fuzz build output is removed afterwards, pass or fail (the logs
 /// stay): the bench steps' release build needs the disk.
-fn fuzz_smoke(ctx: &Ctx) -> Outcome {
+fn fuzz_smoke(ctx: &Ctx) -> StepOutcome {
     let manifest = crate::fuzz::fuzz_dir(ctx.root).join("Cargo.toml");
     let manifest = manifest.to_string_lossy();
     let mut fmt = ctx.cargo(&["fmt", "--manifest-path", &manifest, "--", "--check"]);
@@ -480,7 +480,7 @@ fn fuzz_smoke(ctx: &Ctx) -> Outcome {
             if !formatted {
                 note.push_str("; fuzz/ not formatted (cargo fmt --manifest-path fuzz/Cargo.toml)");
             }
-            Outcome {
+            StepOutcome {
                 ok: failed.is_empty() && formatted,
                 counts: None,
                 note,
@@ -488,7 +488,7 @@ fn fuzz_smoke(ctx: &Ctx) -> Outcome {
         }
         Err(e) => {
             eprintln!("fuzz: error: {e}");
-            Outcome {
+            StepOutcome {
                 ok: false,
                 counts: None,
                 note: e,
@@ -512,12 +512,12 @@ fn fuzz_smoke(ctx: &Ctx) -> Outcome {
 }
 
 /// `cargo xtask bench --quick --pin same`: keeps the harness working, never asserts on speed.
-fn bench_quick(ctx: &Ctx) -> Outcome {
+fn bench_quick(ctx: &Ctx) -> StepOutcome {
     match crate::bench::ci_quick(ctx.root) {
-        Ok(()) => Outcome::from_ok(true),
+        Ok(()) => StepOutcome::from_ok(true),
         Err(e) => {
             eprintln!("bench-quick: error: {e}");
-            Outcome {
+            StepOutcome {
                 ok: false,
                 counts: None,
                 note: e,
@@ -536,7 +536,7 @@ fn has_nextest(ctx: &Ctx) -> bool {
 }
 
 /// The main test step: nextest, or `cargo test` when nextest is missing.
-fn tests(ctx: &Ctx) -> Outcome {
+fn tests(ctx: &Ctx) -> StepOutcome {
     let nextest = has_nextest(ctx);
     let mut cmd = if nextest {
         // The chaos test runs in its own step, alone on the machine: its deadlines are real.
@@ -569,7 +569,7 @@ fn tests(ctx: &Ctx) -> Outcome {
     let (status, output) = match shell::run_capture(&mut cmd) {
         Ok(r) => r,
         Err(e) => {
-            return Outcome {
+            return StepOutcome {
                 ok: false,
                 counts: None,
                 note: format!("could not start: {e}"),
@@ -592,7 +592,7 @@ fn tests(ctx: &Ctx) -> Outcome {
         )),
         None => note.push_str("no test summary found"),
     }
-    Outcome {
+    StepOutcome {
         ok: status.success(),
         counts: Some(counts.unwrap_or_default()),
         note,

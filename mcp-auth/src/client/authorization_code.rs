@@ -19,9 +19,9 @@ use super::registration::IdentityUse;
 use super::token_request::{token_error, token_set};
 use super::OAuthClient;
 use crate::credentials::{ClientIdentity, TokenSet};
-use crate::discovery::AuthMetadata;
 use crate::dpop::check_binding;
 use crate::error::AuthError;
+use crate::metadata::AuthMetadata;
 use crate::secret::Secret;
 
 /// An authorization the user is asked to complete: open [`url`](Self::url), then hand the
@@ -104,7 +104,7 @@ impl OAuthClient {
         &self,
         redirect_uri: &str,
     ) -> Result<AuthorizationRequest, AuthError> {
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         metadata.require_s256()?;
         // Before a client registers or a user authorizes: a server that takes only tokens
         // this client cannot get is refused now.

@@ -8,9 +8,9 @@ use tracing::debug;
 
 use super::{OAuthClient, State};
 use crate::credentials::TokenType;
-use crate::discovery::AuthMetadata;
 use crate::dpop::{binds_tokens, DpopKey, NonceFrom};
 use crate::error::AuthError;
+use crate::metadata::AuthMetadata;
 
 impl OAuthClient {
     /// The credentials of one request to the MCP server: a valid access token as

@@ -11,9 +11,9 @@ use super::registration::IdentityUse;
 use super::token_request::{token_error, token_set};
 use super::OAuthClient;
 use crate::credentials::{ClientIdentity, TokenSet};
-use crate::discovery::AuthMetadata;
 use crate::dpop::check_binding;
 use crate::error::AuthError;
+use crate::metadata::AuthMetadata;
 
 /// A device authorization in progress (RFC 8628): the user visits
 /// [`verification_uri`](Self::verification_uri) on any device and enters
@@ -45,7 +45,7 @@ impl fmt::Debug for DeviceAuthorization {
 impl OAuthClient {
     /// Whether the server offers the device authorization grant (RFC 8628).
     pub async fn offers_device_authorization(&self) -> Result<bool, AuthError> {
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         Ok(metadata
             .authorization_server
             .device_authorization_endpoint
@@ -55,7 +55,7 @@ impl OAuthClient {
     /// Starts a device authorization: a client identity (registered without a redirect URI
     /// when needed), then the codes to show the user.
     pub async fn start_device_authorization(&self) -> Result<DeviceAuthorization, AuthError> {
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         let endpoint = metadata.endpoint(
             metadata
                 .authorization_server

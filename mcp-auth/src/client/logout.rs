@@ -75,7 +75,7 @@ impl OAuthClient {
     }
 
     async fn revoke(&self, tokens: &TokenSet) -> Result<Option<String>, AuthError> {
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         let Some(endpoint) = metadata.authorization_server.revocation_endpoint.clone() else {
             return Ok(None);
         };

@@ -12,10 +12,10 @@ use super::token_request::{token_error, token_set, token_set_from_json};
 use super::OAuthClient;
 use crate::config::{CrossAppAccess, Grant};
 use crate::credentials::{unix_now, ClientIdentity, TokenEndpointAuth, TokenSet};
-use crate::discovery::AuthMetadata;
 use crate::dpop::check_binding;
 use crate::error::AuthError;
 use crate::jwt::CLIENT_ASSERTION_TYPE;
+use crate::metadata::AuthMetadata;
 use crate::secret::Secret;
 
 const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -26,7 +26,7 @@ const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
 impl OAuthClient {
     /// New tokens for a machine client (client credentials, cross-app access) even when the
     /// held ones look valid — the server refused them.
-    pub async fn renew_machine_tokens(&self) -> Result<TokenSet, AuthError> {
+    pub async fn refresh_machine_tokens(&self) -> Result<TokenSet, AuthError> {
         let _guard = self.refresh_lock.lock().await;
         self.machine_grant_locked().await
     }
@@ -48,7 +48,7 @@ impl OAuthClient {
         let Grant::ClientCredentials { key } = &self.config.grant else {
             return Err(AuthError::Config("not a client_credentials client".into()));
         };
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         let dpop_key = self.dpop_key_for(&metadata)?;
         let client = self
             .client_identity(&metadata, IdentityUse::TokenRequest)
@@ -98,7 +98,7 @@ impl OAuthClient {
     /// exchange), which becomes an access token at the server's authorization server (JWT
     /// bearer grant). The refresh lock must be held.
     async fn cross_app_access_locked(&self, xaa: &CrossAppAccess) -> Result<TokenSet, AuthError> {
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         self.check_dpop(&metadata)?;
         let scopes = self.scopes_to_request(&metadata);
         let resource = metadata.resource_indicator();
@@ -155,7 +155,7 @@ impl OAuthClient {
     /// Workload identity: the held JWT in a JWT-bearer grant, no client authentication. The
     /// refresh lock must be held.
     async fn jwt_bearer_locked(&self, assertion: &Secret) -> Result<TokenSet, AuthError> {
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         self.check_dpop(&metadata)?;
         let scopes = self.scopes_to_request(&metadata);
         self.jwt_bearer_grant(&metadata, None, assertion.expose(), &scopes)

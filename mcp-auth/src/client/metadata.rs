@@ -1,4 +1,4 @@
-//! Discovery for [`OAuthClient`]: the cached authorization metadata, rediscovery after a
+//! Authorization metadata for [`OAuthClient`]: fetched once and cached, fetched again after a
 //! refusal, and the unauthenticated probe for the server's challenge.
 
 use std::sync::Arc;
@@ -9,14 +9,14 @@ use serde_json::json;
 use tracing::info;
 
 use super::OAuthClient;
-use crate::discovery::{discover, AuthMetadata, ResourceChallenge};
 use crate::error::AuthError;
+use crate::metadata::{fetch_metadata, AuthMetadata, ResourceChallenge};
 
 impl OAuthClient {
-    /// Discovers (once per server, then from the cache) how the server wants to be authorized.
+    /// How the server wants to be authorized: fetched once per server, then from the cache.
     /// A challenge naming another resource metadata URL than the cached one starts discovery
     /// again.
-    pub async fn discover_auth_metadata(
+    pub async fn auth_metadata(
         &self,
         challenge: Option<&ResourceChallenge>,
     ) -> Result<Arc<AuthMetadata>, AuthError> {
@@ -37,7 +37,8 @@ impl OAuthClient {
                 return Ok(cached);
             }
         }
-        let metadata = Arc::new(discover(&self.http, &self.config.server_url, challenge).await?);
+        let metadata =
+            Arc::new(fetch_metadata(&self.http, &self.config.server_url, challenge).await?);
         info!(
             server = %redact_url(self.config.server_url.as_str()),
             issuer = %metadata.authorization_server.issuer,
@@ -48,16 +49,17 @@ impl OAuthClient {
         Ok(metadata)
     }
 
-    /// Discovers again, past the cache (a token was refused: the server may now name another
+    /// Fetches the metadata again, past the cache (a token was refused: the server may now name another
     /// authorization server). Returns whether the authorization server changed; if it did, the
     /// tokens of the old one are forgotten, and its client registration is never offered to the
     /// new one (registrations are kept per issuer).
-    pub async fn rediscover(
+    pub async fn refetch_auth_metadata(
         &self,
         challenge: Option<&ResourceChallenge>,
     ) -> Result<bool, AuthError> {
         let before = lock(&self.state).metadata.clone();
-        let metadata = Arc::new(discover(&self.http, &self.config.server_url, challenge).await?);
+        let metadata =
+            Arc::new(fetch_metadata(&self.http, &self.config.server_url, challenge).await?);
         let changed = before.is_some_and(|old| {
             old.authorization_server.issuer != metadata.authorization_server.issuer
         });
@@ -112,7 +114,7 @@ impl OAuthClient {
                 return Ok(None);
             }
             // Not a challenge: discovery goes by the well-known URLs alone.
-            return self.discover_auth_metadata(None).await.map(Some);
+            return self.auth_metadata(None).await.map(Some);
         }
         let challenges: Vec<&str> = answer
             .headers
@@ -121,8 +123,6 @@ impl OAuthClient {
             .filter_map(|v| v.to_str().ok())
             .collect();
         let challenge = ResourceChallenge::parse(&challenges.join(", "));
-        self.discover_auth_metadata(challenge.as_ref())
-            .await
-            .map(Some)
+        self.auth_metadata(challenge.as_ref()).await.map(Some)
     }
 }

@@ -1,11 +1,11 @@
-//! [`OAuthClient`]: the seed's interface for one server — [`discover_auth_metadata`],
+//! [`OAuthClient`]: the seed's interface for one server — [`auth_metadata`],
 //! [`initiate_authorization`], [`exchange_code`], [`refresh_access_token`],
 //! [`get_valid_token`] — with the tokens kept in a [`TokenStore`] and refreshes coalesced.
 //!
 //! This file holds the client itself: its configuration, the tokens it holds and the locks
 //! that coalesce refreshes. Each grant and concern is in a file of its own.
 //!
-//! [`discover_auth_metadata`]: OAuthClient::discover_auth_metadata
+//! [`auth_metadata`]: OAuthClient::auth_metadata
 //! [`initiate_authorization`]: OAuthClient::initiate_authorization
 //! [`exchange_code`]: OAuthClient::exchange_code
 //! [`refresh_access_token`]: OAuthClient::refresh_access_token
@@ -34,10 +34,10 @@ use tokio::time::Instant;
 
 use crate::config::{Grant, OAuthConfig};
 use crate::credentials::{ClientIdentity, TokenSet};
-use crate::discovery::AuthMetadata;
 use crate::dpop::{DpopKey, DpopNonces};
 use crate::error::AuthError;
 use crate::http::AuthHttp;
+use crate::metadata::AuthMetadata;
 use crate::store::TokenStore;
 
 pub use authorization_code::{AuthorizationRequest, Callback};

@@ -81,7 +81,7 @@ impl OAuthClient {
                 return Ok(held.tokens.clone());
             }
         }
-        match self.renew_locked().await {
+        match self.new_tokens_locked().await {
             Ok(tokens) => Ok(tokens),
             // A refresh ahead of expiry that failed on the way (the authorization server did
             // not answer) leaves the held token usable until it expires.
@@ -98,7 +98,7 @@ impl OAuthClient {
 
     /// Obtains new tokens without a user: refresh when there is a refresh token, else the
     /// machine grant. The refresh lock must be held.
-    async fn renew_locked(&self) -> Result<TokenSet, AuthError> {
+    async fn new_tokens_locked(&self) -> Result<TokenSet, AuthError> {
         let has_refresh = lock(&self.state)
             .held
             .as_ref()
@@ -119,10 +119,10 @@ impl OAuthClient {
     /// is forgotten only while the stored entry is still the one that was refused. The
     /// client's refresh lock must be held.
     async fn refresh_locked(&self, why: Refresh) -> Result<TokenSet, AuthError> {
-        // Discovery (a few requests on first use) before the lock: the lock covers only
+        // The metadata (a few requests on first use) before the lock: the lock covers only
         // re-read → refresh → store. A failure here shows again, with its cause, below.
-        if let Err(e) = self.discover_auth_metadata(None).await {
-            debug!(server = %redact_url(self.config.server_url.as_str()), "discovery before a refresh failed: {e}");
+        if let Err(e) = self.auth_metadata(None).await {
+            debug!(server = %redact_url(self.config.server_url.as_str()), "getting the OAuth metadata before a refresh failed: {e}");
         }
         let entry = self.lock_entry().await;
         let result = self.refresh_under_entry_lock(why).await;
@@ -152,7 +152,7 @@ impl OAuthClient {
             return Err(self.needs_login());
         };
         let refused_generation = lock(&self.state).generation;
-        let metadata = self.discover_auth_metadata(None).await?;
+        let metadata = self.auth_metadata(None).await?;
         let key = self.dpop_key_for(&metadata)?;
         let client = self
             .client_identity(&metadata, IdentityUse::TokenRequest)

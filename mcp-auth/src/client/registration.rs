@@ -10,9 +10,9 @@ use url::Url;
 use super::OAuthClient;
 use crate::config::Grant;
 use crate::credentials::{ClientIdentity, TokenEndpointAuth};
-use crate::discovery::AuthMetadata;
 use crate::error::AuthError;
 use crate::http::parse_url;
+use crate::metadata::AuthMetadata;
 use crate::secret::Secret;
 
 const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";

@@ -6,8 +6,8 @@ use mcp_core::sync::lock;
 use mcp_wire::redact::redact_url;
 
 use super::{OAuthClient, MAX_STEP_UPS};
-use crate::discovery::{AuthMetadata, ResourceChallenge};
 use crate::error::AuthError;
+use crate::metadata::{AuthMetadata, ResourceChallenge};
 
 /// The `offline_access` scope (asks for a refresh token), requested only where advertised.
 const OFFLINE_ACCESS: &str = "offline_access";

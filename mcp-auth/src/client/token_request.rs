@@ -15,9 +15,9 @@ use url::Url;
 
 use super::OAuthClient;
 use crate::credentials::{unix_now, ClientAuth, ClientIdentity, TokenSet, TokenType};
-use crate::discovery::AuthMetadata;
 use crate::dpop::DpopKey;
 use crate::error::AuthError;
+use crate::metadata::AuthMetadata;
 use crate::secret::Secret;
 use crate::token_http::TokenHttp;
 

@@ -8,18 +8,18 @@ use mcp_core::types::Prompt;
 use mcp_core::Error;
 use tokio::task::JoinSet;
 
-use super::{read, write, Gathered, Inner, McpClient};
+use super::{read, write, FromAllServers, Inner, McpClient};
 use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 use crate::server::ManagedServer;
 use crate::status::ServerStatus;
 use crate::supervisor::Lists;
-use mcp_resources::Discovery;
+use mcp_resources::ResourceCatalog;
 use mcp_session::Fetched;
 
 impl McpClient {
     /// Prompts of every ready server under qualified names (`server__prompt`). Each server's
     /// list is fetched once and kept until it announces a change or reconnects.
-    pub async fn prompts(&self) -> Gathered<Catalog<CatalogPrompt>> {
+    pub async fn prompts(&self) -> FromAllServers<Catalog<CatalogPrompt>> {
         let inner = self.inner.clone();
         let gathered = self
             .gather("prompts/list", move |server| {
@@ -44,14 +44,18 @@ impl McpClient {
                     .collect::<Vec<_>>()
             })
             .collect();
-        Gathered {
+        FromAllServers {
             items: Catalog::build(entries),
             errors: gathered.errors,
         }
     }
 
     /// Runs `f` on every ready server concurrently, keeping per-server failures apart.
-    pub(super) async fn gather<T, F, Fut>(&self, what: &str, f: F) -> Gathered<Vec<(String, T)>>
+    pub(super) async fn gather<T, F, Fut>(
+        &self,
+        what: &str,
+        f: F,
+    ) -> FromAllServers<Vec<(String, T)>>
     where
         T: Send + 'static,
         F: Fn(Arc<ManagedServer>) -> Fut,
@@ -80,7 +84,7 @@ impl McpClient {
         }
         answers.sort_by_key(|(index, _, _)| *index);
         errors.sort_by_key(|(index, _, _)| *index);
-        Gathered {
+        FromAllServers {
             items: answers.into_iter().map(|(_, n, t)| (n, t)).collect(),
             errors: errors.into_iter().map(|(_, n, e)| (n, e)).collect(),
         }
@@ -169,8 +173,8 @@ impl Inner {
     pub(super) fn noted_resources(
         &self,
         server: &ManagedServer,
-        fetched: Fetched<Discovery>,
-    ) -> Arc<Discovery> {
+        fetched: Fetched<ResourceCatalog>,
+    ) -> Arc<ResourceCatalog> {
         server
             .metrics
             .cache(mcp_metrics::CacheKind::Resources, fetched.hit);

@@ -62,7 +62,7 @@ pub struct CatalogResource {
 
 /// Items gathered from every ready server, and the servers that failed to answer.
 #[derive(Debug, Clone)]
-pub struct Gathered<T> {
+pub struct FromAllServers<T> {
     /// What the servers answered, in configuration order.
     pub items: T,
     /// Servers that did not answer, with the error.

@@ -6,17 +6,17 @@ use std::sync::Arc;
 use mcp_core::types::ReadResourceResult;
 use mcp_core::{Delivery, Error, ErrorKind};
 
-use super::{server_not_ready, CatalogResource, Gathered, McpClient};
+use super::{server_not_ready, CatalogResource, FromAllServers, McpClient};
 use crate::routing::{offer, pick_resource_server};
 use crate::server::ManagedServer;
-use mcp_resources::Discovery;
+use mcp_resources::ResourceCatalog;
 
 impl McpClient {
     /// Resources of every ready server, in configuration order. Each server's list is kept
     /// until it announces a change or reconnects (the same list `read_resource` routes by).
-    pub async fn resources(&self) -> Gathered<Vec<CatalogResource>> {
+    pub async fn resources(&self) -> FromAllServers<Vec<CatalogResource>> {
         let gathered = self.resource_indexes().await;
-        Gathered {
+        FromAllServers {
             items: gathered
                 .items
                 .into_iter()
@@ -36,7 +36,7 @@ impl McpClient {
     }
 
     /// Every ready server's resource index, kept or listed.
-    async fn resource_indexes(&self) -> Gathered<Vec<(String, Arc<Discovery>)>> {
+    async fn resource_indexes(&self) -> FromAllServers<Vec<(String, Arc<ResourceCatalog>)>> {
         let inner = self.inner.clone();
         self.gather("resources/list", move |server| {
             let inner = inner.clone();
@@ -77,7 +77,7 @@ impl McpClient {
 
     /// Subscribes to `uri` (on `server`, or the one server that offers it) and calls `callback`
     /// on every `notifications/resources/updated` for it, until the returned guard is dropped
-    /// (feature `resources`). The subscription is renewed on every new session; the next
+    /// (feature `resources`). It subscribes again on every new session; the next
     /// [`read_resource`](Self::read_resource) fetches the new contents.
     #[cfg(feature = "resources")]
     pub async fn on_resource_update(
@@ -93,7 +93,7 @@ impl McpClient {
     }
 
     /// Subscribes to a resource's updates (they arrive on [`notifications`](Self::notifications)).
-    /// The subscription is renewed on every new session of the server.
+    /// It subscribes again on every new session of the server.
     pub async fn subscribe_resource(&self, server: Option<&str>, uri: &str) -> Result<(), Error> {
         self.subscription(server, uri, true).await
     }

@@ -17,7 +17,7 @@
 use std::cell::OnceCell;
 
 use super::node::{line_column, strip_jsonc};
-use super::spans::{json_spans, toml_spans, Member, Shape, SpanNode};
+use super::spans::{json_spans, toml_spans, Member, SpanContents, SpanNode};
 
 /// The syntax of the text a [`Locator`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,7 @@ fn offset(tree: &SpanNode, servers: &[&str], server: Option<&str>, field: &str) 
 
 fn member<'n>(node: &'n SpanNode, key: &str) -> Option<&'n Member> {
     match &node.shape {
-        Shape::Object(members) => members.iter().find(|m| m.key == key),
+        SpanContents::Object(members) => members.iter().find(|m| m.key == key),
         _ => None,
     }
 }
@@ -145,7 +145,7 @@ fn follow<'n>(
         return here;
     }
     match &node.shape {
-        Shape::Object(members) => {
+        SpanContents::Object(members) => {
             // The first key of a path stands alone; later ones follow a dot.
             let rest = if steps == 0 {
                 rest
@@ -173,13 +173,13 @@ fn follow<'n>(
             }
             best
         }
-        Shape::Array(items) => {
+        SpanContents::Array(items) => {
             match index_step(rest).and_then(|(i, after)| Some((items.get(i)?, after))) {
                 Some((item, after)) => follow(item, None, after, steps + 1),
                 None => here,
             }
         }
-        Shape::Scalar => here,
+        SpanContents::Scalar => here,
     }
 }
 

@@ -6,7 +6,7 @@
 //! | VS Code | `.vscode/mcp.json` `{"servers": {...}}` | [`parse_vscode`] (`vscode.rs`) |
 //! | Codex | `~/.codex/config.toml` `[mcp_servers.<name>]` | [`parse_codex`] (`codex.rs`) |
 //!
-//! [`load`] / [`parse`] pick the format (`load.rs`); [`discover`] finds the file (`discover.rs`).
+//! [`load`] / [`parse`] pick the format (`load.rs`); [`load_default`] finds the file (`default_file.rs`).
 //! Everything lands in [`ClientConfig`] → [`ServerConfig`] → [`TransportConfig`] (`model.rs`) with
 //! the harness extras in [`HarnessSettings`] (`settings.rs`, the seed's defaults). `${VAR}`
 //! expansion is `expand.rs`; the parsed tree (file order, duplicate keys, JSONC, line/column of
@@ -33,7 +33,7 @@
 
 mod claude;
 mod codex;
-mod discover;
+mod default_file;
 mod endpoints;
 mod entry;
 mod error;
@@ -50,8 +50,8 @@ mod vscode;
 
 pub use claude::{parse_claude, parse_claude_with_env};
 pub use codex::{parse_codex, parse_codex_with_env};
-pub use discover::{
-    default_config_paths, default_config_paths_with_env, discover, discover_with_env,
+pub use default_file::{
+    default_config_paths, default_config_paths_with_env, load_default, load_default_with_env,
 };
 pub use entry::MAX_SERVERS;
 pub use error::{ConfigError, ConfigErrorKind};

@@ -20,12 +20,12 @@ const MAX_DEPTH: usize = 256;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SpanNode {
     pub start: usize,
-    pub shape: Shape,
+    pub shape: SpanContents,
 }
 
 /// What a [`SpanNode`] holds: only containers keep their children.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Shape {
+pub(crate) enum SpanContents {
     Scalar,
     Array(Vec<SpanNode>),
     Object(Vec<Member>),
@@ -49,9 +49,9 @@ pub(crate) fn toml_spans(text: &str) -> Option<SpanNode> {
     })
 }
 
-fn toml_table(table: &DeTable<'_>, depth: usize) -> Shape {
+fn toml_table(table: &DeTable<'_>, depth: usize) -> SpanContents {
     if depth > MAX_DEPTH {
-        return Shape::Scalar;
+        return SpanContents::Scalar;
     }
     let members = table
         .iter()
@@ -61,19 +61,19 @@ fn toml_table(table: &DeTable<'_>, depth: usize) -> Shape {
             value: toml_value(value, depth + 1),
         })
         .collect();
-    Shape::Object(members)
+    SpanContents::Object(members)
 }
 
 fn toml_value(value: &Spanned<DeValue<'_>>, depth: usize) -> SpanNode {
     let shape = match value.get_ref() {
         DeValue::Table(table) => toml_table(table, depth),
-        DeValue::Array(items) if depth <= MAX_DEPTH => Shape::Array(
+        DeValue::Array(items) if depth <= MAX_DEPTH => SpanContents::Array(
             items
                 .iter()
                 .map(|item| toml_value(item, depth + 1))
                 .collect(),
         ),
-        _ => Shape::Scalar,
+        _ => SpanContents::Scalar,
     };
     SpanNode {
         start: value.span().start,
@@ -122,15 +122,15 @@ impl<'t> JsonReader<'t> {
         self.skip_whitespace();
         let start = self.at;
         let shape = match self.peek()? {
-            b'{' => Shape::Object(self.members(depth)?),
-            b'[' => Shape::Array(self.items(depth)?),
+            b'{' => SpanContents::Object(self.members(depth)?),
+            b'[' => SpanContents::Array(self.items(depth)?),
             b'"' => {
                 self.string()?;
-                Shape::Scalar
+                SpanContents::Scalar
             }
             _ => {
                 self.literal()?;
-                Shape::Scalar
+                SpanContents::Scalar
             }
         };
         Some(SpanNode { start, shape })
@@ -232,15 +232,15 @@ mod tests {
     fn flatten(text: &str, node: &SpanNode) -> Vec<(String, String)> {
         fn walk(text: &str, node: &SpanNode, path: &str, out: &mut Vec<(String, String)>) {
             match &node.shape {
-                Shape::Scalar => {}
-                Shape::Array(items) => {
+                SpanContents::Scalar => {}
+                SpanContents::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
                         let path = format!("{path}[{i}]");
                         out.push((path.clone(), text[item.start..].chars().take(6).collect()));
                         walk(text, item, &path, out);
                     }
                 }
-                Shape::Object(members) => {
+                SpanContents::Object(members) => {
                     for m in members {
                         let path = format!("{path}/{}", m.key);
                         let key: String = text[m.key_start..].chars().take(4).collect();

@@ -16,7 +16,7 @@
 //! whole life; the [`Router`] chooses where the supervisor's sessions are opened
 //! ([`Router::connect`]) and asks it to move ([`SupervisorEvent::Reroute`]) when another
 //! endpoint should carry the calls. A move opens a new session on the new endpoint (its resource
-//! subscriptions renewed there, its tools listed: a different list is an ordinary catalog
+//! resources resubscribed there, its tools listed: a different list is an ordinary catalog
 //! change), swaps it in, and closes the old endpoint's session and pool once the calls on them
 //! are over ([`Router::retire`]). Calls that never reached a failed endpoint are sent again by
 //! the retry layer, within their deadline, and the gate sends them to the new endpoint; a call
@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use mcp_core::sync::lock;
 use mcp_core::{Delivery, Error, ErrorKind};
-use mcp_session::{ClientSession, Connector};
+use mcp_session::{ClientSession, SessionConnector};
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
@@ -64,7 +64,7 @@ const RETIRE_MARGIN: Duration = Duration::from_secs(1);
 const FAIR_SHARE: Duration = Duration::from_secs(1);
 
 /// The part of a session's opening deadline kept for setting it up (tools listed,
-/// subscriptions renewed) after it opened, at most.
+/// resources resubscribed) after it opened, at most.
 const SETUP_RESERVE: Duration = Duration::from_secs(2);
 
 /// Where the calls go: which endpoint, and the how-many-th activation of one it is (so a call
@@ -275,7 +275,7 @@ impl Router {
         }
     }
 
-    /// A session on endpoint `index` is set up (tools listed, subscriptions renewed): the
+    /// A session on endpoint `index` is set up (tools listed, resources resubscribed): the
     /// endpoint answered, and its breaker closes — a new session is a better probe than the
     /// breaker's own.
     pub(crate) fn session_ready(&self, index: usize) {
@@ -530,7 +530,7 @@ impl Router {
                 crate::stack::pool_for(
                     &endpoint.config,
                     policy,
-                    endpoint.connector.clone() as Arc<dyn mcp_session::Connector>,
+                    endpoint.connector.clone() as Arc<dyn mcp_session::SessionConnector>,
                 )
             },
         )

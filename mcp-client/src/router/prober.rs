@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcp_core::{McpServiceExt, RequestOptions};
-use mcp_session::{ClientSession, Connector};
+use mcp_session::{ClientSession, SessionConnector};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 

@@ -42,9 +42,9 @@ impl Supervisor {
                 reason = session.closed() => return Followed::Lost(reason),
                 Ok(()) = renewals.changed() => {
                     // The server forgot the session and it was made anew in place: what the
-                    // old one held (resource subscriptions) is renewed on it.
-                    tracing::debug!(server = %self.name, "the session was made anew; renewing its subscriptions");
-                    self.renew(session, Instant::now() + self.connect_timeout).await;
+                    // old one held (resource subscriptions) is made again on it.
+                    tracing::debug!(server = %self.name, "the session was made anew; subscribing again");
+                    self.resubscribe(session, Instant::now() + self.connect_timeout).await;
                     continue;
                 }
                 event = inbox.recv() => event,

@@ -9,7 +9,7 @@
 //!   [`Unavailable`](ServerStatus::Unavailable): calls fail at once, and a probe every
 //!   `probe_interval` (default 30 s) tries again.
 //! - **Back:** the tool list is fetched again (the catalog reports what changed), resource
-//!   subscriptions are renewed, and the logging level is set again (by the connector, on every
+//!   resources are resubscribed, and the logging level is set again (by the connector, on every
 //!   new session); callers see the server again without doing anything.
 //! - **Credentials refused** (an `Auth` or `PermissionDenied` failure): never retried; the
 //!   server stays in [`NeedsCredentials`](ServerStatus::NeedsCredentials).
@@ -21,7 +21,7 @@
 //!   [`Router`] says and stays on that endpoint for its life; a lost session marks its
 //!   endpoint down, and reconnects go to the next one. When the router asks
 //!   ([`SupervisorEvent::Reroute`]) and names a better endpoint, a new session is opened there
-//!   (subscriptions renewed, tools listed) and swapped in; the old one is handed to the router,
+//!   (resources resubscribed, tools listed) and swapped in; the old one is handed to the router,
 //!   which closes it once its calls are over.
 //!
 //! A call that arrives while the server is starting, reconnecting or probing waits for it within
@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use mcp_core::types::Tool;
 use mcp_core::Error;
-use mcp_session::{ClientSession, Connector};
+use mcp_session::{ClientSession, SessionConnector};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -148,7 +148,7 @@ pub(crate) struct Snapshot {
 
 pub(crate) struct Supervisor {
     name: String,
-    connector: Arc<dyn Connector>,
+    connector: Arc<dyn SessionConnector>,
     /// Where sessions are opened, for a server with several endpoints.
     router: Option<Arc<Router>>,
     policy: SupervisionPolicy,
@@ -158,9 +158,9 @@ pub(crate) struct Supervisor {
     state: watch::Sender<Snapshot>,
     events: mpsc::Sender<SupervisorEvent>,
     inbox: Mutex<Option<mpsc::Receiver<SupervisorEvent>>>,
-    /// What every new session renews before it is ready (resource subscriptions); weak: it
+    /// What every new session resubscribes before it is ready (resource subscriptions); weak: it
     /// reaches back to the supervisor through the call stack.
-    renewal: std::sync::OnceLock<std::sync::Weak<dyn crate::resources::SubscriptionRenewal>>,
+    resubscriber: std::sync::OnceLock<std::sync::Weak<dyn crate::resources::Resubscriber>>,
     reconnects: AtomicU64,
     last_error: Mutex<Option<String>>,
     /// The last [`HISTORY`] status changes, with when they happened.
@@ -184,7 +184,7 @@ use mcp_core::sync::lock;
 /// Where a supervisor's parts come from.
 pub(crate) struct SupervisorParts {
     pub(crate) name: String,
-    pub(crate) connector: Arc<dyn Connector>,
+    pub(crate) connector: Arc<dyn SessionConnector>,
     /// For a server with several endpoints: where its sessions are opened (then `connector`
     /// is not used).
     pub(crate) router: Option<Arc<Router>>,
@@ -226,7 +226,7 @@ impl Supervisor {
             state,
             events,
             inbox: Mutex::new(Some(inbox)),
-            renewal: std::sync::OnceLock::new(),
+            resubscriber: std::sync::OnceLock::new(),
             reconnects: AtomicU64::new(0),
             last_error: Mutex::new(None),
             history: Mutex::new(std::collections::VecDeque::new()),
@@ -293,9 +293,9 @@ impl Supervisor {
         let _ = self.events.try_send(event);
     }
 
-    /// Sets what every new session renews before it is ready (once, before [`start`]).
-    pub(crate) fn renew_with(&self, renewal: &Arc<dyn crate::resources::SubscriptionRenewal>) {
-        let _ = self.renewal.set(Arc::downgrade(renewal));
+    /// Sets what every new session resubscribes before it is ready (once, before [`start`]).
+    pub(crate) fn resubscribe_with(&self, resubscriber: &Arc<dyn crate::resources::Resubscriber>) {
+        let _ = self.resubscriber.set(Arc::downgrade(resubscriber));
     }
 
     /// Stops supervising: the task ends, the state becomes `Stopped`, and the primary session is
@@ -322,9 +322,9 @@ impl Supervisor {
     }
 
     /// Renews what a new session must hold (resource subscriptions) before `deadline`.
-    async fn renew(&self, session: &ClientSession, deadline: Instant) {
-        if let Some(renewal) = self.renewal.get().and_then(std::sync::Weak::upgrade) {
-            renewal.renew(session, deadline).await;
+    async fn resubscribe(&self, session: &ClientSession, deadline: Instant) {
+        if let Some(resubscriber) = self.resubscriber.get().and_then(std::sync::Weak::upgrade) {
+            resubscriber.resubscribe(session, deadline).await;
         }
     }
 

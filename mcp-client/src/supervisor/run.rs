@@ -183,7 +183,7 @@ impl Supervisor {
         }
     }
 
-    /// Connects, lists the tools and renews subscriptions, all before `deadline`.
+    /// Connects, lists the tools and resubscribes, all before `deadline`.
     async fn attempt(&self, deadline: Instant) -> Attempt {
         self.attempt_leaving(deadline, None).await
     }
@@ -212,7 +212,7 @@ impl Supervisor {
                     })?;
                 // Last: the resource manager is handed the session only once nothing can
                 // fail (a failed move keeps it on the session it stays on).
-                self.renew(&session, deadline).await;
+                self.resubscribe(&session, deadline).await;
                 Ok::<_, Error>(tools)
             };
             match setup.await {

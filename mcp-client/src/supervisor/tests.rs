@@ -59,7 +59,7 @@ impl Script {
 struct Scripted(Arc<Script>);
 
 #[async_trait]
-impl Connector for Scripted {
+impl SessionConnector for Scripted {
     async fn connect(&self) -> Result<ClientSession, Error> {
         let script = self.0.clone();
         lock(&script.attempts).push(Instant::now());
@@ -383,15 +383,15 @@ async fn a_failed_health_check_counts_as_a_lost_session() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
+async fn resources_are_resubscribed_and_tools_listed_again_after_a_reconnect() {
     let script = Arc::new(Script::default());
     script.plan(&[Plan::Serve, Plan::Serve]);
     let sup = supervisor(&script, Duration::from_secs(10));
     /// Renews one subscription on every new session, and counts the sessions.
-    struct Renew(std::sync::atomic::AtomicUsize);
+    struct Resubscribed(std::sync::atomic::AtomicUsize);
     #[async_trait::async_trait]
-    impl crate::resources::SubscriptionRenewal for Renew {
-        async fn renew(&self, session: &ClientSession, deadline: Instant) {
+    impl crate::resources::Resubscriber for Resubscribed {
+        async fn resubscribe(&self, session: &ClientSession, deadline: Instant) {
             self.0.fetch_add(1, Ordering::SeqCst);
             let options = RequestOptions::new().with_deadline(deadline);
             session
@@ -400,14 +400,14 @@ async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
                 .unwrap();
         }
     }
-    let renew = Arc::new(Renew(std::sync::atomic::AtomicUsize::new(0)));
-    let renewal: Arc<dyn crate::resources::SubscriptionRenewal> = renew.clone();
-    sup.renew_with(&renewal);
+    let resubscribed = Arc::new(Resubscribed(std::sync::atomic::AtomicUsize::new(0)));
+    let resubscriber: Arc<dyn crate::resources::Resubscriber> = resubscribed.clone();
+    sup.resubscribe_with(&resubscriber);
     let recorder = Arc::new(Recorder::default());
     sup.start(recorder.clone());
     wait_until(&sup, ServerStatus::is_ready).await;
     assert_eq!(
-        renew.0.load(Ordering::SeqCst),
+        resubscribed.0.load(Ordering::SeqCst),
         1,
         "before the first session was ready"
     );
@@ -420,7 +420,7 @@ async fn subscriptions_are_renewed_and_tools_listed_again_after_a_reconnect() {
         ["reconnecting (attempt 1)", "ready"]
     );
     assert_eq!(*lock(&script.subscribed), ["data://b"]);
-    assert_eq!(renew.0.load(Ordering::SeqCst), 2);
+    assert_eq!(resubscribed.0.load(Ordering::SeqCst), 2);
     assert_eq!(script.tools_lists.load(Ordering::SeqCst), 2);
     assert_eq!(recorder.tools_changed.load(Ordering::SeqCst), 2);
 }

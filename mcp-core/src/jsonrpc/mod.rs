@@ -24,7 +24,7 @@ mod payload;
 pub use decode::MessageError;
 use decode::{MessageVisitor, SharedCapture};
 use payload::push_one_line;
-pub use payload::{KeptTyped, Payload, SharedJson, TypedPayload};
+pub use payload::{Payload, SharedJson, TypedPayload, TypedResult};
 
 /// The JSON-RPC version string every message carries.
 pub const JSONRPC_VERSION: &str = "2.0";

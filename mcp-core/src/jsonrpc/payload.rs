@@ -33,15 +33,15 @@ pub struct TypedPayload(Box<dyn TypedValue>);
 
 /// The results a [`TypedPayload`] can keep: complete results, JSON objects whose JSON cannot
 /// fail to be written. Sealed: implemented for [`CallToolResult`](crate::types::CallToolResult).
-pub trait KeptTyped:
+pub trait TypedResult:
     Serialize + Clone + fmt::Debug + Send + Sync + 'static + sealed::Sealed
 {
 }
 
-impl KeptTyped for crate::types::CallToolResult {}
+impl TypedResult for crate::types::CallToolResult {}
 
 mod sealed {
-    /// Keeps [`KeptTyped`](super::KeptTyped) to the types of this crate.
+    /// Keeps [`TypedResult`](super::TypedResult) to the types of this crate.
     pub trait Sealed {}
     impl Sealed for crate::types::CallToolResult {}
 }
@@ -56,7 +56,7 @@ trait TypedValue: Any + Send + Sync {
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-impl<T: KeptTyped> TypedValue for T {
+impl<T: TypedResult> TypedValue for T {
     fn to_value(&self) -> Result<Value, serde_json::Error> {
         serde_json::to_value(self)
     }
@@ -85,7 +85,7 @@ impl TypedPayload {
 
     /// Keeps `result` as it is, which must be what reading its own JSON would give (no known member
     /// among its unknown ones, say): a caller asking for its type gets it without that reading.
-    pub fn new<T: KeptTyped>(result: T) -> Self {
+    pub fn new<T: TypedResult>(result: T) -> Self {
         TypedPayload(Box::new(result))
     }
 
@@ -96,7 +96,7 @@ impl TypedPayload {
 
     /// The value itself, borrowed, when it is a `T` (a look at a result without taking or
     /// serializing it: whether a kept `CallToolResult` is a tool error, say).
-    pub fn get<T: KeptTyped>(&self) -> Option<&T> {
+    pub fn get<T: TypedResult>(&self) -> Option<&T> {
         self.0.as_any().downcast_ref::<T>()
     }
 
@@ -235,7 +235,7 @@ impl Payload {
                     .map(|()| String::from_utf8(out))
                 {
                     Ok(Ok(text)) => Cow::Owned(text),
-                    // Writing a kept type cannot fail (`KeptTyped`).
+                    // Writing a kept type cannot fail (`TypedResult`).
                     _ => Cow::Borrowed("null"),
                 }
             }
@@ -248,7 +248,7 @@ impl Payload {
             Payload::Raw(raw) => raw.get().trim_start().starts_with('{'),
             Payload::Value(value) => value.is_object(),
             Payload::Shared(shared) => shared.as_str().trim_start().starts_with('{'),
-            // Every kept type is an object (`KeptTyped`).
+            // Every kept type is an object (`TypedResult`).
             Payload::Typed(_) => true,
         }
     }

@@ -7,7 +7,7 @@ use crate::error::Error;
 
 /// How to open one more *connection* to a server, whatever the transport: a new child process,
 /// a new WebSocket, a new gRPC stream, a new in-process channel. Every transport crate offers
-/// one; `mcp-session`'s `SessionConnector` turns it into a connector of initialized sessions,
+/// one; `mcp-session`'s `HandshakeConnector` turns it into a connector of initialized sessions,
 /// and the facade's registry makes them from configured servers.
 #[async_trait]
 pub trait TransportConnector: Send + Sync + 'static {

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use mcp_core::{Error, ErrorObject, Message, Payload, Request, Response};
 use mcp_session::{
-    connector_fn, ChannelTransport, ClientSession, Connector, ServerEnd, SessionOptions,
+    session_connector_fn, ChannelTransport, ClientSession, ServerEnd, SessionConnector,
+    SessionOptions,
 };
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -104,9 +105,9 @@ impl Hub {
     }
 
     /// A connector that starts one fake server per `connect`.
-    pub fn connector(&self) -> impl Connector {
+    pub fn connector(&self) -> impl SessionConnector {
         let hub = self.inner.clone();
-        connector_fn(move || {
+        session_connector_fn(move || {
             let hub = hub.clone();
             Box::pin(async move { connect(hub).await })
         })

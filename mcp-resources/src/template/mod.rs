@@ -239,7 +239,7 @@ impl UriTemplate {
     }
 
     /// How many literal (non-expression) characters the template has: the more, the more
-    /// specific it is (how [`Discovery::template_for`](crate::Discovery::template_for)
+    /// specific it is (how [`ResourceCatalog::template_for`](crate::ResourceCatalog::template_for)
     /// chooses among several templates matching one URI).
     pub fn literal_len(&self) -> usize {
         self.parts

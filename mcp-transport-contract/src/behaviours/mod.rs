@@ -23,7 +23,9 @@ use mcp_core::types::{
     RootsCapability,
 };
 use mcp_core::{McpServiceExt, RequestOptions};
-use mcp_session::{ClientHandler, ClientSession, Connector, SessionConnector, SessionOptions};
+use mcp_session::{
+    ClientHandler, ClientSession, HandshakeConnector, SessionConnector, SessionOptions,
+};
 use serde_json::json;
 
 use crate::peer::Peer;
@@ -139,7 +141,7 @@ pub(crate) fn session_options() -> SessionOptions {
     }
 }
 
-pub(crate) fn session_connector(peer: &Peer) -> SessionConnector {
+pub(crate) fn session_connector(peer: &Peer) -> HandshakeConnector {
     session_connector_with(
         peer,
         Arc::new(ContractHandler::default()),
@@ -151,15 +153,15 @@ pub(crate) fn session_connector_with(
     peer: &Peer,
     handler: Arc<dyn ClientHandler>,
     options: SessionOptions,
-) -> SessionConnector {
-    SessionConnector::new(peer.connector.clone(), handler, options)
+) -> HandshakeConnector {
+    HandshakeConnector::new(peer.connector.clone(), handler, options)
 }
 
 pub(crate) async fn open(peer: &Peer) -> ClientSession {
     open_with(peer, session_connector(peer)).await
 }
 
-pub(crate) async fn open_with(peer: &Peer, connector: SessionConnector) -> ClientSession {
+pub(crate) async fn open_with(peer: &Peer, connector: HandshakeConnector) -> ClientSession {
     connector
         .connect()
         .await

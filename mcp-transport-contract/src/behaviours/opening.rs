@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mcp_core::{Era, ErrorKind, McpServiceExt, ProtocolVersion, RequestOptions};
-use mcp_session::Connector;
+use mcp_session::SessionConnector;
 use serde_json::json;
 
 use super::{echo, open, open_with, session_connector_with, session_options, ContractHandler};

@@ -376,8 +376,8 @@ pub fn resource_matches(advertised: &str, server: &Url) -> bool {
     have == want || have.starts_with(&format!("{want}/")) || want.is_empty()
 }
 
-/// Runs discovery for `server_url`, starting from the 401's challenge when there was one.
-pub async fn discover(
+/// Fetches the authorization metadata for `server_url`, starting from the 401's challenge when there was one.
+pub async fn fetch_metadata(
     http: &AuthHttp,
     server_url: &Url,
     challenge: Option<&ResourceChallenge>,
@@ -387,7 +387,7 @@ pub async fn discover(
     let (authorization_server, default_endpoints) = match &resource {
         Some(prm) => {
             let Some(issuer) = prm.authorization_servers.first() else {
-                return Err(AuthError::Discovery(format!(
+                return Err(AuthError::Metadata(format!(
                     "the protected resource metadata of {} names no authorization server",
                     redact_url(server_url.as_str())
                 )));
@@ -396,7 +396,7 @@ pub async fn discover(
             match fetch_server_metadata(http, &issuer, true).await? {
                 Some(meta) => (meta, false),
                 None => {
-                    return Err(AuthError::Discovery(format!(
+                    return Err(AuthError::Metadata(format!(
                         "no authorization server metadata for {} (tried RFC 8414 and OpenID \
                          Connect discovery)",
                         redact_url(issuer.as_str())
@@ -565,7 +565,7 @@ fn join(origin: &Url, path: &str) -> Result<Url, AuthError> {
     let mut url = origin.clone();
     url.set_path(path);
     if url.origin() != origin.origin() {
-        return Err(AuthError::Discovery(format!(
+        return Err(AuthError::Metadata(format!(
             "cannot build a metadata URL for {} at {path:?}",
             redact_url(origin.as_str())
         )));

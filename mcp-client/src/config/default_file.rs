@@ -7,7 +7,7 @@ use super::expand::EnvLookup;
 use super::load::load_with_env;
 use super::model::ClientConfig;
 
-/// The files [`discover`] tries, in order: `.mcp.json` in `cwd`, then `mcph/config.json` and
+/// The files [`load_default`] tries, in order: `.mcp.json` in `cwd`, then `mcph/config.json` and
 /// `mcph/config.toml` in the user's config folder (`$XDG_CONFIG_HOME`, else `$HOME/.config`).
 pub fn default_config_paths(cwd: &Path) -> Vec<PathBuf> {
     default_config_paths_with_env(cwd, &super::process_env)
@@ -33,12 +33,12 @@ pub fn default_config_paths_with_env(cwd: &Path, env: EnvLookup<'_>) -> Vec<Path
 }
 
 /// Loads the first of [`default_config_paths`] that exists; `Ok(None)` when none does.
-pub fn discover(cwd: &Path) -> Result<Option<ClientConfig>, ConfigError> {
-    discover_with_env(cwd, &super::process_env)
+pub fn load_default(cwd: &Path) -> Result<Option<ClientConfig>, ConfigError> {
+    load_default_with_env(cwd, &super::process_env)
 }
 
-/// [`discover`] reading variables through `env`.
-pub fn discover_with_env(
+/// [`load_default`] reading variables through `env`.
+pub fn load_default_with_env(
     cwd: &Path,
     env: EnvLookup<'_>,
 ) -> Result<Option<ClientConfig>, ConfigError> {

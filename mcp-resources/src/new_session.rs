@@ -1,5 +1,5 @@
-//! A new session: what changed ([`SessionRenewal`]) and what renewing the subscriptions did
-//! ([`RenewalReport`]), for [`ResourceManager::reconnected`](crate::ResourceManager::reconnected).
+//! A new session: what changed ([`NewSession`]) and what resubscribing did
+//! ([`ResubscribeReport`]), for [`ResourceManager::reconnected`](crate::ResourceManager::reconnected).
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,23 +11,23 @@ use mcp_session::ClientSession;
 /// What changed with a new session ([`ResourceManager::reconnected`](crate::ResourceManager::reconnected)). Anything not set stays
 /// as it was.
 #[derive(Clone, Default)]
-pub struct SessionRenewal {
+pub struct NewSession {
     pub(crate) read_service: Option<BoxService>,
     pub(crate) subscription_service: Option<BoxService>,
     pub(crate) capabilities: Option<ServerCapabilities>,
 }
 
-impl SessionRenewal {
+impl NewSession {
     /// Nothing changed but the session behind the same services (a facade's gate or pool
     /// that routes to the current session).
     pub fn new() -> Self {
-        SessionRenewal::default()
+        NewSession::default()
     }
 
     /// A new session used for everything: reads, subscriptions, and its capabilities.
     pub fn session(session: &ClientSession) -> Self {
         let service: BoxService = Arc::new(session.clone());
-        SessionRenewal {
+        NewSession {
             read_service: Some(service.clone()),
             subscription_service: Some(service),
             capabilities: Some(session.server_info().capabilities.clone()),
@@ -53,9 +53,9 @@ impl SessionRenewal {
     }
 }
 
-impl fmt::Debug for SessionRenewal {
+impl fmt::Debug for NewSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SessionRenewal")
+        f.debug_struct("NewSession")
             .field("read_service", &self.read_service.is_some())
             .field("subscription_service", &self.subscription_service.is_some())
             .field("capabilities", &self.capabilities)
@@ -65,7 +65,7 @@ impl fmt::Debug for SessionRenewal {
 
 /// What [`ResourceManager::reconnected`](crate::ResourceManager::reconnected) did.
 #[derive(Debug, Clone, Default)]
-pub struct RenewalReport {
+pub struct ResubscribeReport {
     /// URIs subscribed again on the new session.
     pub resubscribed: Vec<String>,
     /// URIs that could not be (now UNKNOWN if they held no content, else STALE and tried
