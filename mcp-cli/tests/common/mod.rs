@@ -1,7 +1,9 @@
 //! Shared helpers for the `mcph` end-to-end tests: isolated environments, running the binary
-//! with a deadline.
+//! with a deadline ([`RunningProcess`]), the HTTP fixture.
 
 #![allow(dead_code)]
+
+mod running;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use mcp_testkit::process::ChildProcess;
 use serde_json::Value;
+
+// Each test file is a crate of its own, and not every one waits for a line (`Stream`).
+#[allow(unused_imports)]
+pub use running::{RunningProcess, Stream};
 
 pub const MCPH: &str = env!("CARGO_BIN_EXE_mcph");
 /// Upper bound of every command (a hang fails the test instead of blocking it).
@@ -105,9 +111,14 @@ impl Env {
         command
     }
 
+    /// `mcph ARGS` started in this environment.
+    pub fn spawn(&self, args: &[&str]) -> RunningProcess {
+        RunningProcess::spawn(&format!("mcph {}", args.join(" ")), &mut self.command(args))
+    }
+
+    /// `mcph ARGS` run to its end (at most [`DEADLINE`]).
     pub fn run(&self, args: &[&str]) -> Run {
-        let child = self.command(args).spawn().expect("spawn mcph");
-        finish(child, DEADLINE)
+        self.spawn(args).finish(DEADLINE)
     }
 }
 
