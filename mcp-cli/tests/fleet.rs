@@ -13,13 +13,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{finish, HttpFixtureProcess, Run, TempDir, DEADLINE, MCPH};
+use common::{HttpFixtureProcess, Run, RunningProcess, Stream, TempDir, DEADLINE, MCPH};
 use mcp_testkit::redis::RedisServer;
 use mcp_testkit::secret_service::SecretService;
 use serde_json::{json, Value};
@@ -110,80 +108,51 @@ impl Machine {
         command
     }
 
+    /// `mcph ARGS` started on this machine.
+    fn spawn(&self, args: &[&str]) -> RunningProcess {
+        RunningProcess::spawn(&format!("mcph {}", args.join(" ")), &mut self.command(args))
+    }
+
     fn run(&self, args: &[&str]) -> Run {
-        finish(self.command(args).spawn().expect("spawn mcph"), DEADLINE)
+        self.spawn(args).finish(DEADLINE)
     }
 
     /// `mcph auth login fx --no-browser`, playing the browser.
     fn login(&self, authorize: &str) {
-        let mut child = self
-            .command(&["auth", "login", "fx", "--no-browser", "--timeout", "60"])
-            .spawn()
-            .expect("spawn mcph auth login");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut stdout = child.stdout.take().expect("stdout");
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
+        let mut login = self.spawn(&["auth", "login", "fx", "--no-browser", "--timeout", "60"]);
+        let url = login.wait_for_line(Stream::Stderr, LOGIN_DEADLINE, |line| {
+            line.trim_start()
+                .starts_with(authorize)
+                .then(|| line.trim().to_owned())
         });
-        let (tx, lines) = mpsc::channel();
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                text.push_str(&line);
-                text.push('\n');
-                let _ = tx.send(line);
-            }
-            text
-        });
-        let deadline = Instant::now() + LOGIN_DEADLINE;
-        let mut seen = Vec::new();
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) if line.trim_start().starts_with(authorize) => {
-                    break line.trim().to_owned()
-                }
-                Ok(line) => seen.push(line),
-                Err(_) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "mcph auth login printed no URL starting with {authorize}; stderr:\n{}",
-                        seen.join("\n")
-                    );
-                }
-            }
-        };
         browse(&url);
-        let status = common::wait_until(&mut child, LOGIN_DEADLINE).unwrap_or_else(|| {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mcph auth login did not exit");
-        });
-        let stderr = err.join().unwrap_or_default();
-        let stdout = out.join().unwrap_or_default();
-        assert!(status.success(), "login failed:\n{stdout}\n{stderr}");
+        let run = login.finish(LOGIN_DEADLINE);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "login failed:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
     }
 }
 
 /// Starts `count` `mcph call fx__echo` processes at once on the given machines (round robin)
 /// and waits for all of them.
 fn concurrent_calls(machines: &[&Machine], count: usize, round: u64) -> Vec<Run> {
-    let children: Vec<Child> = (0..count)
+    let calls: Vec<RunningProcess> = (0..count)
         .map(|i| {
             let text = format!("round {round} call {i}");
-            machines[i % machines.len()]
-                .command(&["call", "fx__echo", &json!({ "text": text }).to_string()])
-                .spawn()
-                .expect("spawn mcph call")
+            machines[i % machines.len()].spawn(&[
+                "call",
+                "fx__echo",
+                &json!({ "text": text }).to_string(),
+            ])
         })
         .collect();
-    children
+    calls
         .into_iter()
-        .map(|child| finish(child, DEADLINE))
+        .map(|call| call.finish(DEADLINE))
         .collect()
 }
 
@@ -400,7 +369,7 @@ fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plai
     wait_for_expiry();
     let mut traced = machines[2].command(&["-v", "call", "fx__echo", r#"{"text":"traced"}"#]);
     traced.env("RUST_LOG", "trace");
-    let traced = finish(traced.spawn().expect("spawn"), DEADLINE);
+    let traced = RunningProcess::spawn("mcph -v call", &mut traced).finish(DEADLINE);
     traced.assert_code(0);
     assert!(traced.stderr.len() > 1000, "trace logs were written");
     secrets.extend(stored_secrets(&redis, &fixture));
@@ -500,10 +469,10 @@ fn long_running_replicas_ride_out_a_redis_restart() {
         .map(|i| replica(&format!("fleet-long-{i}"), &fixture, &redis))
         .collect();
     machines[0].login(&format!("{}/authorize", fixture.url));
-    let replicas: Vec<Child> = machines
+    let replicas: Vec<RunningProcess> = machines
         .iter()
         .map(|m| {
-            m.command(&[
+            m.spawn(&[
                 "stats",
                 "--call",
                 "fx__echo",
@@ -515,11 +484,8 @@ fn long_running_replicas_ride_out_a_redis_restart() {
                 "1",
                 "--json",
             ])
-            .spawn()
-            .expect("spawn mcph stats")
         })
         .collect();
-    let replicas = Replicas(replicas);
     let running = Instant::now();
 
     // A refresh happens about every half token lifetime (the refresh margin is at most half
@@ -588,7 +554,7 @@ fn long_running_replicas_ride_out_a_redis_restart() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let runs = replicas.stop();
+    let runs = interrupt_all(replicas);
     let ran = running.elapsed();
     let stats = oauth_stats(&fixture);
     assert_eq!(counter(&stats, "refresh_refused"), 0, "{stats}");
@@ -649,30 +615,15 @@ fn replica(tag: &str, fixture: &HttpFixtureProcess, redis: &RedisServer) -> Mach
     }
 }
 
-/// Long-running `mcph` processes, interrupted (Ctrl-C) and collected by [`Replicas::stop`], or
-/// killed on drop.
-struct Replicas(Vec<Child>);
-
-impl Replicas {
-    fn stop(mut self) -> Vec<Run> {
-        let children = std::mem::take(&mut self.0);
-        for child in &children {
-            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                // SAFETY: kill(2) on a child of ours that has not been waited for.
-                unsafe { libc::kill(pid, libc::SIGINT) };
-            }
-        }
-        children.into_iter().map(|c| finish(c, DEADLINE)).collect()
+/// Interrupts long-running `mcph` processes (Ctrl-C) all at once, then collects each.
+fn interrupt_all(processes: Vec<RunningProcess>) -> Vec<Run> {
+    for process in &processes {
+        process.send_interrupt();
     }
-}
-
-impl Drop for Replicas {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+    processes
+        .into_iter()
+        .map(|process| process.finish(DEADLINE))
+        .collect()
 }
 
 /// The fleet's limit in [`four_processes_share_one_fleet_rate_limit`], calls per second.
@@ -707,10 +658,11 @@ fn four_processes_share_one_fleet_rate_limit() {
             machine
         })
         .collect();
-    let callers = Replicas(
-        processes
-            .iter()
-            .map(|m| {
+    let callers: Vec<RunningProcess> = processes
+        .iter()
+        .map(|m| {
+            RunningProcess::spawn(
+                "mcph -v stats",
                 m.command(&[
                     "-v",
                     "stats",
@@ -724,12 +676,10 @@ fn four_processes_share_one_fleet_rate_limit() {
                     "1",
                     "--json",
                 ])
-                .env("RUST_LOG", "warn")
-                .spawn()
-                .expect("spawn mcph stats")
-            })
-            .collect(),
-    );
+                .env("RUST_LOG", "warn"),
+            )
+        })
+        .collect();
     // Running at the limit: the burst spent, calls waiting for permits.
     let deadline = Instant::now() + Duration::from_secs(30);
     while posts_taken(&fixture) < 2 * FLEET_LIMIT {
@@ -745,7 +695,7 @@ fn four_processes_share_one_fleet_rate_limit() {
     let last_asked = Instant::now();
     let last = posts_taken(&fixture);
     let after = Instant::now();
-    let runs = callers.stop();
+    let runs = interrupt_all(callers);
 
     let seen = last - first;
     let secs = |d: Duration| d.as_secs_f64();
