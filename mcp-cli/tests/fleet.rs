@@ -84,14 +84,15 @@ fn browse(url: &str) {
     });
 }
 
-/// One machine (or one replica): a HOME and the environment `mcph` runs with.
-struct Machine {
+/// One replica of the fleet: a HOME and the environment `mcph` runs with. (In the OS-store
+/// test, the one machine whose processes share its credential store.)
+struct Replica {
     config: PathBuf,
     cwd: TempDir,
     envs: Vec<(String, String)>,
 }
 
-impl Machine {
+impl Replica {
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(MCPH);
         command
@@ -108,7 +109,33 @@ impl Machine {
         command
     }
 
-    /// `mcph ARGS` started on this machine.
+    /// A replica of the Redis tests: its own HOME and runtime directory, the fleet key.
+    fn sharing_redis(tag: &str, fixture: &HttpFixtureProcess, redis: &RedisServer) -> Replica {
+        let cwd = TempDir::new(tag);
+        let home = cwd.path().join("home");
+        let run = cwd.path().join("run");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::create_dir_all(&run).expect("runtime dir");
+        let config = write_config(
+            cwd.path(),
+            fixture,
+            json!({ "store": { "url": redis.url(), "prefix": PREFIX } }),
+        );
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        Replica {
+            config,
+            envs: vec![
+                ("HOME".into(), path(&home)),
+                ("XDG_RUNTIME_DIR".into(), path(&run)),
+                ("XDG_CACHE_HOME".into(), path(&home.join(".cache"))),
+                ("XDG_CONFIG_HOME".into(), path(&home.join(".config"))),
+                ("MCPH_STORE_KEY".into(), STORE_KEY.into()),
+            ],
+            cwd,
+        }
+    }
+
+    /// `mcph ARGS` started on this replica.
     fn spawn(&self, args: &[&str]) -> RunningProcess {
         RunningProcess::spawn(&format!("mcph {}", args.join(" ")), &mut self.command(args))
     }
@@ -137,13 +164,13 @@ impl Machine {
     }
 }
 
-/// Starts `count` `mcph call fx__echo` processes at once on the given machines (round robin)
+/// Starts `count` `mcph call fx__echo` processes at once on the given replicas (round robin)
 /// and waits for all of them.
-fn concurrent_calls(machines: &[&Machine], count: usize, round: u64) -> Vec<Run> {
+fn concurrent_calls(replicas: &[&Replica], count: usize, round: u64) -> Vec<Run> {
     let calls: Vec<RunningProcess> = (0..count)
         .map(|i| {
             let text = format!("round {round} call {i}");
-            machines[i % machines.len()].spawn(&[
+            replicas[i % replicas.len()].spawn(&[
                 "call",
                 "fx__echo",
                 &json!({ "text": text }).to_string(),
@@ -198,7 +225,7 @@ fn eight_processes_sharing_the_os_store_refresh_once_per_round_and_keep_the_logi
     let fixture = HttpFixtureProcess::start(&["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()]);
     let secret_service = SecretService::start().unwrap_or_else(|e| panic!("{e}"));
     let cwd = TempDir::new("fleet-os-store");
-    let machine = Machine {
+    let machine = Replica {
         config: write_config(cwd.path(), &fixture, json!({})),
         cwd,
         envs: secret_service.envs(),
@@ -311,14 +338,14 @@ fn stored_secrets(redis: &RedisServer, fixture: &HttpFixtureProcess) -> Vec<Stri
 fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plain_text() {
     let fixture = HttpFixtureProcess::start(&["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()]);
     let redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
-    // Three machines: nothing in common but the Redis (no D-Bus, each its own HOME and
-    // runtime directory, so not even a lock file is shared).
-    let machines: Vec<Machine> = (0..3)
-        .map(|i| replica(&format!("fleet-replica-{i}"), &fixture, &redis))
+    // Three replicas, as on three machines: nothing in common but the Redis (no D-Bus, each its
+    // own HOME and runtime directory, so not even a lock file is shared).
+    let replicas: Vec<Replica> = (0..3)
+        .map(|i| Replica::sharing_redis(&format!("fleet-replica-{i}"), &fixture, &redis))
         .collect();
-    machines[0].login(&format!("{}/authorize", fixture.url));
+    replicas[0].login(&format!("{}/authorize", fixture.url));
     // Another replica sees the login, and says where it lives.
-    let status = machines[1].run(&["auth", "status", "--json"]);
+    let status = replicas[1].run(&["auth", "status", "--json"]);
     status.assert_code(0);
     let status = status.json();
     assert!(
@@ -329,11 +356,11 @@ fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plai
     );
     assert_eq!(status["servers"][0]["logged_in"], true, "{status}");
 
-    let replicas: Vec<&Machine> = machines.iter().collect();
+    let all: Vec<&Replica> = replicas.iter().collect();
     let mut secrets = stored_secrets(&redis, &fixture);
     for round in 1..=ROUNDS {
         wait_for_expiry();
-        let runs = concurrent_calls(&replicas, PROCESSES, round);
+        let runs = concurrent_calls(&all, PROCESSES, round);
         assert_all_succeeded(&runs, round);
         let stats = oauth_stats(&fixture);
         assert_eq!(
@@ -367,7 +394,7 @@ fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plai
 
     // Nor in a replica's logs at trace level (a refresh included).
     wait_for_expiry();
-    let mut traced = machines[2].command(&["-v", "call", "fx__echo", r#"{"text":"traced"}"#]);
+    let mut traced = replicas[2].command(&["-v", "call", "fx__echo", r#"{"text":"traced"}"#]);
     traced.env("RUST_LOG", "trace");
     let traced = RunningProcess::spawn("mcph -v call", &mut traced).finish(DEADLINE);
     traced.assert_code(0);
@@ -408,7 +435,7 @@ fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
             ("MCPH_STORE_KEY".to_owned(), key.to_owned()),
         ]
     };
-    let right = Machine {
+    let right = Replica {
         config: config.clone(),
         cwd,
         envs: envs(STORE_KEY),
@@ -417,7 +444,7 @@ fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
     let before = everything_in(&redis.url());
 
     let other_key = "0000000000000000000000000000000000000000000000000000000000000001";
-    let wrong = Machine {
+    let wrong = Replica {
         config: config.clone(),
         cwd: TempDir::new("fleet-wrong-key-2"),
         envs: envs(other_key),
@@ -444,7 +471,7 @@ fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
         .assert_code(0);
 
     // No key at all: mcph refuses to start, naming the variable.
-    let keyless = Machine {
+    let keyless = Replica {
         config,
         cwd: TempDir::new("fleet-no-key"),
         envs: vec![("HOME".to_owned(), "/nonexistent".to_owned())],
@@ -465,14 +492,14 @@ fn long_running_replicas_ride_out_a_redis_restart() {
     let fixture =
         HttpFixtureProcess::start(&["--oauth-token-ttl", &LONG_TOKEN_TTL_SECS.to_string()]);
     let mut redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
-    let machines: Vec<Machine> = (0..3)
-        .map(|i| replica(&format!("fleet-long-{i}"), &fixture, &redis))
+    let replicas: Vec<Replica> = (0..3)
+        .map(|i| Replica::sharing_redis(&format!("fleet-long-{i}"), &fixture, &redis))
         .collect();
-    machines[0].login(&format!("{}/authorize", fixture.url));
-    let replicas: Vec<RunningProcess> = machines
+    replicas[0].login(&format!("{}/authorize", fixture.url));
+    let processes: Vec<RunningProcess> = replicas
         .iter()
-        .map(|m| {
-            m.spawn(&[
+        .map(|replica| {
+            replica.spawn(&[
                 "stats",
                 "--call",
                 "fx__echo",
@@ -554,7 +581,7 @@ fn long_running_replicas_ride_out_a_redis_restart() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let runs = interrupt_all(replicas);
+    let runs = interrupt_all(processes);
     let ran = running.elapsed();
     let stats = oauth_stats(&fixture);
     assert_eq!(counter(&stats, "refresh_refused"), 0, "{stats}");
@@ -588,32 +615,6 @@ fn long_running_replicas_ride_out_a_redis_restart() {
 
 /// Access token lifetime in the long-running test: refreshes 4 s apart.
 const LONG_TOKEN_TTL_SECS: u64 = 8;
-
-/// A replica machine of the Redis tests: its own HOME and runtime directory, the fleet key.
-fn replica(tag: &str, fixture: &HttpFixtureProcess, redis: &RedisServer) -> Machine {
-    let cwd = TempDir::new(tag);
-    let home = cwd.path().join("home");
-    let run = cwd.path().join("run");
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::create_dir_all(&run).expect("runtime dir");
-    let config = write_config(
-        cwd.path(),
-        fixture,
-        json!({ "store": { "url": redis.url(), "prefix": PREFIX } }),
-    );
-    let path = |p: &Path| p.to_string_lossy().into_owned();
-    Machine {
-        config,
-        envs: vec![
-            ("HOME".into(), path(&home)),
-            ("XDG_RUNTIME_DIR".into(), path(&run)),
-            ("XDG_CACHE_HOME".into(), path(&home.join(".cache"))),
-            ("XDG_CONFIG_HOME".into(), path(&home.join(".config"))),
-            ("MCPH_STORE_KEY".into(), STORE_KEY.into()),
-        ],
-        cwd,
-    }
-}
 
 /// Interrupts long-running `mcph` processes (Ctrl-C) all at once, then collects each.
 fn interrupt_all(processes: Vec<RunningProcess>) -> Vec<Run> {
@@ -651,32 +652,33 @@ fn four_processes_share_one_fleet_rate_limit() {
             "rate_limit": { "per_second": FLEET_LIMIT, "burst": FLEET_BURST, "scope": "fleet" }
         } }
     });
-    let processes: Vec<Machine> = (0..4)
+    let replicas: Vec<Replica> = (0..4)
         .map(|i| {
-            let machine = replica(&format!("fleet-limit-{i}"), &fixture, &redis);
-            std::fs::write(&machine.config, limited.to_string()).expect("config");
-            machine
+            let replica = Replica::sharing_redis(&format!("fleet-limit-{i}"), &fixture, &redis);
+            std::fs::write(&replica.config, limited.to_string()).expect("config");
+            replica
         })
         .collect();
-    let callers: Vec<RunningProcess> = processes
+    let callers: Vec<RunningProcess> = replicas
         .iter()
-        .map(|m| {
+        .map(|replica| {
             RunningProcess::spawn(
                 "mcph -v stats",
-                m.command(&[
-                    "-v",
-                    "stats",
-                    "--call",
-                    "fx__slow",
-                    "--json-args",
-                    r#"{"duration_ms":0}"#,
-                    "--rate",
-                    "2000",
-                    "--interval",
-                    "1",
-                    "--json",
-                ])
-                .env("RUST_LOG", "warn"),
+                replica
+                    .command(&[
+                        "-v",
+                        "stats",
+                        "--call",
+                        "fx__slow",
+                        "--json-args",
+                        r#"{"duration_ms":0}"#,
+                        "--rate",
+                        "2000",
+                        "--interval",
+                        "1",
+                        "--json",
+                    ])
+                    .env("RUST_LOG", "warn"),
             )
         })
         .collect();
