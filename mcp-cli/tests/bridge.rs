@@ -5,62 +5,38 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::process::Child;
+use std::process::Command;
 
-use common::{Env, DEADLINE};
+use common::{Env, RunningProcess, Stream, DEADLINE};
 use mcp_core::{McpServiceExt, RequestOptions};
 use mcp_session::{ClientSession, SessionOptions};
+use mcp_testkit::process::ChildProcess;
 use mcp_transport_grpc::{GrpcServerConfig, GrpcTransport};
 use serde_json::json;
 
-/// Starts `mcph bridge --grpc 127.0.0.1:0 fixture` (the built-in configuration) and reads the
-/// URL it prints.
-fn start_bridge(env: &Env, extra: &[&str]) -> (Child, String) {
-    let mut args = vec!["bridge", "--grpc", "127.0.0.1:0", "fixture"];
-    args.extend_from_slice(extra);
-    let mut child = env.command(&args).spawn().expect("spawn mcph bridge");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
+/// Starts `command` (an `mcph bridge`) and reads the first line it prints: the URL it serves.
+fn spawn_bridge(command: &mut Command) -> (RunningProcess, String) {
+    let mut bridge = RunningProcess::spawn("mcph bridge", command);
+    let url = bridge.wait_for_line(Stream::Stdout, DEADLINE, |line| {
+        Some(line.trim().to_owned())
     });
-    let url = rx
-        .recv_timeout(DEADLINE)
-        .expect("the bridge prints its URL")
-        .trim()
-        .to_owned();
-    assert!(url.starts_with("grpc://127.0.0.1:"), "{url:?}");
-    (child, url)
+    (bridge, url)
 }
 
-/// SIGINT, then the exit code and stderr within the deadline (stdout was taken for the URL).
-fn interrupt(mut child: Child) -> common::Run {
-    use std::io::Read;
-    // SAFETY: kill(2) on the pid of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = common::wait_until(&mut child, DEADLINE);
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = pipe.read_to_string(&mut stderr);
-    }
-    common::Run {
-        code: status.and_then(|s| s.code()),
-        stdout: String::new(),
-        stderr,
-    }
+/// Starts `mcph bridge --grpc 127.0.0.1:0 fixture` (the built-in configuration) and reads the
+/// URL it prints.
+fn start_bridge(env: &Env, extra: &[&str]) -> (RunningProcess, String) {
+    let mut args = vec!["bridge", "--grpc", "127.0.0.1:0", "fixture"];
+    args.extend_from_slice(extra);
+    let (bridge, url) = spawn_bridge(&mut env.command(&args));
+    assert!(url.starts_with("grpc://127.0.0.1:"), "{url:?}");
+    (bridge, url)
 }
 
 #[tokio::test]
 async fn a_stdio_server_is_served_over_grpc_until_ctrl_c() {
     let env = Env::new();
-    let (child, url) = start_bridge(&env, &[]);
+    let (bridge, url) = start_bridge(&env, &[]);
     let transport = GrpcTransport::connect(GrpcServerConfig::new(&url))
         .await
         .expect("the gRPC client connects");
@@ -81,7 +57,7 @@ async fn a_stdio_server_is_served_over_grpc_until_ctrl_c() {
         .expect("echo through the bridge");
     assert_eq!(result.text(), "over grpc");
     session.close().await;
-    let run = interrupt(child);
+    let run = bridge.interrupt(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert!(
         run.stderr.contains("serving \"fixture\" over gRPC"),
@@ -102,13 +78,7 @@ async fn a_bridge_with_a_token_refuses_callers_without_it() {
         "BRIDGE_TOKEN",
     ]);
     command.env("BRIDGE_TOKEN", "s3cret-bridge");
-    let mut child = command.spawn().expect("spawn");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("the URL line");
-    let url = line.trim().to_owned();
+    let (bridge, url) = spawn_bridge(&mut command);
     let refused = ClientSession::connect(
         GrpcTransport::connect(GrpcServerConfig::new(&url))
             .await
@@ -128,7 +98,7 @@ async fn a_bridge_with_a_token_refuses_callers_without_it() {
     .await
     .expect("the token is accepted");
     session.close().await;
-    let run = interrupt(child);
+    let run = bridge.interrupt(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert!(!run.stderr.contains("s3cret-bridge"), "{}", run.stderr);
 }
@@ -181,7 +151,7 @@ fn an_address_beyond_loopback_is_refused_without_a_token_and_tls() {
         "BRIDGE_TOKEN",
     ]);
     command.env("BRIDGE_TOKEN", "s3cret-bridge");
-    let run = common::finish(command.spawn().expect("spawn"), DEADLINE);
+    let run = RunningProcess::spawn("mcph bridge", &mut command).finish(DEADLINE);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stdout.is_empty(), "nothing was served: {}", run.stdout);
     assert!(
@@ -196,7 +166,7 @@ fn an_address_beyond_loopback_is_refused_without_a_token_and_tls() {
 #[tokio::test]
 async fn max_calls_refuses_a_call_past_the_cap() {
     let env = Env::new();
-    let (child, url) = start_bridge(&env, &["--max-calls", "1"]);
+    let (bridge, url) = start_bridge(&env, &["--max-calls", "1"]);
     let connect = || async {
         tokio::time::timeout(DEADLINE, async {
             let transport = GrpcTransport::connect(GrpcServerConfig::new(&url)).await?;
@@ -215,7 +185,7 @@ async fn max_calls_refuses_a_call_past_the_cap() {
     );
     assert!(refused.message().contains("max_calls is 1"), "{refused}");
     first.close().await;
-    let run = interrupt(child);
+    let run = bridge.interrupt(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
 }
 
@@ -223,31 +193,16 @@ async fn max_calls_refuses_a_call_past_the_cap() {
 async fn a_bridge_with_tls_serves_grpcs() {
     let env = Env::new();
     let (cert, key) = (tls_file("server.pem"), tls_file("server.key"));
-    let mut child = env
-        .command(&[
-            "bridge",
-            "--grpc",
-            "127.0.0.1:0",
-            "fixture",
-            "--tls-cert",
-            &cert,
-            "--tls-key",
-            &key,
-        ])
-        .spawn()
-        .expect("spawn mcph bridge");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let url = rx
-        .recv_timeout(DEADLINE)
-        .expect("the bridge prints its URL")
-        .trim()
-        .to_owned();
+    let (bridge, url) = spawn_bridge(&mut env.command(&[
+        "bridge",
+        "--grpc",
+        "127.0.0.1:0",
+        "fixture",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]));
     assert!(url.starts_with("grpcs://127.0.0.1:"), "{url:?}");
     let ca = std::fs::read(tls_file("ca.pem")).expect("the test CA");
     let config = GrpcServerConfig::new(&url).root_certificate_pem(ca);
@@ -268,7 +223,7 @@ async fn a_bridge_with_tls_serves_grpcs() {
         .expect("echo through the TLS bridge");
     assert_eq!(result.text(), "over tls");
     session.close().await;
-    let run = interrupt(child);
+    let run = bridge.interrupt(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
 }
 
@@ -278,18 +233,14 @@ async fn a_bridge_with_tls_serves_grpcs() {
 fn mcph_reaches_grpc_and_websocket_servers() {
     let env = Env::new();
     let (bridge, grpc_url) = start_bridge(&env, &[]);
-    let mut ws = std::process::Command::new(mcp_testkit::fixture_server_bin())
-        .args(["--ws", "127.0.0.1:0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the WebSocket fixture");
-    let mut line = String::new();
-    std::io::BufReader::new(ws.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the fixture prints its URL");
-    let ws_url = line.trim().trim_start_matches("listening on ").to_owned();
+    let (ws, ws_url) = ChildProcess::spawn_until_line(
+        "the WebSocket fixture",
+        Command::new(mcp_testkit::fixture_server_bin()).args(["--ws", "127.0.0.1:0"]),
+        None,
+        DEADLINE,
+        |line| Some(line.trim_start_matches("listening on ").to_owned()),
+    )
+    .unwrap_or_else(|e| panic!("the fixture prints its URL: {e}"));
     assert!(ws_url.starts_with("ws://127.0.0.1:"), "{ws_url:?}");
     let config = env.cwd.write(
         "mcp.json",
@@ -321,8 +272,7 @@ fn mcph_reaches_grpc_and_websocket_servers() {
     ]);
     run.assert_code(0);
     assert_eq!(run.stdout.trim(), "by ws");
-    let _ = ws.kill();
-    let _ = ws.wait();
-    let run = interrupt(bridge);
+    drop(ws);
+    let run = bridge.interrupt(DEADLINE);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }

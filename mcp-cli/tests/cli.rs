@@ -446,15 +446,12 @@ fn processes() -> Vec<(i32, i32, i32, char)> {
 #[test]
 fn ctrl_c_cancels_the_call_and_leaves_no_server_behind() {
     let env = Env::new();
-    let child = env
-        .command(&[
-            "call",
-            "fixture__slow",
-            r#"{"duration_ms":60000,"steps":2}"#,
-        ])
-        .spawn()
-        .expect("spawn mcph");
-    let mcph = child.id() as i32;
+    let call = env.spawn(&[
+        "call",
+        "fixture__slow",
+        r#"{"duration_ms":60000,"steps":2}"#,
+    ]);
+    let mcph = call.pid() as i32;
 
     // Wait for the fixture server (a child of mcph) to exist, then a little for the call.
     let end = Instant::now() + Duration::from_secs(30);
@@ -470,9 +467,7 @@ fn ctrl_c_cancels_the_call_and_leaves_no_server_behind() {
     };
     std::thread::sleep(Duration::from_millis(500));
 
-    // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(mcph, libc::SIGINT) }, 0);
-    let run = finish(child, Duration::from_secs(30));
+    let run = call.interrupt(Duration::from_secs(30));
     run.assert_code(130);
     assert!(run.stderr.contains("error: interrupted"), "{}", run.stderr);
 

@@ -13,13 +13,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{finish, HttpFixtureProcess, Run, TempDir, DEADLINE, MCPH};
+use common::{HttpFixtureProcess, Run, RunningProcess, Stream, TempDir, DEADLINE, MCPH};
 use mcp_testkit::redis::RedisServer;
 use mcp_testkit::secret_service::SecretService;
 use serde_json::{json, Value};
@@ -86,14 +84,15 @@ fn browse(url: &str) {
     });
 }
 
-/// One machine (or one replica): a HOME and the environment `mcph` runs with.
-struct Machine {
+/// One replica of the fleet: a HOME and the environment `mcph` runs with. (In the OS-store
+/// test, the one machine whose processes share its credential store.)
+struct Replica {
     config: PathBuf,
     cwd: TempDir,
     envs: Vec<(String, String)>,
 }
 
-impl Machine {
+impl Replica {
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(MCPH);
         command
@@ -110,80 +109,77 @@ impl Machine {
         command
     }
 
+    /// A replica of the Redis tests: its own HOME and runtime directory, the fleet key.
+    fn sharing_redis(tag: &str, fixture: &HttpFixtureProcess, redis: &RedisServer) -> Replica {
+        let cwd = TempDir::new(tag);
+        let home = cwd.path().join("home");
+        let run = cwd.path().join("run");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::create_dir_all(&run).expect("runtime dir");
+        let config = write_config(
+            cwd.path(),
+            fixture,
+            json!({ "store": { "url": redis.url(), "prefix": PREFIX } }),
+        );
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        Replica {
+            config,
+            envs: vec![
+                ("HOME".into(), path(&home)),
+                ("XDG_RUNTIME_DIR".into(), path(&run)),
+                ("XDG_CACHE_HOME".into(), path(&home.join(".cache"))),
+                ("XDG_CONFIG_HOME".into(), path(&home.join(".config"))),
+                ("MCPH_STORE_KEY".into(), STORE_KEY.into()),
+            ],
+            cwd,
+        }
+    }
+
+    /// `mcph ARGS` started on this replica.
+    fn spawn(&self, args: &[&str]) -> RunningProcess {
+        RunningProcess::spawn(&format!("mcph {}", args.join(" ")), &mut self.command(args))
+    }
+
     fn run(&self, args: &[&str]) -> Run {
-        finish(self.command(args).spawn().expect("spawn mcph"), DEADLINE)
+        self.spawn(args).finish(DEADLINE)
     }
 
     /// `mcph auth login fx --no-browser`, playing the browser.
     fn login(&self, authorize: &str) {
-        let mut child = self
-            .command(&["auth", "login", "fx", "--no-browser", "--timeout", "60"])
-            .spawn()
-            .expect("spawn mcph auth login");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut stdout = child.stdout.take().expect("stdout");
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
+        let mut login = self.spawn(&["auth", "login", "fx", "--no-browser", "--timeout", "60"]);
+        let url = login.wait_for_line(Stream::Stderr, LOGIN_DEADLINE, |line| {
+            line.trim_start()
+                .starts_with(authorize)
+                .then(|| line.trim().to_owned())
         });
-        let (tx, lines) = mpsc::channel();
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                text.push_str(&line);
-                text.push('\n');
-                let _ = tx.send(line);
-            }
-            text
-        });
-        let deadline = Instant::now() + LOGIN_DEADLINE;
-        let mut seen = Vec::new();
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) if line.trim_start().starts_with(authorize) => {
-                    break line.trim().to_owned()
-                }
-                Ok(line) => seen.push(line),
-                Err(_) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "mcph auth login printed no URL starting with {authorize}; stderr:\n{}",
-                        seen.join("\n")
-                    );
-                }
-            }
-        };
         browse(&url);
-        let status = common::wait_until(&mut child, LOGIN_DEADLINE).unwrap_or_else(|| {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("mcph auth login did not exit");
-        });
-        let stderr = err.join().unwrap_or_default();
-        let stdout = out.join().unwrap_or_default();
-        assert!(status.success(), "login failed:\n{stdout}\n{stderr}");
+        let run = login.finish(LOGIN_DEADLINE);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "login failed:\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
     }
 }
 
-/// Starts `count` `mcph call fx__echo` processes at once on the given machines (round robin)
+/// Starts `count` `mcph call fx__echo` processes at once on the given replicas (round robin)
 /// and waits for all of them.
-fn concurrent_calls(machines: &[&Machine], count: usize, round: u64) -> Vec<Run> {
-    let children: Vec<Child> = (0..count)
+fn concurrent_calls(replicas: &[&Replica], count: usize, round: u64) -> Vec<Run> {
+    let calls: Vec<RunningProcess> = (0..count)
         .map(|i| {
             let text = format!("round {round} call {i}");
-            machines[i % machines.len()]
-                .command(&["call", "fx__echo", &json!({ "text": text }).to_string()])
-                .spawn()
-                .expect("spawn mcph call")
+            replicas[i % replicas.len()].spawn(&[
+                "call",
+                "fx__echo",
+                &json!({ "text": text }).to_string(),
+            ])
         })
         .collect();
-    children
+    calls
         .into_iter()
-        .map(|child| finish(child, DEADLINE))
+        .map(|call| call.finish(DEADLINE))
         .collect()
 }
 
@@ -229,7 +225,7 @@ fn eight_processes_sharing_the_os_store_refresh_once_per_round_and_keep_the_logi
     let fixture = HttpFixtureProcess::start(&["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()]);
     let secret_service = SecretService::start().unwrap_or_else(|e| panic!("{e}"));
     let cwd = TempDir::new("fleet-os-store");
-    let machine = Machine {
+    let machine = Replica {
         config: write_config(cwd.path(), &fixture, json!({})),
         cwd,
         envs: secret_service.envs(),
@@ -342,14 +338,14 @@ fn stored_secrets(redis: &RedisServer, fixture: &HttpFixtureProcess) -> Vec<Stri
 fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plain_text() {
     let fixture = HttpFixtureProcess::start(&["--oauth-token-ttl", &TOKEN_TTL_SECS.to_string()]);
     let redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
-    // Three machines: nothing in common but the Redis (no D-Bus, each its own HOME and
-    // runtime directory, so not even a lock file is shared).
-    let machines: Vec<Machine> = (0..3)
-        .map(|i| replica(&format!("fleet-replica-{i}"), &fixture, &redis))
+    // Three replicas, as on three machines: nothing in common but the Redis (no D-Bus, each its
+    // own HOME and runtime directory, so not even a lock file is shared).
+    let replicas: Vec<Replica> = (0..3)
+        .map(|i| Replica::sharing_redis(&format!("fleet-replica-{i}"), &fixture, &redis))
         .collect();
-    machines[0].login(&format!("{}/authorize", fixture.url));
+    replicas[0].login(&format!("{}/authorize", fixture.url));
     // Another replica sees the login, and says where it lives.
-    let status = machines[1].run(&["auth", "status", "--json"]);
+    let status = replicas[1].run(&["auth", "status", "--json"]);
     status.assert_code(0);
     let status = status.json();
     assert!(
@@ -360,11 +356,11 @@ fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plai
     );
     assert_eq!(status["servers"][0]["logged_in"], true, "{status}");
 
-    let replicas: Vec<&Machine> = machines.iter().collect();
+    let all: Vec<&Replica> = replicas.iter().collect();
     let mut secrets = stored_secrets(&redis, &fixture);
     for round in 1..=ROUNDS {
         wait_for_expiry();
-        let runs = concurrent_calls(&replicas, PROCESSES, round);
+        let runs = concurrent_calls(&all, PROCESSES, round);
         assert_all_succeeded(&runs, round);
         let stats = oauth_stats(&fixture);
         assert_eq!(
@@ -398,9 +394,9 @@ fn three_replicas_sharing_only_redis_refresh_once_per_round_with_nothing_in_plai
 
     // Nor in a replica's logs at trace level (a refresh included).
     wait_for_expiry();
-    let mut traced = machines[2].command(&["-v", "call", "fx__echo", r#"{"text":"traced"}"#]);
+    let mut traced = replicas[2].command(&["-v", "call", "fx__echo", r#"{"text":"traced"}"#]);
     traced.env("RUST_LOG", "trace");
-    let traced = finish(traced.spawn().expect("spawn"), DEADLINE);
+    let traced = RunningProcess::spawn("mcph -v call", &mut traced).finish(DEADLINE);
     traced.assert_code(0);
     assert!(traced.stderr.len() > 1000, "trace logs were written");
     secrets.extend(stored_secrets(&redis, &fixture));
@@ -439,7 +435,7 @@ fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
             ("MCPH_STORE_KEY".to_owned(), key.to_owned()),
         ]
     };
-    let right = Machine {
+    let right = Replica {
         config: config.clone(),
         cwd,
         envs: envs(STORE_KEY),
@@ -448,7 +444,7 @@ fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
     let before = everything_in(&redis.url());
 
     let other_key = "0000000000000000000000000000000000000000000000000000000000000001";
-    let wrong = Machine {
+    let wrong = Replica {
         config: config.clone(),
         cwd: TempDir::new("fleet-wrong-key-2"),
         envs: envs(other_key),
@@ -475,7 +471,7 @@ fn a_replica_without_the_right_key_says_so_and_deletes_nothing() {
         .assert_code(0);
 
     // No key at all: mcph refuses to start, naming the variable.
-    let keyless = Machine {
+    let keyless = Replica {
         config,
         cwd: TempDir::new("fleet-no-key"),
         envs: vec![("HOME".to_owned(), "/nonexistent".to_owned())],
@@ -496,14 +492,14 @@ fn long_running_replicas_ride_out_a_redis_restart() {
     let fixture =
         HttpFixtureProcess::start(&["--oauth-token-ttl", &LONG_TOKEN_TTL_SECS.to_string()]);
     let mut redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
-    let machines: Vec<Machine> = (0..3)
-        .map(|i| replica(&format!("fleet-long-{i}"), &fixture, &redis))
+    let replicas: Vec<Replica> = (0..3)
+        .map(|i| Replica::sharing_redis(&format!("fleet-long-{i}"), &fixture, &redis))
         .collect();
-    machines[0].login(&format!("{}/authorize", fixture.url));
-    let replicas: Vec<Child> = machines
+    replicas[0].login(&format!("{}/authorize", fixture.url));
+    let processes: Vec<RunningProcess> = replicas
         .iter()
-        .map(|m| {
-            m.command(&[
+        .map(|replica| {
+            replica.spawn(&[
                 "stats",
                 "--call",
                 "fx__echo",
@@ -515,11 +511,8 @@ fn long_running_replicas_ride_out_a_redis_restart() {
                 "1",
                 "--json",
             ])
-            .spawn()
-            .expect("spawn mcph stats")
         })
         .collect();
-    let replicas = Replicas(replicas);
     let running = Instant::now();
 
     // A refresh happens about every half token lifetime (the refresh margin is at most half
@@ -588,7 +581,7 @@ fn long_running_replicas_ride_out_a_redis_restart() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let runs = replicas.stop();
+    let runs = interrupt_all(processes);
     let ran = running.elapsed();
     let stats = oauth_stats(&fixture);
     assert_eq!(counter(&stats, "refresh_refused"), 0, "{stats}");
@@ -623,56 +616,15 @@ fn long_running_replicas_ride_out_a_redis_restart() {
 /// Access token lifetime in the long-running test: refreshes 4 s apart.
 const LONG_TOKEN_TTL_SECS: u64 = 8;
 
-/// A replica machine of the Redis tests: its own HOME and runtime directory, the fleet key.
-fn replica(tag: &str, fixture: &HttpFixtureProcess, redis: &RedisServer) -> Machine {
-    let cwd = TempDir::new(tag);
-    let home = cwd.path().join("home");
-    let run = cwd.path().join("run");
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::create_dir_all(&run).expect("runtime dir");
-    let config = write_config(
-        cwd.path(),
-        fixture,
-        json!({ "store": { "url": redis.url(), "prefix": PREFIX } }),
-    );
-    let path = |p: &Path| p.to_string_lossy().into_owned();
-    Machine {
-        config,
-        envs: vec![
-            ("HOME".into(), path(&home)),
-            ("XDG_RUNTIME_DIR".into(), path(&run)),
-            ("XDG_CACHE_HOME".into(), path(&home.join(".cache"))),
-            ("XDG_CONFIG_HOME".into(), path(&home.join(".config"))),
-            ("MCPH_STORE_KEY".into(), STORE_KEY.into()),
-        ],
-        cwd,
+/// Interrupts long-running `mcph` processes (Ctrl-C) all at once, then collects each.
+fn interrupt_all(processes: Vec<RunningProcess>) -> Vec<Run> {
+    for process in &processes {
+        process.send_interrupt();
     }
-}
-
-/// Long-running `mcph` processes, interrupted (Ctrl-C) and collected by [`Replicas::stop`], or
-/// killed on drop.
-struct Replicas(Vec<Child>);
-
-impl Replicas {
-    fn stop(mut self) -> Vec<Run> {
-        let children = std::mem::take(&mut self.0);
-        for child in &children {
-            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                // SAFETY: kill(2) on a child of ours that has not been waited for.
-                unsafe { libc::kill(pid, libc::SIGINT) };
-            }
-        }
-        children.into_iter().map(|c| finish(c, DEADLINE)).collect()
-    }
-}
-
-impl Drop for Replicas {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+    processes
+        .into_iter()
+        .map(|process| process.finish(DEADLINE))
+        .collect()
 }
 
 /// The fleet's limit in [`four_processes_share_one_fleet_rate_limit`], calls per second.
@@ -700,36 +652,36 @@ fn four_processes_share_one_fleet_rate_limit() {
             "rate_limit": { "per_second": FLEET_LIMIT, "burst": FLEET_BURST, "scope": "fleet" }
         } }
     });
-    let processes: Vec<Machine> = (0..4)
+    let replicas: Vec<Replica> = (0..4)
         .map(|i| {
-            let machine = replica(&format!("fleet-limit-{i}"), &fixture, &redis);
-            std::fs::write(&machine.config, limited.to_string()).expect("config");
-            machine
+            let replica = Replica::sharing_redis(&format!("fleet-limit-{i}"), &fixture, &redis);
+            std::fs::write(&replica.config, limited.to_string()).expect("config");
+            replica
         })
         .collect();
-    let callers = Replicas(
-        processes
-            .iter()
-            .map(|m| {
-                m.command(&[
-                    "-v",
-                    "stats",
-                    "--call",
-                    "fx__slow",
-                    "--json-args",
-                    r#"{"duration_ms":0}"#,
-                    "--rate",
-                    "2000",
-                    "--interval",
-                    "1",
-                    "--json",
-                ])
-                .env("RUST_LOG", "warn")
-                .spawn()
-                .expect("spawn mcph stats")
-            })
-            .collect(),
-    );
+    let callers: Vec<RunningProcess> = replicas
+        .iter()
+        .map(|replica| {
+            RunningProcess::spawn(
+                "mcph -v stats",
+                replica
+                    .command(&[
+                        "-v",
+                        "stats",
+                        "--call",
+                        "fx__slow",
+                        "--json-args",
+                        r#"{"duration_ms":0}"#,
+                        "--rate",
+                        "2000",
+                        "--interval",
+                        "1",
+                        "--json",
+                    ])
+                    .env("RUST_LOG", "warn"),
+            )
+        })
+        .collect();
     // Running at the limit: the burst spent, calls waiting for permits.
     let deadline = Instant::now() + Duration::from_secs(30);
     while posts_taken(&fixture) < 2 * FLEET_LIMIT {
@@ -745,7 +697,7 @@ fn four_processes_share_one_fleet_rate_limit() {
     let last_asked = Instant::now();
     let last = posts_taken(&fixture);
     let after = Instant::now();
-    let runs = callers.stop();
+    let runs = interrupt_all(callers);
 
     let seen = last - first;
     let secs = |d: Duration| d.as_secs_f64();

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use mcp_testkit::process::ChildProcess;
 use serde_json::{json, Value};
 
 /// A fixture that bumps `fixture://counter` (and changes its tools) every 200 ms.
@@ -114,32 +115,21 @@ fn stats_once_shows_what_the_calls_did() {
 
 #[test]
 fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let env = Env::new();
-    let mut child = env
-        .command(&[
-            "stats",
-            "--json",
-            "--rate",
-            "50",
-            "--prometheus",
-            "127.0.0.1:0",
-        ])
-        .spawn()
-        .expect("spawn mcph");
+    let mut stats = env.spawn(&[
+        "stats",
+        "--json",
+        "--rate",
+        "50",
+        "--prometheus",
+        "127.0.0.1:0",
+    ]);
     // The address is announced on stderr.
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("serving Prometheus metrics at http://") {
-                let _ = tx.send(url.trim_end_matches("/metrics").to_owned());
-            }
-        }
+    let addr = stats.wait_for_line(Stream::Stderr, DEADLINE, |line| {
+        line.strip_prefix("serving Prometheus metrics at http://")
+            .map(|url| url.trim_end_matches("/metrics").to_owned())
     });
-    let addr = rx
-        .recv_timeout(DEADLINE)
-        .expect("the endpoint is announced");
     // Scrape until the pings show up (the client calls 50 times a second).
     let deadline = std::time::Instant::now() + DEADLINE;
     let body = loop {
@@ -166,10 +156,8 @@ fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
     };
     assert!(body.contains("# TYPE mcp_client_operation_duration_seconds summary"));
     assert!(body.contains(r#"quantile="0.99""#));
-    // SAFETY: kill(2) on the pid of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = wait_until(&mut child, DEADLINE).expect("mcph ends on Ctrl-C");
-    assert_eq!(status.code(), Some(0), "Ctrl-C is how a live view ends");
+    let run = stats.interrupt(DEADLINE);
+    assert_eq!(run.code, Some(0), "Ctrl-C is how a live view ends");
     assert!(
         std::net::TcpStream::connect(&addr).is_err(),
         "the endpoint is gone with the process"
@@ -184,17 +172,28 @@ fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
 fn stats_stops_when_its_reader_goes_away() {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
-    let mut child = env
-        .command(&["stats", "--json", "--interval", "0.1"])
-        .spawn()
-        .expect("spawn mcph");
-    // `mcph stats --json | head -1`: one line, then the pipe closes.
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
+    let mut stats = ChildProcess::spawn(
+        "mcph stats",
+        &mut env.command(&["stats", "--json", "--interval", "0.1"]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // `mcph stats --json | head -1`: one line, then the pipe closes (the thread ends, dropping
+    // the pipe).
+    let stdout = stats.take_stdout().expect("piped stdout");
+    let (sender, first_line) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let _ = sender.send(read.map(|_| line));
+    });
+    let line = first_line
+        .recv_timeout(DEADLINE)
+        .expect("mcph stats prints a snapshot in time")
+        .unwrap();
     let snapshot: Value = serde_json::from_str(&line).unwrap();
     assert!(snapshot["servers"].is_array());
-    drop(stdout);
-    let status = wait_until(&mut child, DEADLINE).expect("mcph stops once nobody reads");
+    let status = stats
+        .wait_within(DEADLINE)
+        .expect("mcph stops once nobody reads");
     assert_eq!(status.code(), Some(0));
 }

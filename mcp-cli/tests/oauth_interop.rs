@@ -25,13 +25,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{finish, Run, TempDir, DEADLINE, MCPH};
+use common::{Run, RunningProcess, Stream, TempDir, DEADLINE, MCPH};
 use mcp_client::mcp_auth::store::{KeyringStore, TokenStore};
 use mcp_client::mcp_auth::{StoredCredentials, TokenEndpointAuth};
 use mcp_testkit::process::{
@@ -447,8 +446,7 @@ impl Mcph {
     }
 
     fn run(&mut self, args: &[&str]) -> Run {
-        let child = self.command(args).spawn().expect("spawn mcph");
-        let run = finish(child, DEADLINE);
+        let run = RunningProcess::spawn("mcph", &mut self.command(args)).finish(DEADLINE);
         self.record(args, &run);
         run
     }
@@ -484,63 +482,14 @@ impl Mcph {
     fn login(&mut self, http: &Http, flags: &[&str], server: &str, authorize: &str) -> Login {
         let mut args: Vec<&str> = flags.to_vec();
         args.extend(["auth", "login", server, "--no-browser", "--timeout", "60"]);
-        let mut guard = ChildProcess::spawn("mcph auth login", &mut self.command(&args))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut stdout = guard.take_stdout().expect("piped stdout");
-        let stderr = guard.take_stderr().expect("piped stderr");
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
-        });
-        let (lines_tx, lines) = mpsc::channel();
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                text.push_str(&line);
-                text.push('\n');
-                let _ = lines_tx.send(line);
-            }
-            text
-        });
-
+        let mut login = RunningProcess::spawn("mcph auth login", &mut self.command(&args));
         let deadline = Instant::now() + LOGIN_DEADLINE;
-        let mut seen = Vec::new();
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) => {
-                    if line.starts_with("  ") && line.trim_start().starts_with(authorize) {
-                        break line.trim().to_owned();
-                    }
-                    seen.push(line);
-                }
-                Err(_) => {
-                    drop(guard);
-                    panic!(
-                        "mcph auth login printed no URL starting with {authorize} within \
-                         {LOGIN_DEADLINE:?}; stderr so far:\n{}",
-                        seen.join("\n")
-                    );
-                }
-            }
-        };
+        let url = login.wait_for_line(Stream::Stderr, LOGIN_DEADLINE, |line| {
+            (line.starts_with("  ") && line.trim_start().starts_with(authorize))
+                .then(|| line.trim().to_owned())
+        });
         let (page, redirects) = http.browse(&url);
-        let left = deadline.saturating_duration_since(Instant::now());
-        let status = guard.wait_within(left);
-        let stderr_text = if status.is_some() {
-            err.join().unwrap_or_default()
-        } else {
-            String::new()
-        };
-        let status =
-            status.unwrap_or_else(|| panic!("mcph auth login did not exit within {left:?}"));
-        let run = Run {
-            code: status.code(),
-            stdout: out.join().unwrap_or_default(),
-            stderr: stderr_text,
-        };
+        let run = login.finish(deadline.saturating_duration_since(Instant::now()));
         self.record(&args, &run);
         // The authorization code reached mcph in the redirect: a secret too.
         for redirect in &redirects {

@@ -182,13 +182,13 @@ fn no_secret_reaches_logs_errors_debug_output_or_mcph_output() {
     ] {
         let mut verbose = vec!["--verbose"];
         verbose.extend_from_slice(args);
-        let child = env
-            .command(&verbose)
-            .env("RUST_LOG", "trace")
-            .env("EXPANDED", EXPANDED_SECRET)
-            .spawn()
-            .expect("spawn mcph");
-        let run = finish(child, DEADLINE);
+        let run = RunningProcess::spawn(
+            "mcph --verbose",
+            env.command(&verbose)
+                .env("RUST_LOG", "trace")
+                .env("EXPANDED", EXPANDED_SECRET),
+        )
+        .finish(DEADLINE);
         printed.push_str(&format!(
             "$ mcph {}\n{}\n{}\n",
             verbose.join(" "),

@@ -112,6 +112,14 @@ fn task(status: &str, extra: Value) -> Value {
     task
 }
 
+/// Task `t-7` completed with a tool result of one text block.
+fn completed(text: &str) -> Value {
+    task(
+        "completed",
+        json!({"result": {"content": [{"type": "text", "text": text}]}}),
+    )
+}
+
 /// A modern session with `handler`, and the scripted server on its other end.
 async fn connect(
     handler: Arc<dyn ClientHandler>,
@@ -200,15 +208,7 @@ async fn a_task_is_followed_and_each_input_request_answered_once() {
         .respond(get.id.clone(), task("input_required", ask))
         .await;
     let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "built"}]}}),
-            ),
-        )
-        .await;
+    server.respond(get.id.clone(), completed("built")).await;
     let result = call.await.unwrap().unwrap();
     assert_eq!(result.text(), "built");
     assert_eq!(handler.0.load(Ordering::SeqCst), 1);
@@ -219,9 +219,8 @@ async fn a_task_is_followed_and_each_input_request_answered_once() {
 /// `call_through`: the task is followed on that service, and its abandonment cancelled there.
 #[tokio::test]
 async fn a_task_is_followed_through_a_service_picked_per_call() {
-    let options = SessionOptions::default().with_tasks(true);
-    let (session, mut server) = connect(Arc::new(()), &options).await;
-    let layer = FollowTasksLayer::new(Arc::new(()), &options);
+    let (service, mut server, layer) = followed(Arc::new(())).await;
+    let session = service.inner().clone();
     let call = tokio::spawn({
         let (layer, session) = (layer.clone(), session.clone());
         async move {
@@ -233,15 +232,7 @@ async fn a_task_is_followed_through_a_service_picked_per_call() {
     });
     server.run_as_task(json!({})).await;
     let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "through"}]}}),
-            ),
-        )
-        .await;
+    server.respond(get.id.clone(), completed("through")).await;
     assert_eq!(call.await.unwrap().unwrap().text(), "through");
 
     let call = tokio::spawn({
@@ -328,13 +319,7 @@ async fn a_task_gets_a_last_look_before_the_deadline() {
     server.run_as_task(json!({"pollIntervalMs": 600_000})).await;
     let get = server.request("tasks/get").await;
     server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "just in time"}]}}),
-            ),
-        )
+        .respond(get.id.clone(), completed("just in time"))
         .await;
     assert_eq!(call.await.unwrap().unwrap().text(), "just in time");
     service.inner().close().await;
@@ -390,15 +375,7 @@ async fn the_servers_poll_interval_is_kept_within_bounds() {
         waited >= default && waited < default + Duration::from_millis(10),
         "{waited:?}"
     );
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "done"}]}}),
-            ),
-        )
-        .await;
+    server.respond(get.id.clone(), completed("done")).await;
     assert_eq!(call.await.unwrap().unwrap().text(), "done");
     service.inner().close().await;
 }
@@ -543,15 +520,7 @@ async fn a_wait_follows_the_task_and_leaves_it_running_when_it_gives_up() {
         .respond(get.id.clone(), task("working", json!({})))
         .await;
     let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "waited"}]}}),
-            ),
-        )
-        .await;
+    server.respond(get.id.clone(), completed("waited")).await;
     let ended = wait.await.unwrap().unwrap();
     assert_eq!(ended.status, TaskStatus::Completed);
     assert_eq!(ended.into_tool_result().unwrap().text(), "waited");
@@ -598,15 +567,7 @@ async fn a_wait_without_a_follower_polls_through_the_service() {
         .respond(get.id.clone(), task("working", json!({})))
         .await;
     let get = server.request("tasks/get").await;
-    server
-        .respond(
-            get.id.clone(),
-            task(
-                "completed",
-                json!({"result": {"content": [{"type": "text", "text": "polled"}]}}),
-            ),
-        )
-        .await;
+    server.respond(get.id.clone(), completed("polled")).await;
     let ended = wait.await.unwrap().unwrap();
     assert_eq!(ended.into_tool_result().unwrap().text(), "polled");
 

@@ -1,16 +1,21 @@
 //! Shared helpers for the `mcph` end-to-end tests: isolated environments, running the binary
-//! with a deadline.
+//! with a deadline ([`RunningProcess`]), the HTTP fixture.
 
 #![allow(dead_code)]
 
-use std::io::Read;
+mod running;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_testkit::process::ChildProcess;
 use serde_json::Value;
+
+// Each test file is a crate of its own, and not every one waits for a line (`Stream`).
+#[allow(unused_imports)]
+pub use running::{RunningProcess, Stream};
 
 pub const MCPH: &str = env!("CARGO_BIN_EXE_mcph");
 /// Upper bound of every command (a hang fails the test instead of blocking it).
@@ -105,47 +110,15 @@ impl Env {
         command
     }
 
+    /// `mcph ARGS` started in this environment.
+    pub fn spawn(&self, args: &[&str]) -> RunningProcess {
+        RunningProcess::spawn(&format!("mcph {}", args.join(" ")), &mut self.command(args))
+    }
+
+    /// `mcph ARGS` run to its end (at most [`DEADLINE`]).
     pub fn run(&self, args: &[&str]) -> Run {
-        let child = self.command(args).spawn().expect("spawn mcph");
-        finish(child, DEADLINE)
+        self.spawn(args).finish(DEADLINE)
     }
-}
-
-/// Waits for the child (reading its output meanwhile), killing it at the deadline.
-pub fn finish(mut child: Child, deadline: Duration) -> Run {
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let status = wait_until(&mut child, deadline).unwrap_or_else(|| {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("mcph did not finish within {deadline:?}")
-    });
-    Run {
-        code: status.code(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
-}
-
-pub fn wait_until(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
-    let end = Instant::now() + deadline;
-    while Instant::now() < end {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 /// The fixture served over HTTP (mcp-testkit's `mcp-fixture-server --http`, plus `flags`; the
