@@ -7,11 +7,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mcp_auth::http::{parse_url, Fetched};
 use mcp_auth::metadata::{
     canonical_resource, resource_matches, server_metadata_urls, AuthorizationServerMetadata,
     ProtectedResourceMetadata,
 };
-use mcp_auth::http::{parse_url, Fetched};
 use mcp_auth::{AuthMetadata, TokenType};
 use mcp_fuzz::check_round_trip;
 use oauth2::TokenResponse;
