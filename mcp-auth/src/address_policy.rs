@@ -511,7 +511,7 @@ impl AddressGuard {
             Some(Host::Ipv6(ip)) => return Ok(Destination::Direct(vec![IpAddr::V6(ip)])),
             Some(Host::Domain(domain)) => domain,
             None => {
-                return Err(AuthError::Metadata(format!(
+                return Err(AuthError::InvalidUrl(format!(
                     "{} has no host",
                     redact_url(url.as_str())
                 )))

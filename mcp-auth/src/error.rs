@@ -7,7 +7,10 @@ use mcp_core::{Error, ErrorKind};
 /// they never contain a token, code, verifier or client secret.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AuthError {
-    /// A URL that discovery or a flow would follow is not https (or http on loopback).
+    /// A URL that metadata discovery or a flow would follow is not a URL, or has no host.
+    #[error("invalid OAuth URL: {0}")]
+    InvalidUrl(String),
+    /// A URL that metadata discovery or a flow would follow is not https (or http on loopback).
     #[error("refusing {url}: OAuth URLs must be https (or http on a loopback address)")]
     InsecureUrl {
         /// The URL, redacted.

@@ -36,7 +36,7 @@ pub fn check_url(url: &Url) -> Result<(), AuthError> {
 /// Parses `text` as a URL and applies [`check_url`]; `what` names it in errors.
 pub fn parse_url(text: &str, what: &str) -> Result<Url, AuthError> {
     let url = Url::parse(text).map_err(|e| {
-        AuthError::Metadata(format!("{what} {:?} is not a URL: {e}", redact_url(text)))
+        AuthError::InvalidUrl(format!("{what} {:?} is not a URL: {e}", redact_url(text)))
     })?;
     check_url(&url)?;
     Ok(url)
@@ -278,5 +278,17 @@ mod tests {
             assert!(matches!(e, AuthError::InsecureUrl { .. }), "{bad}: {e}");
             assert!(e.to_string().contains("https"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_text_that_is_not_a_url_is_named_as_such() {
+        let e = parse_url("not a url", "token_endpoint").unwrap_err();
+        assert!(matches!(e, AuthError::InvalidUrl(_)), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("invalid OAuth URL: token_endpoint"),
+            "{text}"
+        );
+        assert!(!text.contains("metadata"), "not a metadata failure: {text}");
     }
 }

@@ -186,7 +186,7 @@ impl AuthProvider for OAuthProvider {
         match self.client.credentials(target).await {
             Ok(credentials) => Ok(Some(credentials)),
             // Without a token the request goes out bare: a server that needs none answers,
-            // and one that does answers 401 with the challenge discovery starts from.
+            // and one that does answers 401 with the challenge metadata discovery starts from.
             Err(AuthError::NeedsLogin(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -379,7 +379,7 @@ async fn split_challenges_are_read_whole_and_each_nonce_costs_one_challenge() {
 /// A machine client with `private_key_jwt` against a token endpoint that asks for its DPoP
 /// nonce and spends an assertion's `jti` before it looks at the proof: the nonce retry carries
 /// a new assertion, so no assertion is ever refused as reused — for the first grant and for
-/// the renewal after the tokens expired and the nonces rotated.
+/// the refresh after the tokens expired and the nonces rotated.
 #[tokio::test]
 async fn private_key_jwt_sends_a_fresh_assertion_on_the_nonce_retry() {
     use p256::ecdsa::SigningKey;

@@ -642,7 +642,7 @@ fn assert_nothing_authorized(fixture: &HttpFixture) {
 }
 
 #[tokio::test]
-async fn an_issuer_mismatch_stops_discovery() {
+async fn an_issuer_mismatch_stops_metadata_discovery() {
     let fixture = start(OAuthOptions {
         issuer_override: Some("https://issuer.example.com".into()),
         ..OAuthOptions::default()
@@ -668,7 +668,7 @@ async fn an_issuer_mismatch_stops_discovery() {
 }
 
 #[tokio::test]
-async fn a_resource_mismatch_stops_discovery() {
+async fn a_resource_mismatch_stops_metadata_discovery() {
     let fixture = start(OAuthOptions {
         resource_override: Some("https://evil.example.com/mcp".into()),
         ..OAuthOptions::default()

@@ -488,7 +488,7 @@ fn url(text: &str) -> Url {
 }
 
 #[tokio::test]
-async fn a_server_this_machine_cannot_resolve_is_public_and_discovery_goes_on() {
+async fn a_server_this_machine_cannot_resolve_is_public_and_metadata_discovery_goes_on() {
     let resolver = Arc::new(NoDns::default());
     let guard = AddressGuard::new(
         &url("https://mcp.example.com/mcp"),

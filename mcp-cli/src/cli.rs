@@ -40,7 +40,7 @@ document on stdout for scripts. Errors are one `error:` line and one `hint:` lin
     after_long_help = EXIT_CODES
 )]
 pub struct Cli {
-    /// Configuration file (JSON or .toml); default: the first of .mcp.json, ~/.config/mcph/config.{json,toml}, else the built-in fixture
+    /// Configuration file (JSON or .toml); default: the first of ./.mcp.json, $XDG_CONFIG_HOME (else ~/.config)/mcph/config.{json,toml} that exists, else the built-in fixture
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
 

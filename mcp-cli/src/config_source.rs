@@ -20,8 +20,8 @@ pub const EMBEDDED_SERVER: &str = "fixture";
 pub enum Source {
     /// `--config PATH`.
     Explicit(PathBuf),
-    /// Found by [`config::load_default`].
-    Discovered(PathBuf),
+    /// The first default file that exists, loaded by [`config::load_default`].
+    DefaultFile(PathBuf),
     /// Nothing found: the built-in fixture server.
     Embedded,
 }
@@ -35,7 +35,7 @@ pub fn resolve(explicit: Option<&Path>, cwd: &Path) -> Result<(ClientConfig, Sou
     }
     if let Some(config) = config::load_default(cwd)? {
         let path = config.source.clone().unwrap_or_default();
-        return Ok((config, Source::Discovered(path)));
+        return Ok((config, Source::DefaultFile(path)));
     }
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Other(format!(

@@ -57,7 +57,7 @@ async fn a_stdio_server_is_served_over_grpc_until_ctrl_c() {
         .expect("echo through the bridge");
     assert_eq!(result.text(), "over grpc");
     session.close().await;
-    let run = bridge.interrupt(DEADLINE);
+    let run = bridge.interrupt_leader(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert!(
         run.stderr.contains("serving \"fixture\" over gRPC"),
@@ -98,7 +98,7 @@ async fn a_bridge_with_a_token_refuses_callers_without_it() {
     .await
     .expect("the token is accepted");
     session.close().await;
-    let run = bridge.interrupt(DEADLINE);
+    let run = bridge.interrupt_leader(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert!(!run.stderr.contains("s3cret-bridge"), "{}", run.stderr);
 }
@@ -185,7 +185,7 @@ async fn max_calls_refuses_a_call_past_the_cap() {
     );
     assert!(refused.message().contains("max_calls is 1"), "{refused}");
     first.close().await;
-    let run = bridge.interrupt(DEADLINE);
+    let run = bridge.interrupt_leader(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
 }
 
@@ -223,7 +223,7 @@ async fn a_bridge_with_tls_serves_grpcs() {
         .expect("echo through the TLS bridge");
     assert_eq!(result.text(), "over tls");
     session.close().await;
-    let run = bridge.interrupt(DEADLINE);
+    let run = bridge.interrupt_leader(DEADLINE);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
 }
 
@@ -273,6 +273,6 @@ fn mcph_reaches_grpc_and_websocket_servers() {
     run.assert_code(0);
     assert_eq!(run.stdout.trim(), "by ws");
     drop(ws);
-    let run = bridge.interrupt(DEADLINE);
+    let run = bridge.interrupt_leader(DEADLINE);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }

@@ -467,7 +467,7 @@ fn ctrl_c_cancels_the_call_and_leaves_no_server_behind() {
     };
     std::thread::sleep(Duration::from_millis(500));
 
-    let run = call.interrupt(Duration::from_secs(30));
+    let run = call.interrupt_leader(Duration::from_secs(30));
     run.assert_code(130);
     assert!(run.stderr.contains("error: interrupted"), "{}", run.stderr);
 

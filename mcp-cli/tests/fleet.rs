@@ -619,7 +619,7 @@ const LONG_TOKEN_TTL_SECS: u64 = 8;
 /// Interrupts long-running `mcph` processes (Ctrl-C) all at once, then collects each.
 fn interrupt_all(processes: Vec<RunningProcess>) -> Vec<Run> {
     for process in &processes {
-        process.send_interrupt();
+        process.send_interrupt_to_leader();
     }
     processes
         .into_iter()

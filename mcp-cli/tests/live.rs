@@ -156,7 +156,7 @@ fn stats_serves_prometheus_on_loopback_until_ctrl_c() {
     };
     assert!(body.contains("# TYPE mcp_client_operation_duration_seconds summary"));
     assert!(body.contains(r#"quantile="0.99""#));
-    let run = stats.interrupt(DEADLINE);
+    let run = stats.interrupt_leader(DEADLINE);
     assert_eq!(run.code, Some(0), "Ctrl-C is how a live view ends");
     assert!(
         std::net::TcpStream::connect(&addr).is_err(),

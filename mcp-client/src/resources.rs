@@ -6,7 +6,7 @@
 //! Wiring (the manager owns no task and no session):
 //! - reads go through the server's call stack (timeout, retry, breaker, pool);
 //! - subscriptions go to the supervised session, where the server sends its updates: on every
-//!   new session the supervisor calls [`Resubscriber::renew`] before the session is ready,
+//!   new session the supervisor calls [`Resubscriber::resubscribe`] before the session is ready,
 //!   which hands the manager the new session and its capabilities (cached contents go STALE,
 //!   subscriptions are made again);
 //! - the server's notifications reach the manager through the [`NotificationRelay`] in the
@@ -34,7 +34,7 @@ pub use mcp_resources::NotificationRelay;
 /// What a supervisor resubscribes on every new session before it is ready.
 #[async_trait]
 pub(crate) trait Resubscriber: Send + Sync {
-    /// Renews what the previous session had (within `deadline`; failures are logged).
+    /// Resubscribes what the previous session had subscribed (within `deadline`; failures are logged).
     async fn resubscribe(&self, session: &ClientSession, deadline: Instant);
 }
 

@@ -3,7 +3,7 @@
 //! they changed (`notifications/*/list_changed`) or a new session starts.
 
 use mcp_core::{Error, ErrorKind};
-use mcp_resources::ResourceCatalog;
+use mcp_resources::ResourceListing;
 
 /// How well a server's resources match a URI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,15 +19,15 @@ pub(crate) enum Offer {
     No,
 }
 
-/// How well `discovery` (one server's resources and templates) matches `uri`: listed, an
+/// How well `listing` (one server's resources and templates) matches `uri`: listed, an
 /// instance of one of its RFC 6570 templates (mcp-resources' matcher, the same the resource
 /// manager uses), starting as one of them does, or none of these.
-pub(crate) fn offer(discovery: &ResourceCatalog, uri: &str) -> Offer {
-    if discovery.resource(uri).is_some() {
+pub(crate) fn offer(listing: &ResourceListing, uri: &str) -> Offer {
+    if listing.resource(uri).is_some() {
         Offer::Listed
-    } else if discovery.matches_template(uri) {
+    } else if listing.matches_template(uri) {
         Offer::ByTemplate
-    } else if discovery.matches_template_start(uri) {
+    } else if listing.matches_template_start(uri) {
         Offer::ByTemplateStart
     } else {
         Offer::No
@@ -97,8 +97,8 @@ mod tests {
             serde_json::from_value(serde_json::json!({"uriTemplate": uri_template, "name": "t"}))
                 .unwrap()
         };
-        let files = ResourceCatalog::new(Vec::new(), vec![template("file:///{path}")]);
-        let docs = ResourceCatalog::new(Vec::new(), vec![template("file:///docs/{+path}")]);
+        let files = ResourceListing::new(Vec::new(), vec![template("file:///{path}")]);
+        let docs = ResourceListing::new(Vec::new(), vec![template("file:///docs/{+path}")]);
         // `{path}` cannot produce a `/`: only the template's start claims a nested file.
         assert_eq!(offer(&files, "file:///a/b.txt"), Offer::ByTemplateStart);
         assert_eq!(offer(&files, "file:///b.txt"), Offer::ByTemplate);

@@ -21,7 +21,7 @@ use crate::supervisor::{
     Lists, SupervisionPolicy, Supervisor, SupervisorListener, SupervisorParts,
 };
 use crate::transports::TransportRegistry;
-use mcp_resources::ResourceCatalog;
+use mcp_resources::ResourceListing;
 use mcp_session::{Fetched, ListCache};
 
 /// How long stopping a server waits for the `tasks/cancel` of tasks its follower gave up on
@@ -35,7 +35,7 @@ pub(crate) struct ManagedServer {
     pub(crate) stack: ServerStack,
     transport_name: &'static str,
     pub(crate) prompts: ListCache<Vec<Prompt>>,
-    pub(crate) resource_list: ListCache<ResourceCatalog>,
+    pub(crate) resource_list: ListCache<ResourceListing>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
     /// Reads, resources resubscribed on every new session, and (feature `resources`) the
     /// resource manager.
@@ -299,7 +299,7 @@ impl ManagedServer {
 
     /// The resources and templates, kept or fetched through the call stack (a server that
     /// cannot list templates has none).
-    pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceCatalog>, Error> {
+    pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceListing>, Error> {
         let service = self.stack.service.clone();
         self.resource_list
             .get_or_fetch(async move {
@@ -316,7 +316,7 @@ impl ManagedServer {
                     }
                     Err(e) => return Err(e),
                 };
-                Ok(ResourceCatalog::new(resources, templates))
+                Ok(ResourceListing::new(resources, templates))
             })
             .await
     }

@@ -452,7 +452,7 @@ fn codex_toml() {
 }
 
 #[test]
-fn discover_loads_the_first_existing_file() {
+fn load_default_loads_the_first_existing_file() {
     let cwd = sample("vscode_ws");
     // No `.mcp.json` in cwd and no config dir: nothing.
     let none = env_of(&[]);

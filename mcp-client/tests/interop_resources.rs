@@ -508,7 +508,7 @@ async fn everything_over_streamable_http_pooled_updates_make_the_dynamic_text_st
 }
 
 #[tokio::test]
-async fn everything_over_legacy_sse_updates_make_the_dynamic_text_stale() {
+async fn everything_over_http_sse_updates_make_the_dynamic_text_stale() {
     let (server, port) = start_everything_http("sse").await;
     let client = start(vec![ServerConfig::new(
         "everything",

@@ -35,7 +35,7 @@ async fn next(
 }
 
 #[tokio::test]
-async fn a_resource_is_cached_made_stale_by_updates_and_renewed_after_a_restart() {
+async fn a_resource_is_cached_made_stale_by_updates_and_resubscribed_after_a_restart() {
     use ResourceState::*;
     let marker = unique_marker("resources");
     let dir = std::env::temp_dir().join(&marker);
@@ -110,7 +110,7 @@ async fn a_resource_is_cached_made_stale_by_updates_and_renewed_after_a_restart(
     assert_eq!(
         requests(&log, "resources/subscribe"),
         2,
-        "renewed on the new process"
+        "resubscribed on the new process"
     );
     // The new process's counter starts at 0 again, and its updates reach the same observer.
     client.call_tool("fx__bump_resource", None).await.unwrap();
@@ -165,13 +165,13 @@ async fn expire_http_sessions(base_url: &str) {
 }
 
 #[tokio::test]
-async fn subscriptions_are_renewed_when_an_http_session_is_made_anew() {
+async fn resources_are_resubscribed_when_an_http_session_is_reinitialized() {
     use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
     use mcp_client::{McpClient, StackPolicy};
     use mcp_core::{McpServiceExt, RequestOptions};
     use mcp_testkit::options::{parse_args, CliCommand};
     use ResourceState::*;
-    let marker = unique_marker("renewed");
+    let marker = unique_marker("resubscribed");
     let dir = std::env::temp_dir().join(&marker);
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("events.jsonl");
@@ -237,7 +237,7 @@ async fn subscriptions_are_renewed_when_an_http_session_is_made_anew() {
         next(&mut transitions).await,
         (Cached, Stale, Trigger::Reconnected)
     );
-    mcp_testkit::wait::until("the subscription is renewed", DEADLINE, || {
+    mcp_testkit::wait::until("the resource is resubscribed", DEADLINE, || {
         requests(&log, "resources/subscribe") == 2
     })
     .await;

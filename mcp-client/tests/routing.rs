@@ -425,7 +425,7 @@ async fn failback_waits_until_the_preferred_endpoint_has_answered_probes_for_the
 }
 
 #[tokio::test]
-async fn subscriptions_are_renewed_on_the_new_endpoint() {
+async fn resources_are_resubscribed_on_the_new_endpoint() {
     const COUNTER: &str = "fixture://counter";
     let (dir, marker) = scratch("subscriptions");
     let mut eu = Region::start("eu", &dir, &marker, &[]).await;
@@ -459,7 +459,7 @@ async fn subscriptions_are_renewed_on_the_new_endpoint() {
         .call_tool("search__echo", Some(json!({"text": "x"})))
         .await;
     next_failover(&mut failovers).await;
-    assert_eq!(subscribes(&us), 1, "renewed on the new endpoint");
+    assert_eq!(subscribes(&us), 1, "resubscribed on the new endpoint");
     // The new endpoint's update reaches the observer.
     let session = client.session("search").expect("ready");
     use mcp_core::McpServiceExt;

@@ -37,8 +37,8 @@ use mcp_core::service::CallFuture;
 use mcp_core::types::methods;
 use mcp_core::{Error, Layer, McpService, Operation, Payload};
 
+use crate::call_end::CallEnd;
 use crate::clock::Clock;
-use crate::outcome::CallEnd;
 use crate::registry::Registry;
 use crate::series::OperationSeries;
 use crate::server::ServerMetrics;

@@ -12,7 +12,7 @@
 //! | [`snapshot`] | [`MetricsSnapshot`]: servers in registration order, each with a summary over its operations, its endpoints ([`EndpointSnapshot`]: records and gauges matched by URL) and its operations sorted |
 //! | `otel` | (feature `opentelemetry`) `mcp.client.operation.duration`, `mcp.client.session.duration`, client spans and the W3C trace context in `params._meta` |
 //! | `prometheus` | (feature `prometheus`) `Metrics::render_prometheus` and `PrometheusEndpoint` |
-//! | `latency`, `window`, `series`, `server`, `outcome` | (private) hdrhistogram at µs resolution, the QPS window, one series, one server, how a call ended |
+//! | `latency`, `window`, `series`, `server`, `call_end` | (private) hdrhistogram at µs resolution, the QPS window, one series, one server, how a call ended |
 //! | `clock` | (private) the registry's clock: the CPU's counter, or tokio's clock when a test has paused it |
 //!
 //! # Using it
@@ -64,6 +64,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+mod call_end;
 mod clock;
 mod config;
 pub mod endpoint;
@@ -72,7 +73,6 @@ mod latency;
 pub mod layer;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
-mod outcome;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod registry;

@@ -49,7 +49,7 @@ use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue, Value};
 
-use crate::outcome::CallEnd;
+use crate::call_end::CallEnd;
 use crate::server::ServerMetrics;
 use crate::MetricsConfig;
 

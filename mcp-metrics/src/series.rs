@@ -12,8 +12,8 @@ use mcp_core::types::methods;
 use mcp_core::ErrorKind;
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 
+use crate::call_end::CallEnd;
 use crate::latency::{Latency, LatencySummary};
-use crate::outcome::CallEnd;
 use crate::window::RateWindow;
 
 /// The error-type slots: one per [`ErrorKind`], then `_OTHER` for a kind this crate was built

@@ -45,7 +45,7 @@
 //! bb8 0.9's reaper, read from its source: every `reaper_interval` (30 s) it closes **every**
 //! idle session idle for `idle_timeout` or longer — not only those above `min_idle` — and then
 //! opens new ones to get back to `min_idle` idle. So a pool left alone shrinks to `min_idle`
-//! sessions, but those are fresh ones: the idle minimum is renewed once per `idle_timeout`
+//! sessions, but those are fresh ones: the idle minimum is replaced once per `idle_timeout`
 //! (keepalive pings do not count as use for bb8). bb8 measures idleness with
 //! `std::time::Instant`, so tokio's paused clock does not advance it. Sessions are handed out
 //! most-recently-used first (bb8's LIFO), so the sessions a light load does not need stay idle

@@ -26,8 +26,8 @@
 //!   [`MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT`] at once).
 //! - **Observers** (`observers.rs`): URI → callbacks, removed when their [`UpdateGuard`]
 //!   drops; a panicking callback is caught.
-//! - **ResourceCatalog and templates** (`catalog.rs`, `template/`): [`ResourceCatalog`] (with
-//!   [`template_for`](ResourceCatalog::template_for) → [`TemplateMatch`]) and RFC 6570
+//! - **Listing and templates** (`listing.rs`, `template/`): [`ResourceListing`] (with
+//!   [`template_for`](ResourceListing::template_for) → [`TemplateMatch`]) and RFC 6570
 //!   [`UriTemplate`]s (parse, [`expand`](UriTemplate::expand); `template/matcher.rs`
 //!   [`matches`](UriTemplate::matches)).
 //! - **Wiring** (`handler.rs`): [`ResourceHandler`], a `ClientHandler` that relays a
@@ -109,7 +109,6 @@
 
 #![warn(missing_docs)]
 
-mod catalog;
 #[cfg(feature = "manager")]
 mod config;
 #[cfg(feature = "manager")]
@@ -122,6 +121,7 @@ mod eviction;
 mod flight;
 #[cfg(feature = "manager")]
 mod handler;
+mod listing;
 #[cfg(feature = "manager")]
 mod manager;
 #[cfg(feature = "manager")]
@@ -138,13 +138,13 @@ mod stats;
 mod table;
 mod template;
 
-pub use catalog::{ResourceCatalog, TemplateMatch};
 #[cfg(feature = "manager")]
 pub use config::ResourceConfig;
 #[cfg(feature = "manager")]
 pub use eviction::MAX_EVICTION_UNSUBSCRIBES_IN_FLIGHT;
 #[cfg(feature = "manager")]
 pub use handler::{NotificationRelay, ResourceHandler};
+pub use listing::{ResourceListing, TemplateMatch};
 #[cfg(feature = "manager")]
 pub use manager::{offers_subscriptions, ReadSource, ResourceManager};
 #[cfg(feature = "manager")]

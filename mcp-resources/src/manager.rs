@@ -1,5 +1,5 @@
 //! [`ResourceManager`]: one server's resources kept fresh — reads from a bounded cache,
-//! subscriptions made and made again, updates turned into state changes and observer calls.
+//! subscriptions made (and resubscribed on a new session), updates turned into state changes and observer calls.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -11,11 +11,11 @@ use mcp_session::{ClientSession, NotificationEvent, NotificationStream, ServerNo
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
-use crate::catalog::{ResourceCatalog, TemplateMatch};
 use crate::config::ResourceConfig;
 use crate::error::{closed, subscriptions_not_offered, waited_too_long};
 use crate::eviction::{Evictions, SubscriptionFlights};
 use crate::flight::{Role, SingleFlight};
+use crate::listing::{ResourceListing, TemplateMatch};
 use crate::new_session::{NewSession, ResubscribeReport};
 use crate::observers::{Observers, UpdateGuard};
 use crate::requests::bounded;
@@ -90,8 +90,8 @@ pub(crate) struct Inner {
     pub(crate) reads: SingleFlight<Arc<ReadResourceResult>>,
     /// Per URI, one subscribe or eviction unsubscribe at a time.
     pub(crate) subscriptions: Arc<SubscriptionFlights>,
-    pub(crate) listings: SingleFlight<Arc<ResourceCatalog>>,
-    pub(crate) listing: ListCache<ResourceCatalog>,
+    pub(crate) listings: SingleFlight<Arc<ResourceListing>>,
+    pub(crate) listing: ListCache<ResourceListing>,
     pub(crate) observers: Arc<Observers>,
     pub(crate) counters: Counters,
     pub(crate) closed_signal: watch::Sender<bool>,
@@ -272,7 +272,7 @@ impl ResourceManager {
     /// and kept until `notifications/resources/list_changed` or a reconnect. Concurrent
     /// callers share one listing; a listing that raced an invalidation is returned but not
     /// kept. A server without `resources/templates/list` (-32601) has no templates.
-    pub async fn discover_resources(&self) -> Result<Arc<ResourceCatalog>, Error> {
+    pub async fn discover_resources(&self) -> Result<Arc<ResourceListing>, Error> {
         let inner = &self.inner;
         if inner.table.is_closed() {
             return Err(closed("resources/list"));
@@ -395,7 +395,7 @@ impl ResourceManager {
         }
     }
 
-    /// A new session (a reconnect, a renewed session): updates may have been missed and the
+    /// A new session (a reconnect, a re-initialized session): updates may have been missed and the
     /// server has forgotten the subscriptions. Every CACHED URI → STALE (reconnected), the
     /// listing is dropped, and every subscribed URI (SUBSCRIBED, or CACHED / STALE with a
     /// subscription) is subscribed again on the (new) subscription service, one at a time,

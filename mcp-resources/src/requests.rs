@@ -11,10 +11,10 @@ use mcp_core::types::ReadResourceResult;
 use mcp_core::{Error, McpServiceExt, RequestOptions};
 use tokio::time::Instant;
 
-use crate::catalog::ResourceCatalog;
 use crate::error::{about, closed, waited_too_long};
 use crate::eviction::SubscriptionChange;
 use crate::flight::OnClaimed;
+use crate::listing::ResourceListing;
 use crate::manager::{Inner, Services};
 use crate::stats::Counters;
 use crate::table::{Kept, Lookup};
@@ -192,7 +192,7 @@ impl Inner {
     }
 
     /// The listing a discovery leads: both lists at once, kept unless invalidated meanwhile.
-    pub(crate) async fn list(&self, deadline: Instant) -> Result<Arc<ResourceCatalog>, Error> {
+    pub(crate) async fn list(&self, deadline: Instant) -> Result<Arc<ResourceListing>, Error> {
         let fetched = self
             .listing
             .get_or_fetch(async {
@@ -218,7 +218,7 @@ impl Inner {
                     Err(e) if e.code() == Some(codes::METHOD_NOT_FOUND) => Vec::new(),
                     Err(e) => return Err(e),
                 };
-                Ok(ResourceCatalog::new(resources, templates))
+                Ok(ResourceListing::new(resources, templates))
             })
             .await?;
         if self.table.is_closed() {

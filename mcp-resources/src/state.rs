@@ -60,7 +60,7 @@ pub enum Trigger {
     /// A new session ([`reconnected`](crate::ResourceManager::reconnected)): updates may have
     /// been missed.
     Reconnected,
-    /// Renewing the subscription on a new session failed (or the new session's server does not
+    /// Resubscribing on a new session failed (or the new session's server does not
     /// offer subscriptions): the URI is forgotten.
     ResubscribeFailed,
     /// The owner's notification stream lagged

@@ -1,4 +1,4 @@
-//! ResourceCatalog: the listing is fetched once, shared by concurrent callers, kept until a list
+//! ResourceListing: the listing is fetched once, shared by concurrent callers, kept until a list
 //! change or a reconnect; templates match URIs and templated URIs read like any other.
 
 mod common;

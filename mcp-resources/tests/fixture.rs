@@ -66,7 +66,7 @@ async fn the_fixture_counter_stays_fresh_across_updates_and_a_new_session() {
         let _ = sender.send(update.uri.clone());
     });
 
-    // ResourceCatalog and templates.
+    // ResourceListing and templates.
     let discovery = resources.discover_resources().await.unwrap();
     assert!(discovery.resource(COUNTER).is_some());
     assert!(discovery.resource("fixture://static/hello").is_some());

@@ -277,10 +277,10 @@ async fn a_resubscribe_that_fails_loses_the_subscription() {
     let new = server();
     new.refuse_subscribe(X);
     new.refuse_subscribe(Y);
-    let renewal = NewSession::new()
+    let new_session = NewSession::new()
         .read_service(new.service())
         .subscription_service(new.service());
-    let report = resources.reconnected(renewal).await.unwrap();
+    let report = resources.reconnected(new_session).await.unwrap();
 
     assert_eq!(rx.take(X), [(Cached, Stale, Trigger::Reconnected)]);
     assert_eq!(

@@ -1,5 +1,5 @@
 //! A server's list kept until it changes: [`ListCache`], the one cache of the lists a client
-//! keeps per server (tools aside, which the supervisor renews): the facade's resource index and
+//! keeps per server (tools aside, which the supervisor refreshes): the facade's resource index and
 //! prompt list, the resource manager's discovery. The server says a list changed with
 //! `notifications/*/list_changed`, and a new session may hold different lists: both invalidate.
 

@@ -91,8 +91,9 @@ struct SessionShared {
     closed: watch::Sender<Option<Error>>,
     /// Counts re-initializations after session expiry.
     session_generation: AtomicU64,
-    /// Tells [`ClientSession::renewals`] watchers the generation of a remade session.
-    renewed: tokio::sync::watch::Sender<u64>,
+    /// Tells [`ClientSession::reinitializations`] watchers the generation of a re-initialized
+    /// session.
+    reinitialized: tokio::sync::watch::Sender<u64>,
     /// Serializes re-initialization (rare; never on the normal message path).
     reinitializing: tokio::sync::Mutex<()>,
     /// Handshakes started by `reinitialize` (callers queued behind a failed one give up).
@@ -210,7 +211,7 @@ impl ClientSession {
             listen_acks: watch::channel(0).0,
             closed: closed_tx,
             session_generation: AtomicU64::new(0),
-            renewed: tokio::sync::watch::channel(0).0,
+            reinitialized: tokio::sync::watch::channel(0).0,
             reinitializing: tokio::sync::Mutex::new(()),
             reinitialize_attempts: AtomicU64::new(0),
         });
@@ -312,7 +313,7 @@ impl ClientSession {
             .session_generation
             .fetch_add(1, Ordering::AcqRel)
             + 1;
-        self.shared.renewed.send_replace(generation);
+        self.shared.reinitialized.send_replace(generation);
         Ok(())
     }
 
@@ -375,12 +376,12 @@ impl ClientSession {
             .expect("a connected session has completed initialize")
     }
 
-    /// Changes every time the session made itself anew with the server after the server
+    /// Changes every time the session re-initialized itself with the server after the server
     /// forgot it (an expired HTTP session: a new `initialize` on the same transport). What the
     /// old server-side session held — resource subscriptions, the logging level — is gone:
-    /// whoever set it sets it again (the facade renews its subscriptions).
-    pub fn renewals(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.shared.renewed.subscribe()
+    /// whoever set it sets it again (the facade resubscribes its resources).
+    pub fn reinitializations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.reinitialized.subscribe()
     }
 
     /// The negotiated protocol version (its [`era`](ProtocolVersion::era) is the session's).

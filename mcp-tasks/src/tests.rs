@@ -219,8 +219,10 @@ async fn a_task_is_followed_and_each_input_request_answered_once() {
 /// `call_through`: the task is followed on that service, and its abandonment cancelled there.
 #[tokio::test]
 async fn a_task_is_followed_through_a_service_picked_per_call() {
-    let (service, mut server, layer) = followed(Arc::new(())).await;
-    let session = service.inner().clone();
+    // No follower wraps the session: the layer is handed it per call.
+    let options = SessionOptions::default().with_tasks(true);
+    let (session, mut server) = connect(Arc::new(()), &options).await;
+    let layer = FollowTasksLayer::new(Arc::new(()), &options);
     let call = tokio::spawn({
         let (layer, session) = (layer.clone(), session.clone());
         async move {

@@ -890,7 +890,7 @@ async fn delay_slows_every_response() {
 }
 
 #[tokio::test]
-async fn legacy_sse_endpoint_event_then_message_events() {
+async fn http_sse_endpoint_event_then_message_events() {
     let fixture = start(ServerOptions::default()).await;
     let client = Client::new();
     let response = within(
@@ -1027,7 +1027,7 @@ async fn refuses_non_loopback_addresses() {
 }
 
 #[tokio::test]
-async fn instance_and_extra_tools_over_streamable_http_and_legacy_sse() {
+async fn instance_and_extra_tools_over_streamable_http_and_http_sse() {
     let client = Client::new();
     let plain = start(ServerOptions::default()).await;
     let session = initialize(&client, &plain).await;

@@ -91,7 +91,7 @@ fn assert_challenged(provider: &OneStaleToken) {
 }
 
 #[tokio::test]
-async fn legacy_sse_tells_the_provider_about_a_401_on_a_message_post() {
+async fn http_sse_tells_the_provider_about_a_401_on_a_message_post() {
     let server = fixture().await;
     // Call 0 opens the SSE stream; call 1 is the first POST (initialize).
     let provider = OneStaleToken::new(1);
@@ -102,7 +102,7 @@ async fn legacy_sse_tells_the_provider_about_a_401_on_a_message_post() {
 }
 
 #[tokio::test]
-async fn legacy_sse_tells_the_provider_about_a_401_on_the_stream() {
+async fn http_sse_tells_the_provider_about_a_401_on_the_stream() {
     let server = fixture().await;
     let provider = OneStaleToken::new(0);
     let config = HttpServerConfig::new(server.sse_url()).auth(provider.clone());

@@ -131,7 +131,7 @@ async fn streamable_resource_updates_arrive_on_the_get_stream() {
 }
 
 #[tokio::test]
-async fn legacy_sse_lists_tools_calls_echo_and_reports_progress() {
+async fn http_sse_lists_tools_calls_echo_and_reports_progress() {
     let server = Server::start(everything("sse")).await;
     let session = connect_legacy(&server, ()).await;
     assert_eq!(
@@ -149,12 +149,12 @@ async fn legacy_sse_lists_tools_calls_echo_and_reports_progress() {
     let r = session
         .call_tool(
             "echo",
-            Some(json!({"message": "over legacy sse"})),
+            Some(json!({"message": "over HTTP+SSE"})),
             RequestOptions::new(),
         )
         .await
         .unwrap();
-    assert_eq!(r.text(), "Echo: over legacy sse");
+    assert_eq!(r.text(), "Echo: over HTTP+SSE");
     let seen = Arc::new(Mutex::new(Vec::new()));
     let options = RequestOptions::new().on_progress({
         let seen = seen.clone();

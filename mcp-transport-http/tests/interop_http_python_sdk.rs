@@ -136,7 +136,7 @@ async fn streamable_http_tools_progress_roots_and_list_changed() {
 }
 
 #[tokio::test]
-async fn legacy_sse_tools_progress_roots_and_list_changed() {
+async fn http_sse_tools_progress_roots_and_list_changed() {
     let server = Server::start(python_server("sse")).await;
     let session = connect_legacy(&server, roots()).await;
     assert_eq!(

@@ -455,7 +455,10 @@ fn fmt(ctx: &Ctx) -> StepOutcome {
     let manifest = crate::fuzz::fuzz_dir(ctx.root).join("Cargo.toml");
     let manifest = manifest.to_string_lossy();
     let checks: [(&[&str], &str); 2] = [
-        (&["fmt", "--all", "--", "--check"], "the workspace (cargo fmt --all)"),
+        (
+            &["fmt", "--all", "--", "--check"],
+            "the workspace (cargo fmt --all)",
+        ),
         (
             &["fmt", "--manifest-path", &manifest, "--", "--check"],
             "fuzz/ (cargo fmt --manifest-path fuzz/Cargo.toml)",

@@ -108,7 +108,7 @@ impl RunningProcess {
     /// then collects it. To the process alone, not its group: what it started is its own to
     /// end, and a test that checks that must not have the signal do it.
     #[track_caller]
-    pub fn send_interrupt(&self) {
+    pub fn send_interrupt_to_leader(&self) {
         let pid = libc::pid_t::try_from(self.pid()).expect("a pid fits a pid_t");
         // SAFETY: kill(2) only sends a signal, to our own child, which is not reaped before
         // `self` is dropped, so the pid names no other process.
@@ -116,10 +116,10 @@ impl RunningProcess {
         assert_eq!(sent, 0, "SIGINT to {}", self.process.name());
     }
 
-    /// [`send_interrupt`](Self::send_interrupt), then [`finish`](Self::finish).
+    /// [`send_interrupt_to_leader`](Self::send_interrupt_to_leader), then [`finish`](Self::finish).
     #[track_caller]
-    pub fn interrupt(self, within: Duration) -> Run {
-        self.send_interrupt();
+    pub fn interrupt_leader(self, within: Duration) -> Run {
+        self.send_interrupt_to_leader();
         self.finish(within)
     }
 

@@ -13,7 +13,7 @@ use crate::catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListCha
 use crate::server::ManagedServer;
 use crate::status::ServerStatus;
 use crate::supervisor::Lists;
-use mcp_resources::ResourceCatalog;
+use mcp_resources::ResourceListing;
 use mcp_session::Fetched;
 
 impl McpClient {
@@ -173,8 +173,8 @@ impl Inner {
     pub(super) fn noted_resources(
         &self,
         server: &ManagedServer,
-        fetched: Fetched<ResourceCatalog>,
-    ) -> Arc<ResourceCatalog> {
+        fetched: Fetched<ResourceListing>,
+    ) -> Arc<ResourceListing> {
         server
             .metrics
             .cache(mcp_metrics::CacheKind::Resources, fetched.hit);

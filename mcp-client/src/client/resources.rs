@@ -9,7 +9,7 @@ use mcp_core::{Delivery, Error, ErrorKind};
 use super::{server_not_ready, CatalogResource, FromAllServers, McpClient};
 use crate::routing::{offer, pick_resource_server};
 use crate::server::ManagedServer;
-use mcp_resources::ResourceCatalog;
+use mcp_resources::ResourceListing;
 
 impl McpClient {
     /// Resources of every ready server, in configuration order. Each server's list is kept
@@ -36,7 +36,7 @@ impl McpClient {
     }
 
     /// Every ready server's resource index, kept or listed.
-    async fn resource_indexes(&self) -> FromAllServers<Vec<(String, Arc<ResourceCatalog>)>> {
+    async fn resource_indexes(&self) -> FromAllServers<Vec<(String, Arc<ResourceListing>)>> {
         let inner = self.inner.clone();
         self.gather("resources/list", move |server| {
             let inner = inner.clone();
@@ -77,7 +77,7 @@ impl McpClient {
 
     /// Subscribes to `uri` (on `server`, or the one server that offers it) and calls `callback`
     /// on every `notifications/resources/updated` for it, until the returned guard is dropped
-    /// (feature `resources`). It subscribes again on every new session; the next
+    /// (feature `resources`). It resubscribes on every new session; the next
     /// [`read_resource`](Self::read_resource) fetches the new contents.
     #[cfg(feature = "resources")]
     pub async fn on_resource_update(
@@ -93,7 +93,7 @@ impl McpClient {
     }
 
     /// Subscribes to a resource's updates (they arrive on [`notifications`](Self::notifications)).
-    /// It subscribes again on every new session of the server.
+    /// It resubscribes on every new session of the server.
     pub async fn subscribe_resource(&self, server: Option<&str>, uri: &str) -> Result<(), Error> {
         self.subscription(server, uri, true).await
     }

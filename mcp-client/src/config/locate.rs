@@ -120,7 +120,7 @@ fn offset(tree: &SpanNode, servers: &[&str], server: Option<&str>, field: &str) 
 }
 
 fn member<'n>(node: &'n SpanNode, key: &str) -> Option<&'n Member> {
-    match &node.shape {
+    match &node.contents {
         SpanContents::Object(members) => members.iter().find(|m| m.key == key),
         _ => None,
     }
@@ -144,7 +144,7 @@ fn follow<'n>(
     if rest.is_empty() {
         return here;
     }
-    match &node.shape {
+    match &node.contents {
         SpanContents::Object(members) => {
             // The first key of a path stands alone; later ones follow a dot.
             let rest = if steps == 0 {

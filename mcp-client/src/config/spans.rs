@@ -20,7 +20,7 @@ const MAX_DEPTH: usize = 256;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SpanNode {
     pub start: usize,
-    pub shape: SpanContents,
+    pub contents: SpanContents,
 }
 
 /// What a [`SpanNode`] holds: only containers keep their children.
@@ -45,7 +45,7 @@ pub(crate) fn toml_spans(text: &str) -> Option<SpanNode> {
     Some(SpanNode {
         // The document's own span is empty; it starts where the text does.
         start: 0,
-        shape: toml_table(root.get_ref(), 0),
+        contents: toml_table(root.get_ref(), 0),
     })
 }
 
@@ -65,7 +65,7 @@ fn toml_table(table: &DeTable<'_>, depth: usize) -> SpanContents {
 }
 
 fn toml_value(value: &Spanned<DeValue<'_>>, depth: usize) -> SpanNode {
-    let shape = match value.get_ref() {
+    let contents = match value.get_ref() {
         DeValue::Table(table) => toml_table(table, depth),
         DeValue::Array(items) if depth <= MAX_DEPTH => SpanContents::Array(
             items
@@ -77,7 +77,7 @@ fn toml_value(value: &Spanned<DeValue<'_>>, depth: usize) -> SpanNode {
     };
     SpanNode {
         start: value.span().start,
-        shape,
+        contents,
     }
 }
 
@@ -121,7 +121,7 @@ impl<'t> JsonReader<'t> {
         }
         self.skip_whitespace();
         let start = self.at;
-        let shape = match self.peek()? {
+        let contents = match self.peek()? {
             b'{' => SpanContents::Object(self.members(depth)?),
             b'[' => SpanContents::Array(self.items(depth)?),
             b'"' => {
@@ -133,7 +133,7 @@ impl<'t> JsonReader<'t> {
                 SpanContents::Scalar
             }
         };
-        Some(SpanNode { start, shape })
+        Some(SpanNode { start, contents })
     }
 
     /// `{ "key": value, … }` from its `{`; a trailing comma is accepted.
@@ -231,7 +231,7 @@ mod tests {
     /// Every key in the tree with the text at its key and at its value.
     fn flatten(text: &str, node: &SpanNode) -> Vec<(String, String)> {
         fn walk(text: &str, node: &SpanNode, path: &str, out: &mut Vec<(String, String)>) {
-            match &node.shape {
+            match &node.contents {
                 SpanContents::Scalar => {}
                 SpanContents::Array(items) => {
                     for (i, item) in items.iter().enumerate() {

@@ -35,15 +35,15 @@ impl Supervisor {
         inbox: &mut mpsc::Receiver<SupervisorEvent>,
         listener: &dyn SupervisorListener,
     ) -> Followed {
-        let mut renewals = session.renewals();
+        let mut reinitializations = session.reinitializations();
         loop {
             let stale_at = *lock(&self.tools_stale_at);
             let event = tokio::select! {
                 reason = session.closed() => return Followed::Lost(reason),
-                Ok(()) = renewals.changed() => {
-                    // The server forgot the session and it was made anew in place: what the
-                    // old one held (resource subscriptions) is made again on it.
-                    tracing::debug!(server = %self.name, "the session was made anew; subscribing again");
+                Ok(()) = reinitializations.changed() => {
+                    // The server forgot the session and it was re-initialized in place: what
+                    // the old one held (resource subscriptions) is made again on it.
+                    tracing::debug!(server = %self.name, "the session was re-initialized; subscribing again");
                     self.resubscribe(session, Instant::now() + self.connect_timeout).await;
                     continue;
                 }

@@ -321,7 +321,7 @@ impl Supervisor {
         }
     }
 
-    /// Renews what a new session must hold (resource subscriptions) before `deadline`.
+    /// Makes again what a new session must hold (resource subscriptions) before `deadline`.
     async fn resubscribe(&self, session: &ClientSession, deadline: Instant) {
         if let Some(resubscriber) = self.resubscriber.get().and_then(std::sync::Weak::upgrade) {
             resubscriber.resubscribe(session, deadline).await;

@@ -387,7 +387,7 @@ async fn resources_are_resubscribed_and_tools_listed_again_after_a_reconnect() {
     let script = Arc::new(Script::default());
     script.plan(&[Plan::Serve, Plan::Serve]);
     let sup = supervisor(&script, Duration::from_secs(10));
-    /// Renews one subscription on every new session, and counts the sessions.
+    /// Resubscribes one resource on every new session, and counts the sessions.
     struct Resubscribed(std::sync::atomic::AtomicUsize);
     #[async_trait::async_trait]
     impl crate::resources::Resubscriber for Resubscribed {

@@ -434,6 +434,3 @@ impl Serialize for Message {
         map.end()
     }
 }
-
-#[cfg(test)]
-mod tests;

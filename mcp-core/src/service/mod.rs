@@ -244,6 +244,3 @@ where
         Arc::new(self.0.layer(inner))
     }
 }
-
-#[cfg(test)]
-mod tests;

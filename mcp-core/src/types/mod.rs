@@ -128,6 +128,3 @@ pub mod methods {
     /// Server → client (2025-11-25).
     pub const NOTIFICATION_ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 }
-
-#[cfg(test)]
-mod tests;

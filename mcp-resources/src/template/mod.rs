@@ -239,7 +239,7 @@ impl UriTemplate {
     }
 
     /// How many literal (non-expression) characters the template has: the more, the more
-    /// specific it is (how [`ResourceCatalog::template_for`](crate::ResourceCatalog::template_for)
+    /// specific it is (how [`ResourceListing::template_for`](crate::ResourceListing::template_for)
     /// chooses among several templates matching one URI).
     pub fn literal_len(&self) -> usize {
         self.parts

@@ -141,15 +141,15 @@ pub(crate) fn session_options() -> SessionOptions {
     }
 }
 
-pub(crate) fn session_connector(peer: &Peer) -> HandshakeConnector {
-    session_connector_with(
+pub(crate) fn handshake_connector(peer: &Peer) -> HandshakeConnector {
+    handshake_connector_with(
         peer,
         Arc::new(ContractHandler::default()),
         session_options(),
     )
 }
 
-pub(crate) fn session_connector_with(
+pub(crate) fn handshake_connector_with(
     peer: &Peer,
     handler: Arc<dyn ClientHandler>,
     options: SessionOptions,
@@ -158,7 +158,7 @@ pub(crate) fn session_connector_with(
 }
 
 pub(crate) async fn open(peer: &Peer) -> ClientSession {
-    open_with(peer, session_connector(peer)).await
+    open_with(peer, handshake_connector(peer)).await
 }
 
 pub(crate) async fn open_with(peer: &Peer, connector: HandshakeConnector) -> ClientSession {

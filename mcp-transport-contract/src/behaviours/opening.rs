@@ -7,7 +7,7 @@ use mcp_core::{Era, ErrorKind, McpServiceExt, ProtocolVersion, RequestOptions};
 use mcp_session::SessionConnector;
 use serde_json::json;
 
-use super::{echo, open, open_with, session_connector_with, session_options, ContractHandler};
+use super::{echo, handshake_connector_with, open, open_with, session_options, ContractHandler};
 use crate::peer::Peer;
 
 /// The server the fixture's tools come from.
@@ -103,7 +103,7 @@ pub async fn the_era_is_detected(peer: &Peer) {
         Era::Legacy => (Era::Modern, "server/discover"),
         Era::Modern => (Era::Legacy, "initialize"),
     };
-    let pinned = session_connector_with(
+    let pinned = handshake_connector_with(
         peer,
         Arc::new(ContractHandler::default()),
         session_options().with_era(other),
@@ -138,7 +138,7 @@ pub async fn protocol_versions_are_negotiated(peer: &Peer) {
         let asked: ProtocolVersion = version
             .parse()
             .unwrap_or_else(|e| panic!("{version} is a version: {e:?}"));
-        let connector = session_connector_with(
+        let connector = handshake_connector_with(
             peer,
             Arc::new(ContractHandler::default()),
             session_options().with_protocol_version(asked),

@@ -8,7 +8,7 @@ use mcp_session::ServerNotification;
 use serde_json::json;
 
 use super::{
-    open, open_with, session_connector_with, session_options, ContractHandler, ELICITED_NAME,
+    handshake_connector_with, open, open_with, session_options, ContractHandler, ELICITED_NAME,
     PROMPTLY, ROOT_URI,
 };
 use crate::peer::Peer;
@@ -89,7 +89,7 @@ pub async fn notifications(peer: &Peer) {
 /// with the server's question, and its answer reaches the server.
 pub async fn server_to_client_request(peer: &Peer) {
     let handler = Arc::new(ContractHandler::default());
-    let connector = session_connector_with(peer, handler.clone(), session_options());
+    let connector = handshake_connector_with(peer, handler.clone(), session_options());
     let session = open_with(peer, connector).await;
     let result = session
         .call_tool(
@@ -136,7 +136,7 @@ pub async fn roots_requests_are_answered_by_the_handler(peer: &Peer) {
     );
     session.close().await;
 
-    let without_roots = session_connector_with(peer, Arc::new(()), session_options());
+    let without_roots = handshake_connector_with(peer, Arc::new(()), session_options());
     let session = open_with(peer, without_roots).await;
     let refused = session
         .call_tool("ask_roots", Some(json!({})), RequestOptions::new())

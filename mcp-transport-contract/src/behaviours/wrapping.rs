@@ -11,7 +11,7 @@ use mcp_resilience::{
 use mcp_session::ClientSession;
 use serde_json::json;
 
-use super::{open, session_connector, PROMPTLY};
+use super::{handshake_connector, open, PROMPTLY};
 use crate::peer::Peer;
 use crate::slow_stats::slow_stats;
 
@@ -114,7 +114,7 @@ async fn retries_share_one_deadline(peer: &Peer, session: &ClientSession) {
 /// A pool of sessions over the transport serves concurrent calls.
 pub async fn pool_serves_the_transport(peer: &Peer) {
     let pool = mcp_pool::SessionPool::new(
-        session_connector(peer),
+        handshake_connector(peer),
         mcp_pool::PoolConfig::new()
             .with_min_idle(1)
             .with_max_size(3)

@@ -6,9 +6,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::*;
-use crate::service::RequestOptions;
-use crate::{Delivery, ErrorKind, McpServiceExt};
+use mcp_core::error::Error;
+use mcp_core::jsonrpc::Payload;
+use mcp_core::service::RequestOptions;
+use mcp_core::service::*;
+use mcp_core::types::methods;
+use mcp_core::{Delivery, ErrorKind, McpServiceExt};
 
 /// Answers every operation from a script and records what it saw.
 #[derive(Default)]
@@ -189,13 +192,13 @@ fn raw_tool_calls_keep_the_arguments_text() {
 fn a_tool_answer_that_is_not_complete_is_not_a_result() {
     let handle = json!({"resultType": "task", "taskId": "t-1", "status": "working"});
     let err =
-        crate::types::CallToolResult::from_answer(Payload::Value(handle), "build").unwrap_err();
+        mcp_core::types::CallToolResult::from_answer(Payload::Value(handle), "build").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
     assert!(err.message().contains("followed by mcp-tasks"), "{err}");
     assert_eq!(err.subject(), Some("build"));
     assert_eq!(err.delivery(), Some(Delivery::Answered));
     let complete = json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]});
     let result =
-        crate::types::CallToolResult::from_answer(Payload::Value(complete), "build").unwrap();
+        mcp_core::types::CallToolResult::from_answer(Payload::Value(complete), "build").unwrap();
     assert_eq!(result.text(), "ok");
 }

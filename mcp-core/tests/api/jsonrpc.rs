@@ -1,4 +1,9 @@
-use super::*;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use mcp_core::jsonrpc::*;
 use serde_json::json;
 
 fn parse(text: &str) -> Result<Message, MessageError> {
@@ -147,7 +152,7 @@ fn shared_lines_parse_like_owned_ones_without_copying() {
 
 #[test]
 fn a_typed_payload_is_handed_over_as_it_is_and_is_json_everywhere_else() {
-    use crate::types::{CallToolResult, Content};
+    use mcp_core::types::{CallToolResult, Content};
     let result = CallToolResult {
         content: vec![Content::text("quote \" é")],
         structured_content: Some(json!({"n": 1})),
@@ -305,7 +310,7 @@ fn raw_line_breaks_never_reach_the_written_line() {
     // Arguments straight from a model's output, pretty-printed (`call_tool_raw`).
     let pretty: Box<serde_json::value::RawValue> =
         serde_json::from_str("{\n  \"text\": \"hi\",\r\n  \"x\": \"a\\nb\"\n}").unwrap();
-    let operation = crate::service::Operation::call_tool_raw("echo", &pretty).unwrap();
+    let operation = mcp_core::service::Operation::call_tool_raw("echo", &pretty).unwrap();
     let from_a_model = Message::Request(Request::new(2, "tools/call", operation.params));
     for message in [owned, shared, from_a_model] {
         let json = message.to_json_string().unwrap();

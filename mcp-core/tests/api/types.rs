@@ -1,6 +1,6 @@
 use serde_json::{json, Value};
 
-use super::*;
+use mcp_core::types::*;
 
 fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned>(v: Value) -> Value {
     let typed: T = serde_json::from_value(v).expect("parses");

@@ -1,4 +1,4 @@
-//! What the server offers: its resources and resource templates ([`ResourceCatalog`]), kept in
+//! What the server offers: its resources and resource templates ([`ResourceListing`]), kept in
 //! mcp-session's `ListCache` until `notifications/resources/list_changed` or a reconnect.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use crate::template::UriTemplate;
 /// A server's resources and resource templates, as
 /// [`discover_resources`](crate::ResourceManager::discover_resources) returns them.
 #[derive(Debug, Clone)]
-pub struct ResourceCatalog {
+pub struct ResourceListing {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     /// Each template parsed (`None`: malformed, never matched).
@@ -18,7 +18,7 @@ pub struct ResourceCatalog {
 }
 
 /// A URI matched against one of the server's templates
-/// ([`ResourceCatalog::template_for`]).
+/// ([`ResourceListing::template_for`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateMatch {
     /// The server's template.
@@ -29,7 +29,7 @@ pub struct TemplateMatch {
     pub variables: BTreeMap<String, String>,
 }
 
-impl ResourceCatalog {
+impl ResourceListing {
     /// A discovery of `resources` and `templates` (templates that do not parse are kept in
     /// [`templates`](Self::templates) but never match).
     pub fn new(resources: Vec<Resource>, templates: Vec<ResourceTemplate>) -> Self {
@@ -43,7 +43,7 @@ impl ResourceCatalog {
                 }
             })
             .collect();
-        ResourceCatalog {
+        ResourceListing {
             resources,
             templates,
             parsed,
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn the_most_specific_template_wins() {
-        let discovery = ResourceCatalog::new(
+        let discovery = ResourceListing::new(
             Vec::new(),
             vec![
                 template("docs://{+path}", "any"),
