@@ -6,7 +6,7 @@ served with the SDK's own HTTP transports on the loopback interface:
     $MCP_INTEROP_DIR/py/bin/python interop/python_http_server.py streamable-http PORT
         -> Streamable HTTP at http://127.0.0.1:PORT/mcp
     $MCP_INTEROP_DIR/py/bin/python interop/python_http_server.py sse PORT
-        -> legacy HTTP+SSE (2024-11-05): GET http://127.0.0.1:PORT/sse,
+        -> HTTP+SSE (2024-11-05): GET http://127.0.0.1:PORT/sse,
            POSTs to the announced /messages/?session_id=...
 
 As on stdio the server declares tools.listChanged = true. The SDK checks the

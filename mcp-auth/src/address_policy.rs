@@ -1,6 +1,6 @@
 //! Which addresses the OAuth requests of one MCP server may go to.
 //!
-//! Discovery follows URLs that a server hands out: the `resource_metadata` of its 401, the
+//! Metadata discovery follows URLs that a server hands out: the `resource_metadata` of its 401, the
 //! authorization servers its metadata names, and the token, registration, device and
 //! revocation endpoints their metadata names. Without a check, a hostile server could point
 //! them at the client's own network (`https://169.254.169.254/` — a cloud metadata service —,

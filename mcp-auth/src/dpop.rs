@@ -131,7 +131,7 @@ impl DpopKey {
 /// The `htu` of a request URL: without query and fragment (RFC 9449 §4.2).
 fn htu(url: &str) -> Result<String, AuthError> {
     let mut url = Url::parse(url)
-        .map_err(|e| AuthError::Config(format!("cannot make a DPoP proof for a bad URL: {e}")))?;
+        .map_err(|e| AuthError::InvalidUrl(format!("cannot make a DPoP proof for it: {e}")))?;
     url.set_query(None);
     url.set_fragment(None);
     Ok(url.to_string())

@@ -95,7 +95,9 @@ pub enum AuthError {
     /// The token store failed.
     #[error("token store: {0}")]
     Store(String),
-    /// Invalid configuration (a key that does not parse, a bad URL).
+    /// Invalid configuration (a key that does not parse, a redirect URI, client credentials
+    /// that are not a header); a URL the flow would follow that is not one is
+    /// [`AuthError::InvalidUrl`].
     #[error("invalid OAuth configuration: {0}")]
     Config(String),
 }

@@ -1,6 +1,6 @@
 //! The HTTP client every OAuth request goes through: https only (http only to a loopback
 //! address), no redirects followed, a timeout on each request and a cap on each body — for
-//! discovery, registration and the token endpoint alike. The client of one MCP server
+//! metadata discovery, registration and the token endpoint alike. The client of one MCP server
 //! ([`AuthHttp::for_config`]) also refuses addresses outside the server's network
 //! ([`address_policy`](crate::address_policy)).
 
@@ -33,10 +33,17 @@ pub fn check_url(url: &Url) -> Result<(), AuthError> {
     }
 }
 
-/// Parses `text` as a URL and applies [`check_url`]; `what` names it in errors.
+/// How much of a text that is not a URL an error shows (a server's metadata may hold a
+/// megabyte where a URL belongs).
+const SHOWN_URL_CHARS: usize = 200;
+
+/// Parses `text` as a URL and applies [`check_url`]; `what` names it in errors, which show
+/// the text redacted and at most [`SHOWN_URL_CHARS`] characters of it.
 pub fn parse_url(text: &str, what: &str) -> Result<Url, AuthError> {
     let url = Url::parse(text).map_err(|e| {
-        AuthError::InvalidUrl(format!("{what} {:?} is not a URL: {e}", redact_url(text)))
+        let shown =
+            mcp_wire::redact::excerpt_of_start(redact_url(text).as_bytes(), SHOWN_URL_CHARS);
+        AuthError::InvalidUrl(format!("{what} {shown:?} is not a URL: {e}"))
     })?;
     check_url(&url)?;
     Ok(url)
@@ -102,7 +109,7 @@ pub struct AuthHttp {
     client: reqwest::Client,
     /// The address check of the MCP server this client works for; `None` for a user agent.
     guard: Option<Arc<AddressGuard>>,
-    /// Origins besides the MCP server's that its 401 may send discovery to.
+    /// Origins besides the MCP server's that its 401 may send metadata discovery to.
     resource_metadata_origins: Vec<url::Origin>,
 }
 
@@ -290,5 +297,10 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("metadata"), "not a metadata failure: {text}");
+
+        let huge = format!("https://x y/{}?token=secret", "a".repeat(1 << 20));
+        let text = parse_url(&huge, "token_endpoint").unwrap_err().to_string();
+        assert!(text.len() < 1_000, "{} bytes", text.len());
+        assert!(!text.contains("secret"), "{text}");
     }
 }

@@ -8,8 +8,8 @@
 //! `resource_metadata` must be on the server's origin (or one the configuration allows,
 //! [`AuthHttp::allows_resource_metadata_at`]); the authorization server may be anywhere the
 //! address policy allows. The resource metadata's `resource` must name the server, and the
-//! authorization server metadata's `issuer` the issuer it was fetched for; otherwise discovery
-//! fails before anything is authorized.
+//! authorization server metadata's `issuer` the issuer it was fetched for; otherwise metadata
+//! discovery fails before anything is authorized.
 
 use mcp_wire::redact::redact_url;
 use serde::{Deserialize, Serialize};
@@ -221,7 +221,7 @@ pub struct AuthorizationServerMetadata {
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
-/// What discovery found for one server.
+/// What metadata discovery found for one server.
 #[derive(Clone, Debug)]
 pub struct AuthMetadata {
     /// The MCP server's URL.
@@ -235,7 +235,7 @@ pub struct AuthMetadata {
     pub default_endpoints: bool,
     /// The scopes the first 401 asked for.
     pub challenge_scope: Option<Vec<String>>,
-    /// The `resource_metadata` URL of the challenge discovery started from.
+    /// The `resource_metadata` URL of the challenge metadata discovery started from.
     pub resource_metadata_url: Option<String>,
     /// Whether that challenge (or a later one) offered the `DPoP` scheme.
     pub challenge_offers_dpop: bool,
@@ -398,7 +398,7 @@ pub async fn fetch_metadata(
                 None => {
                     return Err(AuthError::Metadata(format!(
                         "no authorization server metadata for {} (tried RFC 8414 and OpenID \
-                         Connect discovery)",
+                         Connect Discovery)",
                         redact_url(issuer.as_str())
                     )))
                 }

@@ -145,12 +145,12 @@ impl OAuthProvider {
             return self.obtain_new().await.map(|_| ChallengeOutcome::Retry);
         }
         // 401: the token is missing, expired or revoked — or the server moved to another
-        // authorization server, so a refused token means discovering again.
+        // authorization server, so a refused token means metadata discovery again.
         if self.client.tokens().await?.is_some() {
             // Rare (tokens are refreshed ahead of expiry): a few metadata fetches. If they
             // fail, the metadata known so far still serves the refresh.
             if let Err(e) = self.client.refetch_auth_metadata(Some(&parsed)).await {
-                debug!(%server, "discovering again after a refused token failed: {e}");
+                debug!(%server, "metadata discovery again after a refused token failed: {e}");
             }
         } else {
             self.client.auth_metadata(Some(&parsed)).await?;

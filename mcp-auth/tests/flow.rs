@@ -71,7 +71,7 @@ impl Authorizer for BrowserStandIn {
     }
 }
 
-/// A login through [`OAuthClient`] alone (discovery, registration, authorization, code).
+/// A login through [`OAuthClient`] alone (metadata discovery, registration, authorization, code).
 async fn login(client: &OAuthClient) -> TokenSet {
     within("login", BrowserStandIn::new().authorize(client))
         .await
@@ -915,7 +915,7 @@ async fn the_device_grant_polls_until_the_user_approves() {
     assert!(client
         .offers_device_authorization()
         .await
-        .expect("discovery"));
+        .expect("metadata discovery"));
     let pending = within("device authorization", client.start_device_authorization())
         .await
         .expect("device authorization");

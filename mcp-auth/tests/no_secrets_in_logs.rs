@@ -160,7 +160,7 @@ async fn no_secret_in_logs_debug_or_errors() {
     });
     let provider = Arc::new(OAuthProvider::new(client.clone(), Some(browser)));
 
-    // Login (first 401, discovery, authorization, code exchange), then a request.
+    // Login (first 401, metadata discovery, authorization, code exchange), then a request.
     let transport =
         StreamableHttpTransport::new(HttpServerConfig::new(fixture.url()).auth(provider.clone()))
             .expect("transport");

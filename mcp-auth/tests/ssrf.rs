@@ -1,4 +1,4 @@
-//! OAuth discovery does not become a way into the client's network: a 401 may not send the
+//! OAuth metadata discovery does not become a way into the client's network: a 401 may not send the
 //! client to another origin's resource metadata, and metadata may not name authorization
 //! servers or endpoints on addresses outside the MCP server's kind of network
 //! (`mcp_auth::address_policy`). Hostile servers are small loopback responders that count the
@@ -248,9 +248,9 @@ async fn an_allowed_resource_metadata_origin_is_followed_and_the_login_completes
         resource_metadata: Some(format!("{}{PRM_PATH}", elsewhere.origin)),
         ..ResourceChallenge::default()
     };
-    let metadata = within("discovery", client.auth_metadata(Some(&challenge)))
+    let metadata = within("metadata discovery", client.auth_metadata(Some(&challenge)))
         .await
-        .expect("discovery through an allowed origin");
+        .expect("metadata discovery through an allowed origin");
     assert_eq!(
         metadata.authorization_server.issuer.trim_end_matches('/'),
         fixture.base_url().trim_end_matches('/')
@@ -324,9 +324,12 @@ async fn a_public_servers_metadata_naming_internal_authorization_servers_is_refu
         let config = config_for(&format!("{}/mcp", server.origin));
         let http = public_server_http(&config);
         let started = Instant::now();
-        let error = within("discovery", fetch_metadata(&http, &config.server_url, None))
-            .await
-            .unwrap_err();
+        let error = within(
+            "metadata discovery",
+            fetch_metadata(&http, &config.server_url, None),
+        )
+        .await
+        .unwrap_err();
         eprintln!(
             "{authorization_server}: refused after {:?}: {error}",
             started.elapsed()

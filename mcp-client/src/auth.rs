@@ -195,8 +195,8 @@ pub fn oauth_config(server: &ServerConfig) -> Result<Option<OAuthConfig>, String
             let own_header = headers
                 .keys()
                 .any(|k| k.eq_ignore_ascii_case("authorization"));
-            // OAuth metadata discovery is defined for http(s) resources (a gRPC server's URL is one; a
-            // WebSocket's `ws://` is not).
+            // OAuth metadata discovery is defined for http(s) resources (a gRPC server's URL
+            // is one; a WebSocket's `ws://` is not).
             let http = url.starts_with("https://") || url.starts_with("http://");
             if settings.disabled || own_header || !http {
                 return Ok(None);

@@ -67,6 +67,8 @@ pub mod transports;
 pub use auth::OAuthPolicy;
 pub use builder::{McpClientBuilder, SessionOptionsHook, DEFAULT_MAX_CONCURRENT_STARTS};
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
+#[allow(deprecated)]
+pub use client::Gathered;
 pub use client::{CatalogResource, ClientOptions, FromAllServers, McpClient, REGION_VARIABLE};
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use handler::ClientNotification;

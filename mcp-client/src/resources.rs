@@ -34,7 +34,8 @@ pub use mcp_resources::NotificationRelay;
 /// What a supervisor resubscribes on every new session before it is ready.
 #[async_trait]
 pub(crate) trait Resubscriber: Send + Sync {
-    /// Resubscribes what the previous session had subscribed (within `deadline`; failures are logged).
+    /// Resubscribes what the previous session had subscribed (within `deadline`; failures
+    /// are logged).
     async fn resubscribe(&self, session: &ClientSession, deadline: Instant);
 }
 

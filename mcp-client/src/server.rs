@@ -35,7 +35,7 @@ pub(crate) struct ManagedServer {
     pub(crate) stack: ServerStack,
     transport_name: &'static str,
     pub(crate) prompts: ListCache<Vec<Prompt>>,
-    pub(crate) resource_list: ListCache<ResourceListing>,
+    pub(crate) resource_listing: ListCache<ResourceListing>,
     pub(crate) setup: Arc<Mutex<SessionSetup>>,
     /// Reads, resources resubscribed on every new session, and (feature `resources`) the
     /// resource manager.
@@ -241,7 +241,7 @@ impl ManagedServer {
             stack,
             transport_name,
             prompts: ListCache::default(),
-            resource_list: ListCache::default(),
+            resource_listing: ListCache::default(),
             setup,
             list_refresh: Mutex::new(None),
         })
@@ -285,7 +285,7 @@ impl ManagedServer {
     pub(crate) fn lists_changed(&self, which: Lists) -> Lists {
         Lists {
             prompts: which.prompts && self.prompts.invalidate(),
-            resources: which.resources && self.resource_list.invalidate(),
+            resources: which.resources && self.resource_listing.invalidate(),
         }
     }
 
@@ -299,9 +299,9 @@ impl ManagedServer {
 
     /// The resources and templates, kept or fetched through the call stack (a server that
     /// cannot list templates has none).
-    pub(crate) async fn resource_index(&self) -> Result<Fetched<ResourceListing>, Error> {
+    pub(crate) async fn resource_listing(&self) -> Result<Fetched<ResourceListing>, Error> {
         let service = self.stack.service.clone();
-        self.resource_list
+        self.resource_listing
             .get_or_fetch(async move {
                 let resources = service.list_all_resources(RequestOptions::new()).await?;
                 // A server without templates answers "method not found"; any other failure
@@ -359,7 +359,7 @@ impl ManagedServer {
             let _ = tokio::time::timeout(limit, pool.close()).await;
         }
         self.prompts.clear();
-        self.resource_list.clear();
+        self.resource_listing.clear();
     }
 
     /// The status display of this server; `tools` is its count in the catalog.

@@ -474,6 +474,24 @@ fn load_default_loads_the_first_existing_file() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// Harness code written against the facade's names before "one name per idea" (README,
+/// "Moved in the one-small-core split") still builds and behaves the same.
+#[test]
+#[allow(deprecated)]
+fn the_facades_old_names_still_work() {
+    let cwd = sample("vscode_ws");
+    let none = env_of(&[]);
+    assert_eq!(
+        mcp_client::config::discover_with_env(&cwd, &none).unwrap(),
+        load_default_with_env(&cwd, &none).unwrap()
+    );
+    let gathered: mcp_client::Gathered<Vec<u8>> = mcp_client::FromAllServers {
+        items: vec![1],
+        errors: Vec::new(),
+    };
+    assert_eq!(gathered.items, [1]);
+}
+
 // ---------------------------------------------------------------- bad files
 
 #[test]

@@ -98,7 +98,7 @@ async fn login(policy: &OAuthPolicy, server: &ServerConfig) -> TokenSet {
     client
         .probe()
         .await
-        .expect("discovery")
+        .expect("metadata discovery")
         .expect("the server asks for authorization");
     let approve = AutoApprove::new("http://127.0.0.1:9/callback").expect("an HTTP client");
     tokio::time::timeout(DEADLINE, approve.authorize(&client))
@@ -163,7 +163,7 @@ async fn oauth_is_off_with_oauth_false_or_an_own_authorization_header() {
     assert!(policy.client_for(&header).unwrap().is_none());
     let client = start(vec![off, header], &policy).await;
     for name in ["off", "header"] {
-        // Refused without any OAuth flow: no discovery-driven login was attempted.
+        // Refused without any OAuth flow: no login (metadata discovery first) was attempted.
         assert_eq!(status_of(&client, name).label(), "needs-auth", "{name}");
     }
     let stats = fixture.oauth_stats().expect("OAuth mode");

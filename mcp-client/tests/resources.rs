@@ -228,8 +228,8 @@ async fn resources_are_resubscribed_when_an_http_session_is_reinitialized() {
     );
     assert_eq!(requests(&log, "resources/subscribe"), 1);
 
-    // The server forgets every session; the next request makes it anew in place (same
-    // transport, a new initialize), and the subscription follows.
+    // The server forgets every session; the next request re-initializes it in place (same
+    // transport, a new initialize), and the resource is resubscribed.
     expire_http_sessions(&http.base_url()).await;
     let session = client.session("fx").unwrap();
     session.ping(RequestOptions::new()).await.unwrap();

@@ -1,6 +1,6 @@
 //! `mcp-fixture`: the fixture MCP (Model Context Protocol) **server** over stdio — the
 //! server `mcph` runs itself as when no configuration is found (`mcph __fixture-server`), and
-//! the core of mcp-testkit's `mcp-fixture-server`, which adds Streamable HTTP, legacy
+//! the core of mcp-testkit's `mcp-fixture-server`, which adds Streamable HTTP,
 //! HTTP+SSE, WebSocket and a mock OAuth authorization server around it.
 //!
 //! It is deliberately independent of the other workspace crates: messages are plain

@@ -238,15 +238,15 @@ mod tests {
     }
 
     #[test]
-    fn outcomes_name_their_error_type() {
+    fn call_ends_name_their_error_type() {
         let error = Error::timeout("slow");
         assert_eq!(
             CallEnd::of(&Err(error), true),
             CallEnd::Failed(ErrorKind::Timeout)
         );
         let failed = raw(r#"{"content":[],"isError":true}"#);
-        let outcome = CallEnd::of(&Ok(failed.clone()), true);
-        assert_eq!(outcome.error_type(), Some("tool_error"));
+        let end = CallEnd::of(&Ok(failed.clone()), true);
+        assert_eq!(end.error_type(), Some("tool_error"));
         // Only a tools/call result is looked at.
         assert_eq!(CallEnd::of(&Ok(failed), false), CallEnd::Success);
         assert_eq!(CallEnd::Success.error_type(), None);

@@ -218,14 +218,14 @@ impl<'a> Recording<'a> {
     }
 
     #[inline]
-    fn finish(&mut self, outcome: CallEnd) {
+    fn finish(&mut self, end: CallEnd) {
         self.done = true;
         let ended = self.clock.now();
         let elapsed = ended.saturating_sub(self.started);
-        self.series.record(outcome, elapsed, Clock::second(ended));
+        self.series.record(end, elapsed, Clock::second(ended));
         #[cfg(feature = "opentelemetry")]
         if let Some(telemetry) = self.telemetry.take() {
-            telemetry.finish(outcome, std::time::Duration::from_nanos(elapsed));
+            telemetry.finish(end, std::time::Duration::from_nanos(elapsed));
         }
     }
 }

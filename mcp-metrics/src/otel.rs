@@ -379,8 +379,8 @@ impl CallTelemetry<'_> {
         self.context.clone()
     }
 
-    pub(crate) fn finish(mut self, outcome: CallEnd, elapsed: Duration) {
-        let error_type = outcome.error_type();
+    pub(crate) fn finish(mut self, end: CallEnd, elapsed: Duration) {
+        let error_type = end.error_type();
         if let Some(histogram) = &self.telemetry.operation {
             if let Some(error_type) = error_type {
                 self.attributes.push(KeyValue::new(ERROR_TYPE, error_type));

@@ -97,10 +97,10 @@ impl OperationSeries {
     /// call is counted (and in the rate) but its duration is not: it says when the caller
     /// gave up, not how long the server took.
     #[inline]
-    pub(crate) fn record(&self, outcome: CallEnd, elapsed_nanos: u64, second: u64) {
+    pub(crate) fn record(&self, end: CallEnd, elapsed_nanos: u64, second: u64) {
         let mut counts = lock_counts(&self.counts);
         counts.calls += 1;
-        match outcome {
+        match end {
             CallEnd::Success => counts.latency.record_nanos(elapsed_nanos),
             CallEnd::Failed(kind) => {
                 counts.errors[error_slot(kind)] += 1;

@@ -51,7 +51,7 @@
 //!                                                            STALE
 //!
 //!   any state ── unsubscribe · close ──► UNSUBSCRIBED ── subscribe ──► SUBSCRIBED
-//!   SUBSCRIBED ── reconnected, subscribing again failed ──► UNKNOWN
+//!   SUBSCRIBED ── reconnected, resubscribing failed ──► UNKNOWN
 //! ```
 //!
 //! | from | trigger | to |
@@ -149,6 +149,7 @@ pub use listing::{ResourceListing, TemplateMatch};
 pub use manager::{offers_subscriptions, ReadSource, ResourceManager};
 #[cfg(feature = "manager")]
 pub use new_session::{NewSession, ResubscribeReport};
+
 #[cfg(feature = "manager")]
 pub use observers::UpdateGuard;
 #[cfg(feature = "manager")]
@@ -158,3 +159,16 @@ pub use stats::ResourceStats;
 pub use template::{
     TemplateError, UriTemplate, MAX_EXPRESSION_VARIABLES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS,
 };
+
+/// The names these types had before (one name per idea: a new session's subscriptions are
+/// *resubscribed*; what a server offers is its *listing*).
+#[deprecated(since = "0.1.0", note = "renamed `ResourceListing`")]
+pub type Discovery = ResourceListing;
+/// See [`Discovery`].
+#[deprecated(since = "0.1.0", note = "renamed `NewSession`")]
+#[cfg(feature = "manager")]
+pub type SessionRenewal = NewSession;
+/// See [`Discovery`].
+#[deprecated(since = "0.1.0", note = "renamed `ResubscribeReport`")]
+#[cfg(feature = "manager")]
+pub type RenewalReport = ResubscribeReport;

@@ -30,7 +30,7 @@ pub struct TemplateMatch {
 }
 
 impl ResourceListing {
-    /// A discovery of `resources` and `templates` (templates that do not parse are kept in
+    /// A listing of `resources` and `templates` (templates that do not parse are kept in
     /// [`templates`](Self::templates) but never match).
     pub fn new(resources: Vec<Resource>, templates: Vec<ResourceTemplate>) -> Self {
         let parsed = templates
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn the_most_specific_template_wins() {
-        let discovery = ResourceListing::new(
+        let listing = ResourceListing::new(
             Vec::new(),
             vec![
                 template("docs://{+path}", "any"),
@@ -131,15 +131,15 @@ mod tests {
                 template("docs://{broken", "broken"),
             ],
         );
-        let api = discovery.template_for("docs://api/Vec").unwrap();
+        let api = listing.template_for("docs://api/Vec").unwrap();
         assert_eq!(api.template.name, "api");
         assert_eq!(api.variables["name"], "Vec");
-        let any = discovery.template_for("docs://guide/intro").unwrap();
+        let any = listing.template_for("docs://guide/intro").unwrap();
         assert_eq!(any.template.name, "any");
         assert_eq!(any.variables["path"], "guide/intro");
-        assert!(discovery.template_for("other://x").is_none());
+        assert!(listing.template_for("other://x").is_none());
         assert_eq!(
-            discovery.templates().len(),
+            listing.templates().len(),
             3,
             "a broken template is kept, unmatched"
         );

@@ -1,5 +1,6 @@
 //! [`ResourceManager`]: one server's resources kept fresh — reads from a bounded cache,
-//! subscriptions made (and resubscribed on a new session), updates turned into state changes and observer calls.
+//! subscriptions made (and resubscribed on a new session), updates turned into state changes
+//! and observer calls.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};

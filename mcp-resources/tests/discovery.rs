@@ -103,9 +103,9 @@ async fn a_server_without_templates_has_none() {
     let server = FakeServer::new();
     server.set_listing(vec![json!({"uri": "test://a", "name": "a"})], None);
     let resources = manager(&server, ResourceConfig::default());
-    let discovery = resources.discover_resources().await.unwrap();
-    assert_eq!(discovery.resources().len(), 1);
-    assert!(discovery.templates().is_empty());
+    let listing = resources.discover_resources().await.unwrap();
+    assert_eq!(listing.resources().len(), 1);
+    assert!(listing.templates().is_empty());
     assert_eq!(resources.template_for("test://a").await.unwrap(), None);
 }
 

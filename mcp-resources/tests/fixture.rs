@@ -67,10 +67,10 @@ async fn the_fixture_counter_stays_fresh_across_updates_and_a_new_session() {
     });
 
     // ResourceListing and templates.
-    let discovery = resources.discover_resources().await.unwrap();
-    assert!(discovery.resource(COUNTER).is_some());
-    assert!(discovery.resource("fixture://static/hello").is_some());
-    let item = discovery.template_for("fixture://items/42").unwrap();
+    let listing = resources.discover_resources().await.unwrap();
+    assert!(listing.resource(COUNTER).is_some());
+    assert!(listing.resource("fixture://static/hello").is_some());
+    let item = listing.template_for("fixture://items/42").unwrap();
     assert_eq!(item.template.uri_template, "fixture://items/{id}");
     assert_eq!(item.variables["id"], "42");
     assert_eq!(

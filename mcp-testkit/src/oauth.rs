@@ -1,7 +1,7 @@
 //! OAuth mode of the HTTP fixture ([`ServerOptions::oauth`](crate::ServerOptions::oauth),
 //! `--oauth`): the fixture becomes an OAuth 2.1 protected resource *and* its own mock
 //! authorization server, both on the fixture's origin, so a client's whole authorization flow
-//! (discovery, dynamic registration, authorization code with PKCE, refresh, revocation,
+//! (metadata discovery, dynamic registration, authorization code with PKCE, refresh, revocation,
 //! step-up, client credentials) runs against one loopback listener.
 //!
 //! With `ORIGIN` = `http://IP:PORT` (no trailing slash; it is also the issuer):

@@ -909,7 +909,7 @@ async fn http_sse_endpoint_event_then_message_events() {
         endpoint.data.starts_with("/message?sessionId="),
         "{endpoint:?}"
     );
-    assert_eq!(fixture.legacy_session_count(), 1);
+    assert_eq!(fixture.http_sse_session_count(), 1);
     let post_url = format!("{}{}", fixture.base_url(), endpoint.data);
     let send = |body: String| {
         client
@@ -933,15 +933,12 @@ async fn http_sse_endpoint_event_then_message_events() {
             .status(),
         StatusCode::ACCEPTED
     );
-    let response = within(
-        "POST",
-        send(call_body(2, "echo", json!({"text": "legacy"}))),
-    )
-    .await
-    .expect("POST");
+    let response = within("POST", send(call_body(2, "echo", json!({"text": "sse"}))))
+        .await
+        .expect("POST");
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     let message = sse.next().await.expect("echo response");
-    assert_eq!(message.json()["result"]["content"][0]["text"], "legacy");
+    assert_eq!(message.json()["result"]["content"][0]["text"], "sse");
     // Bad JSON → 400; unknown session → 404.
     assert_eq!(
         within("POST", send("nope".into()))
@@ -963,8 +960,8 @@ async fn http_sse_endpoint_event_then_message_events() {
     // Closing the stream ends the session.
     drop(sse);
     let deadline = Instant::now() + DEADLINE;
-    while fixture.legacy_session_count() > 0 {
-        assert!(Instant::now() < deadline, "legacy session not removed");
+    while fixture.http_sse_session_count() > 0 {
+        assert!(Instant::now() < deadline, "HTTP+SSE session not removed");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -1079,7 +1076,7 @@ async fn instance_and_extra_tools_over_streamable_http_and_http_sse() {
         initialize_body(1),
         list_body(2),
         call_body(3, "instance", json!({})),
-        call_body(4, "gamma", json!({"text": "legacy"})),
+        call_body(4, "gamma", json!({"text": "sse"})),
     ] {
         let response = within("POST /message", send(body)).await.expect("POST");
         assert_eq!(response.status(), StatusCode::ACCEPTED);
@@ -1097,7 +1094,7 @@ async fn instance_and_extra_tools_over_streamable_http_and_http_sse() {
         ["instance", "gamma", "delta"]
     );
     assert_eq!(answers[2]["result"]["content"][0]["text"], "us-east");
-    assert_eq!(answers[3]["result"]["content"][0]["text"], "gamma: legacy");
+    assert_eq!(answers[3]["result"]["content"][0]["text"], "gamma: sse");
     fixture.shutdown().await;
 }
 

@@ -1,5 +1,5 @@
 //! The fixture's OAuth mode over real HTTP (reqwest, redirects not followed), on 127.0.0.1:0:
-//! discovery documents, the `/mcp` gate, registration, authorization, token grants and the
+//! metadata documents, the `/mcp` gate, registration, authorization, token grants and the
 //! control endpoints. Every wait has a deadline.
 
 use std::future::Future;
@@ -220,7 +220,7 @@ async fn login(client: &Client, fixture: &HttpFixture, scope: &str) -> (String, 
 }
 
 #[tokio::test]
-async fn discovery_documents_name_the_fixture() {
+async fn metadata_documents_name_the_fixture() {
     let fixture = start(OAuthOptions {
         scopes_supported: Some(vec!["read".into(), "write".into()]),
         ..OAuthOptions::default()
@@ -269,7 +269,7 @@ async fn discovery_documents_name_the_fixture() {
     assert!(meta
         .get("authorization_response_iss_parameter_supported")
         .is_none());
-    // Wrong methods and OpenID discovery are not served.
+    // Wrong methods and OpenID Connect Discovery are not served.
     let response = within(
         "POST metadata",
         client
@@ -307,7 +307,7 @@ async fn mcp_needs_a_valid_token() {
         challenge(&forged),
         format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata_url}\"")
     );
-    // The legacy endpoints are gated too.
+    // The HTTP+SSE endpoints are gated too.
     assert_eq!(
         get(&client, &fixture.sse_url()).await.status(),
         StatusCode::UNAUTHORIZED

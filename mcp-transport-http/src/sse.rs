@@ -20,8 +20,8 @@
 //! [`SseParser::last_event_id`], and every other event of the chunk is queued as usual, so the
 //! caller may keep feeding (or give up on the stream). A parser made with
 //! [`SseParser::keeping_discarded`] also keeps the size and both ends of each discarded event's
-//! data ([`SseParser::next_discarded`]), from which a stream that answers many requests (legacy
-//! SSE) learns which request's answer was lost.
+//! data ([`SseParser::next_discarded`]), from which a stream that answers many requests (HTTP+SSE)
+//! learns which request's answer was lost.
 //!
 //! All of this is the same whatever the chunking: a line counts against the line cap with all
 //! its bytes as they came (a `data` line's field name too, however the chunks cut it), and what

@@ -1,4 +1,4 @@
-//! The transport contract suite (mcp-transport-contract) over Streamable HTTP and legacy
+//! The transport contract suite (mcp-transport-contract) over Streamable HTTP and
 //! HTTP+SSE, against the fixture server in process. HTTP+SSE is the 2024-11-05
 //! transport: it carries the legacy era only.
 

@@ -1036,10 +1036,10 @@ async fn a_redirect_to_another_origin_carries_no_credentials() {
 // ---------------------------------------------------------------------------------------------
 // The HTTP+SSE transport.
 
-/// A legacy server: `GET /sse` opens the session's stream with the `endpoint` event
+/// An HTTP+SSE server: `GET /sse` opens the session's stream with the `endpoint` event
 /// (`endpoint`), and every POST to it is accepted (202) and answered on the stream with what
 /// `answer` makes of the request (`None`: as a well-behaved server).
-fn legacy(
+fn http_sse_server(
     endpoint: String,
     answer: impl Fn(&Req) -> Option<Vec<u8>> + Send + Sync + 'static,
 ) -> Respond {
@@ -1092,14 +1092,14 @@ fn legacy(
     })
 }
 
-async fn legacy_session(server: &Hostile) -> ClientSession {
+async fn http_sse_session(server: &Hostile) -> ClientSession {
     let transport = tokio::time::timeout(
         DEADLINE,
         HttpSseTransport::connect(config(&server.url("/sse"))),
     )
     .await
     .unwrap()
-    .expect("the legacy transport connects");
+    .expect("the HTTP+SSE transport connects");
     tokio::time::timeout(DEADLINE, ClientSession::connect(transport, (), options()))
         .await
         .unwrap()
@@ -1107,8 +1107,12 @@ async fn legacy_session(server: &Hostile) -> ClientSession {
 }
 
 #[tokio::test]
-async fn a_legacy_endpoint_on_another_origin_is_refused() {
-    let server = Hostile::start(legacy("http://127.0.0.1:9/messages".into(), |_| None)).await;
+async fn an_http_sse_endpoint_on_another_origin_is_refused() {
+    let server = Hostile::start(http_sse_server(
+        "http://127.0.0.1:9/messages".into(),
+        |_| None,
+    ))
+    .await;
     let e = tokio::time::timeout(
         DEADLINE,
         HttpSseTransport::connect(config(&server.url("/sse"))),
@@ -1117,7 +1121,7 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
     .unwrap()
     .err()
     .expect("refused");
-    eprintln!("hostile: endpoint event to another origin × legacy → {e}");
+    eprintln!("hostile: endpoint event to another origin × HTTP+SSE → {e}");
     assert!(e.message().contains("another origin"), "{e}");
     assert!(
         server.seen().iter().all(|r| r.method == "GET"),
@@ -1126,8 +1130,8 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
 }
 
 #[tokio::test]
-async fn a_legacy_event_of_invalid_utf8_fails_its_request_at_once() {
-    let server = Hostile::start(legacy("/messages".into(), |req| {
+async fn an_http_sse_event_of_invalid_utf8_fails_its_request_at_once() {
+    let server = Hostile::start(http_sse_server("/messages".into(), |req| {
         (req.rpc_method() == "tools/call").then(|| {
             let mut data = format!(r#"{{"jsonrpc":"2.0","id":{},"#, req.id()).into_bytes();
             data.extend_from_slice(b"\xfe\"result\":{}}");
@@ -1135,10 +1139,10 @@ async fn a_legacy_event_of_invalid_utf8_fails_its_request_at_once() {
         })
     }))
     .await;
-    let session = legacy_session(&server).await;
+    let session = http_sse_session(&server).await;
     let outcome = call(&session).await;
     outcome.report(
-        "invalid UTF-8 breaking an event's JSON × legacy",
+        "invalid UTF-8 breaking an event's JSON × HTTP+SSE",
         CALL_TIMEOUT,
     );
     let posts = server.seen();
@@ -1156,17 +1160,17 @@ async fn a_legacy_event_of_invalid_utf8_fails_its_request_at_once() {
 }
 
 #[tokio::test]
-async fn a_legacy_event_over_the_limit_fails_its_request_at_once() {
-    let server = Hostile::start(legacy("/messages".into(), |req| {
+async fn an_http_sse_event_over_the_limit_fails_its_request_at_once() {
+    let server = Hostile::start(http_sse_server("/messages".into(), |req| {
         (req.rpc_method() == "tools/call").then(|| {
             let text = "x".repeat(2 * MESSAGE_LIMIT);
             sse_event(&result_json(&req.id(), &text))
         })
     }))
     .await;
-    let session = legacy_session(&server).await;
+    let session = http_sse_session(&server).await;
     let outcome = call(&session).await;
-    outcome.report("event over max_message_size × legacy", CALL_TIMEOUT);
+    outcome.report("event over max_message_size × HTTP+SSE", CALL_TIMEOUT);
     let e = outcome.error();
     assert_eq!(e.kind(), ErrorKind::Protocol, "{e}");
     assert!(

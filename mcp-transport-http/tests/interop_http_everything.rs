@@ -1,5 +1,5 @@
 //! Interop over HTTP: the official TypeScript `server-everything` (npm, pinned by xtask) in its
-//! `streamableHttp` mode (endpoint `/mcp`) and its legacy `sse` mode (`/sse` + `/message`).
+//! `streamableHttp` mode (endpoint `/mcp`) and its HTTP+SSE `sse` mode (`/sse` + `/message`).
 //! Node listens on all interfaces by default: interop/loopback.cjs (via NODE_OPTIONS) keeps it
 //! on 127.0.0.1. Facts are recorded in interop/NOTES.md ("HTTP").
 
@@ -133,7 +133,7 @@ async fn streamable_resource_updates_arrive_on_the_get_stream() {
 #[tokio::test]
 async fn http_sse_lists_tools_calls_echo_and_reports_progress() {
     let server = Server::start(everything("sse")).await;
-    let session = connect_legacy(&server, ()).await;
+    let session = connect_http_sse(&server, ()).await;
     assert_eq!(
         session.server_info().server_info.name,
         "mcp-servers/everything"
@@ -189,7 +189,7 @@ async fn connect_auto(url: &str, memo: &HttpFlavorMemo) -> ClientSession {
 }
 
 #[tokio::test]
-async fn auto_detects_streamable_and_legacy() {
+async fn auto_detects_streamable_and_http_sse() {
     let streamable = Server::start(everything("streamableHttp")).await;
     let memo = HttpFlavorMemo::default();
     let session = connect_auto(&streamable.url, &memo).await;
@@ -205,10 +205,10 @@ async fn auto_detects_streamable_and_legacy() {
     assert_eq!(r.text(), "The sum of 1 and 2 is 3.");
     session.close().await;
 
-    // `POST /sse` is a 404 on the legacy server → GET the same URL → `endpoint` event.
-    let legacy = Server::start(everything("sse")).await;
+    // `POST /sse` is a 404 on the HTTP+SSE server → GET the same URL → `endpoint` event.
+    let sse_server = Server::start(everything("sse")).await;
     let memo = HttpFlavorMemo::default();
-    let session = connect_auto(&legacy.url, &memo).await;
+    let session = connect_auto(&sse_server.url, &memo).await;
     assert_eq!(memo.get(), Some(HttpFlavor::HttpSse));
     let r = session
         .call_tool(
@@ -221,7 +221,7 @@ async fn auto_detects_streamable_and_legacy() {
     assert_eq!(r.text(), "The sum of 2 and 3 is 5.");
     session.close().await;
     // The memo lets a second connection skip the probe.
-    let session = connect_auto(&legacy.url, &memo).await;
+    let session = connect_auto(&sse_server.url, &memo).await;
     let r = session
         .call_tool(
             "echo",

@@ -1,6 +1,6 @@
 //! Interop over HTTP: interop/python_http_server.py (the stdio test server's tools on the
 //! official Python SDK, PyPI `mcp` pinned by xtask) over `streamable-http` (`/mcp`) and the
-//! legacy `sse` transport (`/sse` + `/messages/`). Facts are in interop/NOTES.md ("HTTP").
+//! HTTP+SSE `sse` transport (`/sse` + `/messages/`). Facts are in interop/NOTES.md ("HTTP").
 
 mod common;
 
@@ -138,7 +138,7 @@ async fn streamable_http_tools_progress_roots_and_list_changed() {
 #[tokio::test]
 async fn http_sse_tools_progress_roots_and_list_changed() {
     let server = Server::start(python_server("sse")).await;
-    let session = connect_legacy(&server, roots()).await;
+    let session = connect_http_sse(&server, roots()).await;
     assert_eq!(
         session.server_info().server_info.name,
         "python-interop-server"

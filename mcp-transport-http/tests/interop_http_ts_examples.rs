@@ -105,9 +105,9 @@ async fn stateless_server_works_without_a_session() {
 async fn backwards_compatible_server_over_both_transports() {
     let server = Server::start(ts_example("sseAndStreamableHttpCompatibleServer")).await;
 
-    // Legacy: the tool's log messages (no related request) arrive on the one SSE stream.
-    let legacy = server.url_at("/sse");
-    let session = connect_legacy_url(&server, &legacy).await;
+    // HTTP+SSE: the tool's log messages (no related request) arrive on the one SSE stream.
+    let sse_url = server.url_at("/sse");
+    let session = connect_http_sse_url(&server, &sse_url).await;
     assert_eq!(
         session.server_info().server_info.name,
         "backwards-compatible-server"

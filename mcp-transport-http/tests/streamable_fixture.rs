@@ -179,7 +179,7 @@ async fn an_unreachable_server_fails_the_handshake_clearly() {
 }
 
 #[tokio::test]
-async fn auto_detection_falls_back_to_legacy_and_remembers() {
+async fn auto_detection_falls_back_to_http_sse_and_remembers() {
     use mcp_transport_http::{HttpFlavor, HttpFlavorMemo, HttpTransport};
     let server = fixture(&[]).await;
     // Streamable endpoint: detected as Streamable HTTP.
@@ -215,7 +215,7 @@ async fn auto_detection_falls_back_to_legacy_and_remembers() {
         "b"
     );
     session.close().await;
-    // Remembered: the next connection goes straight to legacy.
+    // Remembered: the next connection goes straight to HTTP+SSE.
     let transport =
         HttpTransport::new(HttpServerConfig::new(server.sse_url()), memo.clone()).unwrap();
     let session = ClientSession::connect(transport, (), SessionOptions::default())

@@ -450,7 +450,7 @@ fn deny(ctx: &Ctx) -> StepOutcome {
 }
 
 /// The workspace and the fuzz crate (outside the workspace, so `--all` does not see it) are
-/// formatted; the note names the one that is not, with the command that formats it.
+/// formatted; the note names each that is not, with the command that formats it.
 fn fmt(ctx: &Ctx) -> StepOutcome {
     let manifest = crate::fuzz::fuzz_dir(ctx.root).join("Cargo.toml");
     let manifest = manifest.to_string_lossy();
@@ -464,19 +464,18 @@ fn fmt(ctx: &Ctx) -> StepOutcome {
             "fuzz/ (cargo fmt --manifest-path fuzz/Cargo.toml)",
         ),
     ];
-    let unformatted: Vec<&str> = checks
-        .iter()
-        .filter(|(args, _)| !shell::run(&mut ctx.cargo(args)).is_ok_and(|s| s.success()))
-        .map(|(_, what)| *what)
-        .collect();
+    let mut problems = Vec::new();
+    for (args, what) in checks {
+        match shell::run(&mut ctx.cargo(args)) {
+            Ok(status) if status.success() => {}
+            Ok(_) => problems.push(format!("not formatted: {what}")),
+            Err(e) => problems.push(format!("could not run cargo fmt for {what}: {e}")),
+        }
+    }
     StepOutcome {
-        ok: unformatted.is_empty(),
+        ok: problems.is_empty(),
         counts: None,
-        note: if unformatted.is_empty() {
-            String::new()
-        } else {
-            format!("not formatted: {}", unformatted.join(", "))
-        },
+        note: problems.join("; "),
     }
 }
 

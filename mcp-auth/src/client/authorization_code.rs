@@ -97,7 +97,7 @@ impl Callback {
 }
 
 impl OAuthClient {
-    /// Starts an authorization: discovery, a client identity (pre-registered, client ID
+    /// Starts an authorization: metadata discovery, a client identity (pre-registered, client ID
     /// metadata document or dynamic registration), PKCE S256 and a fresh `state`, for a
     /// callback at `redirect_uri`.
     pub async fn initiate_authorization(

@@ -14,8 +14,8 @@ use crate::metadata::{fetch_metadata, AuthMetadata, ResourceChallenge};
 
 impl OAuthClient {
     /// How the server wants to be authorized: fetched once per server, then from the cache.
-    /// A challenge naming another resource metadata URL than the cached one starts discovery
-    /// again.
+    /// A challenge naming another resource metadata URL than the cached one starts metadata
+    /// discovery again.
     pub async fn auth_metadata(
         &self,
         challenge: Option<&ResourceChallenge>,
@@ -75,8 +75,8 @@ impl OAuthClient {
         Ok(changed)
     }
 
-    /// Asks the server (an unauthenticated `initialize`) for its challenge and discovers from
-    /// it, so a login can start before any call was refused. Returns `Ok(None)` when the
+    /// Asks the server (an unauthenticated `initialize`) for its challenge and fetches the
+    /// metadata from it, so a login can start before any call was refused. Returns `Ok(None)` when the
     /// server accepted the request: it needs no authorization.
     pub async fn probe(&self) -> Result<Option<Arc<AuthMetadata>>, AuthError> {
         let body = json!({
@@ -113,7 +113,7 @@ impl OAuthClient {
             if answer.is_success() {
                 return Ok(None);
             }
-            // Not a challenge: discovery goes by the well-known URLs alone.
+            // Not a challenge: metadata discovery goes by the well-known URLs alone.
             return self.auth_metadata(None).await.map(Some);
         }
         let challenges: Vec<&str> = answer

@@ -30,7 +30,7 @@ pub use self::file_lock::{FileLock, LockDir};
 pub use self::keyring::KeyringStore;
 
 /// How long a refresh may hold an entry's lock: the OAuth request timeout
-/// ([`crate::http::REQUEST_TIMEOUT`], 30 s) and a margin for discovery and the store's own
+/// ([`crate::http::REQUEST_TIMEOUT`], 30 s) and a margin for metadata discovery and the store's own
 /// round trips. A waiter waits at most this long; a Redis lock expires after it.
 pub const ENTRY_LOCK_TTL: Duration = Duration::from_secs(40);
 

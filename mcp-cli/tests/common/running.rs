@@ -34,7 +34,7 @@ impl std::fmt::Display for Stream {
 /// A started process (a [`ChildProcess`]: its process group killed and reaped on drop, so
 /// also when the test panics) whose stdout and stderr a thread each reads to their end, so it
 /// never blocks on a full pipe. [`wait_for_line`](Self::wait_for_line) waits for a line it
-/// prints; [`finish`](Self::finish) and [`interrupt`](Self::interrupt) wait for its exit and
+/// prints; [`finish`](Self::finish) and [`interrupt_leader`](Self::interrupt_leader) wait for its exit and
 /// give all it printed as a [`Run`].
 pub struct RunningProcess {
     process: ChildProcess,

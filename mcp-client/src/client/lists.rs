@@ -132,7 +132,7 @@ impl Inner {
                     }
                 }
                 if kept.resources {
-                    match server.resource_index().await {
+                    match server.resource_listing().await {
                         Ok(fetched) => {
                             overtaken |= !fetched.kept;
                             drop(inner.noted_resources(&server, fetched));

@@ -69,6 +69,10 @@ pub struct FromAllServers<T> {
     pub errors: Vec<(String, Error)>,
 }
 
+/// The name [`FromAllServers`] had before.
+#[deprecated(since = "0.1.0", note = "renamed `FromAllServers`")]
+pub type Gathered<T> = FromAllServers<T>;
+
 /// A harness's connection to all its MCP servers.
 ///
 /// Every enabled server is started in parallel under its own startup timeout, and from then on

@@ -15,13 +15,13 @@ impl McpClient {
     /// Resources of every ready server, in configuration order. Each server's list is kept
     /// until it announces a change or reconnects (the same list `read_resource` routes by).
     pub async fn resources(&self) -> FromAllServers<Vec<CatalogResource>> {
-        let gathered = self.resource_indexes().await;
+        let listed = self.resource_listings().await;
         FromAllServers {
-            items: gathered
+            items: listed
                 .items
                 .into_iter()
-                .flat_map(|(server, index)| {
-                    index
+                .flat_map(|(server, listing)| {
+                    listing
                         .resources()
                         .iter()
                         .map(|resource| CatalogResource {
@@ -31,17 +31,17 @@ impl McpClient {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
-            errors: gathered.errors,
+            errors: listed.errors,
         }
     }
 
-    /// Every ready server's resource index, kept or listed.
-    async fn resource_indexes(&self) -> FromAllServers<Vec<(String, Arc<ResourceListing>)>> {
+    /// Every ready server's resource listing, kept or listed again.
+    async fn resource_listings(&self) -> FromAllServers<Vec<(String, Arc<ResourceListing>)>> {
         let inner = self.inner.clone();
         self.gather("resources/list", move |server| {
             let inner = inner.clone();
             async move {
-                let fetched = server.resource_index().await?;
+                let fetched = server.resource_listing().await?;
                 Ok(inner.noted_resources(&server, fetched))
             }
         })
@@ -150,11 +150,11 @@ impl McpClient {
     }
 
     async fn find_resource_server(&self, uri: &str) -> Result<String, Error> {
-        let indexes = self.resource_indexes().await;
-        let offers: Vec<_> = indexes
+        let listings = self.resource_listings().await;
+        let offers: Vec<_> = listings
             .items
             .iter()
-            .map(|(server, index)| (server.clone(), offer(index, uri)))
+            .map(|(server, listing)| (server.clone(), offer(listing, uri)))
             .collect();
         pick_resource_server(uri, &offers)
     }

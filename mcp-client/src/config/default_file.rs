@@ -51,6 +51,21 @@ pub fn load_default_with_env(
     Ok(None)
 }
 
+/// The name [`load_default`] had before: configuration files are *loaded*, not discovered.
+#[deprecated(since = "0.1.0", note = "renamed `load_default`")]
+pub fn discover(cwd: &Path) -> Result<Option<ClientConfig>, ConfigError> {
+    load_default(cwd)
+}
+
+/// The name [`load_default_with_env`] had before.
+#[deprecated(since = "0.1.0", note = "renamed `load_default_with_env`")]
+pub fn discover_with_env(
+    cwd: &Path,
+    env: EnvLookup<'_>,
+) -> Result<Option<ClientConfig>, ConfigError> {
+    load_default_with_env(cwd, env)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

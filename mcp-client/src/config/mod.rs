@@ -53,6 +53,8 @@ pub use codex::{parse_codex, parse_codex_with_env};
 pub use default_file::{
     default_config_paths, default_config_paths_with_env, load_default, load_default_with_env,
 };
+#[allow(deprecated)]
+pub use default_file::{discover, discover_with_env};
 pub use entry::MAX_SERVERS;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use expand::EnvLookup;

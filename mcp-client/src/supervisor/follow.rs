@@ -41,9 +41,9 @@ impl Supervisor {
             let event = tokio::select! {
                 reason = session.closed() => return Followed::Lost(reason),
                 Ok(()) = reinitializations.changed() => {
-                    // The server forgot the session and it was re-initialized in place: what
-                    // the old one held (resource subscriptions) is made again on it.
-                    tracing::debug!(server = %self.name, "the session was re-initialized; subscribing again");
+                    // The server forgot the session and it was re-initialized in place: its
+                    // resources are resubscribed on it.
+                    tracing::debug!(server = %self.name, "the session was re-initialized; resubscribing");
                     self.resubscribe(session, Instant::now() + self.connect_timeout).await;
                     continue;
                 }

@@ -321,7 +321,7 @@ impl Supervisor {
         }
     }
 
-    /// Makes again what a new session must hold (resource subscriptions) before `deadline`.
+    /// Resubscribes the resources a new session must hold, before `deadline`.
     async fn resubscribe(&self, session: &ClientSession, deadline: Instant) {
         if let Some(resubscriber) = self.resubscriber.get().and_then(std::sync::Weak::upgrade) {
             resubscriber.resubscribe(session, deadline).await;

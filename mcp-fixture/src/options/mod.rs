@@ -92,7 +92,7 @@ pub struct ServerOptions {
     /// with `WWW-Authenticate: Bearer realm="fixture"` (`--http-bearer TOKEN`). Under `--ws`
     /// the WebSocket upgrade request must carry it.
     pub http_bearer: Option<String>,
-    /// HTTP: OAuth mode — `/mcp` (and the legacy endpoints) need an access token issued by the
+    /// HTTP: OAuth mode — `/mcp` (and the HTTP+SSE endpoints) need an access token issued by the
     /// fixture's own mock authorization server, served on the same origin (`--oauth`,
     /// `--oauth-token-ttl SECS`, `--oauth-required-scope S`, `--oauth-dpop`,
     /// `--oauth-dpop-nonce`, `--oauth-dpop-optional`, `--oauth-dpop-split-challenges`,

@@ -78,7 +78,7 @@
 //! [`HttpFixture::oauth_stats`] reads its counters. See [`crate::oauth`].
 
 mod faults;
-mod legacy;
+mod http_sse;
 mod session;
 mod streamable;
 
@@ -107,14 +107,14 @@ use crate::jsonrpc::{self, RpcError};
 use crate::options::ServerOptions;
 use crate::stdio::MAX_LINE_BYTES;
 
-use legacy::LegacySession;
+use http_sse::HttpSseSession;
 use session::{EventReceiver, Session};
 
 /// Path of the Streamable HTTP endpoint.
 pub const MCP_PATH: &str = "/mcp";
 /// Path of the HTTP+SSE stream.
 pub const SSE_PATH: &str = "/sse";
-/// Path legacy clients POST to (with `?sessionId=`).
+/// Path HTTP+SSE clients POST to (with `?sessionId=`).
 pub const MESSAGE_PATH: &str = "/message";
 /// The session header (HTTP header names are case-insensitive).
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -159,8 +159,8 @@ impl HttpFixture {
     }
 
     /// Live HTTP+SSE sessions.
-    pub fn legacy_session_count(&self) -> usize {
-        lock(&self.shared.legacy).len()
+    pub fn http_sse_session_count(&self) -> usize {
+        lock(&self.shared.http_sse_sessions).len()
     }
 
     /// The OAuth mode's counters so far (`None` unless [`ServerOptions::oauth`] is set).
@@ -223,7 +223,7 @@ pub async fn serve_http(options: ServerOptions, addr: SocketAddr) -> io::Result<
         sessions: Mutex::new(HashMap::new()),
         stateless,
         modern,
-        legacy: Mutex::new(HashMap::new()),
+        http_sse_sessions: Mutex::new(HashMap::new()),
         posts: AtomicU64::new(0),
         call_faults: faults::CallFaults::default(),
         fail_next: AtomicU64::new(0),
@@ -246,7 +246,7 @@ pub(crate) struct HttpFixtureState {
     pub(crate) stateless: Option<Arc<Session>>,
     /// `--era dual|modern`: the server of the 2026-07-28 requests (which carry no session id).
     pub(crate) modern: Option<Arc<Session>>,
-    pub(crate) legacy: Mutex<HashMap<String, Arc<LegacySession>>>,
+    pub(crate) http_sse_sessions: Mutex<HashMap<String, Arc<HttpSseSession>>>,
     posts: AtomicU64,
     pub(crate) call_faults: faults::CallFaults,
     /// `/control/fail-next/N`: POSTs still to answer with 503.
@@ -314,8 +314,11 @@ impl HttpFixtureState {
         for session in self.stateless.iter().chain(&self.modern) {
             session.close();
         }
-        let legacy: Vec<_> = lock(&self.legacy).drain().map(|(_, s)| s).collect();
-        for session in legacy {
+        let sessions: Vec<_> = lock(&self.http_sse_sessions)
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for session in sessions {
             session.close();
         }
     }
@@ -417,8 +420,8 @@ async fn handle_admitted(
     }
     match request.uri().path() {
         MCP_PATH => streamable::handle(shared, request).await,
-        SSE_PATH => legacy::handle_sse(shared, &request),
-        MESSAGE_PATH => legacy::handle_message(shared, request).await,
+        SSE_PATH => http_sse::handle_sse(shared, &request),
+        MESSAGE_PATH => http_sse::handle_message(shared, request).await,
         _ => error_response(StatusCode::NOT_FOUND, "not found"),
     }
 }

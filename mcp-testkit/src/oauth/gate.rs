@@ -34,7 +34,7 @@ struct GateRequest<'a> {
 }
 
 impl AuthServer {
-    /// The `/mcp` (and legacy endpoints') gate for a `method` request to `path`: the 401/403
+    /// The `/mcp` (and HTTP+SSE endpoints') gate for a `method` request to `path`: the 401/403
     /// answer when the request carries no valid token with the required scopes (in DPoP mode:
     /// no bound token with a valid proof by its key), `None` to let it through (its answer
     /// then gets [`admitted_headers`](Self::admitted_headers)).

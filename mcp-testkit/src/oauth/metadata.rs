@@ -1,4 +1,4 @@
-//! The two discovery documents: protected resource metadata (RFC 9728) and authorization
+//! The two metadata documents: protected resource metadata (RFC 9728) and authorization
 //! server metadata (RFC 8414), each listing what the options turn on.
 
 use serde_json::{json, Value};

@@ -280,16 +280,16 @@ pub async fn connect_with(
 }
 
 /// Connects with the 2024-11-05 HTTP+SSE transport to `server.url` (the SSE endpoint).
-pub async fn connect_legacy(server: &Server, handler: impl ClientHandler) -> ClientSession {
-    connect_legacy_with(server, &server.url, handler).await
+pub async fn connect_http_sse(server: &Server, handler: impl ClientHandler) -> ClientSession {
+    connect_http_sse_with(server, &server.url, handler).await
 }
 
 /// Connects with the 2024-11-05 HTTP+SSE transport to another path of `server`.
-pub async fn connect_legacy_url(server: &Server, url: &str) -> ClientSession {
-    connect_legacy_with(server, url, ()).await
+pub async fn connect_http_sse_url(server: &Server, url: &str) -> ClientSession {
+    connect_http_sse_with(server, url, ()).await
 }
 
-async fn connect_legacy_with(
+async fn connect_http_sse_with(
     server: &Server,
     url: &str,
     handler: impl ClientHandler,

@@ -14,21 +14,21 @@ use super::{
 };
 use crate::server::FixtureServer;
 
-/// One legacy session: the SSE connection and its server.
-pub(crate) struct LegacySession {
+/// One HTTP+SSE session: the SSE connection and its server.
+pub(crate) struct HttpSseSession {
     server: FixtureServer,
     events: EventSender,
     router: AbortHandle,
 }
 
-impl LegacySession {
+impl HttpSseSession {
     /// Stops the router; the stream ends once the session is dropped.
     pub(crate) fn close(&self) {
         self.router.abort();
     }
 }
 
-impl Drop for LegacySession {
+impl Drop for HttpSseSession {
     fn drop(&mut self) {
         self.router.abort();
     }
@@ -72,17 +72,17 @@ pub(crate) fn handle_sse(
         tracing::debug!(session = %key, "HTTP+SSE stream closed; session ended");
         drop(routed);
         if let Some(shared) = weak.upgrade() {
-            let removed = lock(&shared.legacy).remove(&key);
+            let removed = lock(&shared.http_sse_sessions).remove(&key);
             drop(removed);
         }
     })
     .abort_handle();
-    let session = Arc::new(LegacySession {
+    let session = Arc::new(HttpSseSession {
         server,
         events,
         router,
     });
-    lock(&shared.legacy).insert(id, session);
+    lock(&shared.http_sse_sessions).insert(id, session);
     sse_response(rx)
 }
 
@@ -103,7 +103,7 @@ pub(crate) async fn handle_message(
     let Some(id) = id else {
         return error_response(StatusCode::BAD_REQUEST, "missing sessionId");
     };
-    let session = lock(&shared.legacy).get(&id).cloned();
+    let session = lock(&shared.http_sse_sessions).get(&id).cloned();
     let Some(session) = session.filter(|s| !s.events.is_closed()) else {
         return error_response(StatusCode::NOT_FOUND, "Session not found");
     };
