@@ -38,7 +38,7 @@ pub fn check_url(url: &Url) -> Result<(), AuthError> {
 const SHOWN_URL_CHARS: usize = 200;
 
 /// Parses `text` as a URL and applies [`check_url`]; `what` names it in errors, which show
-/// the text redacted and at most [`SHOWN_URL_CHARS`] characters of it.
+/// the text redacted and at most 200 characters of it.
 pub fn parse_url(text: &str, what: &str) -> Result<Url, AuthError> {
     let url = Url::parse(text).map_err(|e| {
         let shown =
