@@ -21,7 +21,8 @@
 //! - **tasks** (every profile): a `tools/call` a 2026-07-28 server runs as a task (the Tasks
 //!   extension) is followed to its end by [`mcp_tasks::FollowTasksLayer`] on the session that
 //!   answered with it (the gate calls the session through it,
-//!   [`call_through`](mcp_tasks::FollowTasksLayer::call_through)), under the call's one
+//!   [`call_session`](mcp_tasks::FollowTasksLayer::call_session), which calls a session whose
+//!   server does not offer the extension directly), under the call's one
 //!   deadline, its input requests answered through the server's handler — so every layer above
 //!   sees one call and its result, as from a server that answered at once, and a routed call
 //!   stays counted on its endpoint until the task ended. The `tasks/cancel` of an abandoned
@@ -513,10 +514,10 @@ impl McpService for ServerGate {
         #[cfg(feature = "pool")]
         let result = match &self.pool {
             Some(pool) if goes_through_the_pool(&session, &operation) => pool.call(operation).await,
-            _ => self.tasks.call_through(&session, operation).await,
+            _ => self.tasks.call_session(&session, operation).await,
         };
         #[cfg(not(feature = "pool"))]
-        let result = self.tasks.call_through(&session, operation).await;
+        let result = self.tasks.call_session(&session, operation).await;
         if let Err(e) = &result {
             if e.kind() == ErrorKind::Network {
                 self.supervisor.tell(SupervisorEvent::Suspect);

@@ -15,8 +15,10 @@
 //!   the client's [`ClientHandler`](mcp_session::ClientHandler), and a `tasks/cancel` when it
 //!   gives up. It is built with the same handler and [`SessionOptions`](mcp_session::SessionOptions)
 //!   as the sessions below it. A service picked per call goes through it with
-//!   [`FollowTasksLayer::call_through`]: the facade's gates (`mcp-client`) call every server's
-//!   session that way, so a task is followed on the session that answered with it.
+//!   [`FollowTasksLayer::call_through`]; the facade's gates (`mcp-client`) call every server's
+//!   session with [`FollowTasksLayer::call_session`], so a task is followed on the session that
+//!   answered with it, and a session whose server does not offer the extension is called
+//!   directly, at no cost.
 //! - **Polling** (`poll.rs`): `tasks/get` at the server's `pollIntervalMs` within [`MIN_POLL`]
 //!   and [`MAX_POLL`], each input request answered once, one last look just before the
 //!   deadline.

@@ -67,15 +67,15 @@ impl Server {
             .expect("client gone");
     }
 
-    /// Answers the probe as a modern server offering tools and the Tasks extension.
-    async fn discover(&mut self) {
+    /// Answers the probe as a modern server with `capabilities`.
+    async fn discover(&mut self, capabilities: Value) {
         let probe = self.request("server/discover").await;
         self.respond(
             probe.id.clone(),
             json!({
                 "resultType": "complete",
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                "capabilities": capabilities,
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1.0"}}
             }),
         )
@@ -120,15 +120,26 @@ fn completed(text: &str) -> Value {
     )
 }
 
-/// A modern session with `handler`, and the scripted server on its other end.
+/// A modern session with `handler`, and the scripted server on its other end, which offers
+/// tools and the Tasks extension.
 async fn connect(
     handler: Arc<dyn ClientHandler>,
     options: &SessionOptions,
 ) -> (ClientSession, Server) {
+    let offering_tasks = json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    connect_offering(handler, options, offering_tasks).await
+}
+
+/// [`connect`] to a server offering `capabilities`.
+async fn connect_offering(
+    handler: Arc<dyn ClientHandler>,
+    options: &SessionOptions,
+    capabilities: Value,
+) -> (ClientSession, Server) {
     let (transport, end) = ChannelTransport::pair(64);
     let mut server = Server { end };
     let discovered = tokio::spawn(async move {
-        server.discover().await;
+        server.discover(capabilities).await;
         server
     });
     let session = ClientSession::connect_shared(transport, handler, options.clone())
@@ -505,6 +516,44 @@ async fn the_handle_is_handed_back_when_asked_for() {
     assert_eq!(task.status, TaskStatus::Working);
     assert_eq!(task.poll_interval_ms, Some(30));
     service.inner().close().await;
+}
+
+/// `call_session`: a session whose server offers the Tasks extension gets its tasks followed;
+/// one whose server does not is called directly (no copy kept for a task), so what such a
+/// server answers comes back as it is, never polled.
+#[tokio::test(start_paused = true)]
+async fn a_session_is_followed_only_where_its_server_offers_tasks() {
+    let options = SessionOptions::default().with_tasks(true);
+    let layer = FollowTasksLayer::new(Arc::new(()), &options);
+
+    let (session, mut server) = connect(Arc::new(()), &options).await;
+    let call = tokio::spawn({
+        let (layer, session) = (layer.clone(), session.clone());
+        async move {
+            let answer = layer
+                .call_session(&session, Operation::call_tool("build", None))
+                .await?;
+            CallToolResult::from_answer(answer, "build")
+        }
+    });
+    server.run_as_task(json!({})).await;
+    let get = server.request("tasks/get").await;
+    server.respond(get.id.clone(), completed("followed")).await;
+    assert_eq!(call.await.unwrap().unwrap().text(), "followed");
+
+    let (session, mut server) =
+        connect_offering(Arc::new(()), &options, json!({"tools": {}})).await;
+    let call = tokio::spawn({
+        let (layer, session) = (layer.clone(), session.clone());
+        async move {
+            layer
+                .call_session(&session, Operation::call_tool("build", None))
+                .await
+        }
+    });
+    server.run_as_task(json!({})).await;
+    let answer = call.await.unwrap().unwrap().into_value().unwrap();
+    assert_eq!(answer["resultType"], "task", "not followed: {answer}");
 }
 
 /// `wait_for_task` follows the task to its end; when the wait gives up the task is left running

@@ -188,7 +188,7 @@ impl McpService for RoutedGate {
             }
             let started = endpoint.metrics.start_call();
             let result = match target {
-                Target::Session(session) => self.tasks.call_through(&session, operation).await,
+                Target::Session(session) => self.tasks.call_session(&session, operation).await,
                 #[cfg(feature = "pool")]
                 Target::Pool(pool) => pool.call(operation).await,
             };
