@@ -88,8 +88,8 @@ pub use mcp_metrics as metrics;
 /// The Tasks extension's crate: [`McpClient::call_tool_as_task`]'s
 /// [`ToolCallOutcome`](tasks::ToolCallOutcome), [`Task`](tasks::Task), and
 /// [`TasksExt`](tasks::TasksExt) to get, wait for or cancel a task through
-/// [`McpClient::service`]. Every server's stack follows its tasks
-/// ([`FollowTasksLayer`](tasks::FollowTasksLayer)).
+/// [`McpClient::service`]. Every server's stack follows the tasks of a server that offers the
+/// extension ([`FollowTasksLayer`](tasks::FollowTasksLayer)).
 pub use mcp_tasks as tasks;
 
 /// The resource manager's crate (feature `resources`): states, transitions, observers.

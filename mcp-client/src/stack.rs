@@ -21,8 +21,8 @@
 //! - **tasks** (every profile): a `tools/call` a 2026-07-28 server runs as a task (the Tasks
 //!   extension) is followed to its end by [`mcp_tasks::FollowTasksLayer`] on the session that
 //!   answered with it (the gate calls the session through it,
-//!   [`call_session`](mcp_tasks::FollowTasksLayer::call_session), which calls a session whose
-//!   server does not offer the extension directly), under the call's one
+//!   [`call_session`](mcp_tasks::FollowTasksLayer::call_session), which skips the follower for
+//!   a session whose server does not offer the extension), under the call's one
 //!   deadline, its input requests answered through the server's handler — so every layer above
 //!   sees one call and its result, as from a server that answered at once, and a routed call
 //!   stays counted on its endpoint until the task ended. The `tasks/cancel` of an abandoned

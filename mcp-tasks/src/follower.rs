@@ -1,8 +1,9 @@
 //! The follower: a layer that turns a `tools/call` the server runs as a task into the call's
 //! result, as if the server had answered at once.
 //!
-//! [`TaskFollower`] (or [`FollowTasksLayer::call_through`], for a service picked per call) looks
-//! at every `tools/call` answer of the service it wraps. A task handle
+//! [`TaskFollower`] (or [`FollowTasksLayer::call_through`], for a service picked per call, and
+//! [`FollowTasksLayer::call_session`], for a session: only where its server offers the
+//! extension) looks at every `tools/call` answer of the service it wraps. A task handle
 //! (`resultType: "task"`) is followed to its end (`poll.rs`) under the call's one deadline, and
 //! the caller gets the task's `result`, a `failed` task's error or a cancelled task as an error.
 //! A task it abandons — the deadline passed, an error ended the following, or the caller dropped
@@ -21,8 +22,8 @@
 //! come and go (a supervisor reconnecting, a pool), the handler is the client's and stays.
 //!
 //! **What the session keeps.** It declares the extension on every modern request
-//! ([`SessionOptions::tasks`]) and accepts a task handle as a `tools/call` answer only then;
-//! following is entirely here.
+//! ([`SessionOptions::tasks`]) and accepts a task handle as a `tools/call` answer only then,
+//! and only from a server that offers the extension; following is entirely here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,6 @@ use mcp_core::error::{Delivery, Error};
 use mcp_core::jsonrpc::Payload;
 use mcp_core::service::{CallFuture, Layer, McpService, Operation, RequestOptions};
 use mcp_core::types::{methods, ResultType};
-use mcp_core::Era;
 use mcp_session::{ClientHandler, ClientSession, ErrorCodeTable, SessionOptions, TASKS_EXTENSION};
 
 use crate::cancel::{AbandonedTasks, CancelGuard};
@@ -168,16 +168,17 @@ impl FollowTasksLayer {
 
     /// [`call_through`](Self::call_through) a session whose server may answer with a task: it
     /// speaks the 2026-07-28 era and offers the Tasks extension ([`TASKS_EXTENSION`]). Any
-    /// other session is called directly, as its server answers no call with a task (an
-    /// extension is used only where both sides declared it): the follower then costs a call
-    /// nothing (where it follows, a copy of the options and subject of every `tools/call` is
-    /// kept for a task, about 600 instructions a call, callgrind, `routing` bench).
+    /// other session is called directly, where the follower would only cost (a copy of the
+    /// options and subject of every `tools/call`, kept for a task: about 600 instructions a
+    /// call, callgrind, `routing` bench): an extension is used only where both sides declared
+    /// it, and the session refuses a task from a server that did not offer it, with an error
+    /// that says so.
     pub fn call_session<'a>(
         &'a self,
         session: &'a ClientSession,
         operation: Operation,
     ) -> CallFuture<'a> {
-        if server_offers_tasks(session) {
+        if session.server_offers_extension(TASKS_EXTENSION) {
             self.call_through(session, operation)
         } else {
             session.call(operation)
@@ -316,17 +317,6 @@ where
         }
         ended.map_err(poll::marked_sent)
     }
-}
-
-/// Whether `session`'s server may answer with a task: the modern era, and the extension
-/// offered.
-fn server_offers_tasks(session: &ClientSession) -> bool {
-    session.era() == Era::Modern
-        && session
-            .server_info()
-            .capabilities
-            .extension(TASKS_EXTENSION)
-            .is_some()
 }
 
 /// Whether a `tools/call` answer is a task handle. Most answers are not, so a text answer is

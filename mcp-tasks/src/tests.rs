@@ -519,8 +519,8 @@ async fn the_handle_is_handed_back_when_asked_for() {
 }
 
 /// `call_session`: a session whose server offers the Tasks extension gets its tasks followed;
-/// one whose server does not is called directly (no copy kept for a task), so what such a
-/// server answers comes back as it is, never polled.
+/// one whose server does not is called directly (no copy kept for a task), and a task such a
+/// server sends anyway is refused by the session, never polled.
 #[tokio::test(start_paused = true)]
 async fn a_session_is_followed_only_where_its_server_offers_tasks() {
     let options = SessionOptions::default().with_tasks(true);
@@ -540,6 +540,7 @@ async fn a_session_is_followed_only_where_its_server_offers_tasks() {
     let get = server.request("tasks/get").await;
     server.respond(get.id.clone(), completed("followed")).await;
     assert_eq!(call.await.unwrap().unwrap().text(), "followed");
+    session.close().await;
 
     let (session, mut server) =
         connect_offering(Arc::new(()), &options, json!({"tools": {}})).await;
@@ -552,8 +553,10 @@ async fn a_session_is_followed_only_where_its_server_offers_tasks() {
         }
     });
     server.run_as_task(json!({})).await;
-    let answer = call.await.unwrap().unwrap().into_value().unwrap();
-    assert_eq!(answer["resultType"], "task", "not followed: {answer}");
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(err.message().contains("does not offer"), "{err}");
+    session.close().await;
 }
 
 /// `wait_for_task` follows the task to its end; when the wait gives up the task is left running

@@ -28,8 +28,8 @@ impl McpClient {
     /// Calls a tool by its qualified name with per-call options (progress, deadline). Without
     /// an explicit timeout the server's `tool_timeout` applies. The call is retried only when
     /// that is safe: the tool is annotated read-only or idempotent, or the failure proves the
-    /// server never received it. A call a 2026-07-28 server runs as a task (Tasks extension)
-    /// is followed to its end within the same deadline.
+    /// server never received it. A call a 2026-07-28 server that offers the Tasks extension
+    /// runs as a task is followed to its end within the same deadline.
     pub async fn call_tool_with(
         &self,
         qualified_name: &str,

@@ -266,4 +266,11 @@ impl ClientSession {
     pub fn discover_result(&self) -> Option<&DiscoverResult> {
         self.shared.discover_result.get()
     }
+
+    /// Whether the server offers extension `id` (e.g. [`TASKS_EXTENSION`](crate::TASKS_EXTENSION))
+    /// in its `server/discover` capabilities; a legacy-era session has no extensions.
+    pub fn server_offers_extension(&self, id: &str) -> bool {
+        self.discover_result()
+            .is_some_and(|discovered| discovered.capabilities.extension(id).is_some())
+    }
 }

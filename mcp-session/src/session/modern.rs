@@ -6,6 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::options::TASKS_EXTENSION;
 use super::{ClientSession, RequestOptions};
 use mcp_core::error::{Delivery, Error, ErrorKind};
 use mcp_core::jsonrpc::Payload;
@@ -112,13 +113,21 @@ impl ClientSession {
             match result_type(&answer) {
                 ResultType::Complete => return Ok(answer),
                 ResultType::InputRequired => {}
-                // Only a `tools/call` may become a task, and only because the session declared
-                // the extension; its handle is the call's answer.
+                // Only a `tools/call` may become a task, and only where both sides declared the
+                // extension; its handle is the call's answer.
                 ResultType::Other(t)
                     if t == RESULT_TYPE_TASK
                         && method == methods::TOOLS_CALL
                         && self.shared.options.tasks =>
                 {
+                    if !self.server_offers_extension(TASKS_EXTENSION) {
+                        return Err(Error::protocol(format!(
+                            "{method}: the server answered with resultType \"task\" but does not \
+                             offer the {TASKS_EXTENSION} extension in server/discover; its task is \
+                             not followed"
+                        ))
+                        .with_delivery(Delivery::Sent));
+                    }
                     return Ok(answer);
                 }
                 other => return Err(unexpected_result_type(method, &other)),

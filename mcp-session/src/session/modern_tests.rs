@@ -817,6 +817,7 @@ async fn a_tool_call_run_as_a_task_is_answered_with_its_handle() {
         json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
     )
     .await;
+    assert!(session.server_offers_extension(TASKS_EXTENSION));
     let call = tokio::spawn({
         let session = session.clone();
         async move { session.call(Operation::call_tool("build", None)).await }
@@ -852,7 +853,8 @@ async fn a_tool_call_run_as_a_task_is_answered_with_its_handle() {
     session.close().await;
 }
 
-/// Only `tools/call` may become a task, and only when the session declared the extension.
+/// Only `tools/call` may become a task, and only when the session declared the extension and
+/// the server offered it.
 #[tokio::test]
 async fn tasks_outside_tools_call_or_undeclared_are_refused() {
     let (session, mut server, _) =
@@ -890,5 +892,28 @@ async fn tasks_outside_tools_call_or_undeclared_are_refused() {
     let err = call.await.unwrap().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
     assert!(err.message().contains("\"task\""), "{err}");
+    session.close().await;
+
+    // Declared by the client, not offered by the server: the extension is not in use.
+    let (session, mut server, _) = connect_modern(
+        (),
+        SessionOptions::default().with_tasks(true),
+        json!({"tools": {}}),
+    )
+    .await;
+    assert!(!session.server_offers_extension(TASKS_EXTENSION));
+    let call = tokio::spawn({
+        let session = session.clone();
+        async move { session.call_tool("t", None, RequestOptions::new()).await }
+    });
+    let request = server.request("tools/call").await;
+    server.respond(request.id.clone(), task_handle()).await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Protocol, "{err}");
+    assert!(
+        err.message()
+            .contains("does not offer the io.modelcontextprotocol/tasks extension"),
+        "{err}"
+    );
     session.close().await;
 }
