@@ -40,3 +40,15 @@ fn typed_float_members_read_back_exactly() {
         second.total.map(f64::to_bits)
     );
 }
+
+/// `jsonrpc_roundtrip`: a raw result with a carriage return between its tokens and a number
+/// beyond f64 (so it cannot be compared as a `Value`) is written on one line (the `\r` becomes
+/// a space), and the message read back from that line is still equal to the one received.
+#[test]
+fn a_raw_result_with_a_line_break_equals_its_one_line_encoding() {
+    assert_round_trip(
+        "{\"jsonrpc\":\"2.0\",\"id\":14,\"result\":{\"resourceTemplates\":[{\"name\":\"item\",\r\
+         \"title\":\"Item\",\"uriTempnprc\":5249685.9999E999999999}]}}",
+    );
+    assert_round_trip("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":1e999,\n\"b\":2}}");
+}
