@@ -160,15 +160,14 @@ pub use template::{
     TemplateError, UriTemplate, MAX_EXPRESSION_VARIABLES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_PARTS,
 };
 
-/// The names these types had before (one name per idea: a new session's subscriptions are
-/// *resubscribed*; what a server offers is its *listing*).
+/// The name [`ResourceListing`] had before (what a server offers is its *listing*).
 #[deprecated(since = "0.1.0", note = "renamed `ResourceListing`")]
 pub type Discovery = ResourceListing;
-/// See [`Discovery`].
+/// The name [`NewSession`] had before (a new session's subscriptions are *resubscribed*).
 #[deprecated(since = "0.1.0", note = "renamed `NewSession`")]
 #[cfg(feature = "manager")]
 pub type SessionRenewal = NewSession;
-/// See [`Discovery`].
+/// The name [`ResubscribeReport`] had before.
 #[deprecated(since = "0.1.0", note = "renamed `ResubscribeReport`")]
 #[cfg(feature = "manager")]
 pub type RenewalReport = ResubscribeReport;
