@@ -5,23 +5,27 @@
 //! mcp-bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
 //! ```
 //!
-//! It builds nothing: the client binaries (`bench-client-ours`, `-rmcp`, `-floor`) and
-//! `mcp-fixture-server` must sit next to its own executable (`cargo xtask bench` builds them
-//! all in release mode). A missing `bench-client-rmcp` is reported as `n/a`; a missing `ours`,
-//! `floor` or fixture server is an error.
+//! It builds nothing: the client binaries (`bench-client-ours`, `-stack`, `-rmcp`, `-floor`)
+//! and `mcp-fixture-server` must sit next to its own executable (`cargo xtask bench` builds
+//! them all in release mode). A missing `bench-client-stack` or `bench-client-rmcp` is reported
+//! as `n/a`, with a note; a missing `ours`, `floor` or fixture server is an error.
 //!
 //! Pinning: each client runs under `taskset -c 0` and is given the server command
 //! `taskset -c <0|1> mcp-fixture-server`. Without a working `taskset` everything runs unpinned
 //! and the report says so.
 //!
-//! Clients run interleaved — ours, rmcp, floor for one scenario and repeat, then the next — so
-//! that drift hits all of them alike. A full run repeats each measurement 3 times and reports
-//! each metric's median over the repeats; `--quick` runs everything once with few calls, to
-//! check the harness (its figures mean little).
+//! Clients run interleaved — ours, stack, rmcp, floor for one scenario and repeat, then the
+//! next — so that drift hits all of them alike. A full run repeats each measurement 3 times and
+//! reports each metric's median over the repeats; `--quick` runs everything once with few
+//! calls, to check the harness (its figures mean little). The call stack's overhead (the bare
+//! session `ours` against the full stack `stack`) is read off the same medians, so every
+//! scenario of every transport has it and nothing is measured twice.
 //!
-//! Output: the markdown report on stdout and in `DIR/report.md`, every raw measurement in
-//! `DIR/report.json`; `DIR` defaults to `target/bench` (the `target` directory holding the
-//! driver). Progress goes to stderr. Exit status 1 when any run of an existing client failed.
+//! Output: the markdown report on stdout and in `DIR/report.md`; in `DIR/report.json` the
+//! header, every raw measurement (`runs`), the stack's overhead per (transport, pin, scenario,
+//! metric) from the medians (`stack_overhead`, see [`StackOverhead`]) and the notes; `DIR`
+//! defaults to `target/bench` (the `target` directory holding the driver). Progress goes to
+//! stderr. Exit status 1 when any run of an existing client failed.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -33,9 +37,8 @@ use serde::Serialize;
 
 use crate::args::Transport;
 use crate::measure::Measurement;
-use crate::report::{
-    self, Cell, Pin, Report, Scenario, StackCell, CLIENTS, STACK_ROWS, TRANSPORTS,
-};
+use crate::report::{self, Cell, Client, Pin, Report, Scenario, TRANSPORTS};
+use crate::stack_overhead::{stack_overhead, StackOverhead};
 
 /// Which pin modes to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,13 +130,38 @@ pub struct Run {
     pub error: Option<String>,
 }
 
+/// `report.json`.
 #[derive(Serialize)]
 struct JsonReport<'a> {
     header: Vec<(&'a str, &'a str)>,
     quick: bool,
     repeats: usize,
+    /// One entry per (transport, pin, scenario, metric), from the medians.
+    stack_overhead: &'a [StackOverhead],
     runs: &'a [Run],
     notes: &'a [String],
+}
+
+/// The text of `report.json`.
+fn json_report(
+    report: &Report,
+    quick: bool,
+    repeats: usize,
+    runs: &[Run],
+) -> Result<String, String> {
+    let json = JsonReport {
+        header: report
+            .header
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        quick,
+        repeats,
+        stack_overhead: &stack_overhead(&report.cells),
+        runs,
+        notes: &report.notes,
+    };
+    serde_json::to_string_pretty(&json).map_err(|e| format!("report.json: {e}"))
 }
 
 /// The longest a client run may take before it is killed.
@@ -182,6 +210,31 @@ fn run_client(mut command: Command, limit: Duration) -> Result<Measurement, Stri
     let line = out.lines().rev().find(|l| l.trim_start().starts_with('{'));
     let line = line.ok_or_else(|| format!("no JSON line in its output: {out:?}"))?;
     serde_json::from_str(line).map_err(|e| format!("bad JSON line {line:?}: {e}"))
+}
+
+/// Which of the clients' binaries (in [`Client::ALL`] order) exist; an optional one that does
+/// not gets a note (its column shows `n/a`), a required one is an error.
+fn present_clients(paths: &[PathBuf; 4], notes: &mut Vec<String>) -> Result<[bool; 4], String> {
+    let present = paths.each_ref().map(|p| p.is_file());
+    for ((client, path), &present) in Client::ALL.iter().zip(paths).zip(&present) {
+        match (present, client.optional()) {
+            (true, _) => {}
+            (false, true) => notes.push(format!(
+                "{}: n/a — {} is not built (`cargo build --release -p mcp-bench --bins`)",
+                client.name(),
+                path.display()
+            )),
+            (false, false) => return Err(missing_binary(path)),
+        }
+    }
+    Ok(present)
+}
+
+fn missing_binary(path: &Path) -> String {
+    format!(
+        "{} is missing: build the benchmark binaries first (`cargo xtask bench` does)",
+        path.display()
+    )
 }
 
 /// Whether `taskset -c <cpu>` works here.
@@ -287,23 +340,12 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
         .ok_or("the executable has no directory")?
         .to_path_buf();
     let fixture = dir.join(mcp_testkit::FIXTURE_SERVER_BIN);
-    let clients = CLIENTS.map(|c| dir.join(format!("bench-client-{c}")));
+    if !fixture.is_file() {
+        return Err(missing_binary(&fixture));
+    }
+    let clients = Client::ALL.map(|c| dir.join(c.binary()));
     let mut notes = Vec::new();
-    for path in [&fixture, &clients[0], &clients[2]] {
-        if !path.is_file() {
-            return Err(format!(
-                "{} is missing: build the benchmark binaries first (`cargo xtask bench` does)",
-                path.display()
-            ));
-        }
-    }
-    let present = clients.each_ref().map(|p| p.is_file());
-    if !present[1] {
-        notes.push(format!(
-            "rmcp: n/a — {} is not built (`cargo build --release -p mcp-bench --bins`)",
-            clients[1].display()
-        ));
-    }
+    let present = present_clients(&clients, &mut notes)?;
 
     let quick = options.quick;
     let repeats = options.repeats();
@@ -354,8 +396,12 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
             "`same` = client and server on CPU 0, `split` = client on CPU 0, server on CPU 1 (`taskset`); `none` = unpinned".into(),
         ),
         (
+            "clients".into(),
+            "`ours` = the bare session (`mcp-core` + `mcp-session` + the transport); `stack` = `mcp-client`'s facade with its full default stack in front of that same session (catalog lookup, traced call, timeout, retry, breaker, gate; over HTTP also the pool; `enterprise` profile defaults): what a harness gets; `rmcp` = the official Rust SDK; `floor` = no MCP, the same bytes".into(),
+        ),
+        (
             "direction".into(),
-            "lower is better for µs and KiB, higher for calls/s; so ours/x < 1 is better for µs and KiB, ours/x > 1 for calls/s".into(),
+            "lower is better for µs and KiB, higher for calls/s; so a ratio x/y < 1 means x is better for µs and KiB, x/y > 1 means x is better for calls/s".into(),
         ),
         (
             "metrics".into(),
@@ -370,9 +416,9 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     for &(transport, scenarios) in TRANSPORTS {
         for &pin in &pins {
             for scenario in scenarios {
-                let mut per_client: [Vec<Measurement>; 3] = Default::default();
+                let mut per_client: [Vec<Measurement>; 4] = Default::default();
                 for repeat in 0..repeats {
-                    for (i, client) in CLIENTS.iter().enumerate() {
+                    for (i, client) in Client::ALL.iter().map(|c| c.name()).enumerate() {
                         if !present[i] {
                             continue;
                         }
@@ -416,7 +462,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
                             transport,
                             pin,
                             scenario: scenario.label(),
-                            client: (*client).to_owned(),
+                            client: client.to_owned(),
                             repeat,
                             wall_secs,
                             measurement: result.as_ref().ok().cloned(),
@@ -433,80 +479,6 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
             }
         }
     }
-    // The stack's overhead: the bare session and the full stack, interleaved.
-    let stack_client = dir.join("bench-client-stack");
-    let mut stack_cells = Vec::new();
-    if !stack_client.is_file() {
-        notes.push(format!(
-            "stack: n/a — {} is not built (`cargo build --release -p mcp-bench --bins`)",
-            stack_client.display()
-        ));
-    }
-    for &(transport, scenarios) in STACK_ROWS {
-        if !stack_client.is_file() {
-            break;
-        }
-        for &pin in &pins {
-            for scenario in scenarios {
-                let mut bare = Vec::new();
-                let mut stack = Vec::new();
-                for repeat in 0..repeats {
-                    for (name, path, into) in [
-                        ("ours", &clients[0], &mut bare),
-                        ("stack", &stack_client, &mut stack),
-                    ] {
-                        let t = Instant::now();
-                        let result = run_client(
-                            client_command(path, &fixture, transport, pin, scenario, quick),
-                            limit,
-                        );
-                        let wall_secs = t.elapsed().as_secs_f64();
-                        match &result {
-                            Ok(m) => {
-                                eprintln!(
-                                    "[stack {} {} {} #{}] {name:<5} {} ({wall_secs:.1}s)",
-                                    transport.name(),
-                                    pin.name(),
-                                    scenario.label(),
-                                    repeat + 1,
-                                    short(m, scenario)
-                                );
-                                into.push(m.clone());
-                            }
-                            Err(e) => {
-                                notes.push(format!(
-                                    "{name} failed on the stack row {} {} {} (run {}): {e}",
-                                    transport.name(),
-                                    pin.name(),
-                                    scenario.label(),
-                                    repeat + 1
-                                ));
-                                failed = true;
-                            }
-                        }
-                        runs.push(Run {
-                            transport,
-                            pin,
-                            scenario: format!("stack-overhead {}", scenario.label()),
-                            client: name.to_owned(),
-                            repeat,
-                            wall_secs,
-                            measurement: result.as_ref().ok().cloned(),
-                            error: result.err(),
-                        });
-                    }
-                }
-                stack_cells.push(StackCell {
-                    transport,
-                    pin,
-                    scenario: *scenario,
-                    bare: report::median(&bare),
-                    stack: report::median(&stack),
-                });
-            }
-        }
-    }
-
     notes.push(format!(
         "wall time of the run: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -515,7 +487,6 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     let report = Report {
         header,
         cells,
-        stack_cells,
         notes,
     };
     let markdown = report::render(&report);
@@ -531,19 +502,8 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let md_path = out.join("report.md");
     std::fs::write(&md_path, &markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
-    let json = JsonReport {
-        header: report
-            .header
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect(),
-        quick,
-        repeats,
-        runs: &runs,
-        notes: &report.notes,
-    };
     let json_path = out.join("report.json");
-    let json = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+    let json = json_report(&report, quick, repeats, &runs)?;
     std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
     eprintln!(
         "mcp-bench: wrote {} and {}",
@@ -557,6 +517,123 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
 mod tests {
     use super::*;
     use crate::report::SCENARIOS;
+    use serde_json::json;
+
+    fn m(client: &str, p50: f64, p99: f64, cpu: f64, rss: u64) -> Measurement {
+        Measurement {
+            client: client.to_owned(),
+            calls: 500,
+            inflight: 1,
+            p50_us: p50,
+            p99_us: p99,
+            calls_per_sec: 0.0,
+            cpu_us_per_call: cpu,
+            max_rss_kib: rss,
+        }
+    }
+
+    #[test]
+    fn report_json_carries_the_stack_overhead_of_every_cell_from_the_medians() {
+        let cell = |transport, stack| Cell {
+            transport,
+            pin: Pin::Same,
+            scenario: SCENARIOS[0],
+            results: [
+                Some(m("ours", 6.0, 12.0, 4.0, 3000)),
+                stack,
+                Some(m("rmcp", 12.0, 30.0, 8.0, 6000)),
+                Some(m("floor", 2.0, 3.0, 1.0, 2000)),
+            ],
+        };
+        let report = Report {
+            header: vec![("rmcp".into(), "3.11.0".into())],
+            cells: vec![
+                cell(Transport::Stdio, Some(m("stack", 7.5, 15.0, 5.0, 3300))),
+                cell(Transport::Http, None),
+            ],
+            notes: vec!["stack failed on http same latency small (run 1): boom".into()],
+        };
+        let runs = [Run {
+            transport: Transport::Http,
+            pin: Pin::Same,
+            scenario: "latency small".into(),
+            client: "stack".into(),
+            repeat: 0,
+            wall_secs: 0.5,
+            measurement: None,
+            error: Some("boom".into()),
+        }];
+        let text = json_report(&report, true, 1, &runs).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let rows = json["stack_overhead"].as_array().unwrap();
+        // Four latency metrics per cell, two cells.
+        assert_eq!(rows.len(), 8);
+        let stdio_p50 = &rows[0];
+        assert_eq!(
+            (
+                &stdio_p50["transport"],
+                &stdio_p50["pin"],
+                &stdio_p50["scenario"],
+                &stdio_p50["metric"]
+            ),
+            (
+                &json!("stdio"),
+                &json!("same"),
+                &json!("latency small"),
+                &json!("p50 µs")
+            )
+        );
+        assert_eq!(stdio_p50["bare"], 6.0);
+        assert_eq!(stdio_p50["stack"], 7.5);
+        assert_eq!(stdio_p50["stack_over_bare"], 1.25);
+        assert_eq!(stdio_p50["stack_minus_bare"], 1.5);
+        assert_eq!(stdio_p50["stack_over_rmcp"], 0.625);
+        assert_eq!(stdio_p50["stack_over_floor"], 3.75);
+        let stdio_rss = &rows[3];
+        assert_eq!(stdio_rss["metric"], "peak RSS KiB");
+        assert_eq!(stdio_rss["stack_over_bare"], 1.1);
+        // The http cell's stack failed: its figures are null, the others are there.
+        let http_p50 = &rows[4];
+        assert_eq!(http_p50["transport"], "http");
+        assert_eq!(http_p50["bare"], 6.0);
+        assert_eq!(http_p50["rmcp"], 12.0);
+        for key in [
+            "stack",
+            "stack_over_bare",
+            "stack_minus_bare",
+            "stack_over_rmcp",
+        ] {
+            assert!(http_p50[key].is_null(), "{key}: {}", http_p50[key]);
+        }
+        assert_eq!(json["runs"][0]["client"], "stack");
+        assert_eq!(json["runs"][0]["error"], "boom");
+        assert_eq!(json["notes"][0], report.notes[0].as_str());
+        assert_eq!(json["header"][0], json!(["rmcp", "3.11.0"]));
+    }
+
+    #[test]
+    fn a_missing_stack_or_rmcp_is_a_note_and_a_missing_ours_or_floor_an_error() {
+        let dir = std::env::temp_dir().join(format!("mcp-bench-clients-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths = Client::ALL.map(|c| dir.join(c.binary()));
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+        }
+        std::fs::write(&paths[Client::Ours as usize], "").unwrap();
+        std::fs::write(&paths[Client::Floor as usize], "").unwrap();
+        let mut notes = Vec::new();
+        let present = present_clients(&paths, &mut notes);
+        assert_eq!(present, Ok([true, false, false, true]));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("stack: n/a — "), "{}", notes[0]);
+        assert!(notes[0].contains("bench-client-stack is not built"));
+        assert!(notes[1].starts_with("rmcp: n/a — "), "{}", notes[1]);
+
+        std::fs::remove_file(&paths[Client::Floor as usize]).unwrap();
+        let error = present_clients(&paths, &mut Vec::new()).unwrap_err();
+        assert!(error.contains("bench-client-floor is missing"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_options() {

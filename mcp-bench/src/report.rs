@@ -1,14 +1,54 @@
-//! The driver's pure logic: the scenarios, the metrics of each, medians of repeated runs,
-//! ratios, and the markdown report.
+//! The driver's pure logic: the clients, the scenarios, the metrics of each, medians of
+//! repeated runs, ratios, and the markdown report (its stack-overhead part comes from
+//! [`stack_overhead`](crate::stack_overhead)).
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::args::{Mode, Transport};
 use crate::measure::Measurement;
 use crate::scenario::Payload;
+use crate::stack_overhead::{render_stack_table, stack_overhead};
 
-/// The clients compared, in column order.
-pub const CLIENTS: [&str; 3] = ["ours", "rmcp", "floor"];
+/// The clients compared, in column order (and in the order each repeat runs them). Each is the
+/// binary `bench-client-<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// The bare session: `mcp-core` + `mcp-session` + the transport, nothing in front.
+    Ours,
+    /// `mcp-client`'s facade with its full default stack in front of the same session: what a
+    /// harness gets.
+    Stack,
+    /// The official Rust SDK.
+    Rmcp,
+    /// No MCP: the same bytes over a raw pipe (or one keep-alive HTTP connection).
+    Floor,
+}
+
+impl Client {
+    /// Every client, in column order.
+    pub const ALL: [Client; 4] = [Client::Ours, Client::Stack, Client::Rmcp, Client::Floor];
+
+    /// `ours`, `stack`, `rmcp` or `floor`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Ours => "ours",
+            Client::Stack => "stack",
+            Client::Rmcp => "rmcp",
+            Client::Floor => "floor",
+        }
+    }
+
+    /// Its executable's file name.
+    pub fn binary(self) -> String {
+        format!("bench-client-{}", self.name())
+    }
+
+    /// Whether the driver runs without it (its column then shows `n/a`, with a note). The bare
+    /// session and the floor are what every ratio needs, so they are required.
+    pub fn optional(self) -> bool {
+        matches!(self, Client::Stack | Client::Rmcp)
+    }
+}
 
 /// Where the server runs relative to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,25 +114,6 @@ pub const HTTP_SCENARIOS: &[Scenario] = &[
     Scenario::throughput(Payload::Small, 1, 10_000, 300),
     Scenario::throughput(Payload::Small, 16, 20_000, 300),
     Scenario::throughput(Payload::Small, 64, 20_000, 300),
-];
-
-/// The rows of the call stack's overhead: the small call, sequential and 16 in flight, each
-/// measured with the bare session (`ours`) and with the facade's full default stack (`stack`).
-pub const STACK_ROWS: &[(Transport, &[Scenario])] = &[
-    (
-        Transport::Stdio,
-        &[
-            Scenario::latency(Payload::Small, 20_000, 500),
-            Scenario::throughput(Payload::Small, 16, 50_000, 500),
-        ],
-    ),
-    (
-        Transport::Http,
-        &[
-            Scenario::latency(Payload::Small, 10_000, 300),
-            Scenario::throughput(Payload::Small, 16, 20_000, 300),
-        ],
-    ),
 ];
 
 /// The transports and their scenarios, in report order.
@@ -222,21 +243,50 @@ impl Metric {
         }
     }
 
-    /// Formats a value of this metric.
-    pub fn format(self, v: f64) -> String {
+    /// Whether more is better (calls/s); for the others less is.
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::CallsPerSec
+    }
+
+    fn decimals(self) -> usize {
         match self {
-            Metric::P50 | Metric::P99 | Metric::Cpu => format!("{v:.1}"),
-            Metric::CallsPerSec | Metric::Rss => format!("{v:.0}"),
+            Metric::P50 | Metric::P99 | Metric::Cpu => 1,
+            Metric::CallsPerSec | Metric::Rss => 0,
         }
     }
+
+    /// Formats a value of this metric.
+    pub fn format(self, v: f64) -> String {
+        format!("{v:.*}", self.decimals())
+    }
+
+    /// Formats a value of this metric, or `n/a`.
+    pub fn format_or_na(self, v: Option<f64>) -> String {
+        v.map_or_else(|| "n/a".to_owned(), |v| self.format(v))
+    }
+
+    /// Formats a difference of two values of this metric, always signed.
+    pub fn format_difference(self, d: f64) -> String {
+        format!("{d:+.*}", self.decimals())
+    }
+}
+
+/// In `report.json`, a metric is its row label (`p50 µs`, `calls/s`, …).
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.label())
+    }
+}
+
+/// `a / b`, or `None` when either is missing or the ratio is not finite.
+pub fn ratio_value(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    let r = a? / b?;
+    r.is_finite().then_some(r)
 }
 
 /// `a / b` with two decimals, or `n/a` when either is missing or the ratio is not finite.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b != 0.0 && (a / b).is_finite() => format!("{:.2}", a / b),
-        _ => "n/a".to_owned(),
-    }
+    ratio_value(a, b).map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}"))
 }
 
 fn median_f64(mut values: Vec<f64>) -> f64 {
@@ -265,7 +315,7 @@ pub fn median(runs: &[Measurement]) -> Option<Measurement> {
     })
 }
 
-/// The result of one (pin, scenario): each client's median, in [`CLIENTS`] order.
+/// The result of one (transport, pin, scenario): each client's median over the repeats.
 #[derive(Debug, Clone)]
 pub struct Cell {
     /// stdio or http.
@@ -274,59 +324,18 @@ pub struct Cell {
     pub pin: Pin,
     /// What was measured.
     pub scenario: Scenario,
-    /// ours, rmcp, floor: `None` when the client failed or is missing.
-    pub results: [Option<Measurement>; 3],
+    /// Indexed by [`Client`] (in [`Client::ALL`] order): `None` when the client failed on
+    /// every repeat or is missing.
+    pub results: [Option<Measurement>; 4],
 }
 
-/// One row group of the stack's overhead: the bare session and the full stack on one
-/// (transport, pin, scenario).
-#[derive(Debug, Clone)]
-pub struct StackCell {
-    /// stdio or http.
-    pub transport: Transport,
-    /// Pinning.
-    pub pin: Pin,
-    /// What was measured.
-    pub scenario: Scenario,
-    /// `bench-client-ours`: the session alone.
-    pub bare: Option<Measurement>,
-    /// `bench-client-stack`: the facade and its stack in front of the session.
-    pub stack: Option<Measurement>,
-}
-
-/// The stack-overhead table: bare session, full stack, their ratio and difference.
-pub fn render_stack_table(cells: &[StackCell]) -> String {
-    let mut out = String::from(
-        "| transport | pin | scenario | metric | bare session | full stack | stack/bare | stack − bare |\n\
-         |---|---|---|---|---:|---:|---:|---:|\n",
-    );
-    for cell in cells {
-        let metrics: &[Metric] = match cell.scenario.mode {
-            Mode::Latency => &[Metric::P50, Metric::P99, Metric::Cpu],
-            Mode::Throughput => &[Metric::CallsPerSec, Metric::Cpu],
-        };
-        for &metric in metrics {
-            let bare = cell.bare.as_ref().map(|m| metric.value(m));
-            let stack = cell.stack.as_ref().map(|m| metric.value(m));
-            let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| metric.format(v));
-            let difference = match (stack, bare) {
-                (Some(s), Some(b)) => format!("{:+.1}", s - b),
-                _ => "n/a".to_owned(),
-            };
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                cell.transport.name(),
-                cell.pin.name(),
-                cell.scenario.label(),
-                metric.label(),
-                show(bare),
-                show(stack),
-                ratio(stack, bare),
-                difference,
-            ));
-        }
+impl Cell {
+    /// `client`'s median value of `metric`, if it has one.
+    pub fn value(&self, client: Client, metric: Metric) -> Option<f64> {
+        self.results[client as usize]
+            .as_ref()
+            .map(|m| metric.value(m))
     }
-    out
 }
 
 /// Everything the markdown report shows.
@@ -336,36 +345,35 @@ pub struct Report {
     pub header: Vec<(String, String)>,
     /// The cells, in table order.
     pub cells: Vec<Cell>,
-    /// The stack-overhead cells (empty when `bench-client-stack` is not built).
-    pub stack_cells: Vec<StackCell>,
-    /// Remarks printed under the table (missing clients, failures).
+    /// Remarks printed under the tables (missing clients, failures).
     pub notes: Vec<String>,
 }
 
-/// The markdown table alone.
+/// The main markdown table: every client's median, and the bare session's and the full
+/// stack's ratios to rmcp and to the floor.
 pub fn render_table(cells: &[Cell]) -> String {
     let mut out = String::from(
-        "| transport | pin | scenario | metric | ours | rmcp | floor | ours/rmcp | ours/floor |\n\
-         |---|---|---|---|---:|---:|---:|---:|---:|\n",
+        "| transport | pin | scenario | metric | ours | stack | rmcp | floor \
+         | ours/rmcp | stack/rmcp | ours/floor | stack/floor |\n\
+         |---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for cell in cells {
         for &metric in cell.scenario.metrics() {
-            let values = cell
-                .results
-                .each_ref()
-                .map(|r| r.as_ref().map(|m| metric.value(m)));
-            let shown = values.map(|v| v.map_or_else(|| "n/a".to_owned(), |v| metric.format(v)));
+            let [ours, stack, rmcp, floor] = Client::ALL.map(|c| cell.value(c, metric));
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 cell.transport.name(),
                 cell.pin.name(),
                 cell.scenario.label(),
                 metric.label(),
-                shown[0],
-                shown[1],
-                shown[2],
-                ratio(values[0], values[1]),
-                ratio(values[0], values[2]),
+                metric.format_or_na(ours),
+                metric.format_or_na(stack),
+                metric.format_or_na(rmcp),
+                metric.format_or_na(floor),
+                ratio(ours, rmcp),
+                ratio(stack, rmcp),
+                ratio(ours, floor),
+                ratio(stack, floor),
             ));
         }
     }
@@ -380,14 +388,16 @@ pub fn render(report: &Report) -> String {
     }
     out.push('\n');
     out.push_str(&render_table(&report.cells));
-    if !report.stack_cells.is_empty() {
+    let overhead = stack_overhead(&report.cells);
+    // Without a single stack figure (not built, or it failed everywhere) the table would be
+    // all n/a; the notes say why instead.
+    if overhead.iter().any(|row| row.stack.is_some()) {
         out.push_str(
-            "\n## The call stack's overhead\n\nThe same calls through the bare session \
-             (`ours`) and through `mcp-client`'s facade with its full default stack (catalog \
-             lookup, traced call, timeout, retry, breaker, gate; over HTTP also the pool), \
-             `enterprise` profile defaults:\n\n",
+            "\n## The call stack's overhead\n\nThe `ours` and `stack` columns above side by \
+             side: the same calls through the bare session and through `mcp-client`'s facade \
+             with its full default stack (`report.json`: `stack_overhead`).\n\n",
         );
-        out.push_str(&render_stack_table(&report.stack_cells));
+        out.push_str(&render_stack_table(&overhead));
     }
     if !report.notes.is_empty() {
         out.push_str("\nNotes:\n\n");
@@ -460,6 +470,9 @@ mod tests {
         assert_eq!(ratio(None, Some(1.0)), "n/a");
         assert_eq!(ratio(Some(1.0), None), "n/a");
         assert_eq!(ratio(Some(1.0), Some(0.0)), "n/a");
+        assert_eq!(ratio_value(Some(30.0), Some(40.0)), Some(0.75));
+        assert_eq!(ratio_value(Some(0.0), Some(0.0)), None);
+        assert_eq!(ratio_value(None, Some(1.0)), None);
     }
 
     #[test]
@@ -494,6 +507,7 @@ mod tests {
                 scenario: SCENARIOS[0],
                 results: [
                     Some(m("ours", 30.0, 60.0, 0.0, 20.0, 3000)),
+                    Some(m("stack", 36.0, 72.0, 0.0, 24.0, 4000)),
                     None,
                     Some(m("floor", 5.0, 6.0, 0.0, 2.5, 2000)),
                 ],
@@ -504,6 +518,7 @@ mod tests {
                 scenario: SCENARIOS[4],
                 results: [
                     Some(m("ours", 0.0, 0.0, 40_000.0, 20.0, 3500)),
+                    None,
                     Some(m("rmcp", 0.0, 0.0, 30_000.0, 25.0, 6500)),
                     Some(m("floor", 0.0, 0.0, 400_000.4, 1.0, 2000)),
                 ],
@@ -514,23 +529,58 @@ mod tests {
         assert_eq!(lines.len(), 2 + 4 + 3, "{table}");
         assert_eq!(
             lines[0],
-            "| transport | pin | scenario | metric | ours | rmcp | floor | ours/rmcp | ours/floor |"
+            "| transport | pin | scenario | metric | ours | stack | rmcp | floor \
+             | ours/rmcp | stack/rmcp | ours/floor | stack/floor |"
+        );
+        assert_eq!(
+            lines[1],
+            "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         assert_eq!(
             lines[2],
-            "| stdio | same | latency small | p50 µs | 30.0 | n/a | 5.0 | n/a | 6.00 |"
+            "| stdio | same | latency small | p50 µs | 30.0 | 36.0 | n/a | 5.0 | n/a | n/a | 6.00 | 7.20 |"
         );
         assert_eq!(
             lines[5],
-            "| stdio | same | latency small | peak RSS KiB | 3000 | n/a | 2000 | n/a | 1.50 |"
+            "| stdio | same | latency small | peak RSS KiB | 3000 | 4000 | n/a | 2000 | n/a | n/a | 1.50 | 2.00 |"
         );
         assert_eq!(
             lines[6],
-            "| http | split | throughput small ×64 | calls/s | 40000 | 30000 | 400000 | 1.33 | 0.10 |"
+            "| http | split | throughput small ×64 | calls/s | 40000 | n/a | 30000 | 400000 | 1.33 | n/a | 0.10 | n/a |"
         );
         assert_eq!(
             lines[7],
-            "| http | split | throughput small ×64 | client CPU µs/call | 20.0 | 25.0 | 1.0 | 0.80 | 20.00 |"
+            "| http | split | throughput small ×64 | client CPU µs/call | 20.0 | n/a | 25.0 | 1.0 | 0.80 | n/a | 20.00 | n/a |"
+        );
+    }
+
+    #[test]
+    fn a_cell_reads_each_client_by_name() {
+        let cell = Cell {
+            transport: Transport::Stdio,
+            pin: Pin::Same,
+            scenario: SCENARIOS[0],
+            results: [
+                Some(m("ours", 1.0, 0.0, 0.0, 0.0, 0)),
+                Some(m("stack", 2.0, 0.0, 0.0, 0.0, 0)),
+                None,
+                Some(m("floor", 4.0, 0.0, 0.0, 0.0, 0)),
+            ],
+        };
+        let p50 = Client::ALL.map(|c| cell.value(c, Metric::P50));
+        assert_eq!(p50, [Some(1.0), Some(2.0), None, Some(4.0)]);
+        assert_eq!(
+            Client::ALL.map(Client::binary),
+            [
+                "bench-client-ours",
+                "bench-client-stack",
+                "bench-client-rmcp",
+                "bench-client-floor"
+            ]
+        );
+        assert_eq!(
+            Client::ALL.map(Client::optional),
+            [false, true, true, false]
         );
     }
 
@@ -539,7 +589,6 @@ mod tests {
         let report = Report {
             header: vec![("rmcp".into(), "3.11.0".into())],
             cells: vec![],
-            stack_cells: vec![],
             notes: vec!["rmcp: missing".into()],
         };
         let text = render(&report);
@@ -549,23 +598,42 @@ mod tests {
     }
 
     #[test]
-    fn stack_rows_show_the_ratio_and_the_difference() {
-        let cells = [StackCell {
-            transport: Transport::Stdio,
+    fn the_overhead_table_follows_the_main_table_when_the_stack_was_measured() {
+        let cell = |stack: Option<Measurement>| Cell {
+            transport: Transport::Http,
             pin: Pin::Same,
-            scenario: STACK_ROWS[0].1[0],
-            bare: Some(m("ours", 10.0, 20.0, 0.0, 5.0, 3000)),
-            stack: Some(m("stack", 10.4, 21.0, 0.0, 5.2, 3100)),
-        }];
-        let table = render_stack_table(&cells);
+            scenario: SCENARIOS[0],
+            results: [
+                Some(m("ours", 10.0, 20.0, 0.0, 5.0, 3000)),
+                stack,
+                Some(m("rmcp", 20.0, 40.0, 0.0, 10.0, 6000)),
+                Some(m("floor", 2.0, 4.0, 0.0, 1.0, 2000)),
+            ],
+        };
+        let report = |cells| Report {
+            header: vec![],
+            cells,
+            notes: vec![],
+        };
+        let with = render(&report(vec![cell(Some(m(
+            "stack", 12.0, 25.0, 0.0, 6.0, 3500,
+        )))]));
+        let (main, overhead) = with
+            .split_once("\n## The call stack's overhead\n")
+            .expect("an overhead section");
+        assert!(main.contains(
+            "| http | same | latency small | p50 µs | 10.0 | 12.0 | 20.0 | 2.0 | 0.50 | 0.60 | 5.00 | 6.00 |"
+        ));
         assert!(
-            table.contains("| stdio | same | latency small | p50 µs | 10.0 | 10.4 | 1.04 | +0.4 |"),
-            "{table}"
+            overhead
+                .contains("| http | same | latency small | p50 µs | 10.0 | 12.0 | 1.20 | +2.0 |"),
+            "{overhead}"
         );
-        assert!(
-            table.contains("| client CPU µs/call | 5.0 | 5.2 | 1.04 | +0.2 |"),
-            "{table}"
-        );
+        assert!(overhead.contains("| peak RSS KiB | 3000 | 3500 | 1.17 | +500 |"));
+        // No stack figure at all: the stack column says n/a and there is no overhead section.
+        let without = render(&report(vec![cell(None)]));
+        assert!(without.contains("| p50 µs | 10.0 | n/a | 20.0 | 2.0 | 0.50 | n/a | 5.00 | n/a |"));
+        assert!(!without.contains("overhead"));
     }
 
     #[test]

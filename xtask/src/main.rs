@@ -33,7 +33,8 @@ Commands:
                    This is what `.ci/run` executes.
   bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
                    Build the benchmark binaries (release) and run `mcp-bench`:
-                   ours vs rmcp vs a raw pipe floor against the fixture server,
+                   ours (bare session and full stack) vs rmcp vs a raw pipe
+                   floor against the fixture server,
                    pinned with taskset. Prints a markdown table and writes
                    target/bench/report.md and report.json. --quick: a short
                    run that only checks the harness (CI runs it).
