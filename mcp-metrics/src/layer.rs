@@ -109,6 +109,72 @@ impl<S> std::fmt::Debug for MetricsService<S> {
     }
 }
 
+impl MetricsLayer {
+    /// Measures the call `next` makes of `operation` — what [`MetricsService`] does around its
+    /// inner service, for a stack that composes its policies in one future instead of a
+    /// service per layer.
+    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    where
+        F: FnOnce(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
+        measure(&self.server, &self.registry, operation, next).await
+    }
+}
+
+/// The series `operation` is counted in.
+#[inline]
+fn series_of<'a>(
+    server: &'a ServerMetrics,
+    operation: &Operation,
+    tools_call: bool,
+) -> &'a OperationSeries {
+    // `Operation::tool_name`, without comparing the method a second time.
+    let tool = if tools_call {
+        operation.subject.as_deref()
+    } else {
+        None
+    };
+    server.series(&operation.method, tool)
+}
+
+/// One measured call: `next(operation)`, recorded when it ends (or, dropped unfinished, as
+/// cancelled). OpenTelemetry reads the caller's context, which is current only once the call
+/// is polled (`service.call(op).with_context(cx)`): all of it runs then.
+async fn measure<F, Fut>(
+    server: &ServerMetrics,
+    registry: &Registry,
+    #[allow(unused_mut)] mut operation: Operation,
+    next: F,
+) -> Result<Payload, Error>
+where
+    F: FnOnce(Operation) -> Fut,
+    Fut: Future<Output = Result<Payload, Error>>,
+{
+    let tools_call = operation.method == methods::TOOLS_CALL;
+    let series = series_of(server, &operation, tools_call);
+    #[cfg(feature = "opentelemetry")]
+    if let Some(telemetry) = registry.telemetry.as_ref().filter(|t| t.records_calls()) {
+        use opentelemetry::context::FutureExt;
+
+        let call = telemetry.start_call(server, &mut operation);
+        let context = call.context();
+        let mut recording = Recording::start(series, &registry.clock, tools_call);
+        recording.telemetry = Some(call);
+        let result = match context {
+            // The inner call runs with the span's context current.
+            Some(context) => next(operation).with_context(context).await,
+            None => next(operation).await,
+        };
+        recording.finish(CallEnd::of(&result, tools_call));
+        return result;
+    }
+    let mut recording = Recording::start(series, &registry.clock, tools_call);
+    let result = next(operation).await;
+    recording.finish(CallEnd::of(&result, tools_call));
+    result
+}
+
 // Written out instead of with `async_trait`: the work before the inner call is done here, and
 // the inner call's (boxed) future is made at once, so the future this layer boxes — a
 // `Measured`, written by hand rather than as an `async` block — holds only that future and
@@ -119,14 +185,19 @@ impl<S: McpService> McpService for MetricsService<S> {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        // OpenTelemetry reads the caller's context, which is current only once the call is
-        // polled (`service.call(op).with_context(cx)`): all of it runs then.
+        // With OpenTelemetry configured, whether a call is traced is known only once it is
+        // polled (the caller's context is current then).
         #[cfg(feature = "opentelemetry")]
-        if let Some(telemetry) = &self.registry.telemetry {
-            return Box::pin(self.call_with_telemetry(telemetry, operation));
+        if self.registry.telemetry.is_some() {
+            return Box::pin(measure(
+                &self.server,
+                &self.registry,
+                operation,
+                |operation| self.inner.call(operation),
+            ));
         }
         let tools_call = operation.method == methods::TOOLS_CALL;
-        let series = self.series(&operation, tools_call);
+        let series = series_of(&self.server, &operation, tools_call);
         let recording = Recording::start(series, &self.registry.clock, tools_call);
         let inner = self.inner.call(operation);
         Box::pin(Measured { inner, recording })
@@ -151,42 +222,6 @@ impl Future for Measured<'_> {
         this.recording
             .finish(CallEnd::of(&result, this.recording.tools_call));
         Poll::Ready(result)
-    }
-}
-
-impl<S: McpService> MetricsService<S> {
-    #[inline]
-    fn series(&self, operation: &Operation, tools_call: bool) -> &OperationSeries {
-        // `Operation::tool_name`, without comparing the method a second time.
-        let tool = if tools_call {
-            operation.subject.as_deref()
-        } else {
-            None
-        };
-        self.server.series(&operation.method, tool)
-    }
-
-    #[cfg(feature = "opentelemetry")]
-    async fn call_with_telemetry(
-        &self,
-        telemetry: &crate::otel::Telemetry,
-        mut operation: Operation,
-    ) -> Result<mcp_core::Payload, mcp_core::Error> {
-        use opentelemetry::context::FutureExt;
-
-        let tools_call = operation.method == methods::TOOLS_CALL;
-        let series = self.series(&operation, tools_call);
-        let call = telemetry.start_call(&self.server, &mut operation);
-        let context = call.context();
-        let mut recording = Recording::start(series, &self.registry.clock, tools_call);
-        recording.telemetry = Some(call);
-        let result = match context {
-            // The inner call runs with the span's context current.
-            Some(context) => self.inner.call(operation).with_context(context).await,
-            None => self.inner.call(operation).await,
-        };
-        recording.finish(CallEnd::of(&result, tools_call));
-        result
     }
 }
 

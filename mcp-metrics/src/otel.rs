@@ -303,6 +303,15 @@ impl Telemetry {
     }
 
     /// The configured tracer, or the global one when the caller's context has a span.
+    /// Whether a call starting now is recorded: on a meter's histogram, or as a span (of the
+    /// configured tracer, or of the global one under the caller's active span). When not, the
+    /// call is measured as without OpenTelemetry.
+    pub(crate) fn records_calls(&self) -> bool {
+        self.operation.is_some()
+            || self.tracer.is_some()
+            || (self.follow_current_context && Context::map_current(|cx| cx.has_active_span()))
+    }
+
     fn tracer_for_call(&self) -> Option<CallTracer<'_>> {
         if let Some(tracer) = &self.tracer {
             return Some(CallTracer::Configured(tracer));

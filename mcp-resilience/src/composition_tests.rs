@@ -206,3 +206,39 @@ async fn a_permit_past_the_deadline_fails_the_stack_at_once_without_touching_the
     assert_eq!(server.calls(), 1);
     assert_eq!(breakers.server_breaker().failures_in_window(), 0);
 }
+
+/// The same four policies composed by their `around`s in one future (as a stack without a
+/// service per layer does) behave as the stacked services: one shared deadline, the retries
+/// stopping before it, every attempt counted by the breaker.
+#[tokio::test(start_paused = true)]
+async fn the_policies_composed_by_their_arounds_share_the_deadline_as_the_layers_do() {
+    let server = Scripted::failing(network());
+    let breakers = CircuitBreakerLayer::new(BreakerPolicy::default().with_failure_threshold(100));
+    let timeout =
+        TimeoutLayer::new(TimeoutPolicy::default().with_default_timeout(Duration::from_secs(10)));
+    let retry = RetryLayer::new(no_jitter());
+    #[cfg(feature = "rate-limit")]
+    let limit = RateLimitLayer::new(RateLimitPolicy::per_second(
+        std::num::NonZeroU32::new(1000).unwrap(),
+    ));
+    let attempt = |operation: Operation| {
+        let call = |operation| breakers.around(operation, |operation| server.call(operation));
+        #[cfg(feature = "rate-limit")]
+        return limit.around(operation, call);
+        #[cfg(not(feature = "rate-limit"))]
+        call(operation)
+    };
+    let t0 = Instant::now();
+    let error = timeout
+        .around(Operation::new("ping", None), |operation| {
+            retry.around(operation, attempt)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(server.gaps(), secs(&[0, 1, 2, 4]));
+    assert_eq!(t0.elapsed(), Duration::from_secs(7));
+    assert_eq!(error.kind(), ErrorKind::Network);
+    let deadlines: Vec<_> = server.attempts().iter().map(|a| a.deadline).collect();
+    assert_eq!(deadlines, vec![Some(t0 + Duration::from_secs(10)); 5]);
+    assert_eq!(breakers.server_breaker().failures_in_window(), 5);
+}

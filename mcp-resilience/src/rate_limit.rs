@@ -28,6 +28,7 @@
 //! once a second — not a timeout per call.
 
 use std::fmt;
+use std::future::Future;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,6 +39,7 @@ use governor::clock::Clock;
 use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
+use mcp_core::service::CallFuture;
 use mcp_core::{Delivery, Error, ErrorKind, Layer, McpService, Operation, Payload};
 use tokio::time::Instant;
 
@@ -308,6 +310,16 @@ impl<S> RateLimitService<S> {
 }
 
 impl Limiter {
+    /// A permit for `operation`, then `next(operation)`.
+    async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    where
+        F: FnOnce(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
+        self.acquire(&operation).await?;
+        next(operation).await
+    }
+
     /// Takes a permit, waiting for one if the mode and the deadline allow.
     async fn acquire(&self, operation: &Operation) -> Result<(), Error> {
         let started = Instant::now();
@@ -408,11 +420,32 @@ impl Limiter {
     }
 }
 
-#[async_trait]
+impl RateLimitLayer {
+    /// Takes a permit for `operation` (waiting for one within its deadline, or refusing, by
+    /// the policy's mode), then calls `next` with it — what [`RateLimitService`] does around
+    /// its inner service, for a stack that composes its policies in one future instead of a
+    /// service per layer.
+    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    where
+        F: FnOnce(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
+        self.limiter.around(operation, next).await
+    }
+}
+
+// Written out instead of with `async_trait`: the boxed future is the limiter's `around`, not
+// one more future around it holding a second copy of the operation.
 impl<S: McpService> McpService for RateLimitService<S> {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        self.limiter.acquire(&operation).await?;
-        self.inner.call(operation).await
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(
+            self.limiter
+                .around(operation, |operation| self.inner.call(operation)),
+        )
     }
 }
 

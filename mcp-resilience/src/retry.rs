@@ -10,10 +10,11 @@
 //! counts as one of the retries): the facade's router says "at once" when the next attempt goes to
 //! another endpoint, since the failed one's recovery is not what it waits for.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
+use mcp_core::service::CallFuture;
 use mcp_core::{Error, ErrorKind, Layer, McpService, Operation, Payload};
 use tokio::time::Instant;
 
@@ -280,7 +281,8 @@ pub struct RetryLayer {
 #[derive(Debug)]
 struct RetryShared {
     policy: RetryPolicy,
-    /// Forked for each request, so a seeded layer gives a reproducible sequence of schedules.
+    /// Forked for each request that fails once, so a seeded layer gives a reproducible sequence
+    /// of schedules.
     rng: Mutex<fastrand::Rng>,
 }
 
@@ -336,27 +338,36 @@ impl<S> RetryService<S> {
     }
 }
 
-#[async_trait]
-impl<S: McpService> McpService for RetryService<S> {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        let policy = &self.shared.policy;
-        let rng = {
-            let mut shared = self
-                .shared
-                .rng
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            shared.fork()
-        };
-        let mut delays = policy.delays_with(rng);
-        let mut attempt: u32 = 1;
+impl RetryLayer {
+    /// Calls `attempt` with `operation`, and again with a copy while the failure is worth
+    /// retrying and safe to retry ([`should_retry`]), waiting by the policy's schedule — what
+    /// [`RetryService`] does around its inner service, for a stack that composes its policies in
+    /// one future instead of a service per layer.
+    pub async fn around<F, Fut>(&self, operation: Operation, attempt: F) -> Result<Payload, Error>
+    where
+        F: FnMut(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
+        self.shared.around(operation, attempt).await
+    }
+}
+
+impl RetryShared {
+    async fn around<F, Fut>(&self, operation: Operation, mut attempt: F) -> Result<Payload, Error>
+    where
+        F: FnMut(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
         // Every attempt sends a copy whose parameters are raw JSON: serialized once here (the
         // transport then writes the text as it is), cheap to copy where a value tree is not.
         let template = operation.replayable();
         drop(operation);
+        // The schedule (and its random numbers) only once a first attempt failed: a call that
+        // succeeds costs no lock.
+        let mut delays = None;
+        let mut tries: u32 = 1;
         loop {
-            let this = template.clone();
-            let error = match self.inner.call(this).await {
+            let error = match attempt(template.clone()).await {
                 Ok(result) => return Ok(result),
                 Err(error) => error,
             };
@@ -364,6 +375,7 @@ impl<S: McpService> McpService for RetryService<S> {
             if !should_retry(operation, &error) {
                 return Err(error);
             }
+            let delays = delays.get_or_insert_with(|| self.policy.delays_with(self.fork_rng()));
             let Some(scheduled) = delays.next() else {
                 return Err(error);
             };
@@ -375,11 +387,11 @@ impl<S: McpService> McpService for RetryService<S> {
                     _ => return Err(error),
                 }
             }
-            attempt += 1;
+            tries += 1;
             tracing::debug!(
                 method = %operation.method,
                 subject = operation.subject.as_deref().unwrap_or(""),
-                attempt,
+                attempt = tries,
                 delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                 error.kind = %error.kind(),
                 "retrying MCP request"
@@ -388,6 +400,31 @@ impl<S: McpService> McpService for RetryService<S> {
                 tokio::time::sleep(delay).await;
             }
         }
+    }
+
+    /// The random numbers of one request's schedule, forked from the layer's (so a seeded
+    /// layer gives a reproducible sequence of schedules).
+    fn fork_rng(&self) -> fastrand::Rng {
+        let mut shared = self
+            .rng
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        shared.fork()
+    }
+}
+
+// Written out instead of with `async_trait`: the boxed future is `around`'s own, not one more
+// future around it holding a second copy of the operation.
+impl<S: McpService> McpService for RetryService<S> {
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(
+            self.shared
+                .around(operation, |operation| self.inner.call(operation)),
+        )
     }
 }
 

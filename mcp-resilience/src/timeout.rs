@@ -8,10 +8,11 @@
 //! wait and attempt below it then shares the one deadline.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use mcp_core::service::CallFuture;
 use mcp_core::types::methods;
 use mcp_core::{Delivery, Error, Layer, McpService, Operation, Payload};
 use tokio::time::Instant;
@@ -128,48 +129,81 @@ impl<S> TimeoutService<S> {
     }
 }
 
-#[async_trait]
+impl TimeoutLayer {
+    /// Gives `operation` its deadline (the caller's, or the policy's budget from now, whichever
+    /// comes first) and calls `next` with it, bounded by it when the policy has a backstop —
+    /// what [`TimeoutService`] does around its inner service, for a stack that composes its
+    /// policies in one future instead of a service per layer.
+    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    where
+        F: FnOnce(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
+        with_deadline(&self.policy, operation, next).await
+    }
+}
+
+async fn with_deadline<F, Fut>(
+    policy: &TimeoutPolicy,
+    mut operation: Operation,
+    next: F,
+) -> Result<Payload, Error>
+where
+    F: FnOnce(Operation) -> Fut,
+    Fut: Future<Output = Result<Payload, Error>>,
+{
+    let started = Instant::now();
+    // A request whose deadline progress may reset is bounded by its hard cap here; the
+    // session resets the relative deadline below it.
+    let budget = match (
+        operation.options.reset_timeout_on_progress,
+        operation.options.max_total_time,
+    ) {
+        (Some(true), Some(cap)) => cap,
+        _ => operation
+            .options
+            .timeout
+            .unwrap_or_else(|| policy.timeout_for(&operation.method)),
+    };
+    if let Some(by_budget) = instant_after(started, budget) {
+        operation.options = operation.options.with_deadline(by_budget);
+    }
+    // No deadline only when the budget is too large to represent and the caller set none:
+    // then there is nothing to stop at.
+    let Some(deadline) = operation.options.deadline else {
+        return next(operation).await;
+    };
+    if !policy.backstop {
+        return next(operation).await;
+    }
+    // Kept for the error: the inner call takes the operation.
+    let method = operation.method.clone();
+    let subject = operation.subject.clone();
+    match tokio::time::timeout_at(deadline, next(operation)).await {
+        Ok(result) => result,
+        Err(_elapsed) => {
+            let allowed = deadline.saturating_duration_since(started);
+            let error = Error::timeout(format!("{method} did not finish within {allowed:?}"))
+                .with_delivery(Delivery::Sent);
+            Err(match subject {
+                Some(subject) => error.with_subject(subject),
+                None => error,
+            })
+        }
+    }
+}
+
+// Written out instead of with `async_trait`: the boxed future is `with_deadline`'s own, not one
+// more future around it holding a second copy of the operation.
 impl<S: McpService> McpService for TimeoutService<S> {
-    async fn call(&self, mut operation: Operation) -> Result<Payload, Error> {
-        let started = Instant::now();
-        // A request whose deadline progress may reset is bounded by its hard cap here; the
-        // session resets the relative deadline below it.
-        let budget = match (
-            operation.options.reset_timeout_on_progress,
-            operation.options.max_total_time,
-        ) {
-            (Some(true), Some(cap)) => cap,
-            _ => operation
-                .options
-                .timeout
-                .unwrap_or_else(|| self.policy.timeout_for(&operation.method)),
-        };
-        if let Some(by_budget) = instant_after(started, budget) {
-            operation.options = operation.options.with_deadline(by_budget);
-        }
-        // No deadline only when the budget is too large to represent and the caller set none:
-        // then there is nothing to stop at.
-        let Some(deadline) = operation.options.deadline else {
-            return self.inner.call(operation).await;
-        };
-        if !self.policy.backstop {
-            return self.inner.call(operation).await;
-        }
-        // Kept for the error: the inner call takes the operation.
-        let method = operation.method.clone();
-        let subject = operation.subject.clone();
-        match tokio::time::timeout_at(deadline, self.inner.call(operation)).await {
-            Ok(result) => result,
-            Err(_elapsed) => {
-                let allowed = deadline.saturating_duration_since(started);
-                let error = Error::timeout(format!("{method} did not finish within {allowed:?}"))
-                    .with_delivery(Delivery::Sent);
-                Err(match subject {
-                    Some(subject) => error.with_subject(subject),
-                    None => error,
-                })
-            }
-        }
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(with_deadline(&self.policy, operation, |operation| {
+            self.inner.call(operation)
+        }))
     }
 }
 

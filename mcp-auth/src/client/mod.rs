@@ -227,13 +227,14 @@ impl OAuthClient {
 
     /// The error for "a user must authorize", with the configured hint.
     pub fn needs_login(&self) -> AuthError {
-        AuthError::NeedsLogin(format!(
-            "authorization needed: no valid token is stored{}",
-            self.config
-                .login_hint
-                .as_deref()
-                .map(|h| format!(" ({h})"))
-                .unwrap_or_default()
-        ))
+        // Built without the formatting machinery: every request to a server without a stored
+        // token makes (and drops) one — the transport then sends it bare.
+        let mut message = String::from("authorization needed: no valid token is stored");
+        if let Some(hint) = self.config.login_hint.as_deref() {
+            message.push_str(" (");
+            message.push_str(hint);
+            message.push(')');
+        }
+        AuthError::NeedsLogin(message)
     }
 }

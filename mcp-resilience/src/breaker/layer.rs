@@ -3,9 +3,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
+use mcp_core::service::CallFuture;
 use mcp_core::{Error, Layer, McpService, Operation, Payload};
 
 use super::{BreakerPolicy, CircuitBreaker};
@@ -144,16 +145,37 @@ impl<S> CircuitBreakerService<S> {
     }
 }
 
-#[async_trait]
-impl<S: McpService> McpService for CircuitBreakerService<S> {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        let breaker = self.breakers.breaker_for(&operation);
+impl CircuitBreakerLayer {
+    /// Asks `operation`'s breaker for a permit, calls `next` with it when given one, and
+    /// records the outcome — what [`CircuitBreakerService`] does around its inner service, for
+    /// a stack that composes its policies in one future instead of a service per layer.
+    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    where
+        F: FnOnce(Operation) -> Fut,
+        Fut: Future<Output = Result<Payload, Error>>,
+    {
+        let breaker = self.breaker_for(&operation);
         let permit = match breaker.try_acquire(operation.options.deadline) {
             Ok(permit) => permit,
             Err(rejection) => return Err(rejection.to_error(&breaker, &operation)),
         };
-        let result = self.inner.call(operation).await;
+        let result = next(operation).await;
         permit.record(&result);
         result
+    }
+}
+
+// Written out instead of with `async_trait`: the boxed future is `around`'s own, not one more
+// future around it holding a second copy of the operation.
+impl<S: McpService> McpService for CircuitBreakerService<S> {
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(
+            self.breakers
+                .around(operation, |operation| self.inner.call(operation)),
+        )
     }
 }
