@@ -397,7 +397,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
         ),
         (
             "clients".into(),
-            "`ours` = the bare session (`mcp-core` + `mcp-session` + the transport); `stack` = `mcp-client`'s facade with its full default stack in front of that same session (catalog lookup, traced call, timeout, retry, breaker, gate; over HTTP also the pool; `enterprise` profile defaults): what a harness gets; `rmcp` = the official Rust SDK; `floor` = no MCP, the same bytes".into(),
+            "`ours` = the bare session (`mcp-core` + `mcp-session` + the transport); `stack` = `mcp-client`'s facade with its full default stack in front of that same session (catalog lookup, traced call, metrics, timeout, retry, breaker, gate; over HTTP also the pool, whose default `max` of 10 sessions caps the calls in flight; `enterprise` profile defaults): what a harness gets; `rmcp` = the official Rust SDK; `floor` = no MCP, the same bytes".into(),
         ),
         (
             "direction".into(),

@@ -10,9 +10,12 @@
 //! about 8 ns each, or tokio's clock when the registry was made with it paused: see
 //! `clock.rs`); one short spin lock for the counts, the histogram record and the QPS window
 //! together (one atomic operation); and the one boxed future every layer has. A successful
-//! `tools/call` result is looked at for `isError` (below). With OpenTelemetry on, the call also
-//! builds its attributes, records on the SDK's histogram and, when traced, starts and ends a
-//! span — the SDK's costs, measured apart by the `layer_call` bench.
+//! `tools/call` result is looked at for `isError` (below). With OpenTelemetry configured, the
+//! call is measured once polled (the caller's context is current then); when it has a meter or
+//! a span (the configured tracer's, or the global one's under the caller's active span) it also
+//! builds its attributes, records on the SDK's histogram and ends the span — the SDK's costs,
+//! measured apart by the `layer_call` bench — and otherwise costs one look at the caller's
+//! context.
 //!
 //! # What looking for a tool error costs
 //!
@@ -154,10 +157,13 @@ where
     let tools_call = operation.method == methods::TOOLS_CALL;
     let series = series_of(server, &operation, tools_call);
     #[cfg(feature = "opentelemetry")]
-    if let Some(telemetry) = registry.telemetry.as_ref().filter(|t| t.records_calls()) {
+    if let Some(call) = registry
+        .telemetry
+        .as_ref()
+        .and_then(|telemetry| telemetry.start_call(server, &mut operation))
+    {
         use opentelemetry::context::FutureExt;
 
-        let call = telemetry.start_call(server, &mut operation);
         let context = call.context();
         let mut recording = Recording::start(series, &registry.clock, tools_call);
         recording.telemetry = Some(call);

@@ -237,19 +237,17 @@ impl Telemetry {
     }
 
     /// Starts measuring one call: its attributes and, when traced, its span, whose trace
-    /// context goes into the operation's options.
+    /// context goes into the operation's options. `None` when the call is neither metered nor
+    /// traced (no meter, no configured tracer, no active span of the caller's to follow): it is
+    /// then measured as without OpenTelemetry.
     pub(crate) fn start_call(
         &self,
         server: &ServerMetrics,
         operation: &mut Operation,
-    ) -> CallTelemetry<'_> {
+    ) -> Option<CallTelemetry<'_>> {
         let tracer = self.tracer_for_call();
         if self.operation.is_none() && tracer.is_none() {
-            return CallTelemetry {
-                telemetry: self,
-                attributes: Vec::new(),
-                context: None,
-            };
+            return None;
         }
         // Method, tool (two) or prompt, five of the server's, and room for `error.type`.
         let mut attributes = Vec::with_capacity(10);
@@ -295,23 +293,14 @@ impl Telemetry {
             }
             context
         });
-        CallTelemetry {
+        Some(CallTelemetry {
             telemetry: self,
             attributes,
             context,
-        }
+        })
     }
 
     /// The configured tracer, or the global one when the caller's context has a span.
-    /// Whether a call starting now is recorded: on a meter's histogram, or as a span (of the
-    /// configured tracer, or of the global one under the caller's active span). When not, the
-    /// call is measured as without OpenTelemetry.
-    pub(crate) fn records_calls(&self) -> bool {
-        self.operation.is_some()
-            || self.tracer.is_some()
-            || (self.follow_current_context && Context::map_current(|cx| cx.has_active_span()))
-    }
-
     fn tracer_for_call(&self) -> Option<CallTracer<'_>> {
         if let Some(tracer) = &self.tracer {
             return Some(CallTracer::Configured(tracer));

@@ -378,6 +378,8 @@ async fn a_callers_active_span_is_the_parent_without_a_configured_tracer() {
     assert_eq!(trace_id, parent_context.trace_id().to_string());
     assert_eq!(span_id, parent_context.span_id().to_string());
     assert_eq!(seen[1].trace_context, None);
+    // Both calls are counted, the untraced one measured as without OpenTelemetry.
+    assert_eq!(metrics.server_snapshot("fs").unwrap().calls, 2);
     context.span().end();
 }
 

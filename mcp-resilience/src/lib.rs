@@ -10,6 +10,11 @@
 //! | `rate_limit` | `RateLimitLayer` | caps the calls per second to one server (feature `rate-limit`) | 5 calls/s, burst 10; waits for a permit within the deadline |
 //! | [`timeout`] | [`TimeoutLayer`] | gives every request one deadline that all its attempts share | 30 s for `tools/call`, 30 s for every other method |
 //!
+//! Each layer's logic is one `around(operation, next)` function on the layer
+//! ([`RetryLayer::around`], [`TimeoutLayer::around`], [`CircuitBreakerLayer::around`],
+//! `RateLimitLayer::around`): its service boxes it around the inner service, and a stack may
+//! compose the `around`s in one future instead of a service per layer.
+//!
 //! # Stacking them
 //!
 //! From the inside out: session (or pool) → breaker → rate limit → retry → timeout. The timeout

@@ -281,8 +281,9 @@ pub struct RetryLayer {
 #[derive(Debug)]
 struct RetryShared {
     policy: RetryPolicy,
-    /// Forked for each request that fails once, so a seeded layer gives a reproducible sequence
-    /// of schedules.
+    /// Forked when a request's first retryable failure needs its schedule (a call that succeeds
+    /// does not advance it), so a seeded layer gives a reproducible sequence of schedules for
+    /// the same sequence of outcomes.
     rng: Mutex<fastrand::Rng>,
 }
 

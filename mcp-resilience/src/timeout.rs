@@ -139,11 +139,11 @@ impl TimeoutLayer {
         F: FnOnce(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>>,
     {
-        with_deadline(&self.policy, operation, next).await
+        call_by_deadline(&self.policy, operation, next).await
     }
 }
 
-async fn with_deadline<F, Fut>(
+async fn call_by_deadline<F, Fut>(
     policy: &TimeoutPolicy,
     mut operation: Operation,
     next: F,
@@ -193,7 +193,7 @@ where
     }
 }
 
-// Written out instead of with `async_trait`: the boxed future is `with_deadline`'s own, not one
+// Written out instead of with `async_trait`: the boxed future is `call_by_deadline`'s own, not one
 // more future around it holding a second copy of the operation.
 impl<S: McpService> McpService for TimeoutService<S> {
     fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
@@ -201,7 +201,7 @@ impl<S: McpService> McpService for TimeoutService<S> {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        Box::pin(with_deadline(&self.policy, operation, |operation| {
+        Box::pin(call_by_deadline(&self.policy, operation, |operation| {
             self.inner.call(operation)
         }))
     }

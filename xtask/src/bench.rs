@@ -5,9 +5,8 @@
 //! The driver compares our client (the bare session, and the facade with its full default stack:
 //! what a harness gets), `rmcp` and a raw pipe floor against the fixture server; `report.json`
 //! carries `stack_overhead` (stack/bare, stack/rmcp, stack/floor per transport, pin, scenario and
-//! metric);
-//! `--quick` is a short run that CI executes to keep the harness working (it never asserts on
-//! speed). Other arguments (`--pin same|split|both`, `--out DIR`, `--repeats N`) go to the
+//! metric). `--quick` is a short run that CI executes to keep the harness working (it never
+//! asserts on speed). Other arguments (`--pin same|split|both`, `--out DIR`, `--repeats N`) go to the
 //! driver unchanged.
 //!
 //! A full run (not `--quick`) then runs the transports the driver has no peer for — in-process,

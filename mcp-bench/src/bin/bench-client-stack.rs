@@ -1,6 +1,6 @@
 //! The full default call stack doing the benchmark calls: `mcp-client`'s facade (catalog lookup,
-//! the traced call, and the server's stack — timeout, retry, breaker, gate, and over HTTP the
-//! pool — with the `enterprise` profile's defaults) in front of the same session
+//! the traced call, and the server's stack — metrics, timeout, retry, breaker, gate, and over
+//! HTTP the pool (at most 10 sessions by default, so at most 10 calls in flight) — with the `enterprise` profile's defaults) in front of the same session
 //! `bench-client-ours` calls directly. The difference between the two is the stack's cost.
 
 use std::collections::BTreeMap;
