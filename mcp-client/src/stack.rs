@@ -33,16 +33,21 @@
 //!   session state, so its calls all share the supervised session (and the HTTP connections
 //!   pooled under it); its pool stays empty.
 //!
+//! The policies are composed in one future per call (`StackService`): each policy's
+//! `around` — the code its layer's service runs — called inside the next one's, with no box or
+//! dynamic call between them; a policy the server does not have costs a branch.
+//!
 //! A server with several endpoints (`enterprise`: [`StackPolicy::routing`]) has the router's
 //! gate instead of the breaker and the gate: one breaker and one pool per endpoint, in the
 //! router (`router/`).
 
+use std::future::Future;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcp_core::{BoxLayer, BoxService, Error, ErrorKind, Layer, McpService, Operation, Payload};
+use futures_util::future::Either;
+use mcp_core::{BoxService, Error, ErrorKind, McpService, Operation, Payload};
 use mcp_resilience::{
     BreakerPolicy, CircuitBreakerLayer, RetryLayer, RetryPolicy, TimeoutLayer, TimeoutPolicy,
 };
@@ -142,7 +147,11 @@ impl Default for StackPolicy {
 
 /// One server's stack and the handles its status display reads.
 pub(crate) struct ServerStack {
+    /// The stack as a service, for whoever is handed it ([`McpClient::service`](crate::McpClient::service)).
     pub(crate) service: BoxService,
+    /// The same stack, for the facade's own calls: awaited in place, inside the facade's future
+    /// ([`StackService::call_in_place`]), with no box of its own.
+    pub(crate) calls: Arc<StackService>,
     /// The task follower the gate calls sessions through: stopping the server flushes the
     /// cancellations of the tasks it abandoned before the sessions close.
     pub(crate) tasks: mcp_tasks::FollowTasksLayer,
@@ -311,9 +320,9 @@ pub(crate) fn build(
 
     // Innermost, around the session each call is given: tasks are followed below every policy.
     let tasks = mcp_tasks::FollowTasksLayer::new(handler, session);
-    let (mut service, breakers): (BoxService, _) = match &router {
+    let (gate, breakers) = match &router {
         Some(router) => (
-            Arc::new(RoutedGate {
+            Gate::Routed(RoutedGate {
                 supervisor,
                 router: router.clone(),
                 default_timeout: config.tool_timeout,
@@ -323,28 +332,26 @@ pub(crate) fn build(
             }),
             None,
         ),
-        None => {
-            let gate: BoxService = Arc::new(ServerGate {
+        None => (
+            Gate::Server(ServerGate {
                 supervisor,
                 default_timeout: config.tool_timeout,
                 tasks: tasks.clone(),
                 #[cfg(feature = "pool")]
                 pool: pool.clone(),
-            });
-            let breakers = breakers_for(config, policy, config.name.clone());
-            let service = match &breakers {
-                Some(breakers) => BoxLayer(breakers.clone()).layer(gate),
-                None => gate,
-            };
-            (service, breakers)
-        }
+            }),
+            breakers_for(config, policy, config.name.clone()),
+        ),
     };
     #[cfg(feature = "pool")]
     let pool_handle = pool.clone();
 
     #[cfg(feature = "rate-limit")]
-    if policy.rate_limit {
-        if let Some(limit) = &settings.rate_limit {
+    let rate_limit = settings
+        .rate_limit
+        .as_ref()
+        .filter(|_| policy.rate_limit)
+        .map(|limit| {
             use mcp_resilience::{RateLimitLayer, RateLimitMode, RateLimitPolicy};
             let per_second = NonZeroU32::new(limit.calls_per_sec).unwrap_or(NonZeroU32::MIN);
             let burst = NonZeroU32::new(limit.burst).unwrap_or(NonZeroU32::MIN);
@@ -355,13 +362,11 @@ pub(crate) fn build(
                 } else {
                     RateLimitMode::Reject
                 });
-            let layer = match shared_permits {
+            match shared_permits {
                 Some(permits) => RateLimitLayer::shared(rate_policy, permits),
                 None => RateLimitLayer::new(rate_policy),
-            };
-            service = BoxLayer(layer).layer(service);
-        }
-    }
+            }
+        });
     #[cfg(not(feature = "rate-limit"))]
     let _ = NonZeroU32::MIN;
 
@@ -382,13 +387,10 @@ pub(crate) fn build(
                 .with_jitter(settings.retry.jitter),
         ),
     };
-    if let Some(retry) = retry {
-        service = BoxLayer(RetryLayer::new(retry)).layer(service);
-    }
 
     // Every wait below ends by the deadline (session, gate, pool, retry, rate limit): the
-    // layer sets it and needs no timer of its own.
-    // Where progress resets the sessions' deadlines, the layer's deadline is the hard cap.
+    // stack sets it and needs no timer of its own.
+    // Where progress resets the sessions' deadlines, the stack's deadline is the hard cap.
     let budget = if session.reset_timeout_on_progress {
         session.max_request_time
     } else {
@@ -396,11 +398,16 @@ pub(crate) fn build(
     };
     let timeouts = TimeoutPolicy::default()
         .with_tool_call_timeout(budget)
-        .with_default_timeout(budget)
-        .without_backstop();
-    service = BoxLayer(TimeoutLayer::new(timeouts)).layer(service);
-    // Outermost: one call as its caller sees it, however many attempts it took.
-    service = BoxLayer(metrics.layer()).layer(service);
+        .with_default_timeout(budget);
+    let calls = Arc::new(StackService {
+        metrics: metrics.layer(),
+        timeout: TimeoutLayer::new(timeouts),
+        retry: retry.map(RetryLayer::new),
+        #[cfg(feature = "rate-limit")]
+        rate_limit,
+        breakers: breakers.clone(),
+        gate,
+    });
 
     let gauges = Arc::new(StackGauges {
         breakers,
@@ -410,7 +417,8 @@ pub(crate) fn build(
     });
     metrics.set_gauges(Arc::new(WeakGauges(Arc::downgrade(&gauges))));
     ServerStack {
-        service,
+        service: calls.clone(),
+        calls,
         tasks,
         #[cfg(feature = "pool")]
         pool,
@@ -486,8 +494,109 @@ pub(crate) fn goes_through_the_pool(
     !session.is_modern() && !on_the_supervised_session(operation)
 }
 
-/// The innermost service: the supervisor's session (through the task follower), or the pool,
-/// once the server is there.
+/// A server's call stack as one service: the policies' `around`s (the same code as their
+/// layers' services) composed in one future — one box per call for the whole stack, not one per
+/// layer — and a policy the server does not have costs a branch. The operation is handed down,
+/// not copied at each level: metrics and the deadline are set before the attempts start, and
+/// the retry keeps the one copy it sends again.
+pub(crate) struct StackService {
+    metrics: mcp_metrics::MetricsLayer,
+    /// Sets the deadline every wait below ends by (no backstop: nothing here waits past it).
+    timeout: TimeoutLayer,
+    retry: Option<RetryLayer>,
+    #[cfg(feature = "rate-limit")]
+    rate_limit: Option<mcp_resilience::RateLimitLayer>,
+    breakers: Option<CircuitBreakerLayer>,
+    /// The server's gate, or a routed server's.
+    gate: Gate,
+}
+
+impl StackService {
+    /// One call through the stack, to await in place (inside the caller's future: the clock,
+    /// the deadline and, with OpenTelemetry, the caller's context are read now): metrics ─▶
+    /// timeout ─▶ the attempts.
+    pub(crate) fn call_in_place(
+        &self,
+        operation: Operation,
+    ) -> impl Future<Output = Result<Payload, Error>> + '_ {
+        self.metrics.around(operation, |mut operation| {
+            self.timeout.set_deadline(&mut operation);
+            self.attempts(operation)
+        })
+    }
+
+    /// retry (when the profile has it) ─▶ one attempt each time.
+    fn attempts(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
+        match &self.retry {
+            Some(retry) => {
+                Either::Left(retry.around(operation, |operation| self.attempt(operation)))
+            }
+            None => Either::Right(self.attempt(operation)),
+        }
+    }
+
+    /// rate limit ─▶ breaker ─▶ gate, each when the server has it.
+    fn attempt(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
+        #[cfg(feature = "rate-limit")]
+        if let Some(limit) = &self.rate_limit {
+            // Boxed: a server with a rate limit pays one more allocation, the others nothing.
+            let limited: mcp_core::service::CallFuture<'_> =
+                Box::pin(limit.around(operation, |operation| self.guarded(operation)));
+            return Either::Left(limited);
+        }
+        Either::Right(self.guarded(operation))
+    }
+
+    /// breaker ─▶ gate.
+    fn guarded(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
+        match &self.breakers {
+            Some(breakers) => {
+                Either::Left(breakers.around(operation, |operation| self.gate.call(operation)))
+            }
+            None => Either::Right(self.gate.call(operation)),
+        }
+    }
+}
+
+// Written out instead of with `async_trait`: the one future of the whole stack.
+impl McpService for StackService {
+    fn call<'life0, 'async_trait>(
+        &'life0 self,
+        operation: Operation,
+    ) -> mcp_core::service::CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        // Everything starts once polled: `service.call(op).with_context(cx)` measures the call
+        // in the caller's OpenTelemetry context.
+        Box::pin(async move { self.call_in_place(operation).await })
+    }
+}
+
+/// Where a stack's calls end: the server's gate, or a routed server's (whose endpoints have
+/// their own breakers).
+enum Gate {
+    Server(ServerGate),
+    Routed(RoutedGate),
+}
+
+impl Gate {
+    fn call(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
+        match self {
+            Gate::Server(gate) => Either::Left(gate.call(operation)),
+            // Boxed: a routed call's future is the larger (the moves it may wait for), and the
+            // stack's future stays the size of the plain gate's.
+            Gate::Routed(gate) => {
+                let routed: mcp_core::service::CallFuture<'_> = Box::pin(gate.call(operation));
+                Either::Right(routed)
+            }
+        }
+    }
+}
+
+/// The innermost part of a server's stack: the supervisor's session (through the task
+/// follower), or the pool, once the server is there.
 struct ServerGate {
     supervisor: Arc<Supervisor>,
     default_timeout: Duration,
@@ -496,8 +605,8 @@ struct ServerGate {
     pool: Option<mcp_pool::SessionPool>,
 }
 
-#[async_trait]
-impl McpService for ServerGate {
+impl ServerGate {
+    /// One call, on the supervisor's session or a pooled one.
     async fn call(&self, operation: Operation) -> Result<Payload, Error> {
         let session = match self.supervisor.ready_now() {
             Some(session) => session,
@@ -505,8 +614,8 @@ impl McpService for ServerGate {
                 let deadline = operation
                     .options
                     .deadline_from(Instant::now(), self.default_timeout);
-                self.supervisor
-                    .ready_session(deadline)
+                // Boxed: rare, and the call's future stays small.
+                Box::pin(self.supervisor.ready_session(deadline))
                     .await
                     .map_err(|e| operation.attach_subject(e))?
             }

@@ -113,15 +113,21 @@ impl<S> std::fmt::Debug for MetricsService<S> {
 }
 
 impl MetricsLayer {
-    /// Measures the call `next` makes of `operation` — what [`MetricsService`] does around its
-    /// inner service, for a stack that composes its policies in one future instead of a
-    /// service per layer.
-    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    /// The call `next` makes of `operation`, measured: recorded when it ends (or, dropped
+    /// unfinished, as cancelled) — what [`MetricsService`] does around its inner service, for a
+    /// stack that composes its policies in one future instead of a service per layer. The
+    /// measurement starts now (and, with OpenTelemetry, reads the caller's context now): call it
+    /// from within the caller's future, where the call starts.
+    pub fn around<'a, F, Fut>(
+        &'a self,
+        operation: Operation,
+        next: F,
+    ) -> impl Future<Output = Result<Payload, Error>> + 'a
     where
         F: FnOnce(Operation) -> Fut,
-        Fut: Future<Output = Result<Payload, Error>>,
+        Fut: Future<Output = Result<Payload, Error>> + 'a,
     {
-        measure(&self.server, &self.registry, operation, next).await
+        measure(&self.server, &self.registry, operation, next)
     }
 }
 
@@ -141,50 +147,42 @@ fn series_of<'a>(
     server.series(&operation.method, tool)
 }
 
-/// One measured call: `next(operation)`, recorded when it ends (or, dropped unfinished, as
-/// cancelled). OpenTelemetry reads the caller's context, which is current only once the call
-/// is polled (`service.call(op).with_context(cx)`): all of it runs then.
-async fn measure<F, Fut>(
-    server: &ServerMetrics,
-    registry: &Registry,
+/// Starts measuring `next(operation)`: the series looked up, the clock read, and with
+/// OpenTelemetry the call's span started (its trace context going into the operation) — then
+/// the inner call made at once, so the future holds only it and the recording, not the
+/// operation.
+#[inline]
+fn measure<'a, F, Fut>(
+    server: &'a ServerMetrics,
+    registry: &'a Registry,
     #[allow(unused_mut)] mut operation: Operation,
     next: F,
-) -> Result<Payload, Error>
+) -> Measured<'a, Fut>
 where
     F: FnOnce(Operation) -> Fut,
     Fut: Future<Output = Result<Payload, Error>>,
 {
     let tools_call = operation.method == methods::TOOLS_CALL;
     let series = series_of(server, &operation, tools_call);
-    #[cfg(feature = "opentelemetry")]
-    if let Some(call) = registry
-        .telemetry
-        .as_ref()
-        .and_then(|telemetry| telemetry.start_call(server, &mut operation))
-    {
-        use opentelemetry::context::FutureExt;
-
-        let context = call.context();
-        let mut recording = Recording::start(series, &registry.clock, tools_call);
-        recording.telemetry = Some(call);
-        let result = match context {
-            // The inner call runs with the span's context current.
-            Some(context) => next(operation).with_context(context).await,
-            None => next(operation).await,
-        };
-        recording.finish(CallEnd::of(&result, tools_call));
-        return result;
-    }
+    #[allow(unused_mut)]
     let mut recording = Recording::start(series, &registry.clock, tools_call);
-    let result = next(operation).await;
-    recording.finish(CallEnd::of(&result, tools_call));
-    result
+    #[cfg(feature = "opentelemetry")]
+    {
+        recording.telemetry = registry
+            .telemetry
+            .as_ref()
+            .and_then(|telemetry| telemetry.start_call(server, &mut operation));
+    }
+    Measured {
+        inner: next(operation),
+        recording,
+    }
 }
 
 // Written out instead of with `async_trait`: the work before the inner call is done here, and
-// the inner call's (boxed) future is made at once, so the future this layer boxes — a
-// `Measured`, written by hand rather than as an `async` block — holds only that future and
-// the recording: the operation is not moved into a second, larger box on its way down.
+// the inner call's (boxed) future is made at once, so the future this layer boxes holds only
+// that future and the recording: the operation is not moved into a second, larger box on its
+// way down.
 impl<S: McpService> McpService for MetricsService<S> {
     fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
     where
@@ -195,36 +193,47 @@ impl<S: McpService> McpService for MetricsService<S> {
         // polled (the caller's context is current then).
         #[cfg(feature = "opentelemetry")]
         if self.registry.telemetry.is_some() {
-            return Box::pin(measure(
-                &self.server,
-                &self.registry,
-                operation,
-                |operation| self.inner.call(operation),
-            ));
+            return Box::pin(async move {
+                measure(&self.server, &self.registry, operation, |operation| {
+                    self.inner.call(operation)
+                })
+                .await
+            });
         }
-        let tools_call = operation.method == methods::TOOLS_CALL;
-        let series = series_of(&self.server, &operation, tools_call);
-        let recording = Recording::start(series, &self.registry.clock, tools_call);
-        let inner = self.inner.call(operation);
-        Box::pin(Measured { inner, recording })
+        Box::pin(measure(
+            &self.server,
+            &self.registry,
+            operation,
+            |operation| self.inner.call(operation),
+        ))
     }
 }
 
-/// The inner call's future and its recording: records the call when it ends (or, dropped
-/// unfinished, as cancelled).
-struct Measured<'a> {
-    inner: CallFuture<'a>,
-    recording: Recording<'a>,
+pin_project_lite::pin_project! {
+    /// The inner call's future and its recording: records the call when it ends (or, dropped
+    /// unfinished, as cancelled). With OpenTelemetry, a traced call is polled with its span's
+    /// context current.
+    struct Measured<'a, F> {
+        #[pin]
+        inner: F,
+        recording: Recording<'a>,
+    }
 }
 
-impl Future for Measured<'_> {
+impl<F: Future<Output = Result<Payload, Error>>> Future for Measured<'_, F> {
     type Output = Result<Payload, Error>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Both fields are `Unpin` (the inner future is boxed).
-        let this = self.get_mut();
-        let result = ready!(this.inner.as_mut().poll(cx));
+        let this = self.project();
+        #[cfg(feature = "opentelemetry")]
+        let _current = this
+            .recording
+            .telemetry
+            .as_ref()
+            .and_then(|telemetry| telemetry.context())
+            .map(opentelemetry::Context::attach);
+        let result = ready!(this.inner.poll(cx));
         this.recording
             .finish(CallEnd::of(&result, this.recording.tools_call));
         Poll::Ready(result)

@@ -344,25 +344,40 @@ impl RetryLayer {
     /// retrying and safe to retry ([`should_retry`]), waiting by the policy's schedule — what
     /// [`RetryService`] does around its inner service, for a stack that composes its policies in
     /// one future instead of a service per layer.
-    pub async fn around<F, Fut>(&self, operation: Operation, attempt: F) -> Result<Payload, Error>
+    pub fn around<'a, F, Fut>(
+        &'a self,
+        operation: Operation,
+        attempt: F,
+    ) -> impl Future<Output = Result<Payload, Error>> + 'a
     where
-        F: FnMut(Operation) -> Fut,
-        Fut: Future<Output = Result<Payload, Error>>,
+        F: FnMut(Operation) -> Fut + 'a,
+        Fut: Future<Output = Result<Payload, Error>> + 'a,
     {
-        self.shared.around(operation, attempt).await
+        self.shared.around(operation, attempt)
     }
 }
 
 impl RetryShared {
-    async fn around<F, Fut>(&self, operation: Operation, mut attempt: F) -> Result<Payload, Error>
+    fn around<'a, F, Fut>(
+        &'a self,
+        operation: Operation,
+        attempt: F,
+    ) -> impl Future<Output = Result<Payload, Error>> + 'a
+    where
+        F: FnMut(Operation) -> Fut + 'a,
+        Fut: Future<Output = Result<Payload, Error>> + 'a,
+    {
+        // Every attempt sends a copy whose parameters are raw JSON: serialized once here (the
+        // transport then writes the text as it is), cheap to copy where a value tree is not.
+        // Made before the future, which so holds the one operation it copies for each attempt.
+        self.attempts(operation.into_replayable(), attempt)
+    }
+
+    async fn attempts<F, Fut>(&self, template: Operation, mut attempt: F) -> Result<Payload, Error>
     where
         F: FnMut(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>>,
     {
-        // Every attempt sends a copy whose parameters are raw JSON: serialized once here (the
-        // transport then writes the text as it is), cheap to copy where a value tree is not.
-        let template = operation.replayable();
-        drop(operation);
         // The schedule (and its random numbers) only once a first attempt failed: a call that
         // succeeds costs no lock.
         let mut delays = None;
@@ -397,8 +412,11 @@ impl RetryShared {
                 error.kind = %error.kind(),
                 "retrying MCP request"
             );
+            // Not kept across the wait: the next attempt's outcome replaces it.
+            drop(error);
             if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
+                // Boxed: rare, and the call's future stays small.
+                Box::pin(tokio::time::sleep(delay)).await;
             }
         }
     }

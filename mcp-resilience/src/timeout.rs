@@ -141,18 +141,23 @@ impl TimeoutLayer {
     {
         call_by_deadline(&self.policy, operation, next).await
     }
+
+    /// Gives `operation` its deadline — the caller's, or the policy's budget from now,
+    /// whichever comes first — and returns it: the part of [`around`](Self::around) that sets
+    /// the deadline, for a stack whose waits all end by it (a policy without a backstop needs
+    /// nothing more).
+    pub fn set_deadline(&self, operation: &mut Operation) -> Option<Instant> {
+        set_deadline(&self.policy, Instant::now(), operation)
+    }
 }
 
-async fn call_by_deadline<F, Fut>(
+/// The deadline of `operation`, started at `started`, set in its options and returned. `None`
+/// only when the budget is too large to represent and the caller set none.
+fn set_deadline(
     policy: &TimeoutPolicy,
-    mut operation: Operation,
-    next: F,
-) -> Result<Payload, Error>
-where
-    F: FnOnce(Operation) -> Fut,
-    Fut: Future<Output = Result<Payload, Error>>,
-{
-    let started = Instant::now();
+    started: Instant,
+    operation: &mut Operation,
+) -> Option<Instant> {
     // A request whose deadline progress may reset is bounded by its hard cap here; the
     // session resets the relative deadline below it.
     let budget = match (
@@ -166,11 +171,27 @@ where
             .unwrap_or_else(|| policy.timeout_for(&operation.method)),
     };
     if let Some(by_budget) = instant_after(started, budget) {
-        operation.options = operation.options.with_deadline(by_budget);
+        // The earlier of the caller's deadline and the budget's (`RequestOptions::with_deadline`,
+        // in place).
+        let deadline = &mut operation.options.deadline;
+        *deadline = Some(deadline.map_or(by_budget, |caller| caller.min(by_budget)));
     }
+    operation.options.deadline
+}
+
+async fn call_by_deadline<F, Fut>(
+    policy: &TimeoutPolicy,
+    mut operation: Operation,
+    next: F,
+) -> Result<Payload, Error>
+where
+    F: FnOnce(Operation) -> Fut,
+    Fut: Future<Output = Result<Payload, Error>>,
+{
+    let started = Instant::now();
     // No deadline only when the budget is too large to represent and the caller set none:
     // then there is nothing to stop at.
-    let Some(deadline) = operation.options.deadline else {
+    let Some(deadline) = set_deadline(policy, started, &mut operation) else {
         return next(operation).await;
     };
     if !policy.backstop {

@@ -2,12 +2,11 @@
 //! recorded), a prompt by its qualified name.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::Instant;
 
 use mcp_core::types::{CallToolResult, GetPromptResult};
-use mcp_core::{
-    Delivery, Error, ErrorKind, McpService, McpServiceExt, Operation, Payload, RequestOptions,
-};
+use mcp_core::{Delivery, Error, ErrorKind, McpServiceExt, Operation, Payload, RequestOptions};
 use mcp_tasks::{TaskOptionsExt, ToolCallOutcome};
 use serde_json::Value;
 use tracing::Instrument;
@@ -16,13 +15,14 @@ use super::McpClient;
 
 impl McpClient {
     /// Calls a tool by its qualified name (`server__tool`) with the server's tool timeout.
-    pub async fn call_tool(
-        &self,
-        qualified_name: &str,
+    // A plain function returning the call's future (as the others here): an `async fn` would
+    // wrap it in one more future, moved on every await.
+    pub fn call_tool<'a>(
+        &'a self,
+        qualified_name: &'a str,
         arguments: Option<Value>,
-    ) -> Result<CallToolResult, Error> {
+    ) -> impl Future<Output = Result<CallToolResult, Error>> + Send + 'a {
         self.call_tool_with(qualified_name, arguments, RequestOptions::new())
-            .await
     }
 
     /// Calls a tool by its qualified name with per-call options (progress, deadline). Without
@@ -30,18 +30,17 @@ impl McpClient {
     /// that is safe: the tool is annotated read-only or idempotent, or the failure proves the
     /// server never received it. A call a 2026-07-28 server that offers the Tasks extension
     /// runs as a task is followed to its end within the same deadline.
-    pub async fn call_tool_with(
-        &self,
-        qualified_name: &str,
+    pub fn call_tool_with<'a>(
+        &'a self,
+        qualified_name: &'a str,
         arguments: Option<Value>,
         options: RequestOptions,
-    ) -> Result<CallToolResult, Error> {
+    ) -> impl Future<Output = Result<CallToolResult, Error>> + Send + 'a {
         self.traced_tool_call(qualified_name, arguments, options, |payload| {
             let result = CallToolResult::from_answer(payload, qualified_name)?;
             let is_error = result.is_error();
             Ok((result, is_error))
         })
-        .await
     }
 
     /// Calls a tool by its qualified name, handing back the task when the server runs the call
@@ -103,8 +102,8 @@ impl McpClient {
         let started = Instant::now();
         let result = server
             .stack
-            .service
-            .call(operation)
+            .calls
+            .call_in_place(operation)
             .instrument(span.clone())
             .await
             .and_then(parse)

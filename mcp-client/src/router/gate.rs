@@ -1,4 +1,4 @@
-//! [`RoutedGate`]: the innermost service of a routed server's stack (in place of the plain
+//! [`RoutedGate`]: the innermost part of a routed server's stack (in place of the plain
 //! gate and the server's breaker layer).
 //!
 //! Each call takes the supervisor's session — pinned to the endpoint carrying the calls — and
@@ -13,8 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcp_core::{Delivery, Error, ErrorKind, McpService, Operation, Payload};
+#[cfg(feature = "pool")]
+use mcp_core::McpService;
+use mcp_core::{Delivery, Error, ErrorKind, Operation, Payload};
 use mcp_session::ClientSession;
 use tokio::time::Instant;
 
@@ -119,9 +120,9 @@ impl RoutedGate {
     }
 }
 
-#[async_trait]
-impl McpService for RoutedGate {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
+impl RoutedGate {
+    /// One call, on the endpoint carrying the calls (see the [module docs](self)).
+    pub(crate) async fn call(&self, operation: Operation) -> Result<Payload, Error> {
         let mut deadline = None;
         loop {
             // The waits are boxed: rare, and the call's future stays small (one allocation

@@ -85,24 +85,17 @@ impl Operation {
             .flatten()
     }
 
-    /// A copy to send again later (a retry): the same operation, with in-memory parameters
-    /// serialized once to raw JSON, which is cheaper to keep and to copy than a value tree.
-    pub fn replayable(&self) -> Operation {
-        let params = match &self.params {
-            Some(Payload::Value(value)) => Some(
-                serde_json::value::to_raw_value(value)
-                    .map(Payload::Raw)
-                    .unwrap_or_else(|_| Payload::Value(value.clone())),
-            ),
-            other => other.clone(),
-        };
-        Operation {
-            method: self.method.clone(),
-            params,
-            options: self.options.clone(),
-            idempotent: self.idempotent,
-            subject: self.subject.clone(),
+    /// The operation made ready to send again later (a retry): in-memory parameters serialized
+    /// once to raw JSON, which is cheaper to keep and to copy than a value tree; other
+    /// parameters kept as they are (raw or shared JSON is copied cheaply already).
+    pub fn into_replayable(mut self) -> Operation {
+        if let Some(Payload::Value(value)) = &self.params {
+            // Serializing a `Value` cannot fail; keep the value if it ever did.
+            if let Ok(raw) = serde_json::value::to_raw_value(value) {
+                self.params = Some(Payload::Raw(raw));
+            }
         }
+        self
     }
 
     /// Names the error after this operation's subject, unless it already names one.

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
 
 use mcp_core::service::CallFuture;
 use mcp_core::{Error, Layer, McpService, Operation, Payload};
@@ -148,34 +150,86 @@ impl<S> CircuitBreakerService<S> {
 impl CircuitBreakerLayer {
     /// Asks `operation`'s breaker for a permit, calls `next` with it when given one, and
     /// records the outcome — what [`CircuitBreakerService`] does around its inner service, for
-    /// a stack that composes its policies in one future instead of a service per layer.
-    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    /// a stack that composes its policies in one future instead of a service per layer. The
+    /// permit is asked for now: call it where the call starts.
+    pub fn around<F, Fut>(&self, operation: Operation, next: F) -> Guarded<Fut>
     where
         F: FnOnce(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>>,
     {
         let breaker = self.breaker_for(&operation);
-        let permit = match breaker.try_acquire(operation.options.deadline) {
-            Ok(permit) => permit,
-            Err(rejection) => return Err(rejection.to_error(&breaker, &operation)),
-        };
-        let result = next(operation).await;
-        permit.record(&result);
-        result
+        match breaker.try_acquire_shared(operation.options.deadline) {
+            Ok(permit) => Guarded {
+                state: GuardedState::Admitted {
+                    inner: next(operation),
+                    permit: Some(permit),
+                },
+            },
+            Err(rejection) => Guarded {
+                state: GuardedState::Refused {
+                    error: Some(rejection.to_error(&breaker, &operation)),
+                },
+            },
+        }
     }
 }
 
-// Written out instead of with `async_trait`: the boxed future is `around`'s own, not one more
-// future around it holding a second copy of the operation.
+pin_project_lite::pin_project! {
+    /// The future of [`CircuitBreakerLayer::around`]: the call the breaker let through, its
+    /// outcome reported when it ends (dropped unfinished, the permit decides: see
+    /// [`BreakerPermit`](super::BreakerPermit)); or the breaker's refusal.
+    pub struct Guarded<F> {
+        #[pin]
+        state: GuardedState<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = GuardedProjection]
+    enum GuardedState<F> {
+        Admitted {
+            #[pin]
+            inner: F,
+            permit: Option<super::BreakerPermit<'static>>,
+        },
+        Refused { error: Option<Error> },
+    }
+}
+
+impl<F: Future<Output = Result<Payload, Error>>> Future for Guarded<F> {
+    type Output = Result<Payload, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            GuardedProjection::Admitted { inner, permit } => {
+                let result = ready!(inner.poll(cx));
+                if let Some(permit) = permit.take() {
+                    permit.record(&result);
+                }
+                Poll::Ready(result)
+            }
+            GuardedProjection::Refused { error } => match error.take() {
+                Some(error) => Poll::Ready(Err(error)),
+                None => Poll::Ready(Err(Error::new(
+                    mcp_core::ErrorKind::Protocol,
+                    "a breaker's refusal was polled again after it was given",
+                ))),
+            },
+        }
+    }
+}
+
 impl<S: McpService> McpService for CircuitBreakerService<S> {
     fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        Box::pin(
+        // The permit is asked for once polled, as the call starts.
+        Box::pin(async move {
             self.breakers
-                .around(operation, |operation| self.inner.call(operation)),
-        )
+                .around(operation, |operation| self.inner.call(operation))
+                .await
+        })
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mcp_core::Error;
@@ -188,6 +188,34 @@ impl CircuitBreaker {
         &self,
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'_>, BreakerRejection> {
+        let (generation, probe) = self.admit()?;
+        Ok(BreakerPermit {
+            breaker: Holder::Borrowed(self),
+            generation,
+            probe,
+            deadline,
+            settled: false,
+        })
+    }
+
+    /// [`try_acquire`](Self::try_acquire), the permit holding its own handle to the breaker
+    /// (for a future that keeps it across its awaits beside the call it guards).
+    pub fn try_acquire_shared(
+        self: &Arc<Self>,
+        deadline: Option<Instant>,
+    ) -> Result<BreakerPermit<'static>, BreakerRejection> {
+        let (generation, probe) = self.admit()?;
+        Ok(BreakerPermit {
+            breaker: Holder::Shared(self.clone()),
+            generation,
+            probe,
+            deadline,
+            settled: false,
+        })
+    }
+
+    /// The generation a call is admitted in and whether it is a probe, or the refusal.
+    fn admit(&self) -> Result<(u64, bool), BreakerRejection> {
         let now = Instant::now();
         let mut machine = self.machine(now);
         let probes = self.policy.probes();
@@ -210,13 +238,7 @@ impl CircuitBreaker {
                 })
             }
         };
-        Ok(BreakerPermit {
-            breaker: self,
-            generation: machine.generation,
-            probe,
-            deadline,
-            settled: false,
-        })
+        Ok((machine.generation, probe))
     }
 
     /// Locks the machine and brings it up to `now`: ends a finished cool-down, forgets failures
@@ -342,11 +364,29 @@ impl CircuitBreaker {
 /// otherwise (a probe's slot is freed either way).
 #[must_use = "report the call's outcome to the breaker"]
 pub struct BreakerPermit<'a> {
-    breaker: &'a CircuitBreaker,
+    breaker: Holder<'a>,
     generation: u64,
     probe: bool,
     deadline: Option<Instant>,
     settled: bool,
+}
+
+/// How a permit holds its breaker: borrowed ([`CircuitBreaker::try_acquire`]) or shared
+/// ([`CircuitBreaker::try_acquire_shared`]).
+enum Holder<'a> {
+    Borrowed(&'a CircuitBreaker),
+    Shared(Arc<CircuitBreaker>),
+}
+
+impl std::ops::Deref for Holder<'_> {
+    type Target = CircuitBreaker;
+
+    fn deref(&self) -> &CircuitBreaker {
+        match self {
+            Holder::Borrowed(breaker) => breaker,
+            Holder::Shared(breaker) => breaker,
+        }
+    }
 }
 
 impl fmt::Debug for BreakerPermit<'_> {
