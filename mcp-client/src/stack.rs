@@ -35,7 +35,8 @@
 //!
 //! The policies are composed in one future per call (`StackService`): each policy's
 //! `around` — the code its layer's service runs — called inside the next one's, with no box or
-//! dynamic call between them; a policy the server does not have costs a branch.
+//! dynamic call between them (a rate-limited attempt and a routed call are boxed: they are the
+//! larger futures); a policy the server does not have costs a branch.
 //!
 //! A server with several endpoints (`enterprise`: [`StackPolicy::routing`]) has the router's
 //! gate instead of the breaker and the gate: one breaker and one pool per endpoint, in the
@@ -398,7 +399,8 @@ pub(crate) fn build(
     };
     let timeouts = TimeoutPolicy::default()
         .with_tool_call_timeout(budget)
-        .with_default_timeout(budget);
+        .with_default_timeout(budget)
+        .without_backstop();
     let calls = Arc::new(StackService {
         metrics: metrics.layer(),
         timeout: TimeoutLayer::new(timeouts),
@@ -544,7 +546,7 @@ impl StackService {
                 Box::pin(limit.around(operation, |operation| self.guarded(operation)));
             return Either::Left(limited);
         }
-        Either::Right(self.guarded(operation))
+        Either::<mcp_core::service::CallFuture<'_>, _>::Right(self.guarded(operation))
     }
 
     /// breaker ─▶ gate.

@@ -15,8 +15,8 @@ use super::McpClient;
 
 impl McpClient {
     /// Calls a tool by its qualified name (`server__tool`) with the server's tool timeout.
-    // A plain function returning the call's future (as the others here): an `async fn` would
-    // wrap it in one more future, moved on every await.
+    // A plain function returning the call's future: an `async fn` would wrap it in one more
+    // future, moved on every await.
     pub fn call_tool<'a>(
         &'a self,
         qualified_name: &'a str,

@@ -196,25 +196,34 @@ pin_project_lite::pin_project! {
     }
 }
 
+/// What a [`Guarded`] polled again after it completed answers (a caller's mistake).
+fn polled_after_completion() -> Error {
+    Error::new(
+        mcp_core::ErrorKind::Protocol,
+        "CircuitBreakerLayer::around's future was polled after it completed",
+    )
+    .with_delivery(mcp_core::Delivery::NotSent)
+}
+
 impl<F: Future<Output = Result<Payload, Error>>> Future for Guarded<F> {
     type Output = Result<Payload, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             GuardedProjection::Admitted { inner, permit } => {
+                // The permit is taken when the call ends: none left means it ended already.
+                if permit.is_none() {
+                    return Poll::Ready(Err(polled_after_completion()));
+                }
                 let result = ready!(inner.poll(cx));
                 if let Some(permit) = permit.take() {
                     permit.record(&result);
                 }
                 Poll::Ready(result)
             }
-            GuardedProjection::Refused { error } => match error.take() {
-                Some(error) => Poll::Ready(Err(error)),
-                None => Poll::Ready(Err(Error::new(
-                    mcp_core::ErrorKind::Protocol,
-                    "a breaker's refusal was polled again after it was given",
-                ))),
-            },
+            GuardedProjection::Refused { error } => {
+                Poll::Ready(Err(error.take().unwrap_or_else(polled_after_completion)))
+            }
         }
     }
 }
