@@ -225,7 +225,7 @@ impl ManagedServer {
         );
         let resources = Arc::new(ServerResources::new(
             &config,
-            stack.service.clone(),
+            stack.service(),
             metrics.clone(),
             #[cfg(feature = "resources")]
             &relay,
@@ -291,7 +291,7 @@ impl ManagedServer {
 
     /// The prompt list, kept or fetched through the call stack.
     pub(crate) async fn prompt_list(&self) -> Result<Fetched<Vec<Prompt>>, Error> {
-        let service = self.stack.service.clone();
+        let service = self.stack.service();
         self.prompts
             .get_or_fetch(async move { service.list_all_prompts(RequestOptions::new()).await })
             .await
@@ -300,7 +300,7 @@ impl ManagedServer {
     /// The resources and templates, kept or fetched through the call stack (a server that
     /// cannot list templates has none).
     pub(crate) async fn resource_listing(&self) -> Result<Fetched<ResourceListing>, Error> {
-        let service = self.stack.service.clone();
+        let service = self.stack.service();
         self.resource_listing
             .get_or_fetch(async move {
                 let resources = service.list_all_resources(RequestOptions::new()).await?;

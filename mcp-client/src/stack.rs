@@ -148,10 +148,9 @@ impl Default for StackPolicy {
 
 /// One server's stack and the handles its status display reads.
 pub(crate) struct ServerStack {
-    /// The stack as a service, for whoever is handed it ([`McpClient::service`](crate::McpClient::service)).
-    pub(crate) service: BoxService,
-    /// The same stack, for the facade's own calls: awaited in place, inside the facade's future
-    /// ([`StackService::call_in_place`]), with no box of its own.
+    /// The stack: awaited in place by the facade's own calls
+    /// ([`StackService::call_in_place`], no box), and handed out as a service
+    /// ([`service`](Self::service)).
     pub(crate) calls: Arc<StackService>,
     /// The task follower the gate calls sessions through: stopping the server flushes the
     /// cancellations of the tasks it abandoned before the sessions close.
@@ -160,6 +159,14 @@ pub(crate) struct ServerStack {
     pub(crate) pool: Option<mcp_pool::SessionPool>,
     /// The breaker and pool, as status displays and the metrics see them.
     pub(crate) gauges: Arc<StackGauges>,
+}
+
+impl ServerStack {
+    /// The stack as a service, for whoever is handed it
+    /// ([`McpClient::service`](crate::McpClient::service)).
+    pub(crate) fn service(&self) -> BoxService {
+        self.calls.clone()
+    }
 }
 
 /// The live parts of a stack that status displays and metrics snapshots read.
@@ -419,7 +426,6 @@ pub(crate) fn build(
     });
     metrics.set_gauges(Arc::new(WeakGauges(Arc::downgrade(&gauges))));
     ServerStack {
-        service: calls.clone(),
         calls,
         tasks,
         #[cfg(feature = "pool")]
@@ -581,6 +587,9 @@ impl McpService for StackService {
 enum Gate {
     Server(ServerGate),
     Routed(RoutedGate),
+    /// A scripted service in place of the server (the stack's own tests).
+    #[cfg(test)]
+    Scripted(BoxService),
 }
 
 impl Gate {
@@ -593,6 +602,8 @@ impl Gate {
                 let routed: mcp_core::service::CallFuture<'_> = Box::pin(gate.call(operation));
                 Either::Right(routed)
             }
+            #[cfg(test)]
+            Gate::Scripted(service) => Either::Right(service.call(operation)),
         }
     }
 }
@@ -637,3 +648,7 @@ impl ServerGate {
         result
     }
 }
+
+#[cfg(test)]
+#[path = "stack_tests.rs"]
+mod tests;

@@ -226,6 +226,15 @@ impl<F: Future<Output = Result<Payload, Error>>> Future for Measured<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        if this.recording.done {
+            // Polled again after it completed (a caller's mistake): the call is not counted
+            // twice, nor the finished call polled again.
+            return Poll::Ready(Err(Error::new(
+                mcp_core::ErrorKind::Protocol,
+                "MetricsLayer::around's future was polled after it completed",
+            )
+            .with_delivery(mcp_core::Delivery::NotSent)));
+        }
         #[cfg(feature = "opentelemetry")]
         let _current = this
             .recording

@@ -93,7 +93,7 @@ pub mod timeout;
 pub use breaker::{
     counts_as_failure_by_default, BreakerPermit, BreakerPhase, BreakerPolicy, BreakerRejection,
     BreakerSnapshot, BreakerState, BreakerTransition, CircuitBreaker, CircuitBreakerLayer,
-    CircuitBreakerService, FailureRule,
+    CircuitBreakerService, FailureRule, GuardedCall,
 };
 #[cfg(feature = "rate-limit")]
 pub use rate_limit::{

@@ -171,10 +171,7 @@ fn set_deadline(
             .unwrap_or_else(|| policy.timeout_for(&operation.method)),
     };
     if let Some(by_budget) = instant_after(started, budget) {
-        // The earlier of the caller's deadline and the budget's (`RequestOptions::with_deadline`,
-        // in place).
-        let deadline = &mut operation.options.deadline;
-        *deadline = Some(deadline.map_or(by_budget, |caller| caller.min(by_budget)));
+        operation.options.cap_deadline(by_budget);
     }
     operation.options.deadline
 }

@@ -100,10 +100,10 @@ impl McpClient {
             error.type = tracing::field::Empty,
         );
         let started = Instant::now();
-        let result = server
-            .stack
-            .calls
-            .call_in_place(operation)
+        // Started inside the span (the stack's first steps, a breaker's admission among them,
+        // log there), then awaited in it.
+        let result = span
+            .in_scope(|| server.stack.calls.call_in_place(operation))
             .instrument(span.clone())
             .await
             .and_then(parse)
@@ -151,7 +151,7 @@ impl McpClient {
         let server = self.inner.catalog_server(&entry.server)?;
         server
             .stack
-            .service
+            .calls
             .get_prompt(&entry.prompt.name, arguments, RequestOptions::new())
             .await
             .map_err(|e| e.with_subject(qualified_name))

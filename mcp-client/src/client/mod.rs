@@ -234,7 +234,7 @@ impl McpClient {
     /// The server's whole call stack (timeout, retry, breaker, pool …) as a service, for
     /// requests the facade does not wrap: [`McpServiceExt`](mcp_core::McpServiceExt) works on it.
     pub fn service(&self, server: &str) -> Option<BoxService> {
-        self.inner.server(server).map(|s| s.stack.service.clone())
+        self.inner.server(server).map(|s| s.stack.service())
     }
 }
 

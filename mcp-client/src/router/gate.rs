@@ -25,7 +25,7 @@ use crate::supervisor::{Supervisor, SupervisorEvent};
 /// How long a call waiting for the traffic to move looks again at whether it still must.
 const RECHECK: Duration = Duration::from_millis(50);
 
-/// The innermost service of a routed server (see the [module docs](self)).
+/// The innermost part of a routed server's stack (see the [module docs](self)).
 pub(crate) struct RoutedGate {
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) router: Arc<Router>,

@@ -5,7 +5,7 @@
 //!   lowest smoothed probe latency, ties by configuration order, with hysteresis and a
 //!   failback period ([`RoutingPolicy`]).
 //! - `endpoint.rs`: one endpoint — its connector, breakers, pool, health and calls in flight.
-//! - `gate.rs`: the innermost service of a routed server's stack: each call goes to the
+//! - `gate.rs`: the innermost part of a routed server's stack: each call goes to the
 //!   supervisor's session (pinned to the active endpoint) through that endpoint's breaker and
 //!   pool, and a call never goes to an endpoint known to be down while another can take it.
 //! - `prober.rs`: every endpoint is probed once per probe interval (a ping on the session of

@@ -74,8 +74,14 @@ impl RequestOptions {
 
     /// Sets an absolute deadline (kept when an earlier one is already set).
     pub fn with_deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self.cap_deadline(deadline);
         self
+    }
+
+    /// [`with_deadline`](Self::with_deadline) in place: the deadline becomes the earlier of the
+    /// one set (if any) and `deadline`.
+    pub fn cap_deadline(&mut self, deadline: Instant) {
+        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
     }
 
     /// The earlier of [`deadline`](Self::deadline) and `started + (timeout or default_timeout)`.

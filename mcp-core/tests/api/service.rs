@@ -202,3 +202,29 @@ fn a_tool_answer_that_is_not_complete_is_not_a_result() {
         mcp_core::types::CallToolResult::from_answer(Payload::Value(complete), "build").unwrap();
     assert_eq!(result.text(), "ok");
 }
+
+#[test]
+fn a_replayable_operation_keeps_its_parameters_as_raw_json_and_everything_else() {
+    let value = serde_json::json!({"name": "search", "arguments": {"q": "mcp", "n": 3}});
+    let operation = Operation::new("tools/call", Some(Payload::Value(value.clone())))
+        .with_subject("search")
+        .with_idempotent(true);
+    let replayable = operation.into_replayable();
+    match &replayable.params {
+        Some(Payload::Raw(raw)) => {
+            let read: serde_json::Value = serde_json::from_str(raw.get()).unwrap();
+            assert_eq!(read, value);
+        }
+        other => panic!("expected raw JSON parameters, got {other:?}"),
+    }
+    assert_eq!(replayable.method, "tools/call");
+    assert_eq!(replayable.subject.as_deref(), Some("search"));
+    assert!(replayable.idempotent);
+
+    // Parameters that are already text are kept as they are.
+    let shared = Operation::call_tool("search", Some(serde_json::json!({"q": "mcp"})));
+    let before = shared.params.clone();
+    let kept = shared.into_replayable();
+    assert!(matches!(kept.params, Some(Payload::Shared(_))));
+    assert_eq!(kept.params, before);
+}

@@ -152,20 +152,20 @@ impl CircuitBreakerLayer {
     /// records the outcome — what [`CircuitBreakerService`] does around its inner service, for
     /// a stack that composes its policies in one future instead of a service per layer. The
     /// permit is asked for now: call it where the call starts.
-    pub fn around<F, Fut>(&self, operation: Operation, next: F) -> Guarded<Fut>
+    pub fn around<F, Fut>(&self, operation: Operation, next: F) -> GuardedCall<Fut>
     where
         F: FnOnce(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>>,
     {
         let breaker = self.breaker_for(&operation);
-        match breaker.try_acquire_shared(operation.options.deadline) {
-            Ok(permit) => Guarded {
+        match breaker.try_acquire_owned(operation.options.deadline) {
+            Ok(permit) => GuardedCall {
                 state: GuardedState::Admitted {
                     inner: next(operation),
                     permit: Some(permit),
                 },
             },
-            Err(rejection) => Guarded {
+            Err(rejection) => GuardedCall {
                 state: GuardedState::Refused {
                     error: Some(rejection.to_error(&breaker, &operation)),
                 },
@@ -178,7 +178,8 @@ pin_project_lite::pin_project! {
     /// The future of [`CircuitBreakerLayer::around`]: the call the breaker let through, its
     /// outcome reported when it ends (dropped unfinished, the permit decides: see
     /// [`BreakerPermit`](super::BreakerPermit)); or the breaker's refusal.
-    pub struct Guarded<F> {
+    #[must_use = "futures do nothing unless polled"]
+    pub struct GuardedCall<F> {
         #[pin]
         state: GuardedState<F>,
     }
@@ -196,7 +197,23 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// What a [`Guarded`] polled again after it completed answers (a caller's mistake).
+impl<F> fmt::Debug for GuardedCall<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            GuardedState::Admitted {
+                permit: Some(_), ..
+            } => "admitted",
+            GuardedState::Admitted { permit: None, .. } => "completed",
+            GuardedState::Refused { error: Some(_) } => "refused",
+            GuardedState::Refused { error: None } => "completed",
+        };
+        f.debug_struct("GuardedCall")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+/// What a [`GuardedCall`] polled again after it completed answers (a caller's mistake).
 fn polled_after_completion() -> Error {
     Error::new(
         mcp_core::ErrorKind::Protocol,
@@ -205,7 +222,7 @@ fn polled_after_completion() -> Error {
     .with_delivery(mcp_core::Delivery::NotSent)
 }
 
-impl<F: Future<Output = Result<Payload, Error>>> Future for Guarded<F> {
+impl<F: Future<Output = Result<Payload, Error>>> Future for GuardedCall<F> {
     type Output = Result<Payload, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

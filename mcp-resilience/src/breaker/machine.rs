@@ -188,34 +188,24 @@ impl CircuitBreaker {
         &self,
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'_>, BreakerRejection> {
-        let (generation, probe) = self.admit()?;
-        Ok(BreakerPermit {
-            breaker: Holder::Borrowed(self),
-            generation,
-            probe,
-            deadline,
-            settled: false,
-        })
+        self.admit(BreakerRef::Borrowed(self), deadline)
     }
 
     /// [`try_acquire`](Self::try_acquire), the permit holding its own handle to the breaker
     /// (for a future that keeps it across its awaits beside the call it guards).
-    pub fn try_acquire_shared(
+    pub fn try_acquire_owned(
         self: &Arc<Self>,
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'static>, BreakerRejection> {
-        let (generation, probe) = self.admit()?;
-        Ok(BreakerPermit {
-            breaker: Holder::Shared(self.clone()),
-            generation,
-            probe,
-            deadline,
-            settled: false,
-        })
+        self.admit(BreakerRef::Owned(self.clone()), deadline)
     }
 
-    /// The generation a call is admitted in and whether it is a probe, or the refusal.
-    fn admit(&self) -> Result<(u64, bool), BreakerRejection> {
+    /// A permit held through `breaker` (this breaker), or the refusal.
+    fn admit<'a>(
+        &self,
+        breaker: BreakerRef<'a>,
+        deadline: Option<Instant>,
+    ) -> Result<BreakerPermit<'a>, BreakerRejection> {
         let now = Instant::now();
         let mut machine = self.machine(now);
         let probes = self.policy.probes();
@@ -238,7 +228,13 @@ impl CircuitBreaker {
                 })
             }
         };
-        Ok((machine.generation, probe))
+        Ok(BreakerPermit {
+            breaker,
+            generation: machine.generation,
+            probe,
+            deadline,
+            settled: false,
+        })
     }
 
     /// Locks the machine and brings it up to `now`: ends a finished cool-down, forgets failures
@@ -364,27 +360,27 @@ impl CircuitBreaker {
 /// otherwise (a probe's slot is freed either way).
 #[must_use = "report the call's outcome to the breaker"]
 pub struct BreakerPermit<'a> {
-    breaker: Holder<'a>,
+    breaker: BreakerRef<'a>,
     generation: u64,
     probe: bool,
     deadline: Option<Instant>,
     settled: bool,
 }
 
-/// How a permit holds its breaker: borrowed ([`CircuitBreaker::try_acquire`]) or shared
-/// ([`CircuitBreaker::try_acquire_shared`]).
-enum Holder<'a> {
+/// How a permit holds its breaker: borrowed ([`CircuitBreaker::try_acquire`]) or owned
+/// ([`CircuitBreaker::try_acquire_owned`]).
+enum BreakerRef<'a> {
     Borrowed(&'a CircuitBreaker),
-    Shared(Arc<CircuitBreaker>),
+    Owned(Arc<CircuitBreaker>),
 }
 
-impl std::ops::Deref for Holder<'_> {
+impl std::ops::Deref for BreakerRef<'_> {
     type Target = CircuitBreaker;
 
     fn deref(&self) -> &CircuitBreaker {
         match self {
-            Holder::Borrowed(breaker) => breaker,
-            Holder::Shared(breaker) => breaker,
+            BreakerRef::Borrowed(breaker) => breaker,
+            BreakerRef::Owned(breaker) => breaker,
         }
     }
 }

@@ -29,7 +29,7 @@ mod machine;
 mod policy;
 mod status;
 
-pub use layer::{CircuitBreakerLayer, CircuitBreakerService, Guarded};
+pub use layer::{CircuitBreakerLayer, CircuitBreakerService, GuardedCall};
 pub use machine::{BreakerPermit, CircuitBreaker};
 pub use policy::{counts_as_failure_by_default, BreakerPolicy, FailureRule};
 pub use status::{
