@@ -36,14 +36,16 @@ pub struct CatalogPrompt {
 #[derive(Debug, Clone)]
 pub struct Catalog<T> {
     entries: Vec<T>,
-    index: HashMap<String, usize>,
+    /// By qualified name; foldhash (seeded per process), as the metrics' series: a lookup is on
+    /// every call's path.
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
 }
 
 impl<T> Default for Catalog<T> {
     fn default() -> Self {
         Catalog {
             entries: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 }
@@ -94,7 +96,10 @@ impl<T: CatalogEntry> Catalog<T> {
     /// Builds the catalog from entries in their stable order, assigning qualified names.
     pub fn build(mut entries: Vec<T>) -> Self {
         let names = qualify_all(entries.iter().map(|e| (e.server(), e.original_name())));
-        let mut index = HashMap::with_capacity(entries.len());
+        let mut index = HashMap::with_capacity_and_hasher(
+            entries.len(),
+            foldhash::fast::RandomState::default(),
+        );
         let mut kept = Vec::with_capacity(entries.len());
         for (mut entry, name) in entries.drain(..).zip(names) {
             // The same (server, name) twice (a buggy server): keep the first.

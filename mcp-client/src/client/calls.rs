@@ -99,7 +99,8 @@ impl McpClient {
             mcp.outcome = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let started = Instant::now();
+        // The clock only for the event that reports the duration, when it is on.
+        let started = tracing::level_enabled!(tracing::Level::INFO).then(Instant::now);
         // Started inside the span (the stack's first steps, a breaker's admission among them,
         // log there), then awaited in it.
         let result = span
@@ -124,12 +125,14 @@ impl McpClient {
             }
             Ok(_) => {}
         }
-        let _entered = span.enter();
-        tracing::info!(
-            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
-            outcome,
-            "tool call finished"
-        );
+        if let Some(started) = started {
+            let _entered = span.enter();
+            tracing::info!(
+                duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+                outcome,
+                "tool call finished"
+            );
+        }
         result.map(|(value, _)| value)
     }
 
