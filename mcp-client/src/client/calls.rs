@@ -99,8 +99,11 @@ impl McpClient {
             mcp.outcome = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        // The clock only for the event that reports the duration, when it is on.
-        let started = tracing::level_enabled!(tracing::Level::INFO).then(Instant::now);
+        // The clock only for the event that reports the duration, when it may be recorded: INFO
+        // on for a subscriber, or no subscriber yet (tracing's `log` feature then forwards it).
+        let started = (tracing::level_enabled!(tracing::Level::INFO)
+            || !tracing::dispatcher::has_been_set())
+        .then(Instant::now);
         // Started inside the span (the stack's first steps, a breaker's admission among them,
         // log there), then awaited in it.
         let result = span
