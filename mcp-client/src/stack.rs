@@ -35,8 +35,8 @@
 //!
 //! The policies are composed in one future per call (`StackService`): each policy's
 //! `around` — the code its layer's service runs — called inside the next one's, with no box or
-//! dynamic call between them (a rate-limited attempt and a routed call are boxed: they are the
-//! larger futures); a policy the server does not have costs a branch.
+//! dynamic call between them (a rate-limited attempt is boxed: the larger future); a policy the
+//! server does not have costs a branch.
 //!
 //! A server with several endpoints (`enterprise`: [`StackPolicy::routing`]) has the router's
 //! gate instead of the breaker and the gate: one breaker and one pool per endpoint, in the
@@ -596,14 +596,11 @@ impl Gate {
     fn call(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
         match self {
             Gate::Server(gate) => Either::Left(gate.call(operation)),
-            // Boxed: a routed call's future is the larger (the moves it may wait for), and the
-            // stack's future stays the size of the plain gate's.
-            Gate::Routed(gate) => {
-                let routed: mcp_core::service::CallFuture<'_> = Box::pin(gate.call(operation));
-                Either::Right(routed)
-            }
+            Gate::Routed(gate) => Either::Right(
+                Either::<_, mcp_core::service::CallFuture<'_>>::Left(gate.call(operation)),
+            ),
             #[cfg(test)]
-            Gate::Scripted(service) => Either::Right(service.call(operation)),
+            Gate::Scripted(service) => Either::Right(Either::Right(service.call(operation))),
         }
     }
 }
