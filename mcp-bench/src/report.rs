@@ -446,10 +446,11 @@ pub fn utc_datetime(unix_secs: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn m(client: &str, p50: f64, p99: f64, cps: f64, cpu: f64, rss: u64) -> Measurement {
+    /// A measurement of `client` with these figures (100 calls, one in flight).
+    pub(crate) fn m(client: &str, p50: f64, p99: f64, cps: f64, cpu: f64, rss: u64) -> Measurement {
         Measurement {
             client: client.to_owned(),
             calls: 100,

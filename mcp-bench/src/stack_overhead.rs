@@ -107,21 +107,8 @@ pub fn render_stack_table(rows: &[StackOverhead]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::Measurement;
+    use crate::report::tests::m;
     use crate::report::{HTTP_SCENARIOS, SCENARIOS};
-
-    fn m(client: &str, p50: f64, p99: f64, cps: f64, cpu: f64, rss: u64) -> Measurement {
-        Measurement {
-            client: client.to_owned(),
-            calls: 100,
-            inflight: 1,
-            p50_us: p50,
-            p99_us: p99,
-            calls_per_sec: cps,
-            cpu_us_per_call: cpu,
-            max_rss_kib: rss,
-        }
-    }
 
     /// stdio latency with all four clients; http ×16 throughput without the stack.
     fn cells() -> Vec<Cell> {

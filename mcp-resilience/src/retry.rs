@@ -320,7 +320,7 @@ impl<S> Layer<S> for RetryLayer {
     fn layer(&self, inner: S) -> RetryService<S> {
         RetryService {
             inner,
-            shared: self.shared.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -329,7 +329,7 @@ impl<S> Layer<S> for RetryLayer {
 #[derive(Debug, Clone)]
 pub struct RetryService<S> {
     inner: S,
-    shared: Arc<RetryShared>,
+    layer: RetryLayer,
 }
 
 impl<S> RetryService<S> {
@@ -353,26 +353,14 @@ impl RetryLayer {
         F: FnMut(Operation) -> Fut + 'a,
         Fut: Future<Output = Result<Payload, Error>> + 'a,
     {
-        self.shared.around(operation, attempt)
+        // Every attempt sends a copy whose parameters are raw JSON: serialized once here (the
+        // transport then writes the text as it is), cheap to copy where a value tree is not.
+        // Made before the future, which so holds the one operation it copies for each attempt.
+        self.shared.attempts(operation.into_replayable(), attempt)
     }
 }
 
 impl RetryShared {
-    fn around<'a, F, Fut>(
-        &'a self,
-        operation: Operation,
-        attempt: F,
-    ) -> impl Future<Output = Result<Payload, Error>> + 'a
-    where
-        F: FnMut(Operation) -> Fut + 'a,
-        Fut: Future<Output = Result<Payload, Error>> + 'a,
-    {
-        // Every attempt sends a copy whose parameters are raw JSON: serialized once here (the
-        // transport then writes the text as it is), cheap to copy where a value tree is not.
-        // Made before the future, which so holds the one operation it copies for each attempt.
-        self.attempts(operation.into_replayable(), attempt)
-    }
-
     async fn attempts<F, Fut>(&self, template: Operation, mut attempt: F) -> Result<Payload, Error>
     where
         F: FnMut(Operation) -> Fut,
@@ -441,7 +429,7 @@ impl<S: McpService> McpService for RetryService<S> {
         Self: 'async_trait,
     {
         Box::pin(
-            self.shared
+            self.layer
                 .around(operation, |operation| self.inner.call(operation)),
         )
     }
