@@ -503,8 +503,9 @@ pub(crate) fn goes_through_the_pool(
 }
 
 /// A server's call stack as one service: the policies' `around`s (the same code as their
-/// layers' services) composed in one future — one box per call for the whole stack, not one per
-/// layer — and a policy the server does not have costs a branch. The operation is handed down,
+/// layers' services) composed in one future — awaited in place by the facade, boxed once when
+/// handed out as a service, never once per layer — and a policy the server does not have costs
+/// a branch. The operation is handed down,
 /// not copied at each level: metrics and the deadline are set before the attempts start, and
 /// the retry keeps the one copy it sends again.
 pub(crate) struct StackService {

@@ -84,8 +84,7 @@ impl<S> Layer<S> for MetricsLayer {
     fn layer(&self, inner: S) -> MetricsService<S> {
         MetricsService {
             inner,
-            server: self.server.clone(),
-            registry: self.registry.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -93,8 +92,7 @@ impl<S> Layer<S> for MetricsLayer {
 /// A service whose calls are measured (see [`MetricsLayer`]).
 pub struct MetricsService<S> {
     inner: S,
-    server: Arc<ServerMetrics>,
-    registry: Arc<Registry>,
+    layer: MetricsLayer,
 }
 
 impl<S> MetricsService<S> {
@@ -107,7 +105,7 @@ impl<S> MetricsService<S> {
 impl<S> std::fmt::Debug for MetricsService<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetricsService")
-            .field("server", &self.server.name)
+            .field("server", &self.layer.server.name)
             .finish_non_exhaustive()
     }
 }
@@ -118,16 +116,35 @@ impl MetricsLayer {
     /// stack that composes its policies in one future instead of a service per layer. The
     /// measurement starts now (and, with OpenTelemetry, reads the caller's context now): call it
     /// from within the caller's future, where the call starts.
+    #[inline]
     pub fn around<'a, F, Fut>(
         &'a self,
-        operation: Operation,
+        #[allow(unused_mut)] mut operation: Operation,
         next: F,
     ) -> impl Future<Output = Result<Payload, Error>> + 'a
     where
         F: FnOnce(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>> + 'a,
     {
-        measure(&self.server, &self.registry, operation, next)
+        // The series looked up, the clock read, and with OpenTelemetry the call's span started
+        // (its trace context going into the operation) — then the inner call made at once, so
+        // the future holds only it and the recording, not the operation.
+        let tools_call = operation.method == methods::TOOLS_CALL;
+        let series = series_of(&self.server, &operation, tools_call);
+        #[allow(unused_mut)]
+        let mut recording = Recording::start(series, &self.registry.clock, tools_call);
+        #[cfg(feature = "opentelemetry")]
+        {
+            recording.telemetry = self
+                .registry
+                .telemetry
+                .as_ref()
+                .and_then(|telemetry| telemetry.start_call(&self.server, &mut operation));
+        }
+        Measured {
+            inner: next(operation),
+            recording,
+        }
     }
 }
 
@@ -147,38 +164,6 @@ fn series_of<'a>(
     server.series(&operation.method, tool)
 }
 
-/// Starts measuring `next(operation)`: the series looked up, the clock read, and with
-/// OpenTelemetry the call's span started (its trace context going into the operation) — then
-/// the inner call made at once, so the future holds only it and the recording, not the
-/// operation.
-#[inline]
-fn measure<'a, F, Fut>(
-    server: &'a ServerMetrics,
-    registry: &'a Registry,
-    #[allow(unused_mut)] mut operation: Operation,
-    next: F,
-) -> Measured<'a, Fut>
-where
-    F: FnOnce(Operation) -> Fut,
-    Fut: Future<Output = Result<Payload, Error>>,
-{
-    let tools_call = operation.method == methods::TOOLS_CALL;
-    let series = series_of(server, &operation, tools_call);
-    #[allow(unused_mut)]
-    let mut recording = Recording::start(series, &registry.clock, tools_call);
-    #[cfg(feature = "opentelemetry")]
-    {
-        recording.telemetry = registry
-            .telemetry
-            .as_ref()
-            .and_then(|telemetry| telemetry.start_call(server, &mut operation));
-    }
-    Measured {
-        inner: next(operation),
-        recording,
-    }
-}
-
 // Written out instead of with `async_trait`: the work before the inner call is done here, and
 // the inner call's (boxed) future is made at once, so the future this layer boxes holds only
 // that future and the recording: the operation is not moved into a second, larger box on its
@@ -192,20 +177,17 @@ impl<S: McpService> McpService for MetricsService<S> {
         // With OpenTelemetry configured, whether a call is traced is known only once it is
         // polled (the caller's context is current then).
         #[cfg(feature = "opentelemetry")]
-        if self.registry.telemetry.is_some() {
+        if self.layer.registry.telemetry.is_some() {
             return Box::pin(async move {
-                measure(&self.server, &self.registry, operation, |operation| {
-                    self.inner.call(operation)
-                })
-                .await
+                self.layer
+                    .around(operation, |operation| self.inner.call(operation))
+                    .await
             });
         }
-        Box::pin(measure(
-            &self.server,
-            &self.registry,
-            operation,
-            |operation| self.inner.call(operation),
-        ))
+        Box::pin(
+            self.layer
+                .around(operation, |operation| self.inner.call(operation)),
+        )
     }
 }
 

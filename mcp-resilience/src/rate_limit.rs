@@ -280,7 +280,7 @@ impl<S> Layer<S> for RateLimitLayer {
     fn layer(&self, inner: S) -> RateLimitService<S> {
         RateLimitService {
             inner,
-            limiter: self.limiter.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -289,15 +289,15 @@ impl<S> Layer<S> for RateLimitLayer {
 #[derive(Clone)]
 pub struct RateLimitService<S> {
     inner: S,
-    limiter: Arc<Limiter>,
+    layer: RateLimitLayer,
 }
 
 impl<S: fmt::Debug> fmt::Debug for RateLimitService<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitService")
             .field("inner", &self.inner)
-            .field("policy", &self.limiter.policy)
-            .field("shared", &self.limiter.shared_description())
+            .field("policy", &self.layer.limiter.policy)
+            .field("shared", &self.layer.limiter.shared_description())
             .finish()
     }
 }
@@ -310,16 +310,6 @@ impl<S> RateLimitService<S> {
 }
 
 impl Limiter {
-    /// A permit for `operation`, then `next(operation)`.
-    async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
-    where
-        F: FnOnce(Operation) -> Fut,
-        Fut: Future<Output = Result<Payload, Error>>,
-    {
-        self.acquire(&operation).await?;
-        next(operation).await
-    }
-
     /// Takes a permit, waiting for one if the mode and the deadline allow.
     async fn acquire(&self, operation: &Operation) -> Result<(), Error> {
         let started = Instant::now();
@@ -430,12 +420,13 @@ impl RateLimitLayer {
         F: FnOnce(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>>,
     {
-        self.limiter.around(operation, next).await
+        self.limiter.acquire(&operation).await?;
+        next(operation).await
     }
 }
 
-// Written out instead of with `async_trait`: the boxed future is the limiter's `around`, not
-// one more future around it holding a second copy of the operation.
+// Written out instead of with `async_trait`: the boxed future is the layer's `around`, not one
+// more future around it holding a second copy of the operation.
 impl<S: McpService> McpService for RateLimitService<S> {
     fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
     where
@@ -443,7 +434,7 @@ impl<S: McpService> McpService for RateLimitService<S> {
         Self: 'async_trait,
     {
         Box::pin(
-            self.limiter
+            self.layer
                 .around(operation, |operation| self.inner.call(operation)),
         )
     }

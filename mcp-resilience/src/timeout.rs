@@ -110,7 +110,7 @@ impl<S> Layer<S> for TimeoutLayer {
     fn layer(&self, inner: S) -> TimeoutService<S> {
         TimeoutService {
             inner,
-            policy: self.policy.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -119,7 +119,7 @@ impl<S> Layer<S> for TimeoutLayer {
 #[derive(Debug, Clone)]
 pub struct TimeoutService<S> {
     inner: S,
-    policy: Arc<TimeoutPolicy>,
+    layer: TimeoutLayer,
 }
 
 impl<S> TimeoutService<S> {
@@ -134,12 +134,35 @@ impl TimeoutLayer {
     /// comes first) and calls `next` with it, bounded by it when the policy has a backstop —
     /// what [`TimeoutService`] does around its inner service, for a stack that composes its
     /// policies in one future instead of a service per layer.
-    pub async fn around<F, Fut>(&self, operation: Operation, next: F) -> Result<Payload, Error>
+    pub async fn around<F, Fut>(&self, mut operation: Operation, next: F) -> Result<Payload, Error>
     where
         F: FnOnce(Operation) -> Fut,
         Fut: Future<Output = Result<Payload, Error>>,
     {
-        call_by_deadline(&self.policy, operation, next).await
+        let started = Instant::now();
+        // No deadline only when the budget is too large to represent and the caller set none:
+        // then there is nothing to stop at.
+        let Some(deadline) = set_deadline(&self.policy, started, &mut operation) else {
+            return next(operation).await;
+        };
+        if !self.policy.backstop {
+            return next(operation).await;
+        }
+        // Kept for the error: the inner call takes the operation.
+        let method = operation.method.clone();
+        let subject = operation.subject.clone();
+        match tokio::time::timeout_at(deadline, next(operation)).await {
+            Ok(result) => result,
+            Err(_elapsed) => {
+                let allowed = deadline.saturating_duration_since(started);
+                let error = Error::timeout(format!("{method} did not finish within {allowed:?}"))
+                    .with_delivery(Delivery::Sent);
+                Err(match subject {
+                    Some(subject) => error.with_subject(subject),
+                    None => error,
+                })
+            }
+        }
     }
 
     /// Gives `operation` its deadline — the caller's, or the policy's budget from now,
@@ -176,42 +199,7 @@ fn set_deadline(
     operation.options.deadline
 }
 
-async fn call_by_deadline<F, Fut>(
-    policy: &TimeoutPolicy,
-    mut operation: Operation,
-    next: F,
-) -> Result<Payload, Error>
-where
-    F: FnOnce(Operation) -> Fut,
-    Fut: Future<Output = Result<Payload, Error>>,
-{
-    let started = Instant::now();
-    // No deadline only when the budget is too large to represent and the caller set none:
-    // then there is nothing to stop at.
-    let Some(deadline) = set_deadline(policy, started, &mut operation) else {
-        return next(operation).await;
-    };
-    if !policy.backstop {
-        return next(operation).await;
-    }
-    // Kept for the error: the inner call takes the operation.
-    let method = operation.method.clone();
-    let subject = operation.subject.clone();
-    match tokio::time::timeout_at(deadline, next(operation)).await {
-        Ok(result) => result,
-        Err(_elapsed) => {
-            let allowed = deadline.saturating_duration_since(started);
-            let error = Error::timeout(format!("{method} did not finish within {allowed:?}"))
-                .with_delivery(Delivery::Sent);
-            Err(match subject {
-                Some(subject) => error.with_subject(subject),
-                None => error,
-            })
-        }
-    }
-}
-
-// Written out instead of with `async_trait`: the boxed future is `call_by_deadline`'s own, not one
+// Written out instead of with `async_trait`: the boxed future is the layer's `around`, not one
 // more future around it holding a second copy of the operation.
 impl<S: McpService> McpService for TimeoutService<S> {
     fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
@@ -219,9 +207,10 @@ impl<S: McpService> McpService for TimeoutService<S> {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        Box::pin(call_by_deadline(&self.policy, operation, |operation| {
-            self.inner.call(operation)
-        }))
+        Box::pin(
+            self.layer
+                .around(operation, |operation| self.inner.call(operation)),
+        )
     }
 }
 
