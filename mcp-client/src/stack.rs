@@ -48,6 +48,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::Either;
+use futures_util::FutureExt;
+use mcp_core::service::CallFuture;
 use mcp_core::{BoxService, Error, ErrorKind, McpService, Operation, Payload};
 use mcp_resilience::{
     BreakerPolicy, CircuitBreakerLayer, RetryLayer, RetryPolicy, TimeoutLayer, TimeoutPolicy,
@@ -617,33 +619,41 @@ struct ServerGate {
 }
 
 impl ServerGate {
-    /// One call, on the supervisor's session or a pooled one.
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        let session = match self.supervisor.ready_now() {
-            Some(session) => session,
-            None => {
+    /// One call, on the supervisor's session or a pooled one. Once the server is ready (the
+    /// common case) the call's future is made at once and the gate's future holds only it: no
+    /// copy of the operation beside it.
+    fn call(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
+        let call = match self.supervisor.ready_now() {
+            Some(session) => self.send(session, operation),
+            // Boxed: rare, and the call's future stays small.
+            None => Box::pin(async move {
                 let deadline = operation
                     .options
                     .deadline_from(Instant::now(), self.default_timeout);
-                // Boxed: rare, and the call's future stays small.
-                Box::pin(self.supervisor.ready_session(deadline))
-                    .await
-                    .map_err(|e| operation.attach_subject(e))?
+                match self.supervisor.ready_session(deadline).await {
+                    Ok(session) => self.send(session, operation).await,
+                    Err(e) => Err(operation.attach_subject(e)),
+                }
+            }),
+        };
+        call.inspect(|result| {
+            if let Err(e) = result {
+                if e.kind() == ErrorKind::Network {
+                    self.supervisor.tell(SupervisorEvent::Suspect);
+                }
             }
-        };
+        })
+    }
+
+    /// The call's future on `session`, or on a pooled one.
+    fn send(&self, session: mcp_session::ClientSession, operation: Operation) -> CallFuture<'_> {
         #[cfg(feature = "pool")]
-        let result = match &self.pool {
-            Some(pool) if goes_through_the_pool(&session, &operation) => pool.call(operation).await,
-            _ => self.tasks.call_session(&session, operation).await,
-        };
-        #[cfg(not(feature = "pool"))]
-        let result = self.tasks.call_session(&session, operation).await;
-        if let Err(e) = &result {
-            if e.kind() == ErrorKind::Network {
-                self.supervisor.tell(SupervisorEvent::Suspect);
+        if let Some(pool) = &self.pool {
+            if goes_through_the_pool(&session, &operation) {
+                return pool.call(operation);
             }
         }
-        result
+        self.tasks.call_session_owned(session, operation)
     }
 }
 

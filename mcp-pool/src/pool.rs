@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use mcp_core::service::CallFuture;
 use mcp_core::{Delivery, Error, ErrorKind, McpService, Operation, Payload};
 use mcp_session::SessionConnector;
 use tokio::sync::watch;
@@ -330,8 +330,25 @@ impl SessionPool {
     }
 }
 
-#[async_trait]
 impl McpService for SessionPool {
+    /// Checks a session out for the call and returns it when the call ends (see
+    /// [`call_owned`](SessionPool::call_owned), the same on an owned handle).
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(self.checkout_and_call(operation))
+    }
+}
+
+impl SessionPool {
+    /// [`call`](McpService::call) on a handle the future keeps: the future borrows nothing (a
+    /// stack that picks the pool per call builds the call's future at once).
+    pub fn call_owned(self, operation: Operation) -> CallFuture<'static> {
+        Box::pin(async move { self.checkout_and_call(operation).await })
+    }
+
     /// Checks a session out (bounded by the operation's deadline: its `deadline`, or `timeout`
     /// from now, or the pool's `request_timeout`), calls it with the operation — whose deadline
     /// is then that same moment, so waiting for the session and the call share it — and
@@ -339,7 +356,7 @@ impl McpService for SessionPool {
     ///
     /// With reset-on-progress (in the operation's options or the session's), only the checkout
     /// is bounded by that deadline; the call keeps the session's progress rules.
-    async fn call(&self, mut operation: Operation) -> Result<Payload, Error> {
+    async fn checkout_and_call(&self, mut operation: Operation) -> Result<Payload, Error> {
         let started = Instant::now();
         let deadline = operation
             .options

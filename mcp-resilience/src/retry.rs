@@ -361,50 +361,59 @@ impl RetryLayer {
 }
 
 impl RetryShared {
-    async fn attempts<F, Fut>(&self, template: Operation, mut attempt: F) -> Result<Payload, Error>
+    // An `async` block, not an `async fn`: the future holds the template once (an `async fn`'s
+    // future keeps its arguments twice).
+    #[allow(clippy::manual_async_fn)]
+    fn attempts<'a, F, Fut>(
+        &'a self,
+        template: Operation,
+        mut attempt: F,
+    ) -> impl Future<Output = Result<Payload, Error>> + 'a
     where
-        F: FnMut(Operation) -> Fut,
-        Fut: Future<Output = Result<Payload, Error>>,
+        F: FnMut(Operation) -> Fut + 'a,
+        Fut: Future<Output = Result<Payload, Error>> + 'a,
     {
-        // The schedule (and its random numbers) only once a first attempt failed: a call that
-        // succeeds costs no lock.
-        let mut delays = None;
-        let mut tries: u32 = 1;
-        loop {
-            let error = match attempt(template.clone()).await {
-                Ok(result) => return Ok(result),
-                Err(error) => error,
-            };
-            let operation = &template;
-            if !should_retry(operation, &error) {
-                return Err(error);
-            }
-            let delays = delays.get_or_insert_with(|| self.policy.delays_with(self.fork_rng()));
-            let Some(scheduled) = delays.next() else {
-                return Err(error);
-            };
-            let delay = error.retry_after().unwrap_or(scheduled);
-            if let Some(deadline) = operation.options.deadline {
-                // A wait that ends at (or past) the deadline leaves the next attempt no time.
-                match instant_after(Instant::now(), delay) {
-                    Some(wake) if wake < deadline => {}
-                    _ => return Err(error),
+        async move {
+            // The schedule (and its random numbers) only once a first attempt failed: a call that
+            // succeeds costs no lock.
+            let mut delays = None;
+            let mut tries: u32 = 1;
+            loop {
+                let error = match attempt(template.clone()).await {
+                    Ok(result) => return Ok(result),
+                    Err(error) => error,
+                };
+                let operation = &template;
+                if !should_retry(operation, &error) {
+                    return Err(error);
                 }
-            }
-            tries += 1;
-            tracing::debug!(
-                method = %operation.method,
-                subject = operation.subject.as_deref().unwrap_or(""),
-                attempt = tries,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                error.kind = %error.kind(),
-                "retrying MCP request"
-            );
-            // Not kept across the wait: the next attempt's outcome replaces it.
-            drop(error);
-            if !delay.is_zero() {
-                // Boxed: rare, and the call's future stays small.
-                Box::pin(tokio::time::sleep(delay)).await;
+                let delays = delays.get_or_insert_with(|| self.policy.delays_with(self.fork_rng()));
+                let Some(scheduled) = delays.next() else {
+                    return Err(error);
+                };
+                let delay = error.retry_after().unwrap_or(scheduled);
+                if let Some(deadline) = operation.options.deadline {
+                    // A wait that ends at (or past) the deadline leaves the next attempt no time.
+                    match instant_after(Instant::now(), delay) {
+                        Some(wake) if wake < deadline => {}
+                        _ => return Err(error),
+                    }
+                }
+                tries += 1;
+                tracing::debug!(
+                    method = %operation.method,
+                    subject = operation.subject.as_deref().unwrap_or(""),
+                    attempt = tries,
+                    delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    error.kind = %error.kind(),
+                    "retrying MCP request"
+                );
+                // Not kept across the wait: the next attempt's outcome replaces it.
+                drop(error);
+                if !delay.is_zero() {
+                    // Boxed: rare, and the call's future stays small.
+                    Box::pin(tokio::time::sleep(delay)).await;
+                }
             }
         }
     }

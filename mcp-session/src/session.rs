@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::Map;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -38,7 +37,7 @@ pub use server_requests::MAX_SERVER_REQUEST_ID_BYTES;
 
 use mcp_core::error::{Delivery, Error};
 use mcp_core::jsonrpc::{Notification, Payload, RequestId};
-use mcp_core::service::{McpService, Operation, RequestOptions};
+use mcp_core::service::{CallFuture, McpService, Operation, RequestOptions};
 use mcp_core::transport::{Transport, TransportReceiver, TransportSender};
 use mcp_core::types::*;
 use mcp_core::version::{Era, ProtocolVersion};
@@ -522,25 +521,52 @@ impl ClientSession {
     }
 }
 
-#[async_trait]
-impl McpService for ClientSession {
-    async fn call(&self, operation: Operation) -> Result<Payload, Error> {
-        let Operation {
-            method,
-            params,
-            options,
-            subject,
-            ..
-        } = operation;
-        let outcome = if self.is_modern() {
-            self.modern_call(&method, params, options).await
+impl ClientSession {
+    /// [`call`](McpService::call) on a handle the future keeps: the future borrows nothing (a
+    /// stack that picks the session per call builds the call's future at once, without keeping
+    /// the operation beside it until polled).
+    pub fn call_owned(self, operation: Operation) -> CallFuture<'static> {
+        Box::pin(send_operation(self, operation))
+    }
+}
+
+/// One request on `session` (borrowed or owned): [`McpService::call`]'s body. The operation is
+/// taken apart before the future is made, which so holds its parts once.
+fn send_operation<'a, S>(
+    session: S,
+    operation: Operation,
+) -> impl std::future::Future<Output = Result<Payload, Error>> + Send + 'a
+where
+    S: std::borrow::Borrow<ClientSession> + Send + 'a,
+{
+    let Operation {
+        method,
+        params,
+        options,
+        subject,
+        ..
+    } = operation;
+    async move {
+        let session = session.borrow();
+        let outcome = if session.is_modern() {
+            session.modern_call(&method, params, options).await
         } else {
-            self.round_trip(&method, params, options).await
+            session.round_trip(&method, params, options).await
         };
         outcome.map_err(|e| match subject {
             Some(subject) if e.subject().is_none() => e.with_subject(subject),
             _ => e,
         })
+    }
+}
+
+impl McpService for ClientSession {
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(send_operation(self, operation))
     }
 }
 

@@ -184,6 +184,21 @@ impl FollowTasksLayer {
             session.call(operation)
         }
     }
+
+    /// [`call_session`](Self::call_session) on a session handle the future keeps (see
+    /// [`ClientSession::call_owned`]). A followed call (the server offers the Tasks extension)
+    /// costs one more allocation than through a borrowed session.
+    pub fn call_session_owned<'a>(
+        &'a self,
+        session: ClientSession,
+        operation: Operation,
+    ) -> CallFuture<'a> {
+        if session.server_offers_extension(TASKS_EXTENSION) {
+            Box::pin(async move { self.call_through(&session, operation).await })
+        } else {
+            session.call_owned(operation)
+        }
+    }
 }
 
 /// One request through the follower: the layer's settings, the service below, and how to get

@@ -13,13 +13,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-#[cfg(feature = "pool")]
-use mcp_core::McpService;
+use futures_util::future::Either;
+use mcp_core::service::CallFuture;
 use mcp_core::{Delivery, Error, ErrorKind, Operation, Payload};
 use mcp_session::ClientSession;
 use tokio::time::Instant;
 
-use super::{Placement, Router};
+use super::Router;
 use crate::supervisor::{Supervisor, SupervisorEvent};
 
 /// How long a call waiting for the traffic to move looks again at whether it still must.
@@ -45,18 +45,17 @@ enum Target {
 }
 
 impl RoutedGate {
-    /// The session to send on and where it is, once the server is ready (within the call's
-    /// deadline). The ready case is taken before this is called, so the call's own future does
-    /// not carry this one's state (it is boxed where awaited).
+    /// Waits until the server is ready (within the call's deadline).
     async fn wait_for_session(
         &self,
         operation: &Operation,
         deadline: &mut Option<Instant>,
-    ) -> Result<(ClientSession, Placement), Error> {
+    ) -> Result<(), Error> {
         let until = self.deadline(operation, deadline);
         self.supervisor
             .ready_session_at(until)
             .await
+            .map(drop)
             .map_err(|e| operation.attach_subject(e))
     }
 
@@ -120,85 +119,161 @@ impl RoutedGate {
     }
 }
 
+/// What the gate can do with a call now ([`RoutedGate::admit`]).
+enum Admission<'a> {
+    /// Send it.
+    Send(Admitted<'a>),
+    /// Wait for the server's session (it is reconnecting).
+    WaitForSession,
+    /// Wait for the traffic to move off endpoint `index` (down, or its breaker open).
+    WaitForMove(usize),
+    /// The calls moved meanwhile: look again once other tasks ran.
+    Yield,
+    /// Look again at once.
+    Again,
+    /// The call fails.
+    Fail(Error),
+}
+
+/// A call admitted on an endpoint: counted there, its breaker's permit taken.
+struct Admitted<'a> {
+    index: usize,
+    endpoint: &'a super::Endpoint,
+    target: Target,
+    in_flight: super::endpoint::InFlight<'a>,
+    permit: Option<mcp_resilience::BreakerPermit<'static>>,
+}
+
 impl RoutedGate {
-    /// One call, on the endpoint carrying the calls (see the [module docs](self)).
-    pub(crate) async fn call(&self, operation: Operation) -> Result<Payload, Error> {
+    /// One call, on the endpoint carrying the calls (see the [module docs](self)). Admitted at
+    /// once (the common case), the call's future is made now and the gate's future holds it
+    /// and the endpoint's bookkeeping, not the operation; any wait is boxed: rare, and the
+    /// call's future stays small.
+    pub(crate) fn call(
+        &self,
+        operation: Operation,
+    ) -> impl std::future::Future<Output = Result<Payload, Error>> + '_ {
+        match self.admit(&operation) {
+            Admission::Send(admitted) => Either::Left(self.send(admitted, operation)),
+            step => Either::Right(Box::pin(self.call_after(step, operation)) as CallFuture<'_>),
+        }
+    }
+
+    /// The call after a first `step` that was not [`Admission::Send`]: waits and looks again
+    /// until it is admitted or fails, within its deadline.
+    async fn call_after(
+        &self,
+        mut step: Admission<'_>,
+        operation: Operation,
+    ) -> Result<Payload, Error> {
         let mut deadline = None;
         loop {
-            // The waits are boxed: rare, and the call's future stays small (one allocation
-            // from the thread cache per call).
-            let (session, placement) = match self.supervisor.ready_now_at() {
-                Some(ready) => ready,
-                None => Box::pin(self.wait_for_session(&operation, &mut deadline)).await?,
-            };
-            let index = placement.endpoint;
-            let Some(endpoint) = self.router.endpoint(index) else {
-                return Err(Error::new(
+            match step {
+                Admission::Send(admitted) => return self.send(admitted, operation).await,
+                Admission::WaitForSession => {
+                    self.wait_for_session(&operation, &mut deadline).await?;
+                }
+                Admission::WaitForMove(index) => {
+                    self.wait_for_move(index, &operation, &mut deadline).await?;
+                }
+                Admission::Yield => tokio::task::yield_now().await,
+                Admission::Again => {}
+                Admission::Fail(error) => return Err(error),
+            }
+            step = self.admit(&operation);
+        }
+    }
+
+    /// Whether `operation` can go now, and where: the supervisor's session and the endpoint
+    /// carrying the calls, counted there (before the check that it still carries them: a move
+    /// that happens after the check waits for this call before it closes the session), through
+    /// its breaker.
+    fn admit(&self, operation: &Operation) -> Admission<'_> {
+        let Some((session, placement)) = self.supervisor.ready_now_at() else {
+            return Admission::WaitForSession;
+        };
+        let index = placement.endpoint;
+        let Some(endpoint) = self.router.endpoint(index) else {
+            return Admission::Fail(
+                Error::new(
                     ErrorKind::ServerUnavailable,
                     format!(
                         "server \"{}\" has no endpoint {index}",
                         self.router.server()
                     ),
                 )
-                .with_delivery(Delivery::NotSent));
-            };
-            if endpoint.is_down() && self.router.must_wait(index) {
-                Box::pin(self.wait_for_move(index, &operation, &mut deadline)).await?;
-                continue;
-            }
-            // Counted before the check that the endpoint still carries the calls: a move that
-            // happens after the check waits for this call before it closes the session.
-            let in_flight = endpoint.enter();
-            if self.router.placement() != Some(placement) {
-                drop(in_flight);
-                tokio::task::yield_now().await;
-                continue;
-            }
-            let Some(target) = self.target(index, session, &operation) else {
-                drop(in_flight);
-                continue;
-            };
-            let breaker = endpoint
-                .breakers
-                .as_ref()
-                .map(|b| b.breaker_for(&operation));
-            let permit = match &breaker {
-                None => None,
-                Some(breaker) => match breaker.try_acquire(operation.options.deadline) {
+                .with_delivery(Delivery::NotSent),
+            );
+        };
+        if endpoint.is_down() && self.router.must_wait(index) {
+            return Admission::WaitForMove(index);
+        }
+        let in_flight = endpoint.enter();
+        if self.router.placement() != Some(placement) {
+            return Admission::Yield;
+        }
+        let Some(target) = self.target(index, session, operation) else {
+            return Admission::Again;
+        };
+        let permit = match &endpoint.breakers {
+            None => None,
+            Some(breakers) => {
+                let breaker = breakers.breaker_for(operation);
+                match breaker.try_acquire_owned(operation.options.deadline) {
                     Ok(permit) => Some(permit),
                     Err(rejection) => {
                         drop(in_flight);
-                        let server_breaker = endpoint
-                            .breakers
-                            .as_ref()
-                            .is_some_and(|b| Arc::ptr_eq(b.server_breaker(), breaker));
+                        let server_breaker = Arc::ptr_eq(breakers.server_breaker(), &breaker);
                         if server_breaker && rejection.phase == mcp_resilience::BreakerPhase::Open {
                             self.router.breaker_opened(index);
                             if self.router.should_avoid(index) {
-                                Box::pin(self.wait_for_move(index, &operation, &mut deadline))
-                                    .await?;
-                                continue;
+                                return Admission::WaitForMove(index);
                             }
                         }
-                        return Err(rejection.to_error(breaker, &operation));
+                        return Admission::Fail(rejection.to_error(&breaker, operation));
                     }
-                },
-            };
-            if let Some(deadline) = operation.options.deadline {
-                endpoint.note_deadline(self.router.since_epoch(deadline));
+                }
             }
-            let started = endpoint.metrics.start_call();
-            let result = match target {
-                Target::Session(session) => self.tasks.call_session(&session, operation).await,
-                #[cfg(feature = "pool")]
-                Target::Pool(pool) => pool.call(operation).await,
-            };
+        };
+        Admission::Send(Admitted {
+            index,
+            endpoint,
+            target,
+            in_flight,
+            permit,
+        })
+    }
+
+    /// The admitted call: its future made at once, its outcome recorded on the endpoint.
+    fn send<'a>(
+        &'a self,
+        admitted: Admitted<'a>,
+        operation: Operation,
+    ) -> impl std::future::Future<Output = Result<Payload, Error>> + 'a {
+        let Admitted {
+            index,
+            endpoint,
+            target,
+            in_flight,
+            permit,
+        } = admitted;
+        if let Some(deadline) = operation.options.deadline {
+            endpoint.note_deadline(self.router.since_epoch(deadline));
+        }
+        let started = endpoint.metrics.start_call();
+        let call = match target {
+            Target::Session(session) => self.tasks.call_session_owned(session, operation),
+            #[cfg(feature = "pool")]
+            Target::Pool(pool) => pool.call_owned(operation),
+        };
+        async move {
+            let result = call.await;
             endpoint.metrics.finish_call(started, result.is_ok());
             if let Some(permit) = permit {
                 permit.record(&result);
             }
             drop(in_flight);
-            return result.map_err(|error| self.noticed(index, error));
+            result.map_err(|error| self.noticed(index, error))
         }
     }
 }

@@ -158,14 +158,14 @@ impl CircuitBreakerLayer {
         Fut: Future<Output = Result<Payload, Error>>,
     {
         let breaker = self.breaker_for(&operation);
-        match breaker.try_acquire_owned(operation.options.deadline) {
+        match breaker.acquire_into(operation.options.deadline) {
             Ok(permit) => GuardedCall {
                 state: GuardedState::Admitted {
                     inner: next(operation),
                     permit: Some(permit),
                 },
             },
-            Err(rejection) => GuardedCall {
+            Err((breaker, rejection)) => GuardedCall {
                 state: GuardedState::Refused {
                     error: Some(rejection.to_error(&breaker, &operation)),
                 },

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ use crate::{instant_after, whole_seconds_up};
 /// How many of its latest phase changes a breaker keeps for [`CircuitBreaker::transitions`]
 /// (the count of all of them is kept separately).
 const MAX_TRANSITIONS_KEPT: usize = 64;
+
+/// [`CircuitBreaker::closed_generation`] while the breaker is not closed.
+const NOT_CLOSED: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy)]
 enum PhaseDetail {
@@ -67,6 +71,10 @@ pub struct CircuitBreaker {
     label: String,
     policy: BreakerPolicy,
     machine: Mutex<Machine>,
+    /// The machine's generation while it is closed, [`NOT_CLOSED`] otherwise: a closed breaker
+    /// admits a call without its lock or the clock (a permit of a generation that ended
+    /// meanwhile is ignored when it settles, as any permit that outlived a change of phase).
+    closed_generation: AtomicU64,
     phases: watch::Sender<BreakerPhase>,
 }
 
@@ -94,6 +102,7 @@ impl CircuitBreaker {
                 transition_count: 0,
                 history: VecDeque::new(),
             }),
+            closed_generation: AtomicU64::new(0),
             phases: watch::channel(BreakerPhase::Closed).0,
         }
     }
@@ -200,12 +209,47 @@ impl CircuitBreaker {
         self.admit(BreakerRef::Owned(self.clone()), deadline)
     }
 
+    /// [`try_acquire_owned`](Self::try_acquire_owned) with the handle given, not cloned: the
+    /// refusal hands it back.
+    pub(super) fn acquire_into(
+        self: Arc<Self>,
+        deadline: Option<Instant>,
+    ) -> Result<BreakerPermit<'static>, (Arc<Self>, BreakerRejection)> {
+        match self.admission() {
+            Ok((generation, probe)) => Ok(BreakerPermit {
+                breaker: BreakerRef::Owned(self),
+                generation,
+                probe,
+                deadline,
+                settled: false,
+            }),
+            Err(rejection) => Err((self, rejection)),
+        }
+    }
+
     /// A permit held through `breaker` (this breaker), or the refusal.
     fn admit<'a>(
         &self,
         breaker: BreakerRef<'a>,
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'a>, BreakerRejection> {
+        let (generation, probe) = self.admission()?;
+        Ok(BreakerPermit {
+            breaker,
+            generation,
+            probe,
+            deadline,
+            settled: false,
+        })
+    }
+
+    /// Whether a call may be made now: the generation its permit belongs to and whether it is a
+    /// half-open probe, or the refusal.
+    fn admission(&self) -> Result<(u64, bool), BreakerRejection> {
+        let generation = self.closed_generation.load(Ordering::Acquire);
+        if generation != NOT_CLOSED {
+            return Ok((generation, false));
+        }
         let now = Instant::now();
         let mut machine = self.machine(now);
         let probes = self.policy.probes();
@@ -228,13 +272,7 @@ impl CircuitBreaker {
                 })
             }
         };
-        Ok(BreakerPermit {
-            breaker,
-            generation: machine.generation,
-            probe,
-            deadline,
-            settled: false,
-        })
+        Ok((machine.generation, probe))
     }
 
     /// Locks the machine and brings it up to `now`: ends a finished cool-down, forgets failures
@@ -282,6 +320,12 @@ impl CircuitBreaker {
         let from = machine.phase.public();
         machine.phase = to;
         machine.generation += 1;
+        let closed_generation = match to {
+            PhaseDetail::Closed => machine.generation,
+            PhaseDetail::Open { .. } | PhaseDetail::HalfOpen { .. } => NOT_CLOSED,
+        };
+        self.closed_generation
+            .store(closed_generation, Ordering::Release);
         machine.transition_count += 1;
         if machine.history.len() == MAX_TRANSITIONS_KEPT {
             machine.history.pop_front();
@@ -323,6 +367,11 @@ impl CircuitBreaker {
     }
 
     fn settle(&self, generation: u64, probe: bool, outcome: CallOutcome) {
+        // Only a probe's outcome or a failure can change anything (a closed breaker's success
+        // leaves it as it is): the rest take no lock.
+        if !probe && outcome != CallOutcome::Failure {
+            return;
+        }
         let now = Instant::now();
         let mut machine = self.machine(now);
         if machine.generation != generation {
