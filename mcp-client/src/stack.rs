@@ -621,7 +621,8 @@ struct ServerGate {
 impl ServerGate {
     /// One call, on the supervisor's session or a pooled one. Once the server is ready (the
     /// common case) the call's future is made at once and the gate's future holds only it: no
-    /// copy of the operation beside it.
+    /// copy of the operation beside it. The session is picked now: call it where the call
+    /// starts.
     fn call(&self, operation: Operation) -> impl Future<Output = Result<Payload, Error>> + '_ {
         let call = match self.supervisor.ready_now() {
             Some(session) => self.send(session, operation),
@@ -653,7 +654,7 @@ impl ServerGate {
                 return pool.call(operation);
             }
         }
-        self.tasks.call_session_owned(session, operation)
+        self.tasks.call_session(session, operation)
     }
 }
 

@@ -331,24 +331,6 @@ impl SessionPool {
 }
 
 impl McpService for SessionPool {
-    /// Checks a session out for the call and returns it when the call ends (see
-    /// [`call_owned`](SessionPool::call_owned), the same on an owned handle).
-    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
-    where
-        'life0: 'async_trait,
-        Self: 'async_trait,
-    {
-        Box::pin(self.checkout_and_call(operation))
-    }
-}
-
-impl SessionPool {
-    /// [`call`](McpService::call) on a handle the future keeps: the future borrows nothing (a
-    /// stack that picks the pool per call builds the call's future at once).
-    pub fn call_owned(self, operation: Operation) -> CallFuture<'static> {
-        Box::pin(async move { self.checkout_and_call(operation).await })
-    }
-
     /// Checks a session out (bounded by the operation's deadline: its `deadline`, or `timeout`
     /// from now, or the pool's `request_timeout`), calls it with the operation — whose deadline
     /// is then that same moment, so waiting for the session and the call share it — and
@@ -356,17 +338,45 @@ impl SessionPool {
     ///
     /// With reset-on-progress (in the operation's options or the session's), only the checkout
     /// is bounded by that deadline; the call keeps the session's progress rules.
-    async fn checkout_and_call(&self, mut operation: Operation) -> Result<Payload, Error> {
+    fn call<'life0, 'async_trait>(&'life0 self, operation: Operation) -> CallFuture<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(checkout_and_call(self, operation))
+    }
+}
+
+impl SessionPool {
+    /// [`call`](McpService::call) on a handle the future keeps: the future borrows nothing (a
+    /// stack that picks the pool per call builds the call's future at once).
+    pub fn call_owned(self, operation: Operation) -> CallFuture<'static> {
+        Box::pin(checkout_and_call(self, operation))
+    }
+}
+
+/// [`McpService::call`]'s body on `pool` (borrowed or owned). An `async` block, not an
+/// `async fn`: the future holds the operation once.
+#[allow(clippy::manual_async_fn)]
+fn checkout_and_call<'a, P>(
+    pool: P,
+    mut operation: Operation,
+) -> impl Future<Output = Result<Payload, Error>> + Send + 'a
+where
+    P: std::borrow::Borrow<SessionPool> + Send + 'a,
+{
+    async move {
+        let pool = pool.borrow();
         let started = Instant::now();
         let deadline = operation
             .options
-            .deadline_from(started, self.config().request_timeout);
-        let checkout = match self.checkout(started, deadline).await {
+            .deadline_from(started, pool.config().request_timeout);
+        let checkout = match pool.checkout(started, deadline).await {
             Ok(checkout) => checkout,
             Err(e) => return Err(operation.attach_subject(e)),
         };
         if Instant::now() >= deadline {
-            return Err(operation.attach_subject(self.no_free_connection(started)));
+            return Err(operation.attach_subject(pool.no_free_connection(started)));
         }
         let session = checkout.conn.session();
         let resets = operation

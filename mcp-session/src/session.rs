@@ -531,7 +531,7 @@ impl ClientSession {
 }
 
 /// One request on `session` (borrowed or owned): [`McpService::call`]'s body. The operation is
-/// taken apart before the future is made, which so holds its parts once.
+/// taken apart before the future is made, so the future holds each part once.
 fn send_operation<'a, S>(
     session: S,
     operation: Operation,

@@ -172,23 +172,9 @@ impl FollowTasksLayer {
     /// options and subject of every `tools/call`, kept for a task: about 600 instructions a
     /// call, callgrind, `routing` bench): an extension is used only where both sides declared
     /// it, and the session refuses a task from a server that did not offer it, with an error
-    /// that says so.
+    /// that says so. The future keeps the session's handle (a followed call costs one more
+    /// allocation than [`call_through`](Self::call_through)).
     pub fn call_session<'a>(
-        &'a self,
-        session: &'a ClientSession,
-        operation: Operation,
-    ) -> CallFuture<'a> {
-        if session.server_offers_extension(TASKS_EXTENSION) {
-            self.call_through(session, operation)
-        } else {
-            session.call(operation)
-        }
-    }
-
-    /// [`call_session`](Self::call_session) on a session handle the future keeps (see
-    /// [`ClientSession::call_owned`]). A followed call (the server offers the Tasks extension)
-    /// costs one more allocation than through a borrowed session.
-    pub fn call_session_owned<'a>(
         &'a self,
         session: ClientSession,
         operation: Operation,
@@ -196,6 +182,8 @@ impl FollowTasksLayer {
         if session.server_offers_extension(TASKS_EXTENSION) {
             Box::pin(async move { self.call_through(&session, operation).await })
         } else {
+            // The future made at once, on the handle it keeps: a gate that picks the session
+            // per call holds only this future, not the operation beside it.
             session.call_owned(operation)
         }
     }

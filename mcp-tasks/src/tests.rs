@@ -531,7 +531,7 @@ async fn a_session_is_followed_only_where_its_server_offers_tasks() {
         let (layer, session) = (layer.clone(), session.clone());
         async move {
             let answer = layer
-                .call_session(&session, Operation::call_tool("build", None))
+                .call_session(session, Operation::call_tool("build", None))
                 .await?;
             CallToolResult::from_answer(answer, "build")
         }
@@ -548,7 +548,7 @@ async fn a_session_is_followed_only_where_its_server_offers_tasks() {
         let (layer, session) = (layer.clone(), session.clone());
         async move {
             layer
-                .call_session(&session, Operation::call_tool("build", None))
+                .call_session(session, Operation::call_tool("build", None))
                 .await
         }
     });

@@ -123,7 +123,8 @@ impl RoutedGate {
 enum Admission<'a> {
     /// Send it.
     Send(Admitted<'a>),
-    /// Wait for the server's session (it is reconnecting).
+    /// Wait for the server's session (starting, reconnecting or probing; the wait fails at once
+    /// when the server is unavailable, needs credentials or is stopped).
     WaitForSession,
     /// Wait for the traffic to move off endpoint `index` (down, or its breaker open).
     WaitForMove(usize),
@@ -148,7 +149,8 @@ impl RoutedGate {
     /// One call, on the endpoint carrying the calls (see the [module docs](self)). Admitted at
     /// once (the common case), the call's future is made now and the gate's future holds it
     /// and the endpoint's bookkeeping, not the operation; any wait is boxed: rare, and the
-    /// call's future stays small.
+    /// call's future stays small. The call is admitted now (session, endpoint, breaker
+    /// permit): call it where the call starts.
     pub(crate) fn call(
         &self,
         operation: Operation,
@@ -262,7 +264,7 @@ impl RoutedGate {
         }
         let started = endpoint.metrics.start_call();
         let call = match target {
-            Target::Session(session) => self.tasks.call_session_owned(session, operation),
+            Target::Session(session) => self.tasks.call_session(session, operation),
             #[cfg(feature = "pool")]
             Target::Pool(pool) => pool.call_owned(operation),
         };

@@ -197,7 +197,12 @@ impl CircuitBreaker {
         &self,
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'_>, BreakerRejection> {
-        self.admit(BreakerRef::Borrowed(self), deadline)
+        let admitted = self.admission()?;
+        Ok(BreakerPermit::new(
+            BreakerRef::Borrowed(self),
+            admitted,
+            deadline,
+        ))
     }
 
     /// [`try_acquire`](Self::try_acquire), the permit holding its own handle to the breaker
@@ -206,7 +211,9 @@ impl CircuitBreaker {
         self: &Arc<Self>,
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'static>, BreakerRejection> {
-        self.admit(BreakerRef::Owned(self.clone()), deadline)
+        Arc::clone(self)
+            .acquire_into(deadline)
+            .map_err(|(_, rejection)| rejection)
     }
 
     /// [`try_acquire_owned`](Self::try_acquire_owned) with the handle given, not cloned: the
@@ -216,31 +223,13 @@ impl CircuitBreaker {
         deadline: Option<Instant>,
     ) -> Result<BreakerPermit<'static>, (Arc<Self>, BreakerRejection)> {
         match self.admission() {
-            Ok((generation, probe)) => Ok(BreakerPermit {
-                breaker: BreakerRef::Owned(self),
-                generation,
-                probe,
+            Ok(admitted) => Ok(BreakerPermit::new(
+                BreakerRef::Owned(self),
+                admitted,
                 deadline,
-                settled: false,
-            }),
+            )),
             Err(rejection) => Err((self, rejection)),
         }
-    }
-
-    /// A permit held through `breaker` (this breaker), or the refusal.
-    fn admit<'a>(
-        &self,
-        breaker: BreakerRef<'a>,
-        deadline: Option<Instant>,
-    ) -> Result<BreakerPermit<'a>, BreakerRejection> {
-        let (generation, probe) = self.admission()?;
-        Ok(BreakerPermit {
-            breaker,
-            generation,
-            probe,
-            deadline,
-            settled: false,
-        })
     }
 
     /// Whether a call may be made now: the generation its permit belongs to and whether it is a
@@ -443,7 +432,23 @@ impl fmt::Debug for BreakerPermit<'_> {
     }
 }
 
-impl BreakerPermit<'_> {
+impl<'a> BreakerPermit<'a> {
+    /// A permit of `breaker` for an admitted call: its generation and whether it is a probe
+    /// ([`CircuitBreaker::admission`]).
+    fn new(
+        breaker: BreakerRef<'a>,
+        (generation, probe): (u64, bool),
+        deadline: Option<Instant>,
+    ) -> Self {
+        BreakerPermit {
+            breaker,
+            generation,
+            probe,
+            deadline,
+            settled: false,
+        }
+    }
+
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
         self.probe

@@ -535,3 +535,49 @@ fn zero_threshold_and_probes_act_as_one() {
     assert_eq!(policy.threshold(), 1);
     assert_eq!(policy.probes(), 1);
 }
+
+/// A closed breaker admits without its lock (`closed_generation`): every way back to closed —
+/// a reset, a probe's success — re-arms it, so new failures count and open it again, while a
+/// permit from an earlier closed phase stays stale.
+#[tokio::test(start_paused = true)]
+async fn failures_count_again_after_every_way_back_to_closed() {
+    let breaker = CircuitBreaker::new("s", BreakerPolicy::default().with_failure_threshold(2));
+    let first_closed = breaker.try_acquire(None).unwrap();
+    for _ in 0..2 {
+        breaker.try_acquire(None).unwrap().record_error(&network());
+    }
+    assert_eq!(breaker.phase(), Open);
+
+    // Closed again by a reset: two new failures open it again; the old permit is ignored.
+    breaker.reset();
+    let after_reset = breaker.try_acquire(None).unwrap();
+    let late_success = breaker.try_acquire(None).unwrap();
+    first_closed.record_error(&network());
+    assert_eq!(breaker.failures_in_window(), 0);
+    breaker.try_acquire(None).unwrap().record_error(&network());
+    assert_eq!(breaker.failures_in_window(), 1);
+    breaker.try_acquire(None).unwrap().record_error(&network());
+    assert_eq!(breaker.phase(), Open);
+
+    // Half-open after the cool-down: a permit of the closed phase before neither reopens nor
+    // closes it.
+    advance(Duration::from_secs(30)).await;
+    assert_eq!(breaker.phase(), HalfOpen);
+    after_reset.record_error(&network());
+    assert_eq!(breaker.phase(), HalfOpen);
+    late_success.record_success();
+    assert_eq!(breaker.phase(), HalfOpen);
+
+    // Closed again by a probe's success: new failures count from zero and open it again.
+    let probe = breaker.try_acquire(None).unwrap();
+    assert!(probe.is_probe());
+    probe.record_success();
+    assert_eq!(breaker.phase(), Closed);
+    let closed = breaker.try_acquire(None).unwrap();
+    assert!(!closed.is_probe());
+    closed.record_error(&network());
+    assert_eq!(breaker.failures_in_window(), 1);
+    breaker.try_acquire(None).unwrap().record_error(&network());
+    assert_eq!(breaker.phase(), Open);
+    assert_eq!(breaker.times_opened(), 3);
+}
