@@ -144,6 +144,13 @@ impl OAuthProvider {
             debug!(%server, scope = ?parsed.scope, "step-up authorization");
             return self.obtain_new().await.map(|_| ChallengeOutcome::Retry);
         }
+        // 401 to a request that went without a token: a login another process made since the
+        // store was last read (it is read at most every `NONE_STORED_RECHECK` while it has
+        // none) is taken, and the request sent again with it.
+        if self.client.adopt_login_made_elsewhere().await? {
+            debug!(%server, "a login stored by another process is used");
+            return Ok(ChallengeOutcome::Retry);
+        }
         // 401: the token is missing, expired or revoked — or the server moved to another
         // authorization server, so a refused token means metadata discovery again.
         if self.client.tokens().await?.is_some() {

@@ -244,6 +244,8 @@ struct TestStore {
     inner: MemoryStore,
     down: std::sync::atomic::AtomicBool,
     locked: bool,
+    /// How often it was read.
+    loads: std::sync::atomic::AtomicUsize,
 }
 
 impl TestStore {
@@ -253,6 +255,7 @@ impl TestStore {
             inner: MemoryStore::new(),
             down: false.into(),
             locked: true,
+            loads: 0.into(),
         })
     }
 
@@ -272,6 +275,10 @@ impl TestStore {
         }
     }
 
+    fn loads(&self) -> usize {
+        self.loads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn set_down(&self, down: bool) {
         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
     }
@@ -286,6 +293,7 @@ impl TokenStore for TestStore {
         false
     }
     async fn load(&self, key: &StoreKey) -> Result<Option<StoredCredentials>, StoreError> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.check()?;
         self.inner.load(key).await
     }
@@ -484,4 +492,58 @@ async fn a_token_still_valid_is_used_on_while_the_store_cannot_be_read() {
         .expect("refreshed");
     assert_ne!(token, first.access_token);
     assert_eq!(stats(&fixture).refreshes_granted, 1);
+}
+
+/// A client holding no token (a server that may need none) does not read the store once per
+/// request: at most once per `NONE_STORED_RECHECK` while it has nothing. A login another
+/// client makes meanwhile reaches it at the next 401 at once, and without one once the
+/// interval is over.
+#[tokio::test]
+async fn a_client_without_a_token_reads_the_store_rarely_and_takes_a_login_made_elsewhere() {
+    use mcp_auth::client::NONE_STORED_RECHECK;
+    use mcp_auth::provider::OAuthProvider;
+    use mcp_wire::{AuthChallenge, AuthProvider, ChallengeOutcome};
+
+    let fixture = start(OAuthOptions::default()).await;
+    let store = TestStore::switchable();
+    let new_client =
+        || Arc::new(OAuthClient::new(config(&fixture, ACCOUNT), store.clone()).expect("client"));
+    let (running, waiting, other) = (new_client(), new_client(), new_client());
+    for client in [&running, &waiting] {
+        for _ in 0..50 {
+            let none = within("token", client.get_valid_token())
+                .await
+                .expect_err("nothing stored");
+            assert!(matches!(none, mcp_auth::AuthError::NeedsLogin(_)), "{none}");
+        }
+    }
+    // Each: the first read, and the one under the refresh lock that found nothing again.
+    let loads = store.loads();
+    assert!(loads <= 8, "{loads} reads of the store for 100 requests");
+
+    let tokens = login(&other).await;
+    // Within the interval, a request still goes without a token; its 401 takes the login.
+    assert!(running.tokens().await.expect("readable").is_none());
+    let provider = OAuthProvider::on_demand(running.clone(), None);
+    let unauthorized = AuthChallenge {
+        status: 401,
+        www_authenticate: None,
+        dpop_nonce: None,
+        credentials_retry_left: true,
+    };
+    let outcome = within("challenge", provider.on_challenge(&unauthorized))
+        .await
+        .expect("the login made elsewhere");
+    assert_eq!(outcome, ChallengeOutcome::Retry);
+    let token = within("token", running.get_valid_token())
+        .await
+        .expect("the login made elsewhere");
+    assert_eq!(token, tokens.access_token);
+
+    // Once the interval is over, the next request reads the store by itself.
+    tokio::time::sleep(NONE_STORED_RECHECK + Duration::from_millis(100)).await;
+    let token = within("token", waiting.get_valid_token())
+        .await
+        .expect("the login made elsewhere");
+    assert_eq!(token, tokens.access_token);
 }

@@ -50,6 +50,12 @@ pub const MAX_STEP_UPS: u32 = 3;
 /// process that refreshed with the same token a moment earlier, before it gives up.
 pub const REFUSED_REREAD_WAIT: Duration = Duration::from_secs(2);
 
+/// While no token is held and the store had none a moment ago, requests go out without one
+/// for this long before the store is read again for a login another process made (a 401 reads
+/// it at once): the store — an OS credential store, a fleet's Redis — is not asked once per
+/// request of a server that needs no authorization.
+pub const NONE_STORED_RECHECK: Duration = Duration::from_secs(1);
+
 /// The current tokens, when (on the tokio clock) the access token expires, and how long it
 /// lived when it was received.
 #[derive(Clone, Debug)]
@@ -124,6 +130,9 @@ struct State {
     /// The SHA-256 of a refresh token the server refused that could not be forgotten in the
     /// store (it was unreachable): the stored entry still holding it is not taken back.
     refused_refresh: Option<[u8; 32]>,
+    /// When the store (readable) last had no token for a user grant while none was held: until
+    /// [`NONE_STORED_RECHECK`] later, requests go without one and the store is not read again.
+    none_stored_at: Option<Instant>,
 }
 
 /// The OAuth client of one MCP server.

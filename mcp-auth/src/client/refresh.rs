@@ -63,6 +63,9 @@ impl OAuthClient {
                 return Ok(held.tokens);
             }
         }
+        if self.none_stored_recently() {
+            return Err(self.needs_login());
+        }
         let _guard = self.refresh_lock.lock().await;
         let mut held = self.current().await;
         if held.is_none() && !self.is_machine() {
@@ -74,6 +77,7 @@ impl OAuthClient {
                 if let Some(unreadable) = self.unreadable() {
                     return Err(unreadable);
                 }
+                self.note_none_stored();
             }
         }
         if let Some(held) = &held {

@@ -3,9 +3,10 @@
 
 use mcp_core::sync::lock;
 use mcp_wire::redact::redact_url;
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::{HeldTokens, OAuthClient};
+use super::{HeldTokens, OAuthClient, NONE_STORED_RECHECK};
 use crate::credentials::{ClientIdentity, StoredCredentials, TokenSet};
 use crate::dpop::DpopKey;
 use crate::error::AuthError;
@@ -230,6 +231,47 @@ impl OAuthClient {
         self.reread(Reread::WhenNoneHeld).await
     }
 
+    /// Whether a user grant's store was read a moment ago ([`NONE_STORED_RECHECK`]), readable,
+    /// with no token in it, and none is held since: the request goes without one, the store
+    /// not asked again yet.
+    pub(super) fn none_stored_recently(&self) -> bool {
+        let state = lock(&self.state);
+        state.held.is_none()
+            && state.unreadable.is_none()
+            && state
+                .none_stored_at
+                .is_some_and(|at| at.elapsed() < NONE_STORED_RECHECK)
+    }
+
+    /// After a 401 to a request that went without a token (a user grant holding none): takes
+    /// the tokens a login in another process stored since the store was last read, so the
+    /// request is sent again with them. `Ok(false)`: none there; an unreadable store says why.
+    pub(crate) async fn adopt_login_made_elsewhere(&self) -> Result<bool, AuthError> {
+        if self.is_machine() || self.current().await.is_some() {
+            return Ok(false);
+        }
+        let _guard = self.refresh_lock.lock().await;
+        if self.current().await.is_some() {
+            // Another request adopted (or obtained) them meanwhile.
+            return Ok(true);
+        }
+        if self.adopt_stored_when_none_held().await.is_some() {
+            return Ok(true);
+        }
+        match self.unreadable() {
+            Some(unreadable) => Err(unreadable),
+            None => {
+                self.note_none_stored();
+                Ok(false)
+            }
+        }
+    }
+
+    /// The store was just read (under the refresh lock) and had no token for a user grant.
+    pub(super) fn note_none_stored(&self) {
+        lock(&self.state).none_stored_at = Some(Instant::now());
+    }
+
     async fn reread(&self, which: Reread) -> Option<HeldTokens> {
         let stored = match self.store.load(&self.config.store_key).await {
             Ok(stored) => {
@@ -324,6 +366,8 @@ impl OAuthClient {
             state.held = None;
             state.loaded = true;
             state.unsaved = false;
+            // Another process may hold newer tokens: the next request reads the store.
+            state.none_stored_at = None;
         }
         self.tokens_changed.notify_waiters();
         let stored = self.entry(None, client, refused + 1);
