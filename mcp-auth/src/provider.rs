@@ -190,6 +190,11 @@ impl OAuthProvider {
 #[async_trait]
 impl AuthProvider for OAuthProvider {
     async fn authorization(&self, target: &AuthTarget<'_>) -> Result<Option<Credentials>, Error> {
+        // The common case of a server that needs no authorization, answered before any error
+        // is made for it.
+        if self.client.none_stored_recently() {
+            return Ok(None);
+        }
         match self.client.credentials(target).await {
             Ok(credentials) => Ok(Some(credentials)),
             // Without a token the request goes out bare: a server that needs none answers,

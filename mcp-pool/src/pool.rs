@@ -261,7 +261,9 @@ impl SessionPool {
                 Some(permit) => Some(permit),
                 None => {
                     let _waiting = self.start_waiting(&mut waited);
-                    match tokio::time::timeout_at(deadline, sizer.acquire_growing()).await {
+                    // Boxed: rare, and the call's future stays small.
+                    match Box::pin(tokio::time::timeout_at(deadline, sizer.acquire_growing())).await
+                    {
                         Ok(Some(permit)) => Some(permit),
                         Ok(None) => return Err(pool_closed()),
                         Err(_) => return Err(self.no_free_connection(started)),
@@ -275,7 +277,8 @@ impl SessionPool {
             Poll::Ready(got) => got,
             Poll::Pending => {
                 let _waiting = self.start_waiting(&mut waited);
-                self.wait(get, &mut events, started, deadline).await?
+                // Boxed: rare, and the call's future stays small.
+                Box::pin(self.wait(get, &mut events, started, deadline)).await?
             }
         };
         let conn = got.map_err(|e| match e {

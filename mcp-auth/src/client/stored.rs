@@ -234,7 +234,7 @@ impl OAuthClient {
     /// Whether a user grant's store was read a moment ago ([`NONE_STORED_RECHECK`]), readable,
     /// with no token in it, and none is held since: the request goes without one, the store
     /// not asked again yet.
-    pub(super) fn none_stored_recently(&self) -> bool {
+    pub(crate) fn none_stored_recently(&self) -> bool {
         let state = lock(&self.state);
         state.held.is_none()
             && state.unreadable.is_none()
