@@ -1,7 +1,7 @@
 //! [`OAuthProvider`]: the [`AuthProvider`] the HTTP transports (and any other transport on the
 //! seam) use. Every request carries a token that is valid for longer than the refresh margin;
 //! a background task refreshes ahead of expiry; a 401 triggers one refresh (or new
-//! authorization) and one retry; a 403 `insufficient_scope` a bounded step-up. DPoP-bound
+//! authorization, or takes a login another process stored) and one retry; a 403 `insufficient_scope` a bounded step-up. DPoP-bound
 //! tokens go with a fresh proof per request, and a server's `use_dpop_nonce` gets one retry
 //! with its nonce.
 
@@ -144,11 +144,12 @@ impl OAuthProvider {
             debug!(%server, scope = ?parsed.scope, "step-up authorization");
             return self.obtain_new().await.map(|_| ChallengeOutcome::Retry);
         }
-        // 401 to a request that went without a token: a login another process made since the
-        // store was last read (it is read at most every `NONE_STORED_RECHECK` while it has
-        // none) is taken, and the request sent again with it.
-        if self.client.adopt_login_made_elsewhere().await? {
-            debug!(%server, "a login stored by another process is used");
+        // 401 to a request that went without a token: it is sent again with the tokens held
+        // now — another request's, or a login another process stored since the store was last
+        // read (it is read at most every `NONE_STORED_RECHECK` while it has none). Held tokens
+        // that request never carried are not refreshed for its refusal.
+        if !challenge.credentials_sent && self.client.tokens_since_bare_request().await? {
+            debug!(%server, "sending the request again with the tokens held now");
             return Ok(ChallengeOutcome::Retry);
         }
         // 401: the token is missing, expired or revoked — or the server moved to another

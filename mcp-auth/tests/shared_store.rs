@@ -522,7 +522,9 @@ async fn a_client_without_a_token_reads_the_store_rarely_and_takes_a_login_made_
     assert!(loads <= 8, "{loads} reads of the store for 100 requests");
 
     let tokens = login(&other).await;
-    // Within the interval, a request still goes without a token; its 401 takes the login.
+    // Within the interval, requests still go without a token; the first 401 reads the store
+    // (once) and takes the login, and a second request refused meanwhile is sent again with it
+    // — not a refresh of tokens it never carried.
     assert!(running.tokens().await.expect("readable").is_none());
     let provider = OAuthProvider::on_demand(running.clone(), None);
     let unauthorized = AuthChallenge {
@@ -530,15 +532,26 @@ async fn a_client_without_a_token_reads_the_store_rarely_and_takes_a_login_made_
         www_authenticate: None,
         dpop_nonce: None,
         credentials_retry_left: true,
+        credentials_sent: false,
     };
-    let outcome = within("challenge", provider.on_challenge(&unauthorized))
-        .await
-        .expect("the login made elsewhere");
-    assert_eq!(outcome, ChallengeOutcome::Retry);
+    let before = store.loads();
+    for _ in 0..2 {
+        let outcome = within("challenge", provider.on_challenge(&unauthorized))
+            .await
+            .expect("the login made elsewhere");
+        assert_eq!(outcome, ChallengeOutcome::Retry);
+    }
+    assert_eq!(store.loads(), before + 1, "one read of the store for both");
     let token = within("token", running.get_valid_token())
         .await
         .expect("the login made elsewhere");
     assert_eq!(token, tokens.access_token);
+    assert_eq!(stats(&fixture).refresh_token, 0, "no refresh was made");
+    assert_eq!(
+        stored(&*store, &fixture).await.tokens,
+        Some(tokens.clone()),
+        "the login stays stored"
+    );
 
     // Once the interval is over, the next request reads the store by itself.
     tokio::time::sleep(NONE_STORED_RECHECK + Duration::from_millis(100)).await;

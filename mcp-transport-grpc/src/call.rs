@@ -164,7 +164,7 @@ async fn start(
     let mut retried_with_new_credentials = false;
     let mut retried_with_nonce = false;
     loop {
-        let request = request(setup, requests.stream()).await?;
+        let (request, credentials_sent) = request(setup, requests.stream()).await?;
         let mut client = McpClient::new(setup.channel.clone())
             .max_decoding_message_size(setup.tonic_limit)
             .max_encoding_message_size(setup.tonic_limit);
@@ -200,6 +200,7 @@ async fn start(
             www_authenticate: joined(status.metadata(), "www-authenticate"),
             dpop_nonce: dpop_nonce(status.metadata()),
             credentials_retry_left: !retried_with_new_credentials,
+            credentials_sent,
         };
         // Once new credentials were tried, only a retry with a (new) nonce can be left.
         let retry_left = !retried_with_new_credentials
@@ -247,11 +248,12 @@ async fn start(
 }
 
 /// The call's request: the configured metadata, the protocol version known now (gRPC fixes
-/// metadata when a call starts), and fresh credentials for this attempt (sensitive).
+/// metadata when a call starts), and fresh credentials for this attempt (sensitive); and
+/// whether the provider gave any.
 async fn request(
     setup: &CallSetup,
     stream: AttemptStream,
-) -> Result<Request<AttemptStream>, TransportError> {
+) -> Result<(Request<AttemptStream>, bool), TransportError> {
     let mut metadata = setup.metadata.clone();
     let version = *lock(&setup.shared.protocol_version);
     if let Some(version) = version {
@@ -260,6 +262,7 @@ async fn request(
             AsciiMetadataValue::from_static(version.as_str()),
         );
     }
+    let mut credentials_sent = false;
     if let Some(auth) = &setup.auth {
         let target = AuthTarget {
             method: "POST",
@@ -275,6 +278,7 @@ async fn request(
                 ),
             )
         })?;
+        credentials_sent = credentials.is_some();
         if let Some(credentials) = credentials {
             metadata.insert(
                 "authorization",
@@ -288,7 +292,10 @@ async fn request(
             }
         }
     }
-    Ok(Request::from_parts(metadata, Extensions::default(), stream))
+    Ok((
+        Request::from_parts(metadata, Extensions::default(), stream),
+        credentials_sent,
+    ))
 }
 
 fn sensitive(value: &str, display: &str) -> Result<AsciiMetadataValue, TransportError> {

@@ -102,10 +102,10 @@ impl Exchange {
             if hop_body.is_some() {
                 headers.insert(CONTENT_TYPE, JSON_CONTENT);
             }
-            if !left_origin {
-                self.add_credentials(&hop_method, hop.url(), &mut headers)
+            let credentials_sent = !left_origin
+                && self
+                    .add_credentials(&hop_method, hop.url(), &mut headers)
                     .await?;
-            }
             let response = self
                 .client
                 .send(
@@ -188,6 +188,7 @@ impl Exchange {
                 www_authenticate: (!challenges.is_empty()).then(|| challenges.join(", ")),
                 dpop_nonce: nonce,
                 credentials_retry_left: !retried_with_new_credentials,
+                credentials_sent,
             };
             // Once new credentials were tried, only a retry with a (new) nonce can be left.
             let retry_left = !retried_with_new_credentials
@@ -246,15 +247,16 @@ impl Exchange {
     }
 
     /// The credential headers for the next request (`Authorization`, and `DPoP` for a
-    /// DPoP-bound token), marked sensitive; they replace configured ones.
+    /// DPoP-bound token), marked sensitive; they replace configured ones. `Ok(false)`: the
+    /// provider had none to give (or there is no provider).
     async fn add_credentials(
         &self,
         method: &Method,
         url: &url::Url,
         headers: &mut HeaderMap,
-    ) -> Result<(), TransportError> {
+    ) -> Result<bool, TransportError> {
         let Some(auth) = &self.auth else {
-            return Ok(());
+            return Ok(false);
         };
         let target = AuthTarget {
             method: method.as_str(),
@@ -267,7 +269,7 @@ impl Exchange {
             )
         })?;
         let Some(credentials) = credentials else {
-            return Ok(());
+            return Ok(false);
         };
         let sensitive = |value: &str| {
             let mut header = HeaderValue::from_str(value).map_err(|_| {
@@ -289,7 +291,7 @@ impl Exchange {
         if let Some(proof) = &credentials.dpop {
             headers.insert(DPOP, sensitive(proof.expose())?);
         }
-        Ok(())
+        Ok(true)
     }
 }
 

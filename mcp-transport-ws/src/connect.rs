@@ -79,6 +79,7 @@ pub(crate) async fn open_socket(
             www_authenticate: (!www_authenticate.is_empty()).then(|| www_authenticate.join(", ")),
             dpop_nonce,
             credentials_retry_left: !retried_with_new_credentials,
+            credentials_sent: credentials.is_some(),
         };
         // Once new credentials were tried, only a retry with a (new) nonce can be left; the
         // provider is not asked about a refusal that could not be retried anyway.

@@ -134,6 +134,10 @@ pub struct AuthChallenge {
     /// (no refresh, no login); it may still answer
     /// [`RetryWithNonce`](ChallengeOutcome::RetryWithNonce).
     pub credentials_retry_left: bool,
+    /// Whether the refused request carried the provider's credentials. `false`: it went
+    /// without (the provider had none to give), so the refusal says nothing about the
+    /// credentials the provider may hold by now.
+    pub credentials_sent: bool,
 }
 
 /// What a provider made of a refusal.
@@ -267,6 +271,7 @@ mod tests {
             www_authenticate: Some("Bearer".into()),
             dpop_nonce: None,
             credentials_retry_left: true,
+            credentials_sent: true,
         };
         assert_eq!(
             auth.on_challenge(&challenge).await.unwrap(),

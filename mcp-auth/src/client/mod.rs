@@ -53,7 +53,9 @@ pub const REFUSED_REREAD_WAIT: Duration = Duration::from_secs(2);
 /// While no token is held and the store had none a moment ago, requests go out without one
 /// for this long before the store is read again for a login another process made (a 401 reads
 /// it at once): the store — an OS credential store, a fleet's Redis — is not asked once per
-/// request of a server that needs no authorization.
+/// request of a server that needs no authorization. A caller that gets no 401 to recover with
+/// ([`OAuthClient::get_valid_token`] for a stdio server's child) sees such a login at most this
+/// late.
 pub const NONE_STORED_RECHECK: Duration = Duration::from_secs(1);
 
 /// The current tokens, when (on the tokio clock) the access token expires, and how long it

@@ -50,7 +50,8 @@ impl OAuthClient {
     /// A valid access token: the held one while it is fresh for longer than the refresh
     /// margin, else a refreshed one (one refresh for all concurrent callers), else — for
     /// machine clients — a new one. Fails with [`AuthError::NeedsLogin`] when a user must
-    /// authorize.
+    /// authorize (holding no token, the store is read for a login made elsewhere at most every
+    /// [`NONE_STORED_RECHECK`](super::NONE_STORED_RECHECK)).
     pub async fn get_valid_token(&self) -> Result<Secret, AuthError> {
         self.valid_tokens().await.map(|tokens| tokens.access_token)
     }
@@ -71,14 +72,7 @@ impl OAuthClient {
         if held.is_none() && !self.is_machine() {
             // Forgotten (refused) or never had: another process may have logged in or
             // refreshed since.
-            held = self.adopt_stored_when_none_held().await;
-            // A store that cannot be read is not "logged out": say why.
-            if held.is_none() {
-                if let Some(unreadable) = self.unreadable() {
-                    return Err(unreadable);
-                }
-                self.note_none_stored();
-            }
+            held = self.adopt_stored_or_note_none().await?;
         }
         if let Some(held) = &held {
             if held.fresh_for(margin) {

@@ -235,6 +235,9 @@ impl OAuthClient {
     /// with no token in it, and none is held since: the request goes without one, the store
     /// not asked again yet.
     pub(crate) fn none_stored_recently(&self) -> bool {
+        if self.is_machine() {
+            return false;
+        }
         let state = lock(&self.state);
         state.held.is_none()
             && state.unreadable.is_none()
@@ -243,33 +246,37 @@ impl OAuthClient {
                 .is_some_and(|at| at.elapsed() < NONE_STORED_RECHECK)
     }
 
-    /// After a 401 to a request that went without a token (a user grant holding none): takes
-    /// the tokens a login in another process stored since the store was last read, so the
-    /// request is sent again with them. `Ok(false)`: none there; an unreadable store says why.
-    pub(crate) async fn adopt_login_made_elsewhere(&self) -> Result<bool, AuthError> {
-        if self.is_machine() || self.current().await.is_some() {
+    /// After a 401 to a request that went without a token (a user grant): whether usable
+    /// tokens are held now — obtained or adopted meanwhile, or taken here from a login another
+    /// process stored since the store was last read — so the request is sent again with them.
+    /// `Ok(false)`: none; an unreadable store says why.
+    pub(crate) async fn tokens_since_bare_request(&self) -> Result<bool, AuthError> {
+        if self.is_machine() {
             return Ok(false);
         }
         let _guard = self.refresh_lock.lock().await;
-        if self.current().await.is_some() {
-            // Another request adopted (or obtained) them meanwhile.
-            return Ok(true);
-        }
-        if self.adopt_stored_when_none_held().await.is_some() {
-            return Ok(true);
-        }
-        match self.unreadable() {
-            Some(unreadable) => Err(unreadable),
-            None => {
-                self.note_none_stored();
-                Ok(false)
-            }
-        }
+        let held = match self.current().await {
+            Some(held) => Some(held),
+            None => self.adopt_stored_or_note_none().await?,
+        };
+        // Expired without a refresh token, they would go unused: the caller says "log in".
+        Ok(held.is_some_and(|held| {
+            held.fresh_for(std::time::Duration::ZERO) || held.tokens.refresh_token.is_some()
+        }))
     }
 
-    /// The store was just read (under the refresh lock) and had no token for a user grant.
-    pub(super) fn note_none_stored(&self) {
+    /// With the refresh lock held and no tokens (a user grant): the tokens a login in another
+    /// process stored, or none — noted, so that the store is not read again for
+    /// [`NONE_STORED_RECHECK`]; an unreadable store is an error, not a logout.
+    pub(super) async fn adopt_stored_or_note_none(&self) -> Result<Option<HeldTokens>, AuthError> {
+        if let Some(held) = self.adopt_stored_when_none_held().await {
+            return Ok(Some(held));
+        }
+        if let Some(unreadable) = self.unreadable() {
+            return Err(unreadable);
+        }
         lock(&self.state).none_stored_at = Some(Instant::now());
+        Ok(None)
     }
 
     async fn reread(&self, which: Reread) -> Option<HeldTokens> {

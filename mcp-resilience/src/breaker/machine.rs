@@ -175,8 +175,8 @@ impl CircuitBreaker {
 
     /// Closes the breaker at once (when it is not closed already), forgetting its failures:
     /// what it guards was seen healthy by other means — the facade's router opened a new
-    /// session to the endpoint. Outcomes of calls that started before are ignored, as after
-    /// any change of phase.
+    /// session to the endpoint. When it was not closed, outcomes of calls that started before
+    /// are ignored, as after any change of phase.
     pub fn reset(&self) {
         let now = Instant::now();
         let mut machine = self.machine(now);

@@ -580,4 +580,17 @@ async fn failures_count_again_after_every_way_back_to_closed() {
     breaker.try_acquire(None).unwrap().record_error(&network());
     assert_eq!(breaker.phase(), Open);
     assert_eq!(breaker.times_opened(), 3);
+
+    // A probe of an earlier half-open phase, reported in a later one, decides nothing.
+    advance(Duration::from_secs(30)).await;
+    let old_probe = breaker.try_acquire(None).unwrap();
+    assert!(old_probe.is_probe());
+    breaker.reset();
+    for _ in 0..2 {
+        breaker.try_acquire(None).unwrap().record_error(&network());
+    }
+    advance(Duration::from_secs(30)).await;
+    assert_eq!(breaker.phase(), HalfOpen);
+    old_probe.record_error(&network());
+    assert_eq!(breaker.phase(), HalfOpen);
 }
