@@ -553,8 +553,10 @@ async fn a_client_without_a_token_reads_the_store_rarely_and_takes_a_login_made_
         "the login stays stored"
     );
 
-    // Once the interval is over, the next request reads the store by itself.
-    tokio::time::sleep(NONE_STORED_RECHECK + Duration::from_millis(100)).await;
+    // Once the interval is over (on tokio's clock, paused here), the next request reads the
+    // store by itself.
+    tokio::time::pause();
+    tokio::time::advance(NONE_STORED_RECHECK).await;
     let token = within("token", waiting.get_valid_token())
         .await
         .expect("the login made elsewhere");
