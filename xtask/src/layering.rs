@@ -224,7 +224,14 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
     // re-exports), plus the core types it prints and the stdio fixture it embeds.
     only(
         "mcp-cli",
-        &["mcp-client", "mcp-core", "mcp-fixture"],
+        &["mcp-client", "mcp-core", "mcp-fixture", "mcp-gateway"],
+        &mut broken,
+    );
+    // The gateway serves the facade's catalog through an in-process server, and renders the
+    // metrics snapshot on its panel.
+    only(
+        "mcp-gateway",
+        &["mcp-client", "mcp-core", "mcp-metrics", "mcp-transport-local"],
         &mut broken,
     );
     // Only the composing crates use the facade, and no published crate depends on a
@@ -236,7 +243,8 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
         "xtask",
     ];
     for (name, dependencies) in layers {
-        if dependencies.contains("mcp-client") && !["mcp-cli", "mcp-bench"].contains(&name.as_str())
+        if dependencies.contains("mcp-client")
+            && !["mcp-cli", "mcp-bench", "mcp-gateway"].contains(&name.as_str())
         {
             broken.push(format!("{name} depends on the facade (mcp-client)"));
         }

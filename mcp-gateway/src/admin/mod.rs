@@ -1,0 +1,1 @@
+//! The operations panel (`mcph serve --admin ADDR`, `mcph stats --web ADDR`).
