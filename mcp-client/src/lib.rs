@@ -69,7 +69,10 @@ pub use builder::{McpClientBuilder, SessionOptionsHook, DEFAULT_MAX_CONCURRENT_S
 pub use catalog::{Catalog, CatalogChange, CatalogPrompt, CatalogTool, ListChange, ListKind};
 #[allow(deprecated)]
 pub use client::Gathered;
-pub use client::{CatalogResource, ClientOptions, FromAllServers, McpClient, REGION_VARIABLE};
+pub use client::{
+    CatalogResource, CatalogResourceTemplate, ClientOptions, FromAllServers, McpClient,
+    REGION_VARIABLE,
+};
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use handler::ClientNotification;
 pub use llm::{LlmToolFormat, LlmToolList};

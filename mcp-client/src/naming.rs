@@ -54,7 +54,13 @@ fn with_suffix(base: &str, server: &str, name: &str) -> String {
 
 /// The qualified name of one (server, name) pair, ignoring collisions.
 pub fn qualify(server: &str, name: &str) -> String {
-    let base = format!("{}{SEPARATOR}{}", sanitize(server), sanitize(name));
+    qualify_with(server, name, SEPARATOR)
+}
+
+/// [`qualify`] with another separator between the parts (a gateway's choice; the parts are
+/// reduced as always, the separator is kept as given).
+pub fn qualify_with(server: &str, name: &str, separator: &str) -> String {
+    let base = format!("{}{separator}{}", sanitize(server), sanitize(name));
     if base.len() <= MAX_QUALIFIED_LEN {
         base
     } else {
@@ -65,8 +71,19 @@ pub fn qualify(server: &str, name: &str) -> String {
 /// Qualified names for a whole set of pairs, collision-free: pairs whose plain names clash all get
 /// hash suffixes. Returns names in the order of `pairs`.
 pub fn qualify_all<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    qualify_all_with(pairs, SEPARATOR)
+}
+
+/// [`qualify_all`] with another separator between the parts.
+pub fn qualify_all_with<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    separator: &str,
+) -> Vec<String> {
     let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
-    let plain: Vec<String> = pairs.iter().map(|(s, n)| qualify(s, n)).collect();
+    let plain: Vec<String> = pairs
+        .iter()
+        .map(|(s, n)| qualify_with(s, n, separator))
+        .collect();
     let mut owners: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, name) in plain.iter().enumerate() {
         owners.entry(name.as_str()).or_default().push(i);

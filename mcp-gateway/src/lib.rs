@@ -2,9 +2,27 @@
 //! harness in any language gets supervision, pools, retries, breakers, routing, OAuth, fresh
 //! discovery caches and metrics by configuring a single server (`mcph serve`).
 //!
-//! - `admin/`: the operations panel — one page, live from the metrics snapshot, and
+//! - [`Gateway`] (`gateway.rs`): the facade's catalog — every upstream's tools, prompts,
+//!   resources and templates — mirrored into an in-process server
+//!   ([`mcp_transport_local::LocalServer`], which speaks both protocol eras), rebuilt when the
+//!   upstreams' lists change; [`GatewayOptions`].
+//! - [`names`]: the names downstream clients see ([`Prefixing`]: an upstream's own names when
+//!   unambiguous, `server__tool` otherwise or when asked).
+//! - `upstream.rs`: each downstream request forwarded through the facade — tool calls through
+//!   the server's whole stack with progress relayed and cancellation passed on, prompts,
+//!   reads, completions — and failures in the words agents are shown.
+//! - Downstream transports: [`serve_stdio`] / [`serve_stream`] (`stdio.rs`).
+//! - [`admin`]: the operations panel — one page, live from the metrics snapshot, and
 //!   `/metrics` for Prometheus.
 
 #![warn(missing_docs)]
 
 pub mod admin;
+mod gateway;
+pub mod names;
+mod stdio;
+mod upstream;
+
+pub use gateway::{Gateway, GatewayError, GatewayOptions};
+pub use names::Prefixing;
+pub use stdio::{serve_stdio, serve_stream, MAX_LINE_BYTES};

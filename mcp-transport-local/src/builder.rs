@@ -1,17 +1,25 @@
 //! [`LocalServerBuilder`]: a server's identity, its tools, resources and prompts, which eras
 //! it speaks, and its limits.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_core::types::Implementation;
+use mcp_core::jsonrpc::Payload;
+use mcp_core::types::{Implementation, ServerCapabilities};
+use serde_json::Value;
 
 use crate::catalog::Catalog;
+use crate::context::RequestContext;
 use crate::era::Eras;
 use crate::error::BuildError;
+use crate::error::ToolError;
 use crate::prompt::LocalPrompt;
-use crate::resource::{LocalResource, LocalResourceTemplate};
-use crate::server::{LocalServer, Settings};
-use crate::tool::LocalTool;
+use crate::resource::{
+    read_handler, IntoReadResult, LocalResource, LocalResourceTemplate, ReadRequest,
+};
+use crate::server::{Extensions, LocalServer, MethodHandler, Settings};
+use crate::tool::{LocalTool, Started};
 
 /// Builds a [`LocalServer`] (see [`LocalServer::builder`]).
 #[must_use = "a builder does nothing until `build` is called"]
@@ -24,6 +32,7 @@ pub struct LocalServerBuilder {
     resources: Vec<LocalResource>,
     templates: Vec<LocalResourceTemplate>,
     prompts: Vec<LocalPrompt>,
+    extensions: Extensions,
 }
 
 impl LocalServerBuilder {
@@ -42,6 +51,7 @@ impl LocalServerBuilder {
             resources: Vec::new(),
             templates: Vec::new(),
             prompts: Vec::new(),
+            extensions: Extensions::default(),
         }
     }
 
@@ -118,6 +128,50 @@ impl LocalServerBuilder {
         self
     }
 
+    /// Answers requests of `method`, a method the server does not answer itself (say
+    /// `completion/complete`, `resources/subscribe`, or an extension's): `handler` gets the
+    /// request's parameters and returns the result, or a [`ToolError`] (a JSON-RPC error;
+    /// [`ToolError::rpc`] chooses its code). It runs like any handler — cancellable, with
+    /// progress, logging and requests to the client. The built-in methods (the handshakes,
+    /// lists, calls, reads, `logging/setLevel`, `ping`) are always answered by the server.
+    pub fn method<Fut, F>(mut self, method: impl Into<String>, handler: F) -> Self
+    where
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+        F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+    {
+        let handler: MethodHandler = Arc::new(move |context, params| {
+            let running = handler(context, params);
+            let started: Started = Box::pin(async move { running.await.map(Payload::Value) });
+            started
+        });
+        self.extensions.methods.insert(method.into(), handler);
+        self
+    }
+
+    /// Reads of a URI that no resource or template of the server matches run `handler`
+    /// (without it they fail with "resource not found"): a gateway routes them on.
+    pub fn read_fallback<O, Fut, F>(mut self, handler: F) -> Self
+    where
+        O: IntoReadResult,
+        Fut: Future<Output = O> + Send + 'static,
+        F: Fn(RequestContext, ReadRequest) -> Fut + Send + Sync + 'static,
+    {
+        self.extensions.read_fallback = Some(read_handler(handler));
+        self
+    }
+
+    /// Changes the capabilities the server announces (in `initialize` and `server/discover`),
+    /// after they are worked out from what it holds: say, announce prompts and resources
+    /// (with `listChanged`) while there are none yet, or `completions` a
+    /// [`method`](Self::method) answers.
+    pub fn capabilities(
+        mut self,
+        amend: impl Fn(&mut ServerCapabilities) + Send + Sync + 'static,
+    ) -> Self {
+        self.extensions.amend_capabilities = Some(Arc::new(amend));
+        self
+    }
+
     /// The server, or the first registration that cannot be served (a duplicate name, an
     /// arguments type that is not an object, a malformed URI template).
     pub fn build(self) -> Result<LocalServer, BuildError> {
@@ -140,6 +194,7 @@ impl LocalServerBuilder {
             self.eras,
             self.settings,
             catalog,
+            self.extensions,
         ))
     }
 }

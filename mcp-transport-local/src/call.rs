@@ -35,6 +35,8 @@ enum HandlerKind {
     Tool,
     Resource,
     Prompt,
+    /// A method the server's builder added.
+    Method,
 }
 
 impl Handled {
@@ -56,6 +58,13 @@ impl Handled {
         Handled {
             kind: HandlerKind::Prompt,
             name,
+        }
+    }
+
+    pub(crate) fn method(method: &str) -> Handled {
+        Handled {
+            kind: HandlerKind::Method,
+            name: Arc::from(method),
         }
     }
 
@@ -94,6 +103,7 @@ impl fmt::Display for Handled {
             HandlerKind::Tool => "tool",
             HandlerKind::Resource => "resource",
             HandlerKind::Prompt => "prompt",
+            HandlerKind::Method => "method",
         };
         write!(f, "{kind} `{}`", self.name)
     }

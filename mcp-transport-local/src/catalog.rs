@@ -124,7 +124,7 @@ impl Catalog {
         &mut self,
         template: LocalResourceTemplate,
     ) -> Result<(), BuildError> {
-        if let Err(problem) = &template.pattern {
+        if let (Err(problem), true) = (&template.pattern, template.strict) {
             return Err(problem.clone());
         }
         let uri_template = &template.template.uri_template;
@@ -160,6 +160,63 @@ impl Catalog {
         self.prompt_order.push(name.clone());
         self.prompts.insert(name, Arc::new(entry));
         Ok(())
+    }
+
+    /// Replaces every tool (all of them checked first: on an error nothing changes); true when
+    /// the list clients see changed.
+    pub(crate) fn set_tools(&mut self, tools: Vec<LocalTool>) -> Result<bool, BuildError> {
+        let mut next = Catalog::default();
+        for tool in tools {
+            next.add_tool(tool)?;
+        }
+        let changed = !same_items(
+            self.tool_order.iter().filter_map(|n| self.tools.get(n)),
+            next.tool_order.iter().filter_map(|n| next.tools.get(n)),
+            |entry| &entry.tool.definition,
+        );
+        self.tools = next.tools;
+        self.tool_order = next.tool_order;
+        Ok(changed)
+    }
+
+    /// Replaces every prompt, as [`set_tools`](Self::set_tools) does tools.
+    pub(crate) fn set_prompts(&mut self, prompts: Vec<LocalPrompt>) -> Result<bool, BuildError> {
+        let mut next = Catalog::default();
+        for prompt in prompts {
+            next.add_prompt(prompt)?;
+        }
+        let changed = !same_items(
+            self.prompt_order.iter().filter_map(|n| self.prompts.get(n)),
+            next.prompt_order.iter().filter_map(|n| next.prompts.get(n)),
+            |entry| &entry.prompt.prompt,
+        );
+        self.prompts = next.prompts;
+        self.prompt_order = next.prompt_order;
+        Ok(changed)
+    }
+
+    /// Replaces every resource and resource template, as [`set_tools`](Self::set_tools) does
+    /// tools.
+    pub(crate) fn set_resources(
+        &mut self,
+        resources: Vec<LocalResource>,
+        templates: Vec<LocalResourceTemplate>,
+    ) -> Result<bool, BuildError> {
+        let mut next = Catalog::default();
+        for resource in resources {
+            next.add_resource(resource)?;
+        }
+        for template in templates {
+            next.add_template(template)?;
+        }
+        let changed = !same_items(self.resources.iter(), next.resources.iter(), |r| {
+            &r.resource
+        }) || !same_items(self.templates.iter(), next.templates.iter(), |t| {
+            &t.template
+        });
+        self.resources = next.resources;
+        self.templates = next.templates;
+        Ok(changed)
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
@@ -261,6 +318,15 @@ impl Catalog {
             extra: Map::new(),
         })
     }
+}
+
+/// Whether two lists show clients the same definitions, in the same order.
+fn same_items<'a, T: 'a, D: PartialEq + 'a>(
+    old: impl Iterator<Item = &'a T>,
+    new: impl Iterator<Item = &'a T>,
+    definition: impl Fn(&'a T) -> &'a D,
+) -> bool {
+    old.map(&definition).eq(new.map(&definition))
 }
 
 fn mime_or_text(mime: Option<&str>) -> String {

@@ -19,11 +19,13 @@ use serde_json::{Map, Value};
 
 use crate::arguments::Arguments;
 use crate::call::{Handled, Run};
+use crate::catalog::ResourceMatch;
 use crate::connection::Connection;
 use crate::context::{CallState, RequestContext};
 use crate::era::{self, ClientAbilities, MetaFields, RequestFacts, SessionMeta};
 use crate::error::{invalid_request_params, method_not_found, resource_not_found, ToolError};
-use crate::resource::label_contents;
+use crate::resource::{label_contents, ReadRequest};
+use crate::server::MethodHandler;
 use crate::tool::Started;
 
 /// How the server answers one request.
@@ -98,8 +100,28 @@ pub(crate) fn answer(
                 Err(e) => now(Err(e)),
             }
         }
-        other => now(Err(method_not_found(other, ""))),
+        other => match server.extensions.methods.get(other) {
+            Some(handler) => extension_method(connection, id, other, params, meta, handler),
+            None => now(Err(method_not_found(other, ""))),
+        },
     }
+}
+
+/// A method the server's builder added ([`LocalServerBuilder::method`](crate::LocalServerBuilder::method)).
+fn extension_method(
+    connection: &Arc<Connection>,
+    id: RequestId,
+    method: &str,
+    params: Option<Payload>,
+    facts: RequestFacts,
+    handler: &MethodHandler,
+) -> Answer {
+    let params = match params.map(|p| p.deserialize::<Value>()).transpose() {
+        Ok(params) => params,
+        Err(e) => return Answer::Now(Err(invalid_request_params(method, e))),
+    };
+    let call = CallState::new(connection.clone(), id, facts, Handled::method(method));
+    start(call, |context| Ok(handler(context, params)))
 }
 
 #[derive(Deserialize)]
@@ -136,7 +158,7 @@ fn initialize(connection: &Connection, params: Option<&Payload>) -> Result<Value
         capabilities: ClientCapabilities,
     }
     let params: InitializeParams = read_params(methods::INITIALIZE, params)?;
-    let capabilities = server.catalog().capabilities();
+    let capabilities = server.capabilities();
     let (version, result) = era::initialize(
         &params.protocol_version,
         &server.info,
@@ -157,7 +179,7 @@ fn discover(connection: &Connection) -> Result<Value, ErrorObject> {
         ));
     }
     connection.opened(Era::Modern, None);
-    let capabilities = server.catalog().capabilities();
+    let capabilities = server.capabilities();
     era::discover(
         server.eras,
         &server.info,
@@ -344,7 +366,15 @@ fn read_resource(
     if let Some(resume) = Resumption::of(params.request_state, params.input_responses) {
         return resume_call(connection, id, &params.uri, resume, facts);
     }
-    let Some(found) = connection.server.catalog().resource(&params.uri) else {
+    let found = connection.server.catalog().resource(&params.uri);
+    let Some(found) = found.or_else(|| {
+        let fallback = connection.server.extensions.read_fallback.clone()?;
+        Some(ResourceMatch {
+            handler: fallback,
+            request: ReadRequest::new(params.uri.clone(), Default::default()),
+            mime_type: "text/plain".to_owned(),
+        })
+    }) else {
         return Answer::Now(Err(resource_not_found(&params.uri)));
     };
     let call = CallState::new(

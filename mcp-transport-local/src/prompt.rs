@@ -72,6 +72,35 @@ impl LocalPrompt {
         }
     }
 
+    /// A prompt whose definition is given whole — as another server described it, for a
+    /// gateway or a proxy — and whose handler gets the arguments as a JSON object (not
+    /// checked against the definition's argument list).
+    pub fn from_definition<O, Fut, F>(prompt: Prompt, handler: F) -> LocalPrompt
+    where
+        O: IntoPromptResult,
+        Fut: Future<Output = O> + Send + 'static,
+        F: Fn(RequestContext, Map<String, Value>) -> Fut + Send + Sync + 'static,
+    {
+        let problem = prompt
+            .name
+            .is_empty()
+            .then_some(BuildError::EmptyName { what: "prompt" });
+        let handler: Handler = Arc::new(
+            move |arguments: Arguments<'_>, context: RequestContext, what: &dyn fmt::Display| {
+                let arguments: Map<String, Value> = arguments.parse(what)?;
+                let running = handler(context, arguments);
+                let outcome: Started =
+                    Box::pin(async move { running.await.into_prompt_result().map(Payload::Value) });
+                Ok(outcome)
+            },
+        );
+        LocalPrompt {
+            prompt,
+            handler,
+            problem,
+        }
+    }
+
     /// What the prompt is for.
     pub fn description(mut self, description: impl Into<String>) -> LocalPrompt {
         self.prompt.description = Some(description.into());

@@ -38,7 +38,7 @@ impl ReadRequest {
 /// A resource handler with its types erased.
 pub(crate) type ReadHandler = Arc<dyn Fn(ReadRequest, RequestContext) -> Started + Send + Sync>;
 
-fn read_handler<O, Fut, F>(handler: F) -> ReadHandler
+pub(crate) fn read_handler<O, Fut, F>(handler: F) -> ReadHandler
 where
     O: IntoReadResult,
     Fut: Future<Output = O> + Send + 'static,
@@ -78,6 +78,20 @@ impl LocalResource {
                 annotations: None,
                 extra: Map::new(),
             },
+            handler: read_handler(handler),
+        }
+    }
+
+    /// A resource whose definition is given whole (as another server described it, for a
+    /// gateway or a proxy); reads run `handler`.
+    pub fn from_definition<O, Fut, F>(resource: Resource, handler: F) -> Self
+    where
+        O: IntoReadResult,
+        Fut: Future<Output = O> + Send + 'static,
+        F: Fn(RequestContext, ReadRequest) -> Fut + Send + Sync + 'static,
+    {
+        LocalResource {
+            resource,
             handler: read_handler(handler),
         }
     }
@@ -122,6 +136,9 @@ pub struct LocalResourceTemplate {
     pub(crate) template: ResourceTemplate,
     pub(crate) pattern: Result<UriTemplate, BuildError>,
     pub(crate) handler: ReadHandler,
+    /// Whether a template this server cannot match is refused (`new`) or only listed
+    /// (`from_definition`: its reads go to the server's read fallback).
+    pub(crate) strict: bool,
 }
 
 impl LocalResourceTemplate {
@@ -149,6 +166,25 @@ impl LocalResourceTemplate {
                 extra: Map::new(),
             },
             handler: read_handler(handler),
+            strict: true,
+        }
+    }
+
+    /// A template whose definition is given whole (as another server described it, for a
+    /// gateway or a proxy); reads of URIs it matches run `handler`. A template beyond RFC 6570
+    /// level 1 (`{+path}`, `{?query}`) is listed but never matched here: reads of its URIs go
+    /// to the server's [read fallback](crate::LocalServerBuilder::read_fallback).
+    pub fn from_definition<O, Fut, F>(template: ResourceTemplate, handler: F) -> Self
+    where
+        O: IntoReadResult,
+        Fut: Future<Output = O> + Send + 'static,
+        F: Fn(RequestContext, ReadRequest) -> Fut + Send + Sync + 'static,
+    {
+        LocalResourceTemplate {
+            pattern: UriTemplate::parse(&template.uri_template),
+            template,
+            handler: read_handler(handler),
+            strict: false,
         }
     }
 

@@ -8,17 +8,21 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
 use std::time::Duration;
 
 use mcp_core::sync::lock;
-use mcp_core::types::{methods, Implementation};
+use mcp_core::types::{methods, Implementation, NotificationFilter, ServerCapabilities};
 use mcp_core::{TransportConnector, TransportError, TransportErrorKind};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::builder::LocalServerBuilder;
 use crate::catalog::Catalog;
 use crate::connection::{Connection, Ending};
 use crate::connector::LocalConnector;
+use crate::context::RequestContext;
 use crate::era::Eras;
 use crate::error::BuildError;
-use crate::tool::LocalTool;
+use crate::prompt::LocalPrompt;
+use crate::resource::{LocalResource, LocalResourceTemplate, ReadHandler};
+use crate::tool::{LocalTool, Started};
 use crate::transport::LocalTransport;
 
 /// An MCP server whose tools, resources and prompts are async Rust functions in this process.
@@ -63,8 +67,24 @@ pub(crate) struct ServerShared {
     pub(crate) eras: Eras,
     pub(crate) settings: Settings,
     catalog: RwLock<Catalog>,
+    pub(crate) extensions: Extensions,
     connections: Mutex<Connections>,
     pub(crate) stats: Stats,
+}
+
+/// A request handler of a method the server does not answer itself.
+pub(crate) type MethodHandler = Arc<dyn Fn(RequestContext, Option<Value>) -> Started + Send + Sync>;
+
+/// A change to the capabilities the server announces.
+pub(crate) type AmendCapabilities = Arc<dyn Fn(&mut ServerCapabilities) + Send + Sync>;
+
+/// What a server adds to the built-in protocol (see [`LocalServerBuilder::method`],
+/// [`LocalServerBuilder::read_fallback`], [`LocalServerBuilder::capabilities`]).
+#[derive(Default)]
+pub(crate) struct Extensions {
+    pub(crate) methods: HashMap<String, MethodHandler>,
+    pub(crate) read_fallback: Option<ReadHandler>,
+    pub(crate) amend_capabilities: Option<AmendCapabilities>,
 }
 
 /// The server's knobs (see [`LocalServerBuilder`]).
@@ -103,6 +123,7 @@ impl LocalServer {
         eras: Eras,
         settings: Settings,
         catalog: Catalog,
+        extensions: Extensions,
     ) -> LocalServer {
         LocalServer {
             shared: Arc::new(ServerShared {
@@ -111,6 +132,7 @@ impl LocalServer {
                 eras,
                 settings,
                 catalog: RwLock::new(catalog),
+                extensions,
                 connections: Mutex::new(Connections::default()),
                 stats: Stats::default(),
             }),
@@ -189,6 +211,49 @@ impl LocalServer {
         removed
     }
 
+    /// Replaces every tool at once (a gateway mirroring what its servers offer): all are checked
+    /// first, and on an error nothing changes. Connected clients are told the list changed
+    /// when it did (one notification, however many tools changed); the answer says whether it
+    /// did.
+    pub fn set_tools(&self, tools: Vec<LocalTool>) -> Result<bool, BuildError> {
+        let changed = self.shared.catalog_mut().set_tools(tools)?;
+        if changed {
+            self.notify_tools_list_changed();
+        }
+        Ok(changed)
+    }
+
+    /// Replaces every prompt at once, as [`set_tools`](Self::set_tools) does tools
+    /// (`notifications/prompts/list_changed`).
+    pub fn set_prompts(&self, prompts: Vec<LocalPrompt>) -> Result<bool, BuildError> {
+        let changed = self.shared.catalog_mut().set_prompts(prompts)?;
+        if changed {
+            self.notify_list_changed(methods::NOTIFICATION_PROMPTS_LIST_CHANGED, |f| {
+                f.prompts_list_changed
+            });
+        }
+        Ok(changed)
+    }
+
+    /// Replaces every resource and resource template at once, as
+    /// [`set_tools`](Self::set_tools) does tools (`notifications/resources/list_changed`).
+    pub fn set_resources(
+        &self,
+        resources: Vec<LocalResource>,
+        templates: Vec<LocalResourceTemplate>,
+    ) -> Result<bool, BuildError> {
+        let changed = self
+            .shared
+            .catalog_mut()
+            .set_resources(resources, templates)?;
+        if changed {
+            self.notify_list_changed(methods::NOTIFICATION_RESOURCES_LIST_CHANGED, |f| {
+                f.resources_list_changed
+            });
+        }
+        Ok(changed)
+    }
+
     /// Whether a tool of that name is registered.
     pub fn has_tool(&self, name: &str) -> bool {
         self.shared.catalog().has_tool(name)
@@ -197,10 +262,14 @@ impl LocalServer {
     /// Sends `notifications/tools/list_changed` to every connected client (a modern one on
     /// its `subscriptions/listen` stream).
     pub fn notify_tools_list_changed(&self) {
+        self.notify_list_changed(methods::NOTIFICATION_TOOLS_LIST_CHANGED, |f| {
+            f.tools_list_changed
+        });
+    }
+
+    fn notify_list_changed(&self, method: &'static str, wanted: fn(&NotificationFilter) -> bool) {
         for connection in self.shared.open_connections() {
-            connection.list_changed(methods::NOTIFICATION_TOOLS_LIST_CHANGED, |f| {
-                f.tools_list_changed
-            });
+            connection.list_changed(method, wanted);
         }
     }
 
@@ -243,6 +312,15 @@ impl LocalServer {
 }
 
 impl ServerShared {
+    /// What the server announces: what its catalog holds, then the builder's amendments.
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let mut capabilities = self.catalog().capabilities();
+        if let Some(amend) = &self.extensions.amend_capabilities {
+            amend(&mut capabilities);
+        }
+        capabilities
+    }
+
     pub(crate) fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
         self.catalog.read().unwrap_or_else(|p| p.into_inner())
     }

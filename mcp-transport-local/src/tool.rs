@@ -11,6 +11,7 @@ use mcp_core::jsonrpc::Payload;
 use mcp_core::types::{Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use crate::arguments::Arguments;
 use crate::context::RequestContext;
@@ -118,6 +119,35 @@ impl LocalTool {
                 annotations: None,
                 extra: Default::default(),
             },
+            handler,
+            problem,
+        }
+    }
+
+    /// A tool whose definition is given whole — as another server described it, for a
+    /// gateway or a proxy — and whose handler gets the arguments as a JSON object. The
+    /// definition's schemas are served as they are; the arguments are not checked against
+    /// them (the handler, or the server it forwards to, does that).
+    pub fn from_definition<O, Fut, F>(definition: Tool, handler: F) -> LocalTool
+    where
+        O: IntoToolResult,
+        Fut: Future<Output = O> + Send + 'static,
+        F: Fn(RequestContext, Map<String, Value>) -> Fut + Send + Sync + 'static,
+    {
+        let problem = definition
+            .name
+            .is_empty()
+            .then_some(BuildError::EmptyName { what: "tool" });
+        let handler: Handler = Arc::new(
+            move |arguments: Arguments<'_>, context: RequestContext, what: &dyn fmt::Display| {
+                let arguments: Map<String, Value> = arguments.parse(what)?;
+                let running = handler(context, arguments);
+                let outcome: Started = Box::pin(async move { running.await.into_tool_payload() });
+                Ok(outcome)
+            },
+        );
+        LocalTool {
+            definition,
             handler,
             problem,
         }

@@ -13,7 +13,7 @@ mod resources;
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use mcp_core::types::{Implementation, Resource};
+use mcp_core::types::{Implementation, Resource, ResourceTemplate};
 use mcp_core::{BoxService, Delivery, Error, ErrorKind};
 use mcp_session::{ClientHandler, ClientSession};
 use tokio::sync::broadcast;
@@ -58,6 +58,15 @@ pub struct CatalogResource {
     pub server: String,
     /// The resource.
     pub resource: Resource,
+}
+
+/// A resource template with the server that offers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogResourceTemplate {
+    /// The configured server name.
+    pub server: String,
+    /// The template.
+    pub template: ResourceTemplate,
 }
 
 /// Items gathered from every ready server, and the servers that failed to answer.

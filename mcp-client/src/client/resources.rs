@@ -6,7 +6,9 @@ use std::sync::Arc;
 use mcp_core::types::ReadResourceResult;
 use mcp_core::{Delivery, Error, ErrorKind};
 
-use super::{server_not_ready, CatalogResource, FromAllServers, McpClient};
+use super::{
+    server_not_ready, CatalogResource, CatalogResourceTemplate, FromAllServers, McpClient,
+};
 use crate::routing::{offer, pick_resource_server};
 use crate::server::ManagedServer;
 use mcp_resources::ResourceListing;
@@ -27,6 +29,29 @@ impl McpClient {
                         .map(|resource| CatalogResource {
                             server: server.clone(),
                             resource: resource.clone(),
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            errors: listed.errors,
+        }
+    }
+
+    /// Resource templates of every ready server, in configuration order, from the same kept
+    /// listings as [`resources`](Self::resources).
+    pub async fn resource_templates(&self) -> FromAllServers<Vec<CatalogResourceTemplate>> {
+        let listed = self.resource_listings().await;
+        FromAllServers {
+            items: listed
+                .items
+                .into_iter()
+                .flat_map(|(server, listing)| {
+                    listing
+                        .templates()
+                        .iter()
+                        .map(|template| CatalogResourceTemplate {
+                            server: server.clone(),
+                            template: template.clone(),
                         })
                         .collect::<Vec<_>>()
                 })

@@ -1,0 +1,346 @@
+//! [`Gateway`]: the facade's catalog served as one MCP server. An in-process
+//! [`LocalServer`] holds a mirror of every upstream's tools, prompts, resources and templates
+//! under the names downstream clients see; its handlers forward through the facade. The
+//! mirror follows the facade: when a server's lists change (or it connects, or is gone), the
+//! mirror is rebuilt once the changes settle, and downstream clients get one `list_changed`
+//! per list that changed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_client::McpClient;
+use mcp_core::types::{ListChangedCapability, ResourcesCapability};
+use mcp_transport_local::{
+    Eras, LocalPrompt, LocalResource, LocalResourceTemplate, LocalServer, LocalTool, RequestContext,
+};
+use serde_json::{Map, Value};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+use crate::names::{check_separator, exposed_names, Prefixing, DEFAULT_SEPARATOR};
+use crate::upstream::{PromptRoute, Routes, Upstream};
+
+/// How a [`Gateway`] serves.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// The name the gateway gives itself in `initialize` and `server/discover`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// When names carry their server's name.
+    pub prefixing: Prefixing,
+    /// Between the server's name and the tool's or prompt's (`__` by default).
+    pub separator: String,
+    /// How long the mirror waits, after a change upstream, for more before it is rebuilt (and
+    /// downstream clients told): a server that reconnects changes several lists at once.
+    pub settle: Duration,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            name: "mcph-gateway".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            prefixing: Prefixing::Auto,
+            separator: DEFAULT_SEPARATOR.to_owned(),
+            settle: Duration::from_millis(50),
+        }
+    }
+}
+
+/// Why a gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// An option is not usable.
+    #[error("{0}")]
+    Options(String),
+    /// The in-process server could not be built.
+    #[error("cannot build the gateway's server: {0}")]
+    Server(#[from] mcp_transport_local::BuildError),
+}
+
+/// The facade's catalog served as one MCP server: connect downstream clients with
+/// [`server`](Gateway::server) (`LocalServer::connect`), or serve it over stdio
+/// ([`serve_stdio`](crate::serve_stdio)). Cheap to clone; clones are the same gateway. The
+/// mirror's task ends with [`shutdown`](Gateway::shutdown), or when the last clone is dropped.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server: LocalServer,
+    upstream: Arc<Upstream>,
+    options: GatewayOptions,
+    mirror: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = mcp_core::sync::lock(&self.mirror).take() {
+            task.abort();
+        }
+        self.server.shutdown();
+    }
+}
+
+impl Gateway {
+    /// Serves `client`'s catalog: mirrors it now and follows its changes from then on.
+    pub async fn start(
+        client: McpClient,
+        options: GatewayOptions,
+    ) -> Result<Gateway, GatewayError> {
+        check_separator(&options.separator).map_err(GatewayError::Options)?;
+        let upstream = Arc::new(Upstream::new(client));
+        let server = build_server(&options, &upstream)?;
+        let gateway = Gateway {
+            inner: Arc::new(Inner {
+                server,
+                upstream,
+                options,
+                mirror: std::sync::Mutex::new(None),
+            }),
+        };
+        gateway.refresh().await;
+        let task = tokio::spawn(follow(
+            Arc::downgrade(&gateway.inner),
+            gateway.client().clone(),
+        ));
+        *mcp_core::sync::lock(&gateway.inner.mirror) = Some(task);
+        Ok(gateway)
+    }
+
+    /// The in-process server downstream clients connect to.
+    pub fn server(&self) -> &LocalServer {
+        &self.inner.server
+    }
+
+    /// The facade behind it.
+    pub fn client(&self) -> &McpClient {
+        &self.inner.upstream.client
+    }
+
+    /// Rebuilds the mirror from the facade now (it also follows changes on its own).
+    pub async fn refresh(&self) {
+        self.inner.refresh().await;
+    }
+
+    /// Stops serving: the mirror stops following, and every downstream connection ends. The
+    /// facade is the caller's to shut down.
+    pub fn shutdown(&self) {
+        if let Some(task) = mcp_core::sync::lock(&self.inner.mirror).take() {
+            task.abort();
+        }
+        self.inner.server.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("server", &self.inner.server)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The in-process server, with what the gateway answers beyond the lists and calls.
+fn build_server(
+    options: &GatewayOptions,
+    upstream: &Arc<Upstream>,
+) -> Result<LocalServer, GatewayError> {
+    let completing = upstream.clone();
+    let reading = upstream.clone();
+    let server = LocalServer::builder(options.name.clone(), options.version.clone())
+        .eras(Eras::Both)
+        // A downstream client's calls run on their connection's tasks (the wire transports
+        // feed the connection; nothing answers in a caller's task).
+        .answer_in_place(false)
+        .method(
+            "completion/complete",
+            move |_context: RequestContext, params| {
+                let upstream = completing.clone();
+                async move { upstream.complete(params).await }
+            },
+        )
+        .read_fallback(move |_context, request| {
+            let upstream = reading.clone();
+            async move { upstream.read_resource(None, request).await }
+        })
+        // Every list may change while the gateway runs, and may be empty when it starts.
+        .capabilities(|capabilities| {
+            capabilities.prompts = Some(ListChangedCapability {
+                list_changed: Some(true),
+                extra: Map::new(),
+            });
+            capabilities.resources = Some(ResourcesCapability {
+                subscribe: None,
+                list_changed: Some(true),
+                extra: Map::new(),
+            });
+            capabilities.completions = Some(Value::Object(Map::new()));
+        })
+        .build()?;
+    Ok(server)
+}
+
+impl Inner {
+    /// Rebuilds the mirror: tools from the facade's catalog, prompts and resources from its
+    /// kept lists (listed again only where a server said they changed).
+    async fn refresh(&self) {
+        let client = &self.upstream.client;
+        let prefixing = self.options.prefixing;
+        let separator = self.options.separator.as_str();
+
+        let catalog = client.tools();
+        let entries = catalog.entries();
+        let pairs: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|e| (e.server.as_str(), e.tool.name.as_str()))
+            .collect();
+        let names = exposed_names(&pairs, prefixing, separator);
+        let tools = entries
+            .iter()
+            .zip(names)
+            .map(|(entry, name)| {
+                let mut definition = entry.tool.clone();
+                definition.name = name;
+                let upstream = self.upstream.clone();
+                let qualified: Arc<str> = Arc::from(entry.qualified_name.as_str());
+                LocalTool::from_definition(definition, move |context, arguments| {
+                    let upstream = upstream.clone();
+                    let qualified = qualified.clone();
+                    async move { upstream.call_tool(context, &qualified, arguments).await }
+                })
+            })
+            .collect();
+        if let Err(e) = self.server.set_tools(tools) {
+            tracing::warn!(error = %e, "the gateway's tool list was not updated");
+        }
+
+        let prompts = client.prompts().await.items;
+        let entries = prompts.entries();
+        let pairs: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|e| (e.server.as_str(), e.prompt.name.as_str()))
+            .collect();
+        let names = exposed_names(&pairs, prefixing, separator);
+        let mut prompt_routes = std::collections::HashMap::new();
+        let prompts = entries
+            .iter()
+            .zip(names)
+            .map(|(entry, name)| {
+                prompt_routes.insert(
+                    name.clone(),
+                    PromptRoute {
+                        server: entry.server.clone(),
+                        qualified: entry.qualified_name.clone(),
+                        original: entry.prompt.name.clone(),
+                    },
+                );
+                let mut definition = entry.prompt.clone();
+                definition.name = name.clone();
+                let upstream = self.upstream.clone();
+                let name: Arc<str> = Arc::from(name);
+                LocalPrompt::from_definition(definition, move |_context, arguments| {
+                    let upstream = upstream.clone();
+                    let name = name.clone();
+                    async move { upstream.get_prompt(&name, arguments).await }
+                })
+            })
+            .collect();
+
+        let listed = client.resources().await.items;
+        let templates = client.resource_templates().await.items;
+        let mut routes = Routes {
+            prompts: prompt_routes,
+            ..Routes::default()
+        };
+        let mut resources = Vec::with_capacity(listed.len());
+        for entry in listed {
+            // The first server to list a URI serves it (a URI means one thing).
+            if routes.resources.contains_key(&entry.resource.uri) {
+                continue;
+            }
+            routes
+                .resources
+                .insert(entry.resource.uri.clone(), entry.server.clone());
+            let upstream = self.upstream.clone();
+            let server: Arc<str> = Arc::from(entry.server.as_str());
+            resources.push(LocalResource::from_definition(
+                entry.resource,
+                move |_context, request| {
+                    let upstream = upstream.clone();
+                    let server = server.clone();
+                    async move { upstream.read_resource(Some(&server), request).await }
+                },
+            ));
+        }
+        let mut served_templates = Vec::with_capacity(templates.len());
+        for entry in templates {
+            if routes.templates.contains_key(&entry.template.uri_template) {
+                continue;
+            }
+            routes
+                .templates
+                .insert(entry.template.uri_template.clone(), entry.server.clone());
+            let upstream = self.upstream.clone();
+            let server: Arc<str> = Arc::from(entry.server.as_str());
+            served_templates.push(LocalResourceTemplate::from_definition(
+                entry.template,
+                move |_context, request| {
+                    let upstream = upstream.clone();
+                    let server = server.clone();
+                    async move { upstream.read_resource(Some(&server), request).await }
+                },
+            ));
+        }
+        // Routes first: a client told of a new prompt may ask for it at once.
+        *self
+            .upstream
+            .routes
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = routes;
+        if let Err(e) = self.server.set_prompts(prompts) {
+            tracing::warn!(error = %e, "the gateway's prompt list was not updated");
+        }
+        if let Err(e) = self.server.set_resources(resources, served_templates) {
+            tracing::warn!(error = %e, "the gateway's resource list was not updated");
+        }
+    }
+}
+
+/// Follows the facade's changes until the gateway is gone: each burst of changes (tools,
+/// prompts, resources of any server) rebuilds the mirror once, `settle` after it began.
+async fn follow(gateway: std::sync::Weak<Inner>, client: McpClient) {
+    let mut tools = client.catalog_changes();
+    let mut lists = client.list_changes();
+    loop {
+        let open = tokio::select! {
+            change = tools.recv() => !matches!(change, Err(RecvError::Closed)),
+            change = lists.recv() => !matches!(change, Err(RecvError::Closed)),
+        };
+        if !open {
+            return;
+        }
+        let Some(settle) = gateway.upgrade().map(|g| g.options.settle) else {
+            return;
+        };
+        tokio::time::sleep(settle).await;
+        // Whatever else came meanwhile is covered by this rebuild.
+        while !matches!(
+            tools.try_recv(),
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty
+                | tokio::sync::broadcast::error::TryRecvError::Closed)
+        ) {}
+        while !matches!(
+            lists.try_recv(),
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty
+                | tokio::sync::broadcast::error::TryRecvError::Closed)
+        ) {}
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
+        gateway.refresh().await;
+    }
+}
