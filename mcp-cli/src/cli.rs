@@ -246,6 +246,26 @@ loopback is refused unless callers must present a token (--token-env) and the br
         tls_key: Option<std::path::PathBuf>,
     },
 
+    /// Serve every configured server as one MCP server on stdin/stdout, for any harness
+    #[command(
+        after_long_help = "Put mcph in a harness's MCP configuration as its only server:\n\
+  {\"mcpServers\": {\"mcph\": {\"command\": \"mcph\", \"args\": [\"serve\", \"--config\", \"/path/to/mcp.json\"]}}}\n\
+The harness then sees the tools, prompts and resources of every server of that configuration,\n\
+each called through mcph's supervision, pools, retries, breakers and OAuth. Names stay the\n\
+servers' own unless two servers share one; then each name of that list becomes\n\
+`server__name` (--prefix always does it for every name; --separator picks the joint).\n\
+Serves until the harness closes stdin, or Ctrl-C. Logs (with -v) go to stderr."
+    )]
+    Serve {
+        /// When names carry their server's name: `auto` (only when two servers share one) or
+        /// `always`
+        #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always"])]
+        prefix: String,
+        /// Between a server's name and a tool's or prompt's (1 to 8 of A-Z a-z 0-9 _ . -)
+        #[arg(long, value_name = "SEP", default_value = "__")]
+        separator: String,
+    },
+
     /// OAuth logins: log in to a server, show what is stored, log out
     Auth {
         /// What to do.

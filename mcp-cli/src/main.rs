@@ -213,6 +213,7 @@ fn is_live(command: &Command) -> bool {
                 ..
             }
             | Command::Stats { once: false, .. }
+            | Command::Serve { .. }
     )
 }
 
@@ -301,6 +302,16 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
             commands::stats::run(client, options, json).await
         }
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
+        Command::Serve { prefix, separator } => {
+            let options = commands::serve::ServeOptions {
+                prefixing: match prefix.as_str() {
+                    "always" => mcp_gateway::Prefixing::Always,
+                    _ => mcp_gateway::Prefixing::Auto,
+                },
+                separator: separator.clone(),
+            };
+            commands::serve::run(client, options).await
+        }
         // Handled before any server starts (see `execute`).
         Command::Auth { .. } | Command::Bridge { .. } => Ok(()),
     }

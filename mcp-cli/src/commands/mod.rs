@@ -5,6 +5,7 @@ pub mod bridge;
 pub mod call;
 pub mod prompts;
 pub mod resources;
+pub mod serve;
 pub mod servers;
 pub mod stats;
 pub mod task;
