@@ -33,8 +33,10 @@ use crate::server::ServerShared;
 
 /// What the connection queues for the client's receiver.
 pub(crate) enum Outbound {
-    /// A message.
-    Message(Message),
+    /// A message, and the request it belongs to (what a call sends while it runs — progress,
+    /// logs, requests to the client — and its answer), for a server transport that routes
+    /// each request's messages to its own stream.
+    Message(Message, Option<RequestId>),
     /// Everything queued before has been dispatched by the session: tell the waiter (a call
     /// whose answer must not overtake what it sent).
     Flush(oneshot::Sender<()>),
@@ -185,7 +187,16 @@ impl Connection {
 
     /// Queues a message for the client, waiting for room (never past the connection's end).
     pub(crate) async fn send(&self, message: Message) -> bool {
-        self.queue(Outbound::Message(message)).await
+        let related = match &message {
+            Message::Response(response) => response.id.clone(),
+            _ => None,
+        };
+        self.queue(Outbound::Message(message, related)).await
+    }
+
+    /// Queues a message that belongs to the request `related`.
+    pub(crate) async fn send_related(&self, message: Message, related: RequestId) -> bool {
+        self.queue(Outbound::Message(message, Some(related))).await
     }
 
     async fn queue(&self, item: Outbound) -> bool {
@@ -208,10 +219,10 @@ impl Connection {
         self.queued.load(Ordering::Acquire)
     }
 
-    /// Queues a message without waiting (from code that cannot wait); false when the queue is
-    /// full or the connection ended.
-    pub(crate) fn try_send(&self, message: Message) -> bool {
-        match self.outbound.try_send(Outbound::Message(message)) {
+    /// Queues a message (that belongs to the request `related`, if any) without waiting (from
+    /// code that cannot wait); false when the queue is full or the connection ended.
+    pub(crate) fn try_send_related(&self, message: Message, related: Option<RequestId>) -> bool {
+        match self.outbound.try_send(Outbound::Message(message, related)) {
             Ok(()) => {
                 self.queued.fetch_add(1, Ordering::Release);
                 true
@@ -434,6 +445,7 @@ impl Connection {
         &self,
         method: &str,
         params: Value,
+        related: RequestId,
     ) -> Result<Value, ClientRequestError> {
         let id = format!("local-{}", self.next());
         let (waiter, answer) = oneshot::channel();
@@ -447,6 +459,7 @@ impl Connection {
         let mut asking = Asking {
             connection: self,
             id: id.clone(),
+            related: related.clone(),
             answered: false,
         };
         let request = Request::new(
@@ -462,7 +475,7 @@ impl Connection {
             method: method.to_owned(),
             after: limit,
         };
-        match tokio::time::timeout_at(deadline, self.send(request.into())).await {
+        match tokio::time::timeout_at(deadline, self.send_related(request.into(), related)).await {
             Ok(true) => {}
             Ok(false) => return Err(ClientRequestError::ConnectionEnded),
             Err(_) => return Err(timed_out()),
@@ -544,9 +557,10 @@ impl Connection {
             }
         };
         for stream in streams {
-            let params =
-                stream.map(|id| Payload::Value(json!({ "_meta": { meta::SUBSCRIPTION_ID: id } })));
-            self.try_send(Notification::new(method, params).into());
+            let params = stream
+                .as_ref()
+                .map(|id| Payload::Value(json!({ "_meta": { meta::SUBSCRIPTION_ID: id } })));
+            self.try_send_related(Notification::new(method, params).into(), stream);
         }
     }
 }
@@ -556,6 +570,8 @@ impl Connection {
 struct Asking<'a> {
     connection: &'a Connection,
     id: String,
+    /// The call that asked (its stream carries the withdrawal too).
+    related: RequestId,
     answered: bool,
 }
 
@@ -577,7 +593,8 @@ impl Drop for Asking<'_> {
                 methods::NOTIFICATION_CANCELLED,
                 Some(Payload::Value(params)),
             );
-            self.connection.try_send(note.into());
+            self.connection
+                .try_send_related(note.into(), Some(self.related.clone()));
         }
     }
 }

@@ -129,7 +129,8 @@ impl CallState {
 
     async fn send(&self, message: Message) {
         // The connection counts what it queues: the call's answer will not overtake it.
-        self.connection.send(message).await;
+        let related = lock(&self.identity).request_id.clone();
+        self.connection.send_related(message, related).await;
     }
 }
 
@@ -261,7 +262,12 @@ impl RequestContext {
             });
         }
         if !self.call.modern {
-            return self.call.connection.request_client(method, params).await;
+            let related = lock(&self.call.identity).request_id.clone();
+            return self
+                .call
+                .connection
+                .request_client(method, params, related)
+                .await;
         }
         let (responder, answer) = oneshot::channel();
         let n = self.call.next_input.fetch_add(1, Ordering::Relaxed);

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_core::jsonrpc::{Message, Request};
+use mcp_core::jsonrpc::{Message, Request, RequestId};
 use mcp_core::sync::lock;
 use mcp_core::transport::{InPlaceAnswer, RequestMeta};
 use mcp_core::types::methods;
@@ -147,6 +147,21 @@ impl TransportSender for LocalSender {
 #[async_trait]
 impl TransportReceiver for LocalReceiver {
     async fn receive(&mut self) -> Option<Result<Message, TransportError>> {
+        self.receive_related()
+            .await
+            .map(|item| item.map(|(message, _)| message))
+    }
+}
+
+impl LocalReceiver {
+    /// The next message and the request it belongs to, for a server transport that gives each
+    /// request a stream of its own (Streamable HTTP): what a call sends while it runs
+    /// (progress, logs, its requests to the client and their withdrawal) and its answer
+    /// belong to its request; a modern `subscriptions/listen` stream's notifications to that
+    /// request; the rest (a legacy connection's list changes) to none.
+    pub async fn receive_related(
+        &mut self,
+    ) -> Option<Result<(Message, Option<RequestId>), TransportError>> {
         loop {
             let item = tokio::select! {
                 biased;
@@ -154,12 +169,12 @@ impl TransportReceiver for LocalReceiver {
                 item = self.from_server.recv() => item,
             };
             match item {
-                Some(Outbound::Message(message)) => return Some(Ok(message)),
+                Some(Outbound::Message(message, related)) => return Some(Ok((message, related))),
                 // Being asked for the next message means the previous ones were dispatched.
                 Some(Outbound::Flush(done)) => {
                     let _ = done.send(());
                 }
-                None => return self.end_of_connection(),
+                None => return self.end_of_connection().map(|end| end.map(|m| (m, None))),
             }
         }
     }
