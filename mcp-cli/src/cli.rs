@@ -254,9 +254,15 @@ The harness then sees the tools, prompts and resources of every server of that c
 each called through mcph's supervision, pools, retries, breakers and OAuth. Names stay the\n\
 servers' own unless two servers share one; then each name of that list becomes\n\
 `server__name` (--prefix always does it for every name; --separator picks the joint).\n\
-Serves until the harness closes stdin, or Ctrl-C. Logs (with -v) go to stderr."
+Serves until the harness closes stdin, or Ctrl-C. Logs (with -v) go to stderr.\n\
+With --http ADDR it serves Streamable HTTP at http://ADDR/mcp instead (loopback only), in both\n\
+protocol eras (2025-11-25 sessions; 2026-07-28 stateless), until Ctrl-C."
     )]
     Serve {
+        /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:8931; port 0 picks
+        /// one) instead of stdio: both protocol eras at /mcp; the address is printed on stdout
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
         /// When names carry their server's name: `auto` (only when two servers share one) or
         /// `always`
         #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always"])]

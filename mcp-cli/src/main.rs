@@ -302,8 +302,13 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
             commands::stats::run(client, options, json).await
         }
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
-        Command::Serve { prefix, separator } => {
+        Command::Serve {
+            http,
+            prefix,
+            separator,
+        } => {
             let options = commands::serve::ServeOptions {
+                http: *http,
                 prefixing: match prefix.as_str() {
                     "always" => mcp_gateway::Prefixing::Always,
                     _ => mcp_gateway::Prefixing::Auto,

@@ -11,7 +11,10 @@
 //! - `upstream.rs`: each downstream request forwarded through the facade — tool calls through
 //!   the server's whole stack with progress relayed and cancellation passed on, prompts,
 //!   reads, completions — and failures in the words agents are shown.
-//! - Downstream transports: [`serve_stdio`] / [`serve_stream`] (`stdio.rs`).
+//! - Downstream transports: [`serve_stdio`] / [`serve_stream`] (`stdio.rs`), and
+//!   [`http`]: Streamable HTTP in both eras ([`http::serve_http`]; `hub.rs` the connection a
+//!   session or the stateless clients share and where each message goes, `body.rs` the event
+//!   streams).
 //! - [`admin`]: the operations panel — one page, live from the metrics snapshot, and
 //!   `/metrics` for Prometheus.
 
@@ -19,6 +22,7 @@
 
 pub mod admin;
 mod gateway;
+pub mod http;
 pub mod names;
 mod stdio;
 mod upstream;
