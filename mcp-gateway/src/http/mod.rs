@@ -24,6 +24,9 @@
 //!   refused with 403 (DNS rebinding). At most [`HttpOptions::max_in_flight`] requests of one
 //!   session (or of the stateless clients together) run at once; more get 429.
 
+// A refusal is a whole response, built once and returned as is.
+#![allow(clippy::result_large_err)]
+
 mod body;
 mod hub;
 
@@ -307,8 +310,6 @@ async fn handle(
 
 /// Refuses a `Host` that is not a loopback name and an `Origin` that is not a loopback origin:
 /// a web page cannot reach the gateway through DNS rebinding.
-// The refusal is a whole response, built once and returned as is.
-#[allow(clippy::result_large_err)]
 fn check_origin(headers: &HeaderMap) -> Result<(), Response<HttpBody>> {
     let host = headers
         .get(header::HOST)
