@@ -29,6 +29,7 @@ const REQUEST_STATE: &str = "test_input_required_result_request_state";
 const MULTIPLE_INPUTS: &str = "test_input_required_result_multiple_inputs";
 const MULTI_ROUND: &str = "test_input_required_result_multi_round";
 const TAMPERED_STATE: &str = "test_input_required_result_tampered_state";
+const CAPABILITIES: &str = "test_input_required_result_capabilities";
 /// The prompt that asks for input (`prompts/get`).
 pub(super) const PROMPT: &str = "test_input_required_result_prompt";
 
@@ -49,6 +50,7 @@ pub(super) fn tools() -> Vec<Value> {
         tool(MULTIPLE_INPUTS, "Asks for an elicitation, a sampling and the roots at once (with a requestState)."),
         tool(MULTI_ROUND, "Asks in two rounds (name, then colour), the requestState evolving between them."),
         tool(TAMPERED_STATE, "Asks with an integrity-protected requestState and refuses an altered one with -32602."),
+        tool(CAPABILITIES, "Asks only for what the request's client capabilities declare (elicitation, sampling, roots)."),
     ]
 }
 
@@ -107,6 +109,8 @@ fn input_required(requests: Vec<(&str, Value)>, state: Option<String>) -> Value 
 struct Round {
     responses: Option<Map<String, Value>>,
     state: Option<String>,
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"]`: what the client can answer.
+    capabilities: Map<String, Value>,
 }
 
 impl Round {
@@ -122,7 +126,23 @@ impl Round {
             Some(Value::String(state)) => Some(state.clone()),
             Some(_) => return Err(RpcError::bad_field("requestState", "a string")),
         };
-        Ok(Round { responses, state })
+        let capabilities = params
+            .get("_meta")
+            .and_then(|meta| meta.get("io.modelcontextprotocol/clientCapabilities"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        Ok(Round {
+            responses,
+            state,
+            capabilities,
+        })
+    }
+
+    fn declares(&self, capability: &str) -> bool {
+        self.capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
     }
 
     /// The response under `key`, checked to be an object (`None`: not given).
@@ -354,6 +374,26 @@ pub(super) fn call(name: &str, params: Option<&RawValue>) -> Result<Dispatch, Rp
                     None => step1(),
                 },
                 _ => step1(),
+            }
+        }
+        CAPABILITIES => {
+            let mut requests = Vec::new();
+            if round.declares("elicitation") && round.elicited("user_name")?.is_none() {
+                requests.push((
+                    "user_name",
+                    elicitation("What is your name?", "name", "string"),
+                ));
+            }
+            if round.declares("sampling") && round.sampled("greeting")?.is_none() {
+                requests.push(("greeting", sampling("Generate a greeting", 50)));
+            }
+            if round.declares("roots") && round.roots("client_roots")?.is_none() {
+                requests.push(("client_roots", list_roots()));
+            }
+            if requests.is_empty() {
+                text_result("Done: every input the client can give was given (or it can give none)")
+            } else {
+                input_required(requests, None)
             }
         }
         other => return Err(RpcError::invalid_params(format!("Unknown tool: {other}"))),

@@ -60,6 +60,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "test_input_required_result_multiple_inputs",
     "test_input_required_result_multi_round",
     "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
 ];
 
 /// The conformance prompts, in `prompts/list` order.

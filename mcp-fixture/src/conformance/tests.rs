@@ -725,6 +725,24 @@ async fn request_state_is_checked_and_evolves_over_rounds() {
         .as_str()
         .is_some_and(|t| t.contains("blue")));
 
+    let tool = "test_input_required_result_capabilities";
+    let sampling_only = json!({ "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "sampling": {} }
+    }});
+    let v = modern(&server, &mut rx, "tools/call", tool, sampling_only).await;
+    let requests = v["result"]["inputRequests"].as_object().expect("requests");
+    let methods: Vec<&str> = requests
+        .values()
+        .filter_map(|r| r["method"].as_str())
+        .collect();
+    assert_eq!(methods, ["sampling/createMessage"]);
+    let v = modern(&server, &mut rx, "tools/call", tool, json!({})).await;
+    assert_eq!(
+        v["result"]["resultType"], "complete",
+        "no capability, nothing to ask"
+    );
+
     let tool = "test_input_required_result_multiple_inputs";
     let v = modern(&server, &mut rx, "tools/call", tool, json!({})).await;
     let requests = v["result"]["inputRequests"].as_object().expect("requests");
