@@ -231,7 +231,12 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
     // metrics snapshot on its panel.
     only(
         "mcp-gateway",
-        &["mcp-client", "mcp-core", "mcp-metrics", "mcp-transport-local"],
+        &[
+            "mcp-client",
+            "mcp-core",
+            "mcp-metrics",
+            "mcp-transport-local",
+        ],
         &mut broken,
     );
     // Only the composing crates use the facade, and no published crate depends on a
