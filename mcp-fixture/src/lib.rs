@@ -32,11 +32,14 @@
 //! - [`resources`]: the resources, the resource template and subscriptions.
 //! - [`prompts`]: the `greeting` prompt and argument completion.
 //! - [`pagination`]: opaque cursors for the list methods.
+//! - [`conformance`]: `--conformance-content`, what the official conformance suite's server
+//!   scenarios call (`test_*` tools, `test://` resources, `test_*` prompts).
 //! - [`modern`], [`tasks`]: the 2026-07-28 era and the Tasks extension (the `job` tool).
 //! - [`stdio`]: the newline-delimited JSON serving loops.
 //! - [`startup`]: start-up fault injection (exit on start, stderr noise, grandchild, SIGTERM).
 //! - [`run`]: the stdio server's `main` (flags, start-up faults, the blocking stdio loop).
 
+pub mod conformance;
 pub mod event_log;
 pub mod jsonrpc;
 pub mod modern;

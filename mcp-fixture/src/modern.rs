@@ -6,7 +6,9 @@
 //! - A request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is modern:
 //!   a version other than 2026-07-28 gets `-32022` with the supported list, a request without
 //!   `io.modelcontextprotocol/clientCapabilities` gets `-32602`, and every result carries
-//!   `resultType: "complete"`; list results add `ttlMs` and `cacheScope`.
+//!   `resultType: "complete"` (unless it says `"input_required"`); list results add `ttlMs`
+//!   and `cacheScope`. Reading an unknown resource is `-32602` with the `uri` in `data`
+//!   (SEP-2164), where 2025-11-25 says `-32002`.
 //! - `--era modern` refuses `initialize` (`-32601`), `--era legacy` (the default) refuses
 //!   `server/discover` the way 2025 servers do.
 //! - `server/discover` offers the Tasks extension, served by `tasks.rs`.
@@ -146,6 +148,15 @@ pub(crate) fn shape_result(method: &str, result: &mut Value) {
         map.entry("cacheScope")
             .or_insert_with(|| Value::from("public"));
     }
+}
+
+/// A modern request's error: an unknown resource is `-32602 Invalid params` (SEP-2164), not the
+/// older `-32002`.
+pub(crate) fn shape_error(method: &str, mut error: RpcError) -> RpcError {
+    if method == "resources/read" && error.code == crate::jsonrpc::RESOURCE_NOT_FOUND {
+        error.code = INVALID_PARAMS;
+    }
+    error
 }
 
 /// The same for a response line built by hand (hot paths): the members go in right after

@@ -1,4 +1,5 @@
-//! The `greeting` prompt and `completion/complete`.
+//! The `greeting` prompt and `completion/complete` (and, with `--conformance-content`, the
+//! `test_*` prompts of [`crate::conformance`]).
 
 use std::sync::OnceLock;
 
@@ -39,14 +40,26 @@ fn prompts() -> &'static [Value] {
 /// `prompts/list`.
 pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<Value, RpcError> {
     let params = params_object(params)?;
-    let (page, next) = paginate(prompts(), server.options().page_size, &params)?;
+    let page_size = server.options().page_size;
+    if server.options().conformance_content {
+        let mut all = prompts().to_vec();
+        all.extend(crate::conformance::prompt_list().iter().cloned());
+        let (page, next) = paginate(&all, page_size, &params)?;
+        return Ok(page_result("prompts", page, next));
+    }
+    let (page, next) = paginate(prompts(), page_size, &params)?;
     Ok(page_result("prompts", page, next))
 }
 
 /// `prompts/get`.
-pub(crate) fn get(params: Option<&RawValue>) -> Result<Value, RpcError> {
-    let params = params_object(params)?;
+pub(crate) fn get(server: &FixtureServer, raw: Option<&RawValue>) -> Result<Value, RpcError> {
+    let params = params_object(raw)?;
     let name = req_str(&params, "name")?;
+    if server.options().conformance_content {
+        if let Some(result) = crate::conformance::get_prompt(name, raw) {
+            return result;
+        }
+    }
     if name != GREETING {
         return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
     }
@@ -72,7 +85,10 @@ pub(crate) fn get(params: Option<&RawValue>) -> Result<Value, RpcError> {
 }
 
 /// `completion/complete` for the `greeting` arguments and the item template.
-pub(crate) fn complete(params: Option<&RawValue>) -> Result<Value, RpcError> {
+pub(crate) fn complete(
+    server: &FixtureServer,
+    params: Option<&RawValue>,
+) -> Result<Value, RpcError> {
     let params = params_object(params)?;
     let reference = match params.get("ref") {
         Some(Value::Object(map)) => map,
@@ -95,13 +111,21 @@ pub(crate) fn complete(params: Option<&RawValue>) -> Result<Value, RpcError> {
         Some("ref/prompt") => {
             let name =
                 req_str(reference, "name").map_err(|_| RpcError::missing_field("ref.name"))?;
-            if name != GREETING {
+            let conformance = server
+                .options()
+                .conformance_content
+                .then(|| crate::conformance::complete_prompt(name, arg_name))
+                .flatten();
+            if let Some(candidates) = conformance {
+                candidates
+            } else if name != GREETING {
                 return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
-            }
-            match arg_name {
-                "style" => STYLES,
-                "name" => NAMES,
-                _ => &[],
+            } else {
+                match arg_name {
+                    "style" => STYLES,
+                    "name" => NAMES,
+                    _ => &[],
+                }
             }
         }
         Some("ref/resource") => {
@@ -137,47 +161,69 @@ pub(crate) fn complete(params: Option<&RawValue>) -> Result<Value, RpcError> {
 mod tests {
     use super::*;
 
+    fn server() -> FixtureServer {
+        FixtureServer::new(crate::options::ServerOptions::default()).0
+    }
+
     fn raw(v: Value) -> Box<RawValue> {
         RawValue::from_string(v.to_string()).expect("raw")
     }
 
     #[test]
     fn greeting_messages() {
-        let v = get(Some(&raw(
-            json!({"name": "greeting", "arguments": {"name": "Ada", "style": "formal"}}),
-        )))
+        let v = get(
+            &server(),
+            Some(&raw(
+                json!({"name": "greeting", "arguments": {"name": "Ada", "style": "formal"}}),
+            )),
+        )
         .expect("prompt");
         assert_eq!(
             v["messages"][0]["content"]["text"],
             "Please greet Ada in a formal way."
         );
-        let err =
-            get(Some(&raw(json!({"name": "greeting", "arguments": {}})))).expect_err("missing");
+        let err = get(
+            &server(),
+            Some(&raw(json!({"name": "greeting", "arguments": {}}))),
+        )
+        .expect_err("missing");
         assert!(err.message.contains("`name`"));
-        let err = get(Some(&raw(
-            json!({"name": "greeting", "arguments": {"name": "A", "style": "loud"}}),
-        )))
+        let err = get(
+            &server(),
+            Some(&raw(
+                json!({"name": "greeting", "arguments": {"name": "A", "style": "loud"}}),
+            )),
+        )
         .expect_err("bad style");
         assert!(err.message.contains("`style`"));
     }
 
     #[test]
     fn completes_by_prefix() {
-        let v = complete(Some(&raw(json!({
-            "ref": {"type": "ref/prompt", "name": "greeting"},
-            "argument": {"name": "style", "value": "f"}
-        }))))
+        let v = complete(
+            &server(),
+            Some(&raw(json!({
+                "ref": {"type": "ref/prompt", "name": "greeting"},
+                "argument": {"name": "style", "value": "f"}
+            }))),
+        )
         .expect("completion");
         assert_eq!(v["completion"]["values"], json!(["formal"]));
-        let v = complete(Some(&raw(json!({
-            "ref": {"type": "ref/resource", "uri": ITEM_TEMPLATE},
-            "argument": {"name": "id", "value": "4"}
-        }))))
+        let v = complete(
+            &server(),
+            Some(&raw(json!({
+                "ref": {"type": "ref/resource", "uri": ITEM_TEMPLATE},
+                "argument": {"name": "id", "value": "4"}
+            }))),
+        )
         .expect("completion");
         assert_eq!(v["completion"]["values"], json!(["42"]));
-        assert!(complete(Some(&raw(
-            json!({"ref": {"type": "ref/x"}, "argument": {"name": "a"}})
-        )))
+        assert!(complete(
+            &server(),
+            Some(&raw(
+                json!({"ref": {"type": "ref/x"}, "argument": {"name": "a"}})
+            ))
+        )
         .is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! Resources: `fixture://counter`, `fixture://static/hello` and the template
-//! `fixture://items/{id}`, plus subscriptions.
+//! `fixture://items/{id}`, plus subscriptions (and, with `--conformance-content`, the
+//! `test://` resources of [`crate::conformance`]).
 
 use std::sync::OnceLock;
 
@@ -47,14 +48,20 @@ fn resources() -> &'static [Value] {
 pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<Value, RpcError> {
     let params = params_object(params)?;
     let page_size = server.options().page_size;
-    if server.dynamic_resource_present() {
+    let conformance = server.options().conformance_content;
+    if server.dynamic_resource_present() || conformance {
         let mut all = resources().to_vec();
-        all.push(json!({
-            "uri": DYNAMIC_URI,
-            "name": "dynamic",
-            "description": "Present only while toggled on by trigger_list_changed.",
-            "mimeType": "text/plain"
-        }));
+        if server.dynamic_resource_present() {
+            all.push(json!({
+                "uri": DYNAMIC_URI,
+                "name": "dynamic",
+                "description": "Present only while toggled on by trigger_list_changed.",
+                "mimeType": "text/plain"
+            }));
+        }
+        if conformance {
+            all.extend(crate::conformance::resource_list().iter().cloned());
+        }
         let (page, next) = paginate(&all, page_size, &params)?;
         Ok(page_result("resources", page, next))
     } else {
@@ -64,17 +71,22 @@ pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<
 }
 
 /// `resources/templates/list`.
-pub(crate) fn templates_list(params: Option<&RawValue>) -> Result<Value, RpcError> {
+pub(crate) fn templates_list(
+    server: &FixtureServer,
+    params: Option<&RawValue>,
+) -> Result<Value, RpcError> {
     params_object(params)?;
-    Ok(json!({
-        "resourceTemplates": [{
-            "uriTemplate": ITEM_TEMPLATE,
-            "name": "item",
-            "title": "Item",
-            "description": "Reading fixture://items/ID returns the text \"item ID\".",
-            "mimeType": "text/plain"
-        }]
-    }))
+    let mut templates = vec![json!({
+        "uriTemplate": ITEM_TEMPLATE,
+        "name": "item",
+        "title": "Item",
+        "description": "Reading fixture://items/ID returns the text \"item ID\".",
+        "mimeType": "text/plain"
+    })];
+    if server.options().conformance_content {
+        templates.push(crate::conformance::resource_templates());
+    }
+    Ok(json!({ "resourceTemplates": templates }))
 }
 
 /// The text of a known resource, or `None`.
@@ -102,6 +114,11 @@ fn uri_param(params: Option<&RawValue>) -> Result<String, RpcError> {
 /// `resources/read`.
 pub(crate) fn read(server: &FixtureServer, params: Option<&RawValue>) -> Result<Value, RpcError> {
     let uri = uri_param(params)?;
+    if server.options().conformance_content {
+        if let Some(contents) = crate::conformance::read_resource(&uri) {
+            return Ok(json!({ "contents": contents }));
+        }
+    }
     let text = resolve(server, &uri).ok_or_else(|| not_found(&uri))?;
     Ok(json!({
         "contents": [{ "uri": uri, "mimeType": "text/plain", "text": text }]
@@ -114,7 +131,9 @@ pub(crate) fn subscribe(
     params: Option<&RawValue>,
 ) -> Result<Value, RpcError> {
     let uri = uri_param(params)?;
-    if resolve(server, &uri).is_none() {
+    let conformance =
+        server.options().conformance_content && crate::conformance::is_subscribable(&uri);
+    if !conformance && resolve(server, &uri).is_none() {
         return Err(not_found(&uri));
     }
     server.subscribe(&uri);

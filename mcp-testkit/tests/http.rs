@@ -1184,3 +1184,121 @@ async fn binaries_per_region_tell_which_answered_and_differ_in_tools() {
     a.kill().await.expect("kill a");
     b.kill().await.expect("kill b");
 }
+
+#[tokio::test]
+async fn a_non_loopback_host_or_origin_is_refused_with_403() {
+    let fixture = start(ServerOptions::default()).await;
+    let client = Client::new();
+    let send = |host: Option<&'static str>, origin: Option<&'static str>| {
+        let mut request = client
+            .post(fixture.url())
+            .header("accept", ACCEPT_BOTH)
+            .header("content-type", "application/json")
+            .body(initialize_body(1));
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    for (host, origin) in [
+        (Some("evil.example.com"), None),
+        (None, Some("http://evil.example.com")),
+        (Some("localhost"), Some("https://attacker.test:8443")),
+    ] {
+        let response = within("refusal", send(host, origin)).await.expect("sent");
+        assert_eq!(
+            response.status(),
+            StatusCode::FORBIDDEN,
+            "{host:?} {origin:?}"
+        );
+    }
+    assert_eq!(fixture.session_count(), 0, "nothing was handled");
+    for (host, origin) in [
+        (None, None),
+        (Some("localhost"), Some("http://localhost")),
+        (Some("127.0.0.1:1234"), Some("http://[::1]:1234")),
+    ] {
+        let response = within("answer", send(host, origin)).await.expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{host:?} {origin:?}");
+    }
+}
+
+#[tokio::test]
+async fn conformance_reconnection_tool_closes_after_priming_and_resumes() {
+    let fixture = start(ServerOptions {
+        conformance_content: true,
+        ..ServerOptions::default()
+    })
+    .await;
+    let client = Client::new();
+    let session = initialize(&client, &fixture).await;
+    let response = post(
+        &client,
+        &fixture,
+        Some(&session),
+        call_body(2, "test_reconnection", json!({})),
+    )
+    .await;
+    let first = Sse::new(response).rest().await;
+    assert_eq!(first.len(), 1, "only the priming event: {first:?}");
+    assert_eq!(first[0].retry, Some(100));
+    assert!(first[0].data.is_empty());
+    let resumed =
+        Sse::new(get_stream(&client, &fixture, Some(&session), first[0].id.as_deref()).await)
+            .rest()
+            .await;
+    let answer = resumed.last().expect("the result").json();
+    assert_eq!(answer["id"], 2);
+    assert!(answer["result"]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("reconnected")));
+}
+
+#[tokio::test]
+async fn conformance_sampling_request_travels_on_the_tool_call_stream() {
+    let fixture = start(ServerOptions {
+        conformance_content: true,
+        ..ServerOptions::default()
+    })
+    .await;
+    let client = Client::new();
+    let body = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": VERSION,
+            "capabilities": {"sampling": {}},
+            "clientInfo": {"name": "http-test", "version": "0"}
+        }
+    });
+    let response = post(&client, &fixture, None, body.to_string()).await;
+    let session = session_id(&response);
+    Sse::new(response).rest().await;
+    let response = post(
+        &client,
+        &fixture,
+        Some(&session),
+        call_body(3, "test_sampling", json!({"prompt": "Hi?"})),
+    )
+    .await;
+    let mut sse = Sse::new(response);
+    let ask = sse
+        .next_message()
+        .await
+        .expect("the sampling request")
+        .json();
+    assert_eq!(ask["method"], "sampling/createMessage");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"
+    }});
+    let accepted = post(&client, &fixture, Some(&session), answer.to_string()).await;
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let result = sse.next_message().await.expect("the tool result").json();
+    assert_eq!(result["id"], 3);
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "LLM response: Paris"
+    );
+}

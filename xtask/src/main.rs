@@ -44,16 +44,24 @@ Commands:
                    bursts and forget sessions. Default 200 iterations and a
                    seed from the clock (printed for replay); the report goes to
                    target/chaos/report.json. CI runs seed 7, 24 iterations.
-  conformance [--suite VERSION] [--scenario S [--spec-version V]]
-                   Run the official MCP conformance suites (client side,
-                   @modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12)
-                   against `mcp-conformance-client`: installs Node 22 + each suite
-                   into `<workspace>/.interop/conformance-<version>/`
-                   (idempotent), builds the client, runs 0.1.16 `--suite all`,
-                   0.2 `--suite all` and `--requirements 2026-07-28` (or one
-                   scenario on one suite) with the baselines in conformance/,
-                   writes results to target/conformance/ and prints
-                   per-scenario check counts. Exits with the suites' code.
+  conformance [--side client|server] [--suite VERSION] [--target NAME]
+              [--scenario S [--spec-version V]]
+                   Run the official MCP conformance suites
+                   (@modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12):
+                   installs Node 22 + each suite into
+                   `<workspace>/.interop/conformance-<version>/` (idempotent).
+                   Client side: builds `mcp-conformance-client`, runs 0.1.16
+                   `--suite all`, 0.2 `--suite all` and `--requirements
+                   2026-07-28`. Server side: builds each server target (today
+                   `fixture`: mcp-fixture-server --conformance-content --era
+                   dual), starts it on a free loopback port per run and runs
+                   0.1.16 `--suite all`, 0.2 `--suite active` and
+                   `--requirements 2026-07-28` against it, then stops it.
+                   --side runs one side only; --target one server target;
+                   --scenario one scenario on one suite (client side unless
+                   --side server). Baselines in conformance/, results in
+                   target/conformance/, per-scenario check counts printed.
+                   Exits with the suites' code.
   deny [--advisories]
                    Supply chain: cargo-deny (installed, pinned, into
                    `<workspace>/.tools/`) checks licenses, banned and duplicate
@@ -99,8 +107,12 @@ fn main() -> ExitCode {
                     ("--suite", Some(v)) => selection.suite = Some(v),
                     ("--scenario", Some(v)) => selection.scenario = Some(v),
                     ("--spec-version", Some(v)) => selection.spec_version = Some(v),
+                    ("--target", Some(v)) => selection.target = Some(v),
+                    ("--side", Some(v)) if conformance::Side::parse(v).is_some() => {
+                        selection.side = conformance::Side::parse(v);
+                    }
                     _ => {
-                        eprintln!("xtask: usage: cargo xtask conformance [--suite VERSION] [--scenario S [--spec-version V]]");
+                        eprintln!("xtask: usage: cargo xtask conformance [--side client|server] [--suite VERSION] [--target NAME] [--scenario S [--spec-version V]]");
                         return ExitCode::from(2);
                     }
                 }

@@ -40,6 +40,11 @@ FLAGS:
     --extra-tool NAME       List one more tool NAME (after the others; repeatable, in order),
                             echo-like ({text}), answering one text block \"NAME: <text>\".
                             NAME: 1 to 64 of A-Z a-z 0-9 _ -, not a built-in tool's name, once.
+    --conformance-content   Also serve what the official conformance suite's server scenarios
+                            call: the test_* tools (content types, logging, progress, errors,
+                            sampling, elicitation, reconnection, input_required results),
+                            json_schema_2020_12_tool, the test:// resources and template, and
+                            the test_* prompts (with completion of arg1).
 
 HTTP (instead of stdio):
     --http ADDR             Serve HTTP on ADDR (loopback only, e.g. 127.0.0.1:0) instead of stdio:

@@ -117,6 +117,9 @@ pub struct ServerOptions {
     /// only names that pass [`check_extra_tool_name`], each once; set in process, the names
     /// are the caller's to check.
     pub extra_tools: Vec<String>,
+    /// Also serve the tools, resources and prompts the official conformance suite's server
+    /// scenarios name (`--conformance-content`); see [`crate::conformance`].
+    pub conformance_content: bool,
 }
 
 impl Default for ServerOptions {
@@ -155,6 +158,7 @@ impl Default for ServerOptions {
             http_control: false,
             instance: None,
             extra_tools: Vec::new(),
+            conformance_content: false,
         }
     }
 }

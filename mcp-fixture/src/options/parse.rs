@@ -157,6 +157,10 @@ where
             "--churn-every-ms" => {
                 options.churn_every_ms = Some(number::<u64>(&flag, &value(&flag)?)?.max(1))
             }
+            "--conformance-content" => {
+                no_value(&flag)?;
+                options.conformance_content = true;
+            }
             "--http-control" => {
                 no_value(&flag)?;
                 options.http_control = true;

@@ -212,3 +212,11 @@ fn errors_and_help() {
         assert!(HELP.contains(flag), "help lacks {flag}");
     }
 }
+
+#[test]
+fn conformance_content_flag() {
+    assert!(!run(&[]).conformance_content);
+    assert!(run(&["--conformance-content"]).conformance_content);
+    let message = parse_args(["--conformance-content=yes"]).expect_err("takes no value");
+    assert!(message.contains("--conformance-content"), "{message}");
+}

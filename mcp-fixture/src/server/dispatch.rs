@@ -65,6 +65,7 @@ fn modern_dispatch(method: &str, dispatch: Dispatch) -> Dispatch {
                 Reply::Result(value)
             }
             Reply::Line(line) => Reply::Line(crate::modern::shape_line(method, line)),
+            Reply::Error(error) => Reply::Error(crate::modern::shape_error(method, error)),
             other => other,
         }
     }
@@ -186,13 +187,15 @@ impl FixtureServer {
             "initialize" => self.initialize(params),
             "tools/list" => Dispatch::from_result(tools::list(self, params)),
             "resources/list" => Dispatch::from_result(resources::list(self, params)),
-            "resources/templates/list" => Dispatch::from_result(resources::templates_list(params)),
+            "resources/templates/list" => {
+                Dispatch::from_result(resources::templates_list(self, params))
+            }
             "resources/read" => Dispatch::from_result(resources::read(self, params)),
             "resources/subscribe" => Dispatch::from_result(resources::subscribe(self, params)),
             "resources/unsubscribe" => Dispatch::from_result(resources::unsubscribe(self, params)),
             "prompts/list" => Dispatch::from_result(prompts::list(self, params)),
-            "prompts/get" => Dispatch::from_result(prompts::get(params)),
-            "completion/complete" => Dispatch::from_result(prompts::complete(params)),
+            "prompts/get" => Dispatch::from_result(prompts::get(self, params)),
+            "completion/complete" => Dispatch::from_result(prompts::complete(self, params)),
             "logging/setLevel" => Dispatch::from_result(self.set_level(params)),
             _ => Dispatch::error(RpcError::new(
                 METHOD_NOT_FOUND,

@@ -78,7 +78,11 @@ impl FixtureServer {
             None if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested) => requested.to_owned(),
             None => LATEST_PROTOCOL_VERSION.to_owned(),
         };
-        self.state().negotiated_version = Some(version.clone());
+        {
+            let mut state = self.state();
+            state.negotiated_version = Some(version.clone());
+            state.client_capabilities = params.get("capabilities").cloned();
+        }
         Dispatch::result(json!({
             "protocolVersion": version,
             "capabilities": Self::capabilities(),

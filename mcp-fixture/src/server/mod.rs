@@ -72,6 +72,8 @@ struct State {
     negotiated_version: Option<String>,
     /// Whether `notifications/initialized` arrived.
     initialized: bool,
+    /// The capabilities the client declared in `initialize`.
+    client_capabilities: Option<Value>,
 }
 
 struct Inner {
@@ -131,6 +133,16 @@ impl FixtureServer {
     /// The protocol version answered to the last `initialize`, if any.
     pub fn negotiated_version(&self) -> Option<String> {
         self.state().negotiated_version.clone()
+    }
+
+    /// Whether the client declared `capability` (e.g. `sampling`, `elicitation`) in its
+    /// `initialize` request.
+    pub fn client_declares(&self, capability: &str) -> bool {
+        self.state()
+            .client_capabilities
+            .as_ref()
+            .and_then(|c| c.get(capability))
+            .is_some_and(|c| !c.is_null())
     }
 
     /// Whether the client sent `notifications/initialized`.

@@ -250,13 +250,17 @@ fn extra_tool(name: &str) -> Value {
 }
 
 /// `tools/list`: the always-present tools, then `instance` (`--instance`), `dynamic_tool`
-/// (while toggled on) and the `--extra-tool`s in order.
+/// (while toggled on), the `--extra-tool`s in order and the `--conformance-content` tools.
 pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<Value, RpcError> {
     let params = params_object(params)?;
     let options = server.options();
     let page_size = options.page_size;
     let dynamic = server.dynamic_tool_present();
-    if !dynamic && options.instance.is_none() && options.extra_tools.is_empty() {
+    if !dynamic
+        && options.instance.is_none()
+        && options.extra_tools.is_empty()
+        && !options.conformance_content
+    {
         let (page, next) = paginate(base_tools(), page_size, &params)?;
         return Ok(page_result("tools", page, next));
     }
@@ -268,6 +272,9 @@ pub(crate) fn list(server: &FixtureServer, params: Option<&RawValue>) -> Result<
         all.push(dynamic_tool().clone());
     }
     all.extend(options.extra_tools.iter().map(|name| extra_tool(name)));
+    if options.conformance_content {
+        all.extend(crate::conformance::tool_list().iter().cloned());
+    }
     let (page, next) = paginate(&all, page_size, &params)?;
     Ok(page_result("tools", page, next))
 }

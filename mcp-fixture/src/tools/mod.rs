@@ -67,9 +67,13 @@ pub const DYNAMIC_TOOL: &str = "dynamic_tool";
 /// Name of the tool listed with `--instance LABEL` (answers LABEL).
 pub const INSTANCE_TOOL: &str = "instance";
 
-/// Whether `name` is a built-in tool's: always present, toggled, or listed with `--instance`.
+/// Whether `name` is a built-in tool's: always present, toggled, listed with `--instance` or
+/// with `--conformance-content`.
 pub fn is_built_in(name: &str) -> bool {
-    TOOL_NAMES.contains(&name) || name == DYNAMIC_TOOL || name == INSTANCE_TOOL
+    TOOL_NAMES.contains(&name)
+        || name == DYNAMIC_TOOL
+        || name == INSTANCE_TOOL
+        || crate::conformance::is_tool(name)
 }
 
 /// `tools/call` params, borrowed from the input line.
@@ -180,6 +184,9 @@ pub(crate) fn call(
         ))),
         name if server.options().extra_tools.iter().any(|t| t == name) => {
             extra_tool_call(name, &args)
+        }
+        name if server.options().conformance_content && crate::conformance::is_tool(name) => {
+            crate::conformance::call_tool(server, name, &args, call.meta, params)
         }
         other => Err(RpcError::invalid_params(format!("Unknown tool: {other}"))),
     };

@@ -51,6 +51,12 @@
 //! invalid JSON → 400), and every server message (responses too) is an `event: message` on
 //! the GET stream. The session ends when the GET stream closes.
 //!
+//! # DNS rebinding protection
+//! The server listens on loopback only, and answers 403 to any request whose `Host` or
+//! `Origin` header names another host (`localhost`, `127.0.0.0/8` and `[::1]` are loopback,
+//! with any port): a web page whose name was rebound to 127.0.0.1 cannot reach it from a
+//! browser. Requests without the headers (non-browser clients) are served.
+//!
 //! # Faults
 //! `--http-fail-first N` (first N POSTs on either transport → 503), `--http-delay-ms N` (every
 //! HTTP response delayed), `--http-drop-sse-after N` (each POST stream closed after N events
@@ -362,6 +368,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<HttpFixtureState>) {
 }
 
 async fn handle(shared: Arc<HttpFixtureState>, request: Request<Incoming>) -> HttpResponse {
+    if let Some(refused) = refuse_foreign_host(request.headers()) {
+        return refused;
+    }
     let delay = shared.options.http_delay_ms;
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -424,6 +433,45 @@ async fn handle_admitted(
         MESSAGE_PATH => http_sse::handle_message(shared, request).await,
         _ => error_response(StatusCode::NOT_FOUND, "not found"),
     }
+}
+
+/// DNS rebinding protection: 403 when `Host` or `Origin` names a host that is not loopback.
+fn refuse_foreign_host(headers: &HeaderMap) -> Option<HttpResponse> {
+    for name in [header::HOST, header::ORIGIN] {
+        for value in headers.get_all(&name) {
+            let text = value.to_str().unwrap_or("");
+            let authority = if name == header::ORIGIN {
+                text.split_once("://").map_or("", |(_, rest)| rest)
+            } else {
+                text
+            };
+            if !is_loopback_authority(authority) {
+                tracing::debug!(header = %name, value = text, "refusing a non-loopback host");
+                return Some(error_response(
+                    StatusCode::FORBIDDEN,
+                    &format!("Forbidden: {name} {text:?} is not a loopback host (DNS rebinding protection)"),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Whether `host[:port]` (an IPv6 address in brackets) names the loopback interface:
+/// `localhost`, an address in `127.0.0.0/8` or `::1`.
+fn is_loopback_authority(authority: &str) -> bool {
+    let authority = authority.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((host, port)) if port.is_empty() || port.starts_with(':') => host,
+            _ => return false,
+        },
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Response body type of every handler.
@@ -658,6 +706,69 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn loopback_authorities() {
+        for ok in [
+            "localhost",
+            "LOCALHOST:3000",
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "127.1.2.3:1",
+            "[::1]",
+            "[::1]:9000",
+            "localhost:80/path",
+        ] {
+            assert!(is_loopback_authority(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "evil.example.com",
+            "evil.example.com:3000",
+            "localhost.evil.com",
+            "10.0.0.1:80",
+            "[::2]:80",
+            "[::1",
+            "[::1]x",
+            "null",
+        ] {
+            assert!(!is_loopback_authority(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn foreign_host_or_origin_is_refused() {
+        let headers = |pairs: &[(header::HeaderName, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.append(name.clone(), HeaderValue::from_static(value));
+            }
+            map
+        };
+        assert!(refuse_foreign_host(&headers(&[])).is_none());
+        assert!(refuse_foreign_host(&headers(&[
+            (header::HOST, "127.0.0.1:4000"),
+            (header::ORIGIN, "http://localhost:4000"),
+        ]))
+        .is_none());
+        let refused = |pairs| {
+            refuse_foreign_host(&headers(pairs))
+                .map(|r| r.status())
+                .expect("refused")
+        };
+        assert_eq!(
+            refused(&[(header::HOST, "evil.example.com")]),
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            refused(&[
+                (header::HOST, "127.0.0.1:4000"),
+                (header::ORIGIN, "http://evil.example.com")
+            ]),
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(refused(&[(header::ORIGIN, "null")]), StatusCode::FORBIDDEN);
     }
 
     #[tokio::test]

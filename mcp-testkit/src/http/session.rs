@@ -342,6 +342,9 @@ pub(crate) struct PostRequest {
     pub(crate) asks_client: bool,
     /// Send a priming event.
     pub(crate) prime: bool,
+    /// Close the connection right after a priming event with a `retry` hint, keeping the
+    /// stream for a resuming GET (`--conformance-content`'s `test_reconnection`, SEP-1699).
+    pub(crate) close_after_priming: bool,
 }
 
 impl Streams {
@@ -369,10 +372,18 @@ impl Streams {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut stream = Stream::new(Some(tx));
         stream.drop_at = self.drop_after;
-        if request.prime || self.drop_after.is_some() {
-            stream.prime(id, self.drop_after.is_some());
+        let retry = self.drop_after.is_some() || request.close_after_priming;
+        if request.prime || retry {
+            stream.prime(id, retry);
         }
-        if self.drop_after == Some(0) {
+        if request.close_after_priming {
+            tracing::debug!(
+                stream = id,
+                "closing the stream after priming (reconnection test)"
+            );
+            stream.drop_at = None;
+            stream.live = None;
+        } else if self.drop_after == Some(0) {
             tracing::debug!(
                 stream = id,
                 "--http-drop-sse-after 0: closing after priming"
@@ -607,6 +618,7 @@ mod tests {
             token_key: Some("\"t\"".into()),
             asks_client: false,
             prime: true,
+            close_after_priming: false,
         });
         streams.route(Outgoing {
             kind: OutgoingKind::Notification,
@@ -636,6 +648,7 @@ mod tests {
             token_key: Some("3".into()),
             asks_client: false,
             prime: false,
+            close_after_priming: false,
         });
         for n in 1..=2 {
             streams.route(Outgoing {

@@ -348,8 +348,14 @@ fn sse_request(
         .and_then(|meta| meta.progress_token.as_ref())
         .filter(|token| token.is_string() || token.is_number())
         .map(jsonrpc::id_key);
-    let asks_client =
-        method == "tools/call" && params.tool().is_some_and(|name| name.starts_with("ask_"));
+    let tool = if method == "tools/call" {
+        params.tool()
+    } else {
+        None
+    };
+    let asks_client = tool.is_some_and(mcp_fixture::conformance::asks_client);
+    let close_after_priming = shared.options.conformance_content
+        && tool == Some(mcp_fixture::conformance::RECONNECTION_TOOL);
     let version = if method == "initialize" {
         shared.options.protocol_version.clone().or_else(|| {
             let requested = params.protocol_version.as_ref()?.as_str()?;
@@ -368,6 +374,7 @@ fn sse_request(
         token_key,
         asks_client,
         prime: primes(version.as_deref()),
+        close_after_priming,
     });
     for message in handle_line_captured(&session.server, body) {
         streams.push_inline(stream, message);

@@ -1,23 +1,35 @@
-//! `cargo xtask conformance [--suite VERSION] [--scenario S [--spec-version V]]`: run the
-//! official MCP conformance suites (`@modelcontextprotocol/conformance`, client side) against
-//! `mcp-conformance-client`.
+//! `cargo xtask conformance [--side client|server] [--suite VERSION] [--target NAME]
+//! [--scenario S [--spec-version V]]`: run the official MCP conformance suites
+//! (`@modelcontextprotocol/conformance`) — the client scenarios against
+//! `mcp-conformance-client`, the server scenarios against every [`server::ServerTarget`] (today
+//! the fixture server with `--conformance-content`; see `server.rs`).
 //!
 //! Two releases are pinned ([`SUITES`]): 0.1.16 (the 2025-11-25 suite) and 0.2.0-alpha.12 (the
 //! 2026-07-28 revision). For each:
 //! 1. Installs Node 22 (the npm package `node@22`; the suite does not start on Node 20) and the
 //!    suite into `<workspace>/.interop/conformance-<version>/` unless its stamp matches.
-//! 2. Builds `mcp-conformance-client` (`cargo build -p mcp-conformance`), once.
-//! 3. Runs `conformance client --command "exec <client>"` once per entry of its `runs` (0.2:
-//!    `--suite all`, where each scenario runs at its own default version, and
+//! 2. Builds `mcp-conformance-client` (`cargo build -p mcp-conformance`) and what the server
+//!    targets run, once.
+//! 3. Client side: runs `conformance client --command "exec <client>"` once per entry of its
+//!    `runs` (0.2: `--suite all`, where each scenario runs at its own default version, and
 //!    `--requirements 2026-07-28`, where every scenario the revision requires runs at
 //!    2026-07-28), with its baseline, results in `target/conformance/<version>-<run>/`, and
-//!    `node_modules/.bin` first on PATH. `--scenario S` runs one scenario on one suite (the
-//!    newest unless `--suite` says otherwise).
-//! 4. Prints one line per scenario with its check counts (from `checks.json`).
+//!    `node_modules/.bin` first on PATH.
+//! 4. Server side: for each target and each entry of `server_runs` (0.1.16: `--suite all`;
+//!    0.2: the active suite, each scenario at 2025-11-25, and `--requirements 2026-07-28`),
+//!    starts the target on a free loopback port, runs `conformance server --url …` with the
+//!    suite's server baseline, results in `target/conformance/server-<target>-<version>-<run>/`,
+//!    and stops the target.
+//! 5. Prints one line per scenario with its check counts (from `checks.json`).
+//!
+//! `--side` runs one side only (default both); `--scenario S` runs one scenario on one suite
+//! (the newest unless `--suite` says otherwise), on the client side unless `--side server`.
 //!
 //! The exit code is the suites': 0 when every failure is in the baseline and no baseline entry
 //! passes. The suite's mock servers call `listen(0)` without a host (all interfaces); a small
 //! `--require` preload pins them to 127.0.0.1, and the run refuses to start if that does not hold.
+
+pub mod server;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,6 +49,10 @@ pub struct Suite {
     baseline: &'static str,
     /// `(label, arguments)` of each run (besides `--command`, the baseline and `-o`).
     runs: &'static [(&'static str, &'static [&'static str])],
+    /// The baseline of the server scenarios (workspace-relative), shared by every target.
+    server_baseline: &'static str,
+    /// `(label, arguments)` of each server run (besides `--url`, the baseline and `-o`).
+    server_runs: &'static [(&'static str, &'static [&'static str])],
     /// Scenarios that pass without the client doing anything: shown as such so nobody counts
     /// them as real passes.
     vacuous: &'static [&'static str],
@@ -50,6 +66,8 @@ pub const SUITES: &[Suite] = &[
         runs: &[("all", &["--suite", "all"])],
         // Its only check is "no authorization request was made".
         vacuous: &["auth/resource-mismatch"],
+        server_baseline: "conformance/expected-failures-server.yml",
+        server_runs: &[("all", &["--suite", "all"])],
     },
     Suite {
         version: "0.2.0-alpha.12",
@@ -59,6 +77,14 @@ pub const SUITES: &[Suite] = &[
             ("2026-07-28", &["--requirements", "2026-07-28"]),
         ],
         vacuous: &[],
+        server_baseline: "conformance/expected-failures-server-0.2.yml",
+        // The active suite runs each scenario at 2025-11-25 (`--suite all` would add the draft
+        // and pending ones); the requirements run every scenario 2026-07-28 requires at
+        // 2026-07-28, plus the not-scored ones (the Tasks extension, pending SEP-2243).
+        server_runs: &[
+            ("active", &["--suite", "active"]),
+            ("2026-07-28", &["--requirements", "2026-07-28"]),
+        ],
     },
 ];
 /// The Node.js runtime, installed from the npm registry as a package.
@@ -107,6 +133,26 @@ fn stamp_text(suite: &Suite) -> String {
     )
 }
 
+/// Which scenarios: the client's, the servers', or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// `conformance client` against `mcp-conformance-client`.
+    Client,
+    /// `conformance server` against the server targets.
+    Server,
+}
+
+impl Side {
+    /// Parses `client` or `server`.
+    pub fn parse(name: &str) -> Option<Side> {
+        match name {
+            "client" => Some(Side::Client),
+            "server" => Some(Side::Server),
+            _ => None,
+        }
+    }
+}
+
 /// What `cargo xtask conformance` runs.
 #[derive(Default)]
 pub struct Selection<'a> {
@@ -116,11 +162,39 @@ pub struct Selection<'a> {
     pub scenario: Option<&'a str>,
     /// With a scenario: the spec version to run it at.
     pub spec_version: Option<&'a str>,
+    /// One side (default: both; with a scenario, the client's).
+    pub side: Option<Side>,
+    /// One server target by name (default: all).
+    pub target: Option<&'a str>,
 }
 
-/// `cargo xtask conformance`: every selected suite and run; the first failing exit code wins.
+/// `cargo xtask conformance`: every selected suite and run, client side then server side; the
+/// first failing exit code wins.
 pub fn run(root: &Path, selection: &Selection<'_>) -> Result<Report, String> {
-    let suites: Vec<&Suite> = match (selection.suite, selection.scenario) {
+    let side = selection.side.or(selection.scenario.map(|_| Side::Client));
+    let mut reports = Vec::new();
+    if side != Some(Side::Server) {
+        reports.push(run_client(root, selection)?);
+    }
+    if side != Some(Side::Client) {
+        reports.push(run_server(root, selection)?);
+    }
+    let code = reports
+        .iter()
+        .map(|r| r.code)
+        .find(|code| *code != Some(0))
+        .unwrap_or(Some(0));
+    let summary = reports
+        .into_iter()
+        .map(|r| r.summary)
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok(Report { code, summary })
+}
+
+/// The suites a selection names.
+fn selected_suites(selection: &Selection<'_>) -> Result<Vec<&'static Suite>, String> {
+    Ok(match (selection.suite, selection.scenario) {
         (Some(v), _) => vec![SUITES.iter().find(|s| s.version == v).ok_or_else(|| {
             format!(
                 "unknown suite {v:?}; pinned: {}",
@@ -133,31 +207,72 @@ pub fn run(root: &Path, selection: &Selection<'_>) -> Result<Report, String> {
         })?],
         (None, Some(_)) => SUITES.last().into_iter().collect(),
         (None, None) => SUITES.iter().collect(),
-    };
+    })
+}
+
+/// The runs of one suite for a selection: one `--scenario` run, or the suite's own.
+fn selected_runs<'a>(
+    selection: &Selection<'a>,
+    runs: &'static [(&'static str, &'static [&'static str])],
+) -> Vec<(&'a str, Vec<&'a str>)> {
+    match selection.scenario {
+        Some(s) => {
+            let mut args = vec!["--scenario", s];
+            if let Some(v) = selection.spec_version {
+                args.extend(["--spec-version", v]);
+            }
+            vec![("scenario", args)]
+        }
+        None => runs
+            .iter()
+            .map(|(label, args)| (*label, args.to_vec()))
+            .collect(),
+    }
+}
+
+/// The server side: every selected suite, target and run.
+fn run_server(root: &Path, selection: &Selection<'_>) -> Result<Report, String> {
+    let suites = selected_suites(selection)?;
+    let targets = server::select_targets(selection.target)?;
+    server::build_targets(root, &targets)?;
+    let mut code = Some(0);
+    let mut summaries = Vec::new();
+    for suite in suites {
+        for target in &targets {
+            for (label, args) in selected_runs(selection, suite.server_runs) {
+                let report = server::run_one(root, suite, target, label, &args)?;
+                if code == Some(0) {
+                    code = report.code;
+                }
+                summaries.push(format!(
+                    "server {} {} {label}: {}",
+                    target.name, suite.version, report.summary
+                ));
+            }
+        }
+    }
+    Ok(Report {
+        code,
+        summary: summaries.join("; "),
+    })
+}
+
+/// The client side: every selected suite and run.
+fn run_client(root: &Path, selection: &Selection<'_>) -> Result<Report, String> {
+    let suites = selected_suites(selection)?;
     let client = build_client(root)?;
     let mut code = Some(0);
     let mut summaries = Vec::new();
     for suite in suites {
-        let runs: Vec<(&str, Vec<&str>)> = match selection.scenario {
-            Some(s) => {
-                let mut args = vec!["--scenario", s];
-                if let Some(v) = selection.spec_version {
-                    args.extend(["--spec-version", v]);
-                }
-                vec![("scenario", args)]
-            }
-            None => suite
-                .runs
-                .iter()
-                .map(|(label, args)| (*label, args.to_vec()))
-                .collect(),
-        };
-        for (label, args) in runs {
+        for (label, args) in selected_runs(selection, suite.runs) {
             let report = run_one(root, suite, &client, label, &args)?;
             if code == Some(0) {
                 code = report.code;
             }
-            summaries.push(format!("{} {label}: {}", suite.version, report.summary));
+            summaries.push(format!(
+                "client {} {label}: {}",
+                suite.version, report.summary
+            ));
         }
     }
     Ok(Report {
@@ -227,8 +342,8 @@ fn run_one(
     let status =
         shell::run(&mut cmd).map_err(|e| format!("could not start the conformance suite: {e}"))?;
 
-    let expected = read_baseline(&root.join(suite.baseline));
-    let results = collect_results(&out);
+    let expected = read_baseline(&root.join(suite.baseline), "client");
+    let results = collect_results(&out, None);
     let summary = print_summary(&results, &expected, suite.vacuous);
     println!(
         "conformance: suite exit code {} in {:.1}s",
@@ -362,20 +477,26 @@ fn installed_ok(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Scenario names listed under `client:` in the baseline (`- name  # why`).
-fn read_baseline(path: &Path) -> Vec<String> {
+/// Scenario names listed under `section:` (`client` or `server`) in the baseline
+/// (`- name  # why`; a per-check entry `- name:check-id` counts for its scenario).
+fn read_baseline(path: &Path, section: &str) -> Vec<String> {
     let text = fs::read_to_string(path).unwrap_or_default();
-    let mut in_client = false;
+    let heading = format!("{section}:");
+    let mut in_section = false;
     let mut names = Vec::new();
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("");
         if !line.starts_with(' ') && !line.starts_with('-') && line.trim_end().ends_with(':') {
-            in_client = line.trim() == "client:";
+            in_section = line.trim() == heading;
             continue;
         }
         if let Some(name) = line.trim().strip_prefix("- ") {
-            if in_client {
-                names.push(name.trim().trim_matches(['"', '\'']).to_owned());
+            if in_section {
+                let name = name.trim().trim_matches(['"', '\'']);
+                let scenario = name.split_once(':').map_or(name, |(scenario, _)| scenario);
+                if !names.iter().any(|n| n == scenario) {
+                    names.push(scenario.to_owned());
+                }
             }
         }
     }
@@ -391,8 +512,9 @@ struct Counts {
     other: u32,
 }
 
-/// `(scenario, counts)` for every `checks.json` under `out`, sorted by scenario.
-fn collect_results(out: &Path) -> Vec<(String, Counts)> {
+/// `(scenario, counts)` for every `checks.json` under `out`, sorted by scenario. `prefix`: what
+/// the suite puts before the scenario in its result folders (`server-` for server runs).
+fn collect_results(out: &Path, prefix: Option<&str>) -> Vec<(String, Counts)> {
     let mut files = Vec::new();
     find_checks(out, &mut files);
     let mut results: Vec<(String, Counts)> = files
@@ -401,7 +523,9 @@ fn collect_results(out: &Path) -> Vec<(String, Counts)> {
             let rel = file.parent()?.strip_prefix(out).ok()?;
             let rel = rel.to_string_lossy().replace('\\', "/");
             let text = fs::read_to_string(&file).ok()?;
-            Some((strip_timestamp(&rel).to_owned(), count_statuses(&text)))
+            let name = strip_timestamp(&rel);
+            let name = prefix.and_then(|p| name.strip_prefix(p)).unwrap_or(name);
+            Some((name.to_owned(), count_statuses(&text)))
         })
         .collect();
     results.sort_by(|a, b| a.0.cmp(&b.0));
@@ -548,6 +672,20 @@ fn print_summary(
     if stale > 0 {
         summary.push_str(&format!(", {stale} stale baseline entries"));
     }
+    let total = results.iter().fold(Counts::default(), |mut sum, (_, c)| {
+        sum.success += c.success;
+        sum.failure += c.failure;
+        sum.warning += c.warning;
+        sum.other += c.other;
+        sum
+    });
+    summary.push_str(&format!(
+        " ({} scenarios; checks: {} success, {} failure, {} warning)",
+        results.len(),
+        total.success,
+        total.failure,
+        total.warning
+    ));
     if results.is_empty() {
         summary = "no checks.json found".to_owned();
     }
@@ -592,7 +730,7 @@ mod tests {
     }
 
     #[test]
-    fn baseline_client_entries_are_read() {
+    fn baseline_entries_are_read_per_section() {
         let dir = std::env::temp_dir().join(format!("xtask-baseline-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let file = dir.join("b.yml");
@@ -601,7 +739,15 @@ mod tests {
             "# c\nserver:\n  - s1\nclient:\n  # group\n  - auth/a   # why\n  - \"b\"\n",
         )
         .unwrap();
-        assert_eq!(read_baseline(&file), vec!["auth/a", "b"]);
+        assert_eq!(read_baseline(&file, "client"), vec!["auth/a", "b"]);
+        assert_eq!(read_baseline(&file, "server"), vec!["s1"]);
+        fs::write(
+            &file,
+            "server:\n  - tasks-a   # why\n  - http-b:check-1\n  - http-b:check-2\nclient: []\n",
+        )
+        .unwrap();
+        assert_eq!(read_baseline(&file, "server"), vec!["tasks-a", "http-b"]);
+        assert!(read_baseline(&file, "client").is_empty());
         let _ = fs::remove_dir_all(dir);
     }
 }
