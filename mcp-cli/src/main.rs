@@ -167,6 +167,9 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
     };
     let stores = commands::auth::stores(&config)?;
     commands::auth::note_store_fallback(&stores.oauth, &config, cli.json);
+    // `mcph serve` passes the servers' requests (sampling, elicitation, roots) and logs to its
+    // downstream clients.
+    let relay = mcp_gateway::Relay::new();
     let client = tokio::select! {
         biased;
         _ = &mut ctrl_c => return Err(CliError::Interrupted),
@@ -175,6 +178,10 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
                 .options(options)
                 .oauth(stores.oauth)
                 .fleet(stores.fleet);
+            if matches!(cli.command, Command::Serve { .. }) {
+                let handlers = relay.clone();
+                builder = builder.handler_per_server(move |server| handlers.handler_for(server));
+            }
             if let Some(region) = &cli.region {
                 builder = builder.region(region.clone());
             }
@@ -185,7 +192,7 @@ async fn execute(cli: &Cli) -> Result<(), CliError> {
     let outcome = tokio::select! {
         biased;
         _ = &mut ctrl_c => Err(CliError::Interrupted),
-        outcome = dispatch(&client, cli) => outcome,
+        outcome = dispatch(&client, cli, &relay) => outcome,
     };
     // Ctrl-C is how a live view (`watch`, `tools --watch`, `stats`) is meant to end.
     let outcome = match outcome {
@@ -238,7 +245,11 @@ async fn auth(
     }
 }
 
-async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
+async fn dispatch(
+    client: &McpClient,
+    cli: &Cli,
+    relay: &mcp_gateway::Relay,
+) -> Result<(), CliError> {
     let json = cli.json;
     match &cli.command {
         Command::Servers => commands::servers::run(client, json).await,
@@ -315,7 +326,7 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
                 },
                 separator: separator.clone(),
             };
-            commands::serve::run(client, options).await
+            commands::serve::run(client, relay.clone(), options).await
         }
         // Handled before any server starts (see `execute`).
         Command::Auth { .. } | Command::Bridge { .. } => Ok(()),

@@ -21,11 +21,19 @@ use crate::transports::TransportRegistry;
 pub type SessionOptionsHook =
     Arc<dyn Fn(&ServerConfig, SessionOptions) -> SessionOptions + Send + Sync>;
 
+/// What makes each server's handler from its name.
+pub(crate) type HandlerFor = Arc<dyn Fn(&str) -> Arc<dyn ClientHandler> + Send + Sync>;
+
+/// The same handler for every server.
+fn one_handler(handler: Arc<dyn ClientHandler>) -> HandlerFor {
+    Arc::new(move |_| handler.clone())
+}
+
 /// Builds an [`McpClient`]; see [`McpClient::builder`].
 pub struct McpClientBuilder {
     pub(crate) config: ClientConfig,
     pub(crate) options: ClientOptions,
-    pub(crate) handler: Arc<dyn ClientHandler>,
+    pub(crate) handler: HandlerFor,
     pub(crate) session_options: Option<SessionOptionsHook>,
     pub(crate) stack: StackPolicy,
     pub(crate) supervision: SupervisionPolicy,
@@ -50,7 +58,7 @@ impl McpClientBuilder {
         McpClientBuilder {
             config,
             options: ClientOptions::default(),
-            handler: Arc::new(()),
+            handler: one_handler(Arc::new(())),
             session_options: None,
             stack: StackPolicy::default(),
             supervision: SupervisionPolicy::default(),
@@ -107,13 +115,23 @@ impl McpClientBuilder {
     /// requests (its capabilities are what every `initialize` advertises) and sees every
     /// notification. Default: `()`, which declares nothing.
     pub fn handler(mut self, handler: impl ClientHandler) -> Self {
-        self.handler = Arc::new(handler);
+        self.handler = one_handler(Arc::new(handler));
         self
     }
 
     /// [`handler`](Self::handler) with a handler already behind an `Arc`.
     pub fn shared_handler(mut self, handler: Arc<dyn ClientHandler>) -> Self {
-        self.handler = handler;
+        self.handler = one_handler(handler);
+        self
+    }
+
+    /// A handler of each server's own, made from its configured name when the server is added
+    /// (a gateway answers a server's requests through the calls it makes to that server).
+    pub fn handler_per_server(
+        mut self,
+        make: impl Fn(&str) -> Arc<dyn ClientHandler> + Send + Sync + 'static,
+    ) -> Self {
+        self.handler = Arc::new(make);
         self
     }
 

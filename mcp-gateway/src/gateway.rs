@@ -18,6 +18,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 use crate::names::{check_separator, exposed_names, Prefixing, DEFAULT_SEPARATOR};
+use crate::relay::Relay;
 use crate::upstream::{PromptRoute, Routes, Upstream};
 
 /// How a [`Gateway`] serves.
@@ -86,12 +87,16 @@ impl Drop for Inner {
 
 impl Gateway {
     /// Serves `client`'s catalog: mirrors it now and follows its changes from then on.
+    /// `relay` passes the servers' requests and logs to the downstream calls they serve: the
+    /// relay whose [`handler_for`](Relay::handler_for) the facade gave each server (with a
+    /// fresh [`Relay`] the servers' requests never reach downstream clients).
     pub async fn start(
         client: McpClient,
+        relay: Relay,
         options: GatewayOptions,
     ) -> Result<Gateway, GatewayError> {
         check_separator(&options.separator).map_err(GatewayError::Options)?;
-        let upstream = Arc::new(Upstream::new(client));
+        let upstream = Arc::new(Upstream::new(client, relay));
         let server = build_server(&options, &upstream)?;
         let gateway = Gateway {
             inner: Arc::new(Inner {
@@ -207,10 +212,16 @@ impl Inner {
                 definition.name = name;
                 let upstream = self.upstream.clone();
                 let qualified: Arc<str> = Arc::from(entry.qualified_name.as_str());
+                let server: Arc<str> = Arc::from(entry.server.as_str());
                 LocalTool::from_definition(definition, move |context, arguments| {
                     let upstream = upstream.clone();
                     let qualified = qualified.clone();
-                    async move { upstream.call_tool(context, &qualified, arguments).await }
+                    let server = server.clone();
+                    async move {
+                        upstream
+                            .call_tool(context, &server, &qualified, arguments)
+                            .await
+                    }
                 })
             })
             .collect();

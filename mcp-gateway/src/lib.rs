@@ -11,6 +11,8 @@
 //! - `upstream.rs`: each downstream request forwarded through the facade — tool calls through
 //!   the server's whole stack with progress relayed and cancellation passed on, prompts,
 //!   reads, completions — and failures in the words agents are shown.
+//! - [`Relay`] (`relay.rs`): what upstream servers ask of the client (sampling, elicitation,
+//!   roots) and their logs, passed to the downstream call they serve.
 //! - Downstream transports: [`serve_stdio`] / [`serve_stream`] (`stdio.rs`), and
 //!   [`http`]: Streamable HTTP in both eras ([`http::serve_http`]; `hub.rs` the connection a
 //!   session or the stateless clients share and where each message goes, `body.rs` the event
@@ -24,9 +26,11 @@ pub mod admin;
 mod gateway;
 pub mod http;
 pub mod names;
+mod relay;
 mod stdio;
 mod upstream;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions};
 pub use names::Prefixing;
+pub use relay::Relay;
 pub use stdio::{serve_stdio, serve_stream, MAX_LINE_BYTES};

@@ -7,11 +7,15 @@ use std::sync::RwLock;
 
 use mcp_client::McpClient;
 use mcp_core::jsonrpc::ErrorObject;
-use mcp_core::types::{methods, CallToolResult, GetPromptResult, ReadResourceResult};
+use mcp_core::types::{
+    methods, CallToolResult, GetPromptResult, LoggingMessageNotificationParams, ReadResourceResult,
+};
 use mcp_core::{Error, McpServiceExt, Payload, RequestOptions};
 use mcp_transport_local::{ReadRequest, RequestContext, ToolError};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+
+use crate::relay::Relay;
 
 /// How many progress reports of one call may wait to be relayed; past that the oldest news is
 /// dropped (a later report supersedes it).
@@ -43,13 +47,15 @@ pub(crate) struct PromptRoute {
 pub(crate) struct Upstream {
     pub(crate) client: McpClient,
     pub(crate) routes: RwLock<Routes>,
+    pub(crate) relay: Relay,
 }
 
 impl Upstream {
-    pub(crate) fn new(client: McpClient) -> Upstream {
+    pub(crate) fn new(client: McpClient, relay: Relay) -> Upstream {
         Upstream {
             client,
             routes: RwLock::new(Routes::default()),
+            relay,
         }
     }
 
@@ -64,6 +70,7 @@ impl Upstream {
     pub(crate) async fn call_tool(
         &self,
         context: RequestContext,
+        server: &str,
         qualified: &str,
         arguments: Map<String, Value>,
     ) -> CallToolResult {
@@ -76,29 +83,37 @@ impl Upstream {
             });
             progress = Some(receiver);
         }
+        // The server's requests and logs meanwhile are this call's.
+        let (_tracked, mut logs) = self.relay.track(server, context.clone());
         let call = self
             .client
             .call_tool_with(qualified, Some(Value::Object(arguments)), options);
-        let outcome = match progress {
-            None => call.await,
-            Some(mut reports) => {
-                tokio::pin!(call);
-                let outcome = loop {
-                    tokio::select! {
-                        biased;
-                        outcome = &mut call => break outcome,
-                        Some((done, total, message)) = reports.recv() => {
-                            context.progress(done, total, message.as_deref()).await;
-                        }
-                    }
-                };
-                // Reports that came with the answer go before it.
-                while let Ok((done, total, message)) = reports.try_recv() {
+        tokio::pin!(call);
+        let outcome = loop {
+            let report = async {
+                match progress.as_mut() {
+                    Some(reports) => reports.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                outcome = &mut call => break outcome,
+                Some(log) = logs.recv() => relay_log(&context, log).await,
+                Some((done, total, message)) = report => {
                     context.progress(done, total, message.as_deref()).await;
                 }
-                outcome
             }
         };
+        // What came with the answer goes before it.
+        while let Ok(log) = logs.try_recv() {
+            relay_log(&context, log).await;
+        }
+        if let Some(reports) = progress.as_mut() {
+            while let Ok((done, total, message)) = reports.try_recv() {
+                context.progress(done, total, message.as_deref()).await;
+            }
+        }
         outcome.unwrap_or_else(|e| failed_call(&e))
     }
 
@@ -211,6 +226,13 @@ impl Upstream {
             .deserialize::<Value>()
             .map_err(|e| ToolError::rpc(ErrorObject::internal(e.to_string())))
     }
+}
+
+/// An upstream server's log, to the downstream client of the call it came during.
+async fn relay_log(context: &RequestContext, log: LoggingMessageNotificationParams) {
+    context
+        .log(log.level, log.logger.as_deref(), log.data)
+        .await;
 }
 
 /// A tool call that failed on its way (the server down, the breaker open, a timeout): an error

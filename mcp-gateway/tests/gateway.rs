@@ -10,7 +10,7 @@ use std::time::Duration;
 use mcp_client::config::{ClientConfig, ServerConfig, TransportConfig};
 use mcp_client::{ClientOptions, McpClient};
 use mcp_core::{McpServiceExt, RequestOptions};
-use mcp_gateway::{Gateway, GatewayOptions, Prefixing};
+use mcp_gateway::{Gateway, GatewayOptions, Prefixing, Relay};
 use mcp_session::{ClientSession, SessionOptions};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -31,19 +31,20 @@ fn fixture(name: &str, args: &[&str]) -> ServerConfig {
     )
 }
 
-async fn client(servers: Vec<ServerConfig>) -> McpClient {
+/// A facade whose servers' requests the gateway relays, and the gateway in front of it.
+async fn gateway(servers: Vec<ServerConfig>, options: GatewayOptions) -> Gateway {
     let config = ClientConfig {
         servers,
         ..ClientConfig::default()
     };
-    McpClient::builder(config)
+    let relay = Relay::new();
+    let handlers = relay.clone();
+    let client = McpClient::builder(config)
         .options(ClientOptions::default())
+        .handler_per_server(move |server| handlers.handler_for(server))
         .start()
-        .await
-}
-
-async fn gateway(servers: Vec<ServerConfig>, options: GatewayOptions) -> Gateway {
-    Gateway::start(client(servers).await, options)
+        .await;
+    Gateway::start(client, relay, options)
         .await
         .expect("the gateway starts")
 }

@@ -3,7 +3,7 @@
 //! Ctrl-C.
 
 use mcp_client::McpClient;
-use mcp_gateway::{Gateway, GatewayOptions, Prefixing};
+use mcp_gateway::{Gateway, GatewayOptions, Prefixing, Relay};
 
 use crate::errors::CliError;
 
@@ -20,9 +20,10 @@ pub struct ServeOptions {
 
 /// Serves `client`'s catalog on stdio until stdin ends, or over HTTP until the future is
 /// dropped (Ctrl-C).
-pub async fn run(client: &McpClient, options: ServeOptions) -> Result<(), CliError> {
+pub async fn run(client: &McpClient, relay: Relay, options: ServeOptions) -> Result<(), CliError> {
     let gateway = Gateway::start(
         client.clone(),
+        relay,
         GatewayOptions {
             prefixing: options.prefixing,
             separator: options.separator,

@@ -228,10 +228,11 @@ impl Inner {
         if let Some(hook) = &self.session_options {
             options = hook(&config, options);
         }
+        let harness = (self.handler)(&config.name);
         ManagedServer::new(
             config,
             ServerContext {
-                harness: self.handler.clone(),
+                harness,
                 session_options: options,
                 stack: &self.stack,
                 supervision: &self.supervision,

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use mcp_core::types::{Implementation, Resource, ResourceTemplate};
 use mcp_core::{BoxService, Delivery, Error, ErrorKind};
-use mcp_session::{ClientHandler, ClientSession};
+use mcp_session::ClientSession;
 use tokio::sync::broadcast;
 
 use crate::builder::{McpClientBuilder, SessionOptionsHook};
@@ -113,7 +113,7 @@ struct Inner {
     list_changes: broadcast::Sender<ListChange>,
     notifications: broadcast::Sender<ClientNotification>,
     options: ClientOptions,
-    handler: Arc<dyn ClientHandler>,
+    handler: crate::builder::HandlerFor,
     session_options: Option<SessionOptionsHook>,
     stack: StackPolicy,
     supervision: SupervisionPolicy,

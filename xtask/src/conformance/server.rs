@@ -63,12 +63,56 @@ pub struct ServerTarget {
 }
 
 /// The targets, in run order.
-pub const SERVER_TARGETS: &[ServerTarget] = &[ServerTarget {
-    name: "fixture",
-    build: &["build", "-p", "mcp-testkit", "--bin", "mcp-fixture-server"],
-    start: fixture_command,
-    path: "/mcp",
-}];
+pub const SERVER_TARGETS: &[ServerTarget] = &[
+    ServerTarget {
+        name: "fixture",
+        build: &["build", "-p", "mcp-testkit", "--bin", "mcp-fixture-server"],
+        start: fixture_command,
+        path: "/mcp",
+    },
+    ServerTarget {
+        name: "gateway",
+        build: &[
+            "build",
+            "-p",
+            "mcp-testkit",
+            "--bin",
+            "mcp-fixture-server",
+            "-p",
+            "mcp-cli",
+            "--bin",
+            "mcph",
+        ],
+        start: gateway_command,
+        path: "/mcp",
+    },
+];
+
+/// `mcph serve --http 127.0.0.1:<port>` fronting the same fixture over stdio (one server, so
+/// its names pass through unchanged): the suites must see what they see without the gateway.
+fn gateway_command(ctx: &TargetCtx<'_>, port: u16) -> Result<Command, String> {
+    let fixture = ctx.target_dir.join("debug/mcp-fixture-server");
+    let fixture = fixture
+        .to_str()
+        .ok_or_else(|| format!("{} is not UTF-8", fixture.display()))?;
+    // TOML (Codex's format): xtask writes it without a JSON crate, and a basic string needs
+    // only its quotes and backslashes escaped.
+    let quoted = fixture.replace('\\', "\\\\").replace('"', "\\\"");
+    let config = format!(
+        "[mcp_servers.fixture]\ncommand = \"{quoted}\"\nargs = [\"--conformance-content\", \"--era\", \"dual\"]\n"
+    );
+    let file = ctx.scratch.join("gateway.toml");
+    fs::write(&file, config).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let file = file
+        .to_str()
+        .ok_or_else(|| format!("{} is not UTF-8", file.display()))?;
+    let addr = format!("127.0.0.1:{port}");
+    Ok(shell::command(
+        ctx.target_dir.join("debug/mcph"),
+        &["serve", "--http", &addr, "--config", file],
+        ctx.root,
+    ))
+}
 
 /// `mcp-fixture-server --http 127.0.0.1:<port> --conformance-content --era dual`, logging
 /// every request it takes to `events.jsonl` in the scratch directory (what to read when a
