@@ -284,6 +284,7 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
             interval,
             warmup,
             prometheus,
+            web,
         } => {
             let options = commands::stats::StatsOptions {
                 call: call.as_ref().map(|name| {
@@ -297,6 +298,7 @@ async fn dispatch(client: &McpClient, cli: &Cli) -> Result<(), CliError> {
                 once: *once,
                 warmup: *warmup,
                 prometheus: *prometheus,
+                web: *web,
             };
             commands::stats::run(client, options, json).await
         }

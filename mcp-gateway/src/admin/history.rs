@@ -331,7 +331,9 @@ fn events(before: Option<&[ServerView]>, now: &[ServerView], t_ms: u64) -> Vec<P
         let name = view.name.as_str();
 
         let old_state = old.map(|o| o.state_detail.as_str());
+        let mut reason_told = false;
         if old_state != Some(view.state_detail.as_str()) && !(old.is_none() && quiet(&view.state)) {
+            reason_told = view.reason.is_some();
             let reason = view
                 .reason
                 .as_deref()
@@ -344,7 +346,9 @@ fn events(before: Option<&[ServerView]>, now: &[ServerView], t_ms: u64) -> Vec<P
         }
 
         if let Some(error) = &view.last_error {
-            if old.and_then(|o| o.last_error.as_ref()) != Some(error) {
+            // Often the reason the state change above just told.
+            let told = reason_told && view.reason.as_ref() == Some(error);
+            if !told && old.and_then(|o| o.last_error.as_ref()) != Some(error) {
                 push(name, "error", format!("last error: {error}"));
             }
         }
@@ -454,5 +458,164 @@ fn state_level(state: &str) -> &'static str {
         "unavailable" | "needs-auth" => "error",
         "reconnecting" | "probing" => "warn",
         _ => "info",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_client::metrics::Metrics;
+    use mcp_client::{ServerReport, ServerStatus};
+
+    fn report(status: ServerStatus, last_error: Option<&str>) -> ServerReport {
+        ServerReport {
+            name: "files".into(),
+            status,
+            transport: "stdio".into(),
+            tools: 1,
+            server_info: None,
+            protocol_version: None,
+            breaker: None,
+            reconnects: 0,
+            last_error: last_error.map(str::to_owned),
+            pool: None,
+            endpoints: Vec::new(),
+        }
+    }
+
+    /// A snapshot of `files` with these cumulative counts.
+    fn metrics(calls: u64, errors: u64, sum_us: u64) -> MetricsSnapshot {
+        let registry = Metrics::new();
+        registry.server("files");
+        let mut snapshot = registry.snapshot();
+        let server = &mut snapshot.servers[0];
+        server.calls = calls;
+        server.errors = errors;
+        server.qps = 2.0;
+        server.latency.count = calls;
+        server.latency.sum_us = sum_us;
+        server.latency.mean_us = if calls > 0 {
+            sum_us as f64 / calls as f64
+        } else {
+            0.0
+        };
+        server.latency.p50_us = 90;
+        server.latency.p99_us = 400;
+        snapshot
+    }
+
+    fn state(samples: usize) -> PanelState {
+        PanelState::new(
+            Duration::from_secs(1),
+            Duration::from_secs(600),
+            Limits { samples, events: 4 },
+        )
+    }
+
+    #[test]
+    fn samples_take_each_interval_from_the_difference_of_two_readings() {
+        let mut panel = state(10);
+        let start = Instant::now();
+        let ready = [report(ServerStatus::Ready, None)];
+        panel.record(&ready, &metrics(10, 1, 1_000), start, 1_000);
+        panel.record(
+            &ready,
+            &metrics(30, 3, 5_000),
+            start + Duration::from_secs(2),
+            3_000,
+        );
+        // Fewer than before: the series was reset, and the count is all new.
+        panel.record(
+            &ready,
+            &metrics(5, 0, 500),
+            start + Duration::from_secs(3),
+            4_000,
+        );
+        // Nothing new.
+        panel.record(
+            &ready,
+            &metrics(5, 0, 500),
+            start + Duration::from_secs(4),
+            5_000,
+        );
+        let samples: Vec<&ServerSample> = panel.samples.iter().map(|s| &s.servers[0]).collect();
+
+        // The first has no reading before it: the window's QPS, the rates since the start.
+        assert_eq!(samples[0].qps, 2.0);
+        assert_eq!(samples[0].error_rate, Some(0.1));
+        assert_eq!(samples[0].mean_us, Some(100.0));
+        // 20 calls in 2 s, 2 of them errors, 4000 µs among them.
+        assert_eq!(samples[1].qps, 10.0);
+        assert_eq!(samples[1].error_rate, Some(0.1));
+        assert_eq!(samples[1].mean_us, Some(200.0));
+        assert_eq!(
+            (samples[1].p50_us, samples[1].p99_us),
+            (Some(90), Some(400))
+        );
+        assert_eq!(samples[1].calls, 30);
+        assert_eq!(samples[2].qps, 5.0);
+        assert_eq!(samples[2].error_rate, Some(0.0));
+        assert_eq!(samples[3].qps, 0.0);
+        assert_eq!((samples[3].error_rate, samples[3].mean_us), (None, None));
+        let seqs: Vec<u64> = panel.samples.iter().map(|s| s.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_ring_keeps_the_newest_samples_and_events() {
+        let mut panel = state(3);
+        let start = Instant::now();
+        for i in 0..10u64 {
+            let status = if i % 2 == 0 {
+                ServerStatus::Ready
+            } else {
+                ServerStatus::Reconnecting { attempt: 1 }
+            };
+            panel.record(
+                &[report(status, None)],
+                &metrics(i, 0, i),
+                start + Duration::from_secs(i),
+                i,
+            );
+        }
+        let seqs: Vec<u64> = panel.samples.iter().map(|s| s.seq).collect();
+        assert_eq!(seqs, [8, 9, 10]);
+        assert_eq!(panel.events.len(), 4);
+        let json: serde_json::Value =
+            serde_json::from_str(&panel.document(Some(9)).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(json["history"].as_array().map(Vec::len), Some(1));
+        assert_eq!(json["seq"], 10);
+    }
+
+    #[test]
+    fn changes_become_events_once() {
+        let mut panel = state(10);
+        let start = Instant::now();
+        let down = ServerStatus::Unavailable {
+            reason: "exited (status 1)".into(),
+            kind: mcp_core::ErrorKind::Network,
+        };
+        panel.record(
+            &[report(ServerStatus::Ready, None)],
+            &metrics(0, 0, 0),
+            start,
+            0,
+        );
+        assert!(panel.events.is_empty(), "a ready server is no news");
+        let failed = [report(down, Some("exited (status 1)"))];
+        panel.record(&failed, &metrics(0, 0, 0), start, 1);
+        panel.record(&failed, &metrics(0, 0, 0), start, 2);
+        let messages: Vec<&str> = panel.events.iter().map(|e| e.message.as_str()).collect();
+        // The reason once (not again as the last error), and nothing when nothing changed.
+        assert_eq!(messages, ["state ready → unavailable: exited (status 1)"]);
+        assert_eq!(panel.events[0].level, "error");
+        panel.record(
+            &[report(ServerStatus::Ready, Some("exited (status 1)"))],
+            &metrics(0, 0, 0),
+            start,
+            3,
+        );
+        assert_eq!(panel.events.len(), 2);
+        assert_eq!(panel.events[1].message, "state unavailable → ready");
     }
 }

@@ -187,4 +187,29 @@ mod tests {
         }
         assert_eq!(redact("token= abc"), "token= [redacted]");
     }
+
+    #[test]
+    fn random_text_made_of_the_delimiters_never_panics() {
+        // Every slice is cut at an ASCII delimiter: multi-byte characters around them are
+        // the risk.
+        let alphabet: Vec<char> = "ab=:/?#@ \"'é🦀\ttokenBearer\u{1b}".chars().collect();
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let len = (state % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    alphabet[(state >> 33) as usize % alphabet.len()]
+                })
+                .collect();
+            let shown = redact(&text);
+            assert!(shown.chars().count() <= MAX_MESSAGE_CHARS + 1);
+            assert!(
+                !shown.chars().any(char::is_control),
+                "{text:?} -> {shown:?}"
+            );
+        }
+    }
 }
