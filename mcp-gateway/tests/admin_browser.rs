@@ -21,7 +21,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use admin_support::*;
-use mcp_gateway::admin::{AdminOptions, AdminPanel};
+use mcp_client::metrics::{EndpointInfo, Metrics, MetricsSnapshot};
+use mcp_client::{BreakerStatus, EndpointReport, EndpointState, ServerReport, ServerStatus};
+use mcp_gateway::admin::{AdminOptions, AdminPanel, PanelSource};
 use mcp_testkit::process::{find_program, workspace_root, ChildProcess};
 use serde_json::{json, Value};
 
@@ -272,6 +274,138 @@ async fn chromium_renders_the_live_panel_with_the_snapshots_servers_states_and_c
     panel.shutdown().await;
     client.shutdown().await;
     http.shutdown().await;
+}
+
+/// A source with fixed status reports over a registry.
+struct Fixed {
+    reports: Vec<ServerReport>,
+    metrics: Metrics,
+}
+
+impl PanelSource for Fixed {
+    fn servers(&self) -> Vec<ServerReport> {
+        self.reports.clone()
+    }
+
+    fn metrics(&self) -> MetricsSnapshot {
+        self.metrics.snapshot()
+    }
+
+    fn prometheus(&self) -> String {
+        self.metrics.render_prometheus()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_shows_names_and_messages_as_text_and_draws_each_endpoint() {
+    let _ = chromium();
+    let name = "<img src=x onerror=document.title='pwned'>";
+    let metrics = Metrics::new();
+    let server = metrics.server(name);
+    for (url, region, ok) in [
+        ("https://eu.example.com/mcp", "eu", false),
+        ("https://us.example.com/mcp", "us", true),
+    ] {
+        let endpoint = server.endpoint(EndpointInfo {
+            url: url.into(),
+            address: None,
+            port: None,
+            region: Some(region.into()),
+        });
+        for _ in 0..4 {
+            endpoint.record_call(Duration::from_millis(2), ok);
+        }
+    }
+    let endpoint = |url: &str, state, active, down_reason: Option<&str>| EndpointReport {
+        url: url.into(),
+        region: None,
+        state,
+        active,
+        latency: Some(Duration::from_millis(3)),
+        breaker: Some(BreakerStatus::Closed),
+        down_reason: down_reason.map(str::to_owned),
+    };
+    let report = ServerReport {
+        name: name.into(),
+        status: ServerStatus::Unavailable {
+            reason: "<b>bold</b> refused Bearer sk-browser-secret".into(),
+            kind: mcp_core::ErrorKind::Network,
+        },
+        transport: "http".into(),
+        tools: 0,
+        server_info: None,
+        protocol_version: None,
+        breaker: Some(BreakerStatus::Open {
+            retry_in: Duration::from_secs(20),
+        }),
+        reconnects: 2,
+        last_error: None,
+        pool: None,
+        endpoints: vec![
+            endpoint(
+                "https://eu.example.com/mcp",
+                EndpointState::Down,
+                false,
+                Some("<script>alert(1)</script>"),
+            ),
+            endpoint(
+                "https://us.example.com/mcp",
+                EndpointState::Active,
+                true,
+                None,
+            ),
+        ],
+    };
+    let panel = AdminPanel::bind(
+        "127.0.0.1:0".parse().expect("an address"),
+        Fixed {
+            reports: vec![report],
+            metrics,
+        },
+        AdminOptions::default().with_interval(Duration::from_millis(200)),
+    )
+    .await
+    .expect("the panel binds");
+    let url = format!("{}?live=poll", panel.url());
+    let work = tempdir();
+    let dom = tokio::task::spawn_blocking({
+        let work = work.clone();
+        move || run_chromium(&url, &["--dump-dom".to_owned()], &work, "odd")
+    })
+    .await
+    .expect("the chromium thread");
+    let _ = std::fs::remove_dir_all(&work);
+
+    // Shown as text, never made into elements.
+    assert!(
+        dom.contains(">&lt;img src=x onerror=document.title='pwned'&gt;<"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<img src=\"x\""), "{dom}");
+    assert!(
+        dom.contains("&lt;b&gt;bold&lt;/b&gt;") && !dom.contains("<b>bold"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{dom}"
+    );
+    assert!(!dom.contains("sk-browser-secret"), "{dom}");
+    assert!(!dom.contains("<title>pwned</title>"), "{dom}");
+    let article = section(&dom, "data-state=\"unavailable\"", "</article>");
+    assert_eq!(field(article, "breaker"), "open");
+    assert_eq!(field(article, "reconnects"), "2");
+    for (url, state, calls) in [
+        ("https://eu.example.com/mcp", "down", "4"),
+        ("https://us.example.com/mcp", "active", "4"),
+    ] {
+        let row = section(article, &format!("data-endpoint=\"{url}\""), "</tr>");
+        assert_eq!(field(row, "state"), state, "{row}");
+        assert_eq!(field(row, "calls"), calls, "{row}");
+        assert!(row.contains("class=\"spark\""), "{row}");
+    }
+
+    panel.shutdown().await;
 }
 
 /// A fresh directory for the browser's profile and output.

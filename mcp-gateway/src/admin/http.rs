@@ -305,7 +305,7 @@ struct SseBody {
 }
 
 impl SseBody {
-    /// The next event, and the newest sample's number it carries.
+    /// The next event: the samples after the last one sent (all of them the first time).
     fn event(&mut self) -> Bytes {
         let mut text = String::new();
         if self.first {
