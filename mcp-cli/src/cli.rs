@@ -182,6 +182,7 @@ terminal the view is redrawn in place every --interval; with --json one snapshot
 with --once one snapshot after --warmup rounds.\n\n\
 Examples: mcph stats --once\n\
           mcph stats --prometheus 127.0.0.1:9464\n\
+          mcph stats --web 127.0.0.1:8080\n\
           mcph stats --call fixture__add --arg a=1 --arg b=2 --rate 50"
     )]
     Stats {
@@ -210,6 +211,12 @@ Examples: mcph stats --once\n\
         /// addresses only, e.g. 127.0.0.1:9464; port 0 picks one, printed on stderr)
         #[arg(long, value_name = "ADDR", conflicts_with = "once")]
         prometheus: Option<std::net::SocketAddr>,
+        /// Also serve the operations panel — a live page of every server's state, breaker,
+        /// QPS, latency and errors, with /api/snapshot, /events and /metrics — at
+        /// http://ADDR/ while running (loopback addresses only; port 0 picks one, printed on
+        /// stderr); sampled every --interval
+        #[arg(long, value_name = "ADDR", conflicts_with = "once")]
+        web: Option<std::net::SocketAddr>,
     },
 
     /// Serve a configured server to others over another transport, until Ctrl-C

@@ -296,6 +296,7 @@ async fn dispatch(
             interval,
             warmup,
             prometheus,
+            web,
         } => {
             let options = commands::stats::StatsOptions {
                 call: call.as_ref().map(|name| {
@@ -309,6 +310,7 @@ async fn dispatch(
                 once: *once,
                 warmup: *warmup,
                 prometheus: *prometheus,
+                web: *web,
             };
             commands::stats::run(client, options, json).await
         }

@@ -197,6 +197,15 @@ pub fn setup(root: &Path) -> Result<(), String> {
             errors.push(format!("redis-server: {e}"));
         }
     }
+    // The headless browser the operations panel's test renders the page in
+    // (mcp-gateway/tests/admin_browser.rs).
+    match crate::chromium::ensure_package() {
+        Ok(msg) => println!("interop-setup: {:<7} chromium: {msg}", "debian"),
+        Err(e) => {
+            println!("interop-setup: {:<7} chromium: FAILED", "debian");
+            errors.push(format!("chromium: {e}"));
+        }
+    }
     if errors.is_empty() {
         Ok(())
     } else {

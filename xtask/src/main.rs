@@ -5,6 +5,7 @@
 
 mod bench;
 mod chaos;
+mod chromium;
 mod ci;
 mod conformance;
 mod deny;
@@ -78,8 +79,9 @@ Commands:
   interop-setup    Install the pinned third-party MCP servers used by the
                    interop tests into `<workspace>/.interop/`, and the Debian
                    packages of the Secret Service tests (gnome-keyring,
-                   dbus-daemon) and the fleet tests (redis-server) with
-                   apt-get (idempotent).
+                   dbus-daemon), the fleet tests (redis-server) and the
+                   operations panel's browser test (chromium) with apt-get
+                   (idempotent).
   help             Show this message.
 
 Environment:

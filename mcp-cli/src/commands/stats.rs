@@ -2,7 +2,9 @@
 //! and shows what the client's metrics saw — per server and per operation: calls, QPS,
 //! p50/p99, errors by kind, breaker, pool, cache hits. In a terminal the view is redrawn in
 //! place every interval; `--json` prints one snapshot per line; `--once` prints one snapshot
-//! after a short warm-up and exits.
+//! after a short warm-up and exits. `--web ADDR` serves the operations panel
+//! ([`mcp_gateway::admin`]) over the same client while it runs, `--prometheus ADDR` the
+//! metrics alone.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -32,6 +34,9 @@ pub struct StatsOptions {
     pub warmup: u32,
     /// Serve `GET /metrics` for Prometheus here while running (loopback only).
     pub prometheus: Option<std::net::SocketAddr>,
+    /// Serve the operations panel here while running (loopback only), sampled every
+    /// `interval`.
+    pub web: Option<std::net::SocketAddr>,
 }
 
 /// Runs until Ctrl-C (handled by the caller), or once.
@@ -57,6 +62,11 @@ pub async fn run(client: &McpClient, options: StatsOptions, json: bool) -> Resul
     // Owned here: stops when the command ends.
     let _endpoint = match options.prometheus {
         Some(addr) => Some(serve_prometheus(client, addr).await?),
+        None => None,
+    };
+    // Owned here too: the panel and its connections end with the command.
+    let _panel = match options.web {
+        Some(addr) => Some(serve_panel(client, addr, options.interval).await?),
         None => None,
     };
     let live = !json && std::io::stdout().is_terminal();
@@ -118,6 +128,25 @@ async fn serve_prometheus(
         endpoint.local_addr()
     );
     Ok(endpoint)
+}
+
+/// Serves the operations panel over the client on a loopback address, sampled every
+/// `interval`; prints its URL on stderr.
+async fn serve_panel(
+    client: &McpClient,
+    addr: std::net::SocketAddr,
+    interval: Duration,
+) -> Result<mcp_gateway::admin::AdminHandle, CliError> {
+    use mcp_gateway::admin::{AdminOptions, AdminPanel};
+    let options = AdminOptions::default().with_interval(interval);
+    let panel = AdminPanel::bind(addr, client.clone(), options)
+        .await
+        .map_err(|e| CliError::Other(e.to_string()))?;
+    eprintln!(
+        "serving the operations panel at {} (Ctrl-C to stop)",
+        panel.url()
+    );
+    Ok(panel)
 }
 
 /// One call of the tool, or one ping of every ready server, through the call stacks; failures
