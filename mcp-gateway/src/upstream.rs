@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::RwLock;
 
 use mcp_client::McpClient;
-use mcp_core::jsonrpc::ErrorObject;
+use mcp_core::jsonrpc::{codes, ErrorObject};
 use mcp_core::types::{
     methods, CallToolResult, GetPromptResult, LoggingMessageNotificationParams, ReadResourceResult,
 };
-use mcp_core::{Error, McpServiceExt, Payload, RequestOptions};
+use mcp_core::{Error, ErrorKind, McpServiceExt, Payload, RequestOptions};
 use mcp_transport_local::{ReadRequest, RequestContext, ToolError};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
@@ -164,7 +164,7 @@ impl Upstream {
             .read_resource(server, uri)
             .await
             .map(|read| ReadResourceResult::clone(&read))
-            .map_err(|e| rpc_error(&e))
+            .map_err(|e| read_error(&e, uri))
     }
 
     /// `completion/complete`: to the server of the prompt or resource template it refers to,
@@ -248,6 +248,22 @@ fn failed_call(error: &Error) -> CallToolResult {
         is_error: Some(true),
         extra: Default::default(),
     })
+}
+
+/// A read that failed: "resource not found" (with the URI, as servers give it) when the
+/// server said so or no server offers the URI; else as [`rpc_error`].
+fn read_error(error: &Error, uri: &str) -> ToolError {
+    let not_found = error.code() == Some(codes::RESOURCE_NOT_FOUND)
+        || (error.code().is_none() && error.kind() == ErrorKind::Resource);
+    if !not_found {
+        return rpc_error(error);
+    }
+    let mut object = ErrorObject::new(
+        codes::RESOURCE_NOT_FOUND,
+        format!("Resource not found: {uri}"),
+    );
+    object.data = Some(serde_json::json!({ "uri": uri }));
+    ToolError::rpc(object)
 }
 
 /// A request that failed upstream, as the JSON-RPC error the downstream client gets: the

@@ -68,6 +68,16 @@ impl Handled {
         }
     }
 
+    /// The method the call answers.
+    pub(crate) fn answered_method(&self) -> &str {
+        match self.kind {
+            HandlerKind::Tool => mcp_core::types::methods::TOOLS_CALL,
+            HandlerKind::Resource => mcp_core::types::methods::RESOURCES_READ,
+            HandlerKind::Prompt => mcp_core::types::methods::PROMPTS_GET,
+            HandlerKind::Method => &self.name,
+        }
+    }
+
     /// The name the call was made with.
     pub(crate) fn name(&self) -> &str {
         &self.name
@@ -207,7 +217,11 @@ pub(crate) async fn drive(mut run: Run) -> Driven {
     let answer = match step {
         Step::Done(outcome) => {
             run.finished = true;
-            run.state.handled.answer(outcome)
+            let answer = run.state.handled.answer(outcome);
+            match run.state.is_modern() {
+                true => crate::era::complete_modern(run.state.handled.answered_method(), answer),
+                false => answer,
+            }
         }
         Step::NeedsInput(asked) => Ok(Payload::Value(park(run, asked))),
     };

@@ -104,6 +104,11 @@ impl CallState {
         token
     }
 
+    /// Whether the call is of the modern era.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern
+    }
+
     /// Cancels the call (its token, now or when it is made).
     pub(crate) fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);

@@ -75,8 +75,28 @@ pub(crate) fn answer(
     if let Err(e) = meta.check_version(server.eras) {
         return Answer::Now(Err(e));
     }
+    // A modern answer given now gets what the revision requires of it here; one given later
+    // where its run ends (`call::drive`).
+    if meta.is_modern() {
+        return match route(connection, id, &method, params, meta) {
+            Answer::Now(outcome) => Answer::Now(era::complete_modern(&method, outcome)),
+            later => later,
+        };
+    }
+    route(connection, id, &method, params, meta)
+}
+
+/// The answer to a request of `method`, its facts read.
+fn route(
+    connection: &Arc<Connection>,
+    id: RequestId,
+    method: &str,
+    params: Option<Payload>,
+    meta: RequestFacts,
+) -> Answer {
+    let server = &connection.server;
     let now = |answer: Result<Value, ErrorObject>| Answer::Now(answer.map(Payload::Value));
-    match method.as_str() {
+    match method {
         methods::PING => now(Ok(Value::Object(Map::new()))),
         methods::INITIALIZE => now(initialize(connection, params.as_ref())),
         methods::SERVER_DISCOVER => now(discover(connection)),

@@ -176,6 +176,7 @@ pub(crate) fn call(
             let prompt = req_str(args, "prompt")?;
             Ok(ask_client(
                 server,
+                meta,
                 "sampling",
                 "sampling/createMessage",
                 json!({
@@ -195,6 +196,7 @@ pub(crate) fn call(
             let message = req_str(args, "message")?;
             Ok(elicit(
                 server,
+                meta,
                 message,
                 json!({
                     "type": "object",
@@ -209,12 +211,14 @@ pub(crate) fn call(
         }
         "test_elicitation_sep1034_defaults" => Ok(elicit(
             server,
+            meta,
             "Please review and update the form fields with defaults",
             sep1034_schema(),
             "Elicitation completed",
         )),
         "test_elicitation_sep1330_enums" => Ok(elicit(
             server,
+            meta,
             "Please select options from the enum fields",
             sep1330_schema(),
             "Elicitation completed",
@@ -231,6 +235,18 @@ pub(crate) fn call(
         }))),
         other => input_required::call(other, params),
     }
+}
+
+/// Whether a 2026-07-28 request's `_meta` declares `capability` among the client's
+/// capabilities (that era has no `initialize`).
+fn modern_declares(meta: Option<&RawValue>, capability: &str) -> bool {
+    meta.and_then(|meta| serde_json::from_str::<Value>(meta.get()).ok())
+        .and_then(|meta| {
+            meta.get("io.modelcontextprotocol/clientCapabilities")?
+                .get(capability)
+                .cloned()
+        })
+        .is_some_and(|c| !c.is_null())
 }
 
 /// `_meta.progressToken`, if the request carries one.
@@ -298,12 +314,13 @@ fn with_progress(server: &FixtureServer, token: Option<Value>) -> Dispatch {
 /// `isError` result) and answers one text item made of the client's result by `describe`.
 fn ask_client(
     server: &FixtureServer,
+    meta: Option<&RawValue>,
     capability: &'static str,
     method: &'static str,
     params: Value,
     describe: impl FnOnce(&Value) -> String + Send + 'static,
 ) -> Dispatch {
-    if !server.client_declares(capability) {
+    if !server.client_declares(capability) && !modern_declares(meta, capability) {
         return Dispatch::result(tool_error(format!(
             "the client did not declare the {capability} capability, so {method} cannot be sent"
         )));
@@ -325,10 +342,17 @@ fn ask_client(
 }
 
 /// An `elicitation/create` whose answer is described as `<prefix>: action=…, content=…`.
-fn elicit(server: &FixtureServer, message: &str, schema: Value, prefix: &'static str) -> Dispatch {
+fn elicit(
+    server: &FixtureServer,
+    meta: Option<&RawValue>,
+    message: &str,
+    schema: Value,
+    prefix: &'static str,
+) -> Dispatch {
     let params = json!({ "message": message, "requestedSchema": schema });
     ask_client(
         server,
+        meta,
         "elicitation",
         "elicitation/create",
         params,
