@@ -108,7 +108,7 @@ fn route(
         methods::PROMPTS_GET => get_prompt(connection, id, params.as_ref(), meta),
         methods::LOGGING_SET_LEVEL => {
             now(
-                read_params::<SetLevelRequestParams>(&method, params.as_ref()).map(|p| {
+                read_params::<SetLevelRequestParams>(method, params.as_ref()).map(|p| {
                     connection.set_log_level(p.level);
                     Value::Object(Map::new())
                 }),
