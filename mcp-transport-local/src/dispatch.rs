@@ -115,7 +115,7 @@ fn route(
             )
         }
         methods::SUBSCRIPTIONS_LISTEN if server.eras.modern() => {
-            match read_params::<ListenRequestParams>(&method, params.as_ref()) {
+            match read_params::<ListenRequestParams>(method, params.as_ref()) {
                 Ok(p) => Answer::Listen(p.notifications),
                 Err(e) => now(Err(e)),
             }
