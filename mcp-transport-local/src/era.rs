@@ -299,6 +299,57 @@ pub(crate) fn initialize(
     Ok((version, value))
 }
 
+/// What a 2026-07-28 answer to `method` must carry that a handler (or the server a gateway
+/// forwards to, of either era) may have left out: every result its `resultType`
+/// (`complete`), a list or a read its cache hints (`ttlMs` 0 and `cacheScope` `private`: a
+/// server whose lists change says nothing about how long they last, nor who may share them);
+/// "resource not found" is `-32602` in this revision (it was `-32002`).
+pub(crate) fn complete_modern(
+    method: &str,
+    outcome: Result<Payload, ErrorObject>,
+) -> Result<Payload, ErrorObject> {
+    match outcome {
+        Ok(payload) => Ok(complete_modern_result(method, payload)),
+        Err(mut error) => {
+            if error.code == codes::RESOURCE_NOT_FOUND {
+                error.code = codes::INVALID_PARAMS;
+            }
+            Err(error)
+        }
+    }
+}
+
+fn complete_modern_result(method: &str, payload: Payload) -> Payload {
+    let cached = matches!(
+        method,
+        methods::TOOLS_LIST
+            | methods::PROMPTS_LIST
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ
+    );
+    let mut map = match payload {
+        Payload::Value(Value::Object(map)) => map,
+        other => match other.deserialize::<Value>() {
+            Ok(Value::Object(map)) => map,
+            // Not an object: nothing to complete.
+            _ => return other,
+        },
+    };
+    if !map.contains_key("resultType") {
+        map.insert("resultType".to_owned(), json!("complete"));
+    }
+    if cached {
+        if !map.contains_key("ttlMs") {
+            map.insert("ttlMs".to_owned(), json!(0));
+        }
+        if !map.contains_key("cacheScope") {
+            map.insert("cacheScope".to_owned(), json!("private"));
+        }
+    }
+    Payload::Value(Value::Object(map))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,55 +447,4 @@ mod tests {
             .contains(&"2026-07-28".to_owned()));
         assert_eq!(Eras::Both.supported_versions().len(), 5);
     }
-}
-
-/// What a 2026-07-28 answer to `method` must carry that a handler (or the server a gateway
-/// forwards to, of either era) may have left out: every result its `resultType`
-/// (`complete`), a list or a read its cache hints (`ttlMs` 0 and `cacheScope` `private`: a
-/// server whose lists change says nothing about how long they last, nor who may share them);
-/// "resource not found" is `-32602` in this revision (it was `-32002`).
-pub(crate) fn complete_modern(
-    method: &str,
-    outcome: Result<Payload, ErrorObject>,
-) -> Result<Payload, ErrorObject> {
-    match outcome {
-        Ok(payload) => Ok(complete_modern_result(method, payload)),
-        Err(mut error) => {
-            if error.code == codes::RESOURCE_NOT_FOUND {
-                error.code = codes::INVALID_PARAMS;
-            }
-            Err(error)
-        }
-    }
-}
-
-fn complete_modern_result(method: &str, payload: Payload) -> Payload {
-    let cached = matches!(
-        method,
-        methods::TOOLS_LIST
-            | methods::PROMPTS_LIST
-            | methods::RESOURCES_LIST
-            | methods::RESOURCES_TEMPLATES_LIST
-            | methods::RESOURCES_READ
-    );
-    let mut map = match payload {
-        Payload::Value(Value::Object(map)) => map,
-        other => match other.deserialize::<Value>() {
-            Ok(Value::Object(map)) => map,
-            // Not an object: nothing to complete.
-            _ => return other,
-        },
-    };
-    if !map.contains_key("resultType") {
-        map.insert("resultType".to_owned(), json!("complete"));
-    }
-    if cached {
-        if !map.contains_key("ttlMs") {
-            map.insert("ttlMs".to_owned(), json!(0));
-        }
-        if !map.contains_key("cacheScope") {
-            map.insert("cacheScope".to_owned(), json!("private"));
-        }
-    }
-    Payload::Value(Value::Object(map))
 }
