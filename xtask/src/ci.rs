@@ -384,6 +384,7 @@ pub const PUBLISHED: &[&str] = &[
     "mcp-metrics",
     "mcp-fleet",
     "mcp-client",
+    "mcp-gateway",
     "mcp-fixture",
     "mcp-testkit",
     "mcp-cli",

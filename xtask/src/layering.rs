@@ -227,14 +227,16 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
         &["mcp-client", "mcp-core", "mcp-fixture", "mcp-gateway"],
         &mut broken,
     );
-    // The gateway serves the facade's catalog through an in-process server, and renders the
-    // metrics snapshot on its panel.
+    // The gateway serves the facade's catalog through an in-process server (upstream servers'
+    // requests reach it through the session's handler trait), and renders the metrics
+    // snapshot on its panel.
     only(
         "mcp-gateway",
         &[
             "mcp-client",
             "mcp-core",
             "mcp-metrics",
+            "mcp-session",
             "mcp-transport-local",
         ],
         &mut broken,
@@ -422,6 +424,7 @@ members = [\"mcp-core\", \"mcp-cli\"]
             "mcp-pool",
             "mcp-resources",
             "mcp-fleet",
+            "mcp-gateway",
         ]
         .into_iter()
         .map(|name| (name.to_owned(), BTreeSet::new()))
@@ -465,7 +468,7 @@ members = [\"mcp-core\", \"mcp-cli\"]
                 "mcp-pool depends on mcp-client; it may depend on mcp-core, mcp-session only",
                 "mcp-resources depends on mcp-fixture; it may depend on mcp-core, mcp-session only",
                 "a layering rule names mcp-fleet, which is not a member",
-                "mcp-cli depends on mcp-auth; it may depend on mcp-client, mcp-core, mcp-fixture only",
+                "mcp-cli depends on mcp-auth; it may depend on mcp-client, mcp-core, mcp-fixture, mcp-gateway only",
                 "mcp-client depends on the testkit (mcp-testkit); only support crates may",
                 "mcp-pool depends on the facade (mcp-client)",
                 "mcp-resources depends on the fixture (mcp-fixture); only mcp-cli (its built-in \
