@@ -8,13 +8,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_client::ClientNotification;
 use mcp_client::McpClient;
 use mcp_core::types::{ListChangedCapability, ResourcesCapability};
+use mcp_session::ServerNotification;
 use mcp_transport_local::{
     Eras, LocalPrompt, LocalResource, LocalResourceTemplate, LocalServer, LocalTool, RequestContext,
 };
 use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::names::{check_separator, exposed_names, Prefixing, DEFAULT_SEPARATOR};
@@ -97,7 +100,8 @@ impl Gateway {
     ) -> Result<Gateway, GatewayError> {
         check_separator(&options.separator).map_err(GatewayError::Options)?;
         let upstream = Arc::new(Upstream::new(client, relay));
-        let server = build_server(&options, &upstream)?;
+        let (subscriptions, subscription_changes) = mpsc::unbounded_channel();
+        let server = build_server(&options, &upstream, subscriptions)?;
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 server,
@@ -110,6 +114,7 @@ impl Gateway {
         let task = tokio::spawn(follow(
             Arc::downgrade(&gateway.inner),
             gateway.client().clone(),
+            subscription_changes,
         ));
         *mcp_core::sync::lock(&gateway.inner.mirror) = Some(task);
         Ok(gateway)
@@ -149,10 +154,15 @@ impl std::fmt::Debug for Gateway {
     }
 }
 
-/// The in-process server, with what the gateway answers beyond the lists and calls.
+/// A resource's first downstream subscriber (`true`) or its last gone (`false`).
+type SubscriptionChange = (String, bool);
+
+/// The in-process server, with what the gateway answers beyond the lists and calls; the
+/// subscription changes it reports arrive on `subscriptions`.
 fn build_server(
     options: &GatewayOptions,
     upstream: &Arc<Upstream>,
+    subscriptions: mpsc::UnboundedSender<SubscriptionChange>,
 ) -> Result<LocalServer, GatewayError> {
     let completing = upstream.clone();
     let reading = upstream.clone();
@@ -172,17 +182,21 @@ fn build_server(
             let upstream = reading.clone();
             async move { upstream.read_resource(None, request).await }
         })
+        // Downstream subscriptions, counted across clients: upstream, a URI is subscribed
+        // while anyone downstream is.
+        .resource_subscriptions(move |uri, subscribed| {
+            let _ = subscriptions.send((uri.to_owned(), subscribed));
+        })
         // Every list may change while the gateway runs, and may be empty when it starts.
         .capabilities(|capabilities| {
             capabilities.prompts = Some(ListChangedCapability {
                 list_changed: Some(true),
                 extra: Map::new(),
             });
-            capabilities.resources = Some(ResourcesCapability {
-                subscribe: None,
-                list_changed: Some(true),
-                extra: Map::new(),
-            });
+            let resources = capabilities
+                .resources
+                .get_or_insert_with(ResourcesCapability::default);
+            resources.list_changed = Some(true);
             capabilities.completions = Some(Value::Object(Map::new()));
         })
         .build()?;
@@ -321,37 +335,65 @@ impl Inner {
     }
 }
 
-/// Follows the facade's changes until the gateway is gone: each burst of changes (tools,
-/// prompts, resources of any server) rebuilds the mirror once, `settle` after it began.
-async fn follow(gateway: std::sync::Weak<Inner>, client: McpClient) {
+/// Follows the facade until the gateway is gone: each burst of list changes (tools, prompts,
+/// resources of any server) rebuilds the mirror once, `settle` after it began; a resource's
+/// updates reach its downstream subscribers; downstream subscriptions are made (and ended)
+/// upstream, one at a time, in the order they came.
+async fn follow(
+    gateway: std::sync::Weak<Inner>,
+    client: McpClient,
+    mut subscriptions: mpsc::UnboundedReceiver<SubscriptionChange>,
+) {
     let mut tools = client.catalog_changes();
     let mut lists = client.list_changes();
+    let mut notifications = client.notifications();
+    let mut rebuild_at: Option<tokio::time::Instant> = None;
     loop {
-        let open = tokio::select! {
-            change = tools.recv() => !matches!(change, Err(RecvError::Closed)),
-            change = lists.recv() => !matches!(change, Err(RecvError::Closed)),
+        let rebuild = async {
+            match rebuild_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
         };
-        if !open {
-            return;
+        let changed = tokio::select! {
+            change = tools.recv() => Some(!matches!(change, Err(RecvError::Closed))),
+            change = lists.recv() => Some(!matches!(change, Err(RecvError::Closed))),
+            notification = notifications.recv() => match notification {
+                Ok(ClientNotification {
+                    notification: ServerNotification::ResourceUpdated(updated),
+                    ..
+                }) => {
+                    let Some(gateway) = gateway.upgrade() else { return };
+                    gateway.server.notify_resource_updated(&updated.uri);
+                    None
+                }
+                Err(RecvError::Closed) => Some(false),
+                _ => None,
+            },
+            change = subscriptions.recv() => match change {
+                Some((uri, subscribe)) => {
+                    let Some(gateway) = gateway.upgrade() else { return };
+                    gateway.upstream.subscription(&uri, subscribe).await;
+                    None
+                }
+                None => Some(false),
+            },
+            () = rebuild => {
+                rebuild_at = None;
+                let Some(gateway) = gateway.upgrade() else { return };
+                gateway.refresh().await;
+                None
+            }
+        };
+        match changed {
+            Some(false) => return,
+            Some(true) if rebuild_at.is_none() => {
+                let Some(settle) = gateway.upgrade().map(|g| g.options.settle) else {
+                    return;
+                };
+                rebuild_at = Some(tokio::time::Instant::now() + settle);
+            }
+            _ => {}
         }
-        let Some(settle) = gateway.upgrade().map(|g| g.options.settle) else {
-            return;
-        };
-        tokio::time::sleep(settle).await;
-        // Whatever else came meanwhile is covered by this rebuild.
-        while !matches!(
-            tools.try_recv(),
-            Err(tokio::sync::broadcast::error::TryRecvError::Empty
-                | tokio::sync::broadcast::error::TryRecvError::Closed)
-        ) {}
-        while !matches!(
-            lists.try_recv(),
-            Err(tokio::sync::broadcast::error::TryRecvError::Empty
-                | tokio::sync::broadcast::error::TryRecvError::Closed)
-        ) {}
-        let Some(gateway) = gateway.upgrade() else {
-            return;
-        };
-        gateway.refresh().await;
     }
 }

@@ -167,6 +167,24 @@ impl Upstream {
             .map_err(|e| read_error(&e, uri))
     }
 
+    /// Subscribes to `uri` upstream (or ends the subscription): at the server that listed it,
+    /// else the one the facade finds. A failure is logged: the downstream subscriber was
+    /// already told yes, and gets no updates.
+    pub(crate) async fn subscription(&self, uri: &str, subscribe: bool) {
+        let server = self.routes().resources.get(uri).cloned();
+        let done = match subscribe {
+            true => self.client.subscribe_resource(server.as_deref(), uri).await,
+            false => {
+                self.client
+                    .unsubscribe_resource(server.as_deref(), uri)
+                    .await
+            }
+        };
+        if let Err(e) = done {
+            tracing::warn!(uri, subscribe, error = %e, "the gateway could not change an upstream subscription");
+        }
+    }
+
     /// `completion/complete`: to the server of the prompt or resource template it refers to,
     /// with the prompt's own name.
     pub(crate) async fn complete(&self, params: Option<Value>) -> Result<Value, ToolError> {

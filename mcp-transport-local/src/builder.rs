@@ -18,7 +18,7 @@ use crate::prompt::LocalPrompt;
 use crate::resource::{
     read_handler, IntoReadResult, LocalResource, LocalResourceTemplate, ReadRequest,
 };
-use crate::server::{Extensions, LocalServer, MethodHandler, Settings};
+use crate::server::{Extensions, LocalServer, MethodHandler, Settings, Subscriptions};
 use crate::tool::{LocalTool, Started};
 
 /// Builds a [`LocalServer`] (see [`LocalServer::builder`]).
@@ -157,6 +157,20 @@ impl LocalServerBuilder {
         F: Fn(RequestContext, ReadRequest) -> Fut + Send + Sync + 'static,
     {
         self.extensions.read_fallback = Some(read_handler(handler));
+        self
+    }
+
+    /// Takes resource subscriptions: `resources/subscribe` and `resources/unsubscribe`
+    /// (legacy) and the resource URIs of `subscriptions/listen` streams (modern) are kept per
+    /// connection, `resources.subscribe` is announced, and
+    /// [`LocalServer::notify_resource_updated`] reaches the subscribers. `on_change` hears when
+    /// a URI gets its first subscriber (`true`) and loses its last (`false`), across every
+    /// connection — a gateway subscribes upstream then. It must not block.
+    pub fn resource_subscriptions(
+        mut self,
+        on_change: impl Fn(&str, bool) + Send + Sync + 'static,
+    ) -> Self {
+        self.extensions.subscriptions = Some(Subscriptions::new(Arc::new(on_change)));
         self
     }
 

@@ -80,6 +80,8 @@ struct ConnectionState {
     client_requests: HashMap<String, oneshot::Sender<Result<Value, ErrorObject>>>,
     /// Open `subscriptions/listen` streams (modern).
     listeners: Vec<Listener>,
+    /// Resources subscribed to with `resources/subscribe` (legacy).
+    subscribed: std::collections::HashSet<String>,
     /// Calls waiting for the client's input, by `requestState` (modern).
     parked: HashMap<String, (Parked, AbortHandle)>,
     ended: bool,
@@ -137,7 +139,17 @@ impl Connection {
         let (in_flight, client_requests, parked) = {
             let mut state = lock(&self.state);
             state.ended = true;
-            state.listeners.clear();
+            let listeners = std::mem::take(&mut state.listeners);
+            let subscribed = std::mem::take(&mut state.subscribed);
+            if let Some(subscriptions) = &self.server.extensions.subscriptions {
+                let uris = listeners
+                    .iter()
+                    .flat_map(|l| l.filter.resource_subscriptions.iter())
+                    .chain(subscribed.iter());
+                for uri in uris {
+                    subscriptions.release(uri);
+                }
+            }
             (
                 std::mem::take(&mut state.in_flight),
                 std::mem::take(&mut state.client_requests),
@@ -359,10 +371,19 @@ impl Connection {
     /// send (list changes; it offers no resource subscriptions), then kept open until the
     /// client cancels it or the connection ends.
     async fn listen(&self, id: RequestId, asked: NotificationFilter) {
-        let agreed = NotificationFilter {
-            resource_subscriptions: Vec::new(),
-            ..asked
+        let subscriptions = self.server.extensions.subscriptions.as_ref();
+        let agreed = match subscriptions {
+            Some(_) => asked,
+            None => NotificationFilter {
+                resource_subscriptions: Vec::new(),
+                ..asked
+            },
         };
+        if let Some(subscriptions) = subscriptions {
+            for uri in &agreed.resource_subscriptions {
+                subscriptions.retain(uri);
+            }
+        }
         {
             let mut state = lock(&self.state);
             state.era = Some(Era::Modern);
@@ -397,9 +418,19 @@ impl Connection {
                 };
                 let call = {
                     let mut state = lock(&self.state);
-                    state
-                        .listeners
-                        .retain(|l| l.request_id != params.request_id);
+                    let (gone, kept): (Vec<Listener>, Vec<Listener>) =
+                        std::mem::take(&mut state.listeners)
+                            .into_iter()
+                            .partition(|l| l.request_id == params.request_id);
+                    state.listeners = kept;
+                    if let Some(subscriptions) = &self.server.extensions.subscriptions {
+                        for uri in gone
+                            .iter()
+                            .flat_map(|l| l.filter.resource_subscriptions.iter())
+                        {
+                            subscriptions.release(uri);
+                        }
+                    }
                     state.in_flight.remove(&params.request_id)
                 };
                 if let Some(running) = call {
@@ -539,6 +570,53 @@ impl Connection {
 
     /// Tells this connection's client that a list changed: a legacy client directly, a modern
     /// one on each listen stream that asked for it.
+    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe` of `uri` (legacy).
+    pub(crate) fn subscription(&self, uri: &str, subscribe: bool) {
+        let Some(subscriptions) = &self.server.extensions.subscriptions else {
+            return;
+        };
+        let changed = {
+            let mut state = lock(&self.state);
+            if state.ended {
+                return;
+            }
+            match subscribe {
+                true => state.subscribed.insert(uri.to_owned()),
+                false => state.subscribed.remove(uri),
+            }
+        };
+        match (changed, subscribe) {
+            (true, true) => subscriptions.retain(uri),
+            (true, false) => subscriptions.release(uri),
+            _ => {}
+        }
+    }
+
+    /// `notifications/resources/updated` for `uri`, if this connection subscribed to it.
+    pub(crate) fn resource_updated(&self, uri: &str) {
+        let streams: Vec<Option<RequestId>> = {
+            let state = lock(&self.state);
+            let listening = state
+                .listeners
+                .iter()
+                .filter(|l| l.filter.resource_subscriptions.iter().any(|u| u == uri))
+                .map(|l| Some(l.request_id.clone()));
+            let subscribed = state.subscribed.contains(uri).then_some(None);
+            listening.chain(subscribed).collect()
+        };
+        for stream in streams {
+            let mut params = json!({ "uri": uri });
+            if let Some(id) = &stream {
+                params["_meta"] = json!({ meta::SUBSCRIPTION_ID: id });
+            }
+            let note = Notification::new(
+                methods::NOTIFICATION_RESOURCES_UPDATED,
+                Some(Payload::Value(params)),
+            );
+            self.try_send_related(note.into(), stream);
+        }
+    }
+
     pub(crate) fn list_changed(
         &self,
         method: &'static str,

@@ -114,6 +114,20 @@ fn route(
                 }),
             )
         }
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE
+            if server.extensions.subscriptions.is_some() =>
+        {
+            #[derive(Deserialize)]
+            struct SubscribeParams {
+                uri: String,
+            }
+            now(
+                read_params::<SubscribeParams>(method, params.as_ref()).map(|p| {
+                    connection.subscription(&p.uri, method == methods::RESOURCES_SUBSCRIBE);
+                    Value::Object(Map::new())
+                }),
+            )
+        }
         methods::SUBSCRIPTIONS_LISTEN if server.eras.modern() => {
             match read_params::<ListenRequestParams>(method, params.as_ref()) {
                 Ok(p) => Answer::Listen(p.notifications),

@@ -78,6 +78,56 @@ pub(crate) type MethodHandler = Arc<dyn Fn(RequestContext, Option<Value>) -> Sta
 /// A change to the capabilities the server announces.
 pub(crate) type AmendCapabilities = Arc<dyn Fn(&mut ServerCapabilities) + Send + Sync>;
 
+/// Resource subscriptions across every connection: how many subscribers each URI has, and who
+/// is told when a URI gets its first or loses its last.
+pub(crate) struct Subscriptions {
+    counts: Mutex<HashMap<String, usize>>,
+    on_change: Arc<dyn Fn(&str, bool) + Send + Sync>,
+}
+
+impl Subscriptions {
+    pub(crate) fn new(on_change: Arc<dyn Fn(&str, bool) + Send + Sync>) -> Subscriptions {
+        Subscriptions {
+            counts: Mutex::new(HashMap::new()),
+            on_change,
+        }
+    }
+
+    /// One more subscriber of `uri`.
+    pub(crate) fn retain(&self, uri: &str) {
+        let first = {
+            let mut counts = lock(&self.counts);
+            let count = counts.entry(uri.to_owned()).or_default();
+            *count += 1;
+            *count == 1
+        };
+        if first {
+            (self.on_change)(uri, true);
+        }
+    }
+
+    /// One subscriber of `uri` fewer.
+    pub(crate) fn release(&self, uri: &str) {
+        let last = {
+            let mut counts = lock(&self.counts);
+            match counts.get_mut(uri) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    counts.remove(uri);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            (self.on_change)(uri, false);
+        }
+    }
+}
+
 /// What a server adds to the built-in protocol (see [`LocalServerBuilder::method`],
 /// [`LocalServerBuilder::read_fallback`], [`LocalServerBuilder::capabilities`]).
 #[derive(Default)]
@@ -85,6 +135,8 @@ pub(crate) struct Extensions {
     pub(crate) methods: HashMap<String, MethodHandler>,
     pub(crate) read_fallback: Option<ReadHandler>,
     pub(crate) amend_capabilities: Option<AmendCapabilities>,
+    /// Set when the server takes resource subscriptions.
+    pub(crate) subscriptions: Option<Subscriptions>,
 }
 
 /// The server's knobs (see [`LocalServerBuilder`]).
@@ -254,6 +306,16 @@ impl LocalServer {
         Ok(changed)
     }
 
+    /// Tells every client subscribed to `uri` that it changed
+    /// (`notifications/resources/updated`): a legacy client that subscribed with
+    /// `resources/subscribe`, a modern one whose `subscriptions/listen` stream names it. Needs
+    /// [`LocalServerBuilder::resource_subscriptions`](crate::LocalServerBuilder::resource_subscriptions).
+    pub fn notify_resource_updated(&self, uri: &str) {
+        for connection in self.shared.open_connections() {
+            connection.resource_updated(uri);
+        }
+    }
+
     /// Whether a tool of that name is registered.
     pub fn has_tool(&self, name: &str) -> bool {
         self.shared.catalog().has_tool(name)
@@ -315,6 +377,10 @@ impl ServerShared {
     /// What the server announces: what its catalog holds, then the builder's amendments.
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let mut capabilities = self.catalog().capabilities();
+        if self.extensions.subscriptions.is_some() {
+            let resources = capabilities.resources.get_or_insert_with(Default::default);
+            resources.subscribe = Some(true);
+        }
         if let Some(amend) = &self.extensions.amend_capabilities {
             amend(&mut capabilities);
         }
