@@ -56,6 +56,14 @@ impl ClientHandler for FacadeHandler {
         self.harness.elicit(params).await
     }
 
+    async fn answer_input_round(
+        &self,
+        method: &str,
+        requests: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<Result<serde_json::Map<String, serde_json::Value>, ErrorObject>> {
+        self.harness.answer_input_round(method, requests).await
+    }
+
     fn on_notification(&self, notification: &ServerNotification) {
         let event = match notification {
             ServerNotification::ToolListChanged => Some(SupervisorEvent::ToolsChanged),

@@ -267,10 +267,10 @@ impl Inner {
                 definition.name = name.clone();
                 let upstream = self.upstream.clone();
                 let name: Arc<str> = Arc::from(name);
-                LocalPrompt::from_definition(definition, move |_context, arguments| {
+                LocalPrompt::from_definition(definition, move |context, arguments| {
                     let upstream = upstream.clone();
                     let name = name.clone();
-                    async move { upstream.get_prompt(&name, arguments).await }
+                    async move { upstream.get_prompt(context, &name, arguments).await }
                 })
             })
             .collect();

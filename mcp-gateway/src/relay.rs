@@ -189,6 +189,24 @@ impl ClientHandler for ServerRequests {
         call.context.elicit(params).await.map_err(refusal)
     }
 
+    async fn answer_input_round(
+        &self,
+        method: &str,
+        requests: &Map<String, Value>,
+    ) -> Option<Result<Map<String, Value>, ErrorObject>> {
+        // The server's round, passed on whole: its keys, all in one round downstream.
+        let call = match self.call_for(method) {
+            Ok(call) => call,
+            Err(error) => return Some(Err(error)),
+        };
+        Some(
+            call.context
+                .request_client_round(requests)
+                .await
+                .map_err(refusal),
+        )
+    }
+
     fn on_notification(&self, notification: &ServerNotification) {
         if let ServerNotification::LoggingMessage(log) = notification {
             match self.calls.latest(&self.server) {

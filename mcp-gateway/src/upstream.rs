@@ -120,19 +120,18 @@ impl Upstream {
     /// Gets the prompt served as `name`.
     pub(crate) async fn get_prompt(
         &self,
+        context: RequestContext,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<GetPromptResult, ToolError> {
-        let qualified = self
-            .routes()
-            .prompts
-            .get(name)
-            .map(|route| route.qualified.clone())
-            .ok_or_else(|| {
-                ToolError::rpc(ErrorObject::invalid_params(format!(
-                    "Unknown prompt: {name}"
-                )))
-            })?;
+        let route = self.routes().prompts.get(name).cloned().ok_or_else(|| {
+            ToolError::rpc(ErrorObject::invalid_params(format!(
+                "Unknown prompt: {name}"
+            )))
+        })?;
+        let qualified = route.qualified;
+        // The server's requests meanwhile are this call's (its logs have no stream to go to).
+        let (_tracked, _logs) = self.relay.track(&route.server, context);
         let arguments: BTreeMap<String, String> = arguments
             .into_iter()
             .map(|(key, value)| match value {

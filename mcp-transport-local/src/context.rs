@@ -14,7 +14,7 @@ use mcp_core::types::{
 use mcp_core::Era;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -287,6 +287,77 @@ impl RequestContext {
             Ok(Err(error)) => Err(ClientRequestError::Refused(error)),
             Err(_) => Err(ClientRequestError::ConnectionEnded),
         }
+    }
+
+    /// Sends the client several requests as one round, under keys of the caller's choosing
+    /// (`requests`: key → `{"method": …, "params": …}`, as in a 2026-07-28 `inputRequests`):
+    /// in the modern era one `input_required` answer asks for all of them under these keys
+    /// (a gateway passes its server's round on unchanged); in the legacy era they are sent one
+    /// after another. The answers come back under the same keys. Fails as a whole when the
+    /// client cannot answer one of them.
+    pub async fn request_client_round(
+        &self,
+        requests: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, ClientRequestError> {
+        let mut asked = Vec::with_capacity(requests.len());
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ClientRequestError::InvalidAnswer {
+                    method: "(input request)".to_owned(),
+                    reason: format!("input request {key:?} names no method"),
+                })?;
+            let params = request.get("params").cloned().unwrap_or(json!({}));
+            asked.push((key.clone(), method.to_owned(), params));
+        }
+        let abilities: ClientAbilities = match self.call.modern {
+            true => self.call.abilities.resolve(),
+            false => self.call.connection.abilities(),
+        };
+        if let Some((_, method, _)) = asked.iter().find(|(_, m, _)| !abilities.answers(m)) {
+            return Err(ClientRequestError::NotSupported {
+                method: method.clone(),
+            });
+        }
+        let mut answers = Map::new();
+        if !self.call.modern {
+            for (key, method, params) in asked {
+                let related = lock(&self.call.identity).request_id.clone();
+                let answer = self
+                    .call
+                    .connection
+                    .request_client(&method, params, related)
+                    .await?;
+                answers.insert(key, answer);
+            }
+            return Ok(answers);
+        }
+        // All asked before any is awaited: the call parks once, with every question.
+        let mut waiting = Vec::with_capacity(asked.len());
+        {
+            let mut input = lock(&self.call.input);
+            for (key, method, params) in asked {
+                let (responder, answer) = oneshot::channel();
+                input.push(InputWait {
+                    key: key.clone(),
+                    method,
+                    params,
+                    responder,
+                });
+                waiting.push((key, answer));
+            }
+        }
+        for (key, answer) in waiting {
+            match answer.await {
+                Ok(Ok(value)) => {
+                    answers.insert(key, value);
+                }
+                Ok(Err(error)) => return Err(ClientRequestError::Refused(error)),
+                Err(_) => return Err(ClientRequestError::ConnectionEnded),
+            }
+        }
+        Ok(answers)
     }
 
     async fn typed_request<P: Serialize, R: DeserializeOwned>(

@@ -8,6 +8,7 @@ use mcp_core::types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction,
     ElicitRequestParams, ElicitResult, ListRootsResult, Root, RootsCapability,
 };
+use serde_json::{Map, Value};
 
 /// Answers server→client requests. Every method has a default that follows the specification,
 /// and the session only routes a request to a method whose capability
@@ -47,6 +48,21 @@ pub trait ClientHandler: Send + Sync + 'static {
             action: ElicitAction::Decline,
             content: None,
         })
+    }
+
+    /// Answers a whole round of input requests at once: the `inputRequests` of a 2026-07-28
+    /// `input_required` result (or of a task), keyed as the server keyed them, each
+    /// `{"method": …, "params": …}`; `method` is the request they belong to. The answers are
+    /// keyed the same way. `None` (the default) answers them one by one through the methods
+    /// above; a handler that passes the round on whole — a gateway, to its own client — keeps
+    /// the server's keys and asks everything in one round.
+    async fn answer_input_round(
+        &self,
+        method: &str,
+        requests: &Map<String, Value>,
+    ) -> Option<Result<Map<String, Value>, ErrorObject>> {
+        let _ = (method, requests);
+        None
     }
 
     /// Sees every notification the server sends (except progress and cancellation, which the

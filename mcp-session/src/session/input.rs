@@ -27,6 +27,30 @@ pub async fn answer_input_requests(
     limit: Duration,
     deadline: Option<Instant>,
 ) -> Result<Map<String, Value>, Error> {
+    let mut until = mcp_core::time::deadline_after(Instant::now(), limit);
+    if let Some(deadline) = deadline {
+        until = until.min(deadline);
+    }
+    let whole = tokio::time::timeout_at(until, handler.answer_input_round(method, requests))
+        .await
+        .map_err(|_| {
+            Error::timeout(format!(
+                "{method}: the client did not answer the server's input requests before the call's deadline"
+            ))
+            .with_delivery(Delivery::Sent)
+        })?;
+    if let Some(answered) = whole {
+        return answered.map_err(|e| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!(
+                    "{method}: the client could not answer the server's input requests: {}",
+                    e.message
+                ),
+            )
+            .with_delivery(Delivery::Sent)
+        });
+    }
     let mut responses = Map::new();
     for (key, request) in requests {
         let input: InputRequest = serde_json::from_value(request.clone()).map_err(|e| {
