@@ -78,15 +78,18 @@ pub(crate) type MethodHandler = Arc<dyn Fn(RequestContext, Option<Value>) -> Sta
 /// A change to the capabilities the server announces.
 pub(crate) type AmendCapabilities = Arc<dyn Fn(&mut ServerCapabilities) + Send + Sync>;
 
+/// Who hears a URI's first subscriber (`true`) and its last gone (`false`).
+pub(crate) type SubscriptionHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
+
 /// Resource subscriptions across every connection: how many subscribers each URI has, and who
 /// is told when a URI gets its first or loses its last.
 pub(crate) struct Subscriptions {
     counts: Mutex<HashMap<String, usize>>,
-    on_change: Arc<dyn Fn(&str, bool) + Send + Sync>,
+    on_change: SubscriptionHook,
 }
 
 impl Subscriptions {
-    pub(crate) fn new(on_change: Arc<dyn Fn(&str, bool) + Send + Sync>) -> Subscriptions {
+    pub(crate) fn new(on_change: SubscriptionHook) -> Subscriptions {
         Subscriptions {
             counts: Mutex::new(HashMap::new()),
             on_change,
