@@ -134,6 +134,11 @@ impl Hub {
         Ok(hub)
     }
 
+    /// Whether this is the stateless clients' hub (2026-07-28).
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.modern
+    }
+
     /// When a request last came.
     pub(crate) fn last_used(&self) -> Instant {
         *lock(&self.last_used)
@@ -458,8 +463,14 @@ fn finish(state: &mut HubState, stream: u64) {
     }
 }
 
-/// The priming event of a stream (its id, empty data): what a client resumes from when the
-/// stream drops before its first message.
+/// How long a client whose stream dropped should wait before it resumes (the priming
+/// event's `retry`).
+const RESUME_AFTER_MS: u64 = 1000;
+
+/// The priming event of a stream (its id, empty data, and when to come back): what a client
+/// resumes from when the stream drops before its first message.
 pub(crate) fn priming_event(stream: u64) -> Bytes {
-    Bytes::from(format!("id: {stream}-0\ndata: \n\n"))
+    Bytes::from(format!(
+        "id: {stream}-0\nretry: {RESUME_AFTER_MS}\ndata: \n\n"
+    ))
 }

@@ -15,10 +15,10 @@
 //! - **Every POST** carries one JSON-RPC message (`Content-Type: application/json`, 415; its
 //!   `Accept` must cover `application/json` and `text/event-stream`, 406; at most
 //!   [`HttpOptions::max_body_bytes`], 413; not JSON-RPC, 400 with a parse error). A
-//!   notification or an answer → 202. A request → its answer as `application/json` when it is
-//!   the first thing the server sends for it, else a `text/event-stream` (a priming event, what
-//!   the server sends for the request — progress, logs, requests to the client — and the
-//!   answer). An `MCP-Protocol-Version` header the gateway does not speak → 400.
+//!   notification or an answer → 202. A request → a `text/event-stream`: a priming event (its
+//!   id, empty data: what a client resumes from), what the server sends for the request —
+//!   progress, logs, requests to the client — and the answer; in the stateless era, a request
+//!   whose answer is the first thing the server sends for it is answered `application/json`. An `MCP-Protocol-Version` header the gateway does not speak → 400.
 //! - **Security.** Loopback addresses only (another address is refused when serving starts).
 //!   A `Host` that is not a loopback name, or an `Origin` that is not a loopback origin, is
 //!   refused with 403 (DNS rebinding). At most [`HttpOptions::max_in_flight`] requests of one
@@ -462,7 +462,9 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Http
     response
 }
 
-/// A request's answer: JSON when it is the first thing the server sends for it, else a stream.
+/// A request's answer. In a 2026-07-28 request, JSON when it is the first thing the server
+/// sends for it, else a stream. In a session (2025-11-25), always a stream that opens with its
+/// priming event, so a client can resume any request whose connection drops.
 async fn answer(hub: &Arc<Hub>, request: mcp_core::jsonrpc::Request) -> Response<HttpBody> {
     let (stream, mut events, guard) = match hub.request(request).await {
         Ok(opened) => opened,
@@ -484,7 +486,7 @@ async fn answer(hub: &Arc<Hub>, request: mcp_core::jsonrpc::Request) -> Response
             "the gateway closed the request before answering it",
         );
     };
-    if first.last {
+    if first.last && hub.is_stateless() {
         guard.answered();
         let mut response = Response::new(Full::new(first.json).boxed());
         response.headers_mut().insert(
