@@ -270,6 +270,10 @@ protocol eras (2025-11-25 sessions; 2026-07-28 stateless), until Ctrl-C."
         /// one) instead of stdio: both protocol eras at /mcp; the address is printed on stdout
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
+        /// Also serve the operations panel (and /metrics for Prometheus) on this loopback
+        /// address, e.g. 127.0.0.1:8932; its URL is printed on stderr
+        #[arg(long, value_name = "ADDR")]
+        admin: Option<std::net::SocketAddr>,
         /// When names carry their server's name: `auto` (only when two servers share one) or
         /// `always`
         #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always"])]

@@ -317,11 +317,13 @@ async fn dispatch(
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
         Command::Serve {
             http,
+            admin,
             prefix,
             separator,
         } => {
             let options = commands::serve::ServeOptions {
                 http: *http,
+                admin: *admin,
                 prefixing: match prefix.as_str() {
                     "always" => mcp_gateway::Prefixing::Always,
                     _ => mcp_gateway::Prefixing::Auto,

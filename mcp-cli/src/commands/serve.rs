@@ -3,6 +3,7 @@
 //! Ctrl-C.
 
 use mcp_client::McpClient;
+use mcp_gateway::admin::{AdminOptions, AdminPanel};
 use mcp_gateway::{Gateway, GatewayOptions, Prefixing, Relay};
 
 use crate::errors::CliError;
@@ -12,6 +13,8 @@ use crate::errors::CliError;
 pub struct ServeOptions {
     /// Serve Streamable HTTP on this address instead of stdio.
     pub http: Option<std::net::SocketAddr>,
+    /// Serve the operations panel on this address too.
+    pub admin: Option<std::net::SocketAddr>,
     /// When names carry their server's name.
     pub prefixing: Prefixing,
     /// Between a server's name and a tool's or prompt's.
@@ -32,6 +35,18 @@ pub async fn run(client: &McpClient, relay: Relay, options: ServeOptions) -> Res
     )
     .await
     .map_err(|e| CliError::Other(e.to_string()))?;
+    // Owned here: the panel ends with the command.
+    let _panel = match options.admin {
+        Some(addr) => {
+            let panel = AdminPanel::bind(addr, client.clone(), AdminOptions::default())
+                .await
+                .map_err(|e| CliError::Other(e.to_string()))?;
+            // stderr: stdout is the MCP stream on stdio.
+            eprintln!("serving the operations panel at {}", panel.url());
+            Some(panel)
+        }
+        None => None,
+    };
     if let Some(addr) = options.http {
         let server = mcp_gateway::http::serve_http(&gateway, addr, Default::default())
             .await
