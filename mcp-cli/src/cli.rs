@@ -262,8 +262,10 @@ each called through mcph's supervision, pools, retries, breakers and OAuth. Name
 servers' own unless two servers share one; then each name of that list becomes\n\
 `server__name` (--prefix always does it for every name; --separator picks the joint).\n\
 Serves until the harness closes stdin, or Ctrl-C. Logs (with -v) go to stderr.\n\
-With --http ADDR it serves Streamable HTTP at http://ADDR/mcp instead (loopback only), in both\n\
-protocol eras (2025-11-25 sessions; 2026-07-28 stateless), until Ctrl-C."
+With --http ADDR it serves Streamable HTTP at http://ADDR/mcp instead, in both protocol eras\n\
+(2025-11-25 sessions; 2026-07-28 stateless), until Ctrl-C. Clients act as you (the gateway uses\n\
+your credentials for the servers), so an address beyond loopback is refused unless clients must\n\
+present a token (--token-env) and the gateway serves TLS (--tls-cert and --tls-key)."
     )]
     Serve {
         /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:8931; port 0 picks
@@ -274,6 +276,16 @@ protocol eras (2025-11-25 sessions; 2026-07-28 stateless), until Ctrl-C."
         /// address, e.g. 127.0.0.1:8932; its URL is printed on stderr
         #[arg(long, value_name = "ADDR")]
         admin: Option<std::net::SocketAddr>,
+        /// With --http: require `Authorization: Bearer <the value of this environment
+        /// variable>` (needed, with TLS, beyond loopback)
+        #[arg(long, value_name = "VAR", requires = "http")]
+        token_env: Option<String>,
+        /// With --http: serve TLS (https) with this certificate chain (PEM); needs --tls-key
+        #[arg(long, value_name = "PATH", requires_all = ["http", "tls_key"])]
+        tls_cert: Option<std::path::PathBuf>,
+        /// The private key (PEM) for --tls-cert
+        #[arg(long, value_name = "PATH", requires = "tls_cert")]
+        tls_key: Option<std::path::PathBuf>,
         /// When names carry their server's name: `auto` (only when two servers share one) or
         /// `always`
         #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always"])]

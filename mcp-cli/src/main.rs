@@ -318,12 +318,17 @@ async fn dispatch(
         Command::Serve {
             http,
             admin,
+            token_env,
+            tls_cert,
+            tls_key,
             prefix,
             separator,
         } => {
             let options = commands::serve::ServeOptions {
                 http: *http,
                 admin: *admin,
+                token_env: token_env.clone(),
+                tls: tls_cert.clone().zip(tls_key.clone()),
                 prefixing: match prefix.as_str() {
                     "always" => mcp_gateway::Prefixing::Always,
                     _ => mcp_gateway::Prefixing::Auto,

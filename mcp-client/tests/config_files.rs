@@ -1872,3 +1872,34 @@ fn a_rate_limit_may_be_the_fleets() {
     .unwrap_err();
     assert_eq!(err.field(), Some("rate_limit.scope"), "{err}");
 }
+
+#[test]
+fn a_tools_object_allows_and_denies_tools() {
+    let config = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x", "tools": {"allow": ["read", "write"], "deny": ["write"]}}}}"#,
+        &[],
+    )
+    .expect("a tools object");
+    let server = &config.servers[0];
+    assert_eq!(server.enabled_tools, Some(strings(&["read", "write"])));
+    assert_eq!(server.disabled_tools, strings(&["write"]));
+    assert!(server.allows_tool("read") && !server.allows_tool("write") && !server.allows_tool("x"));
+
+    let deny_only = parse_json(
+        r#"{"mcpServers": {"s": {"command": "x", "tools": {"deny": ["rm"]}}}}"#,
+        &[],
+    )
+    .expect("a deny list alone");
+    assert!(deny_only.servers[0].allows_tool("ls") && !deny_only.servers[0].allows_tool("rm"));
+
+    let both = parse_err(
+        r#"{"mcpServers": {"s": {"command": "x", "enabled_tools": ["a"], "tools": {"allow": ["b"]}}}}"#,
+    );
+    assert_eq!(both.field(), Some("enabled_tools"));
+    assert_eq!(
+        both.message(),
+        "expected one of tools.allow and enabled_tools, found both"
+    );
+    let wrong = parse_err(r#"{"mcpServers": {"s": {"command": "x", "tools": {"allow": "a"}}}}"#);
+    assert_eq!(wrong.field(), Some("tools.allow"));
+}

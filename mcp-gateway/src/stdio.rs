@@ -19,6 +19,8 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// JSON-RPC's "parse error".
 const PARSE_ERROR: i64 = -32700;
+/// After the client's end of the stream closes, how long answers still owed are waited for.
+const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Serves one downstream client on this process's stdin and stdout until stdin ends (the
 /// client closed it or exited). Nothing else may write to stdout meanwhile: logs go to stderr.
@@ -29,7 +31,8 @@ pub async fn serve_stdio(gateway: &Gateway) -> io::Result<()> {
 /// Serves one client that writes newline-delimited JSON-RPC messages to `reader` and reads the
 /// server's from `writer`, until `reader` ends or the server closes the connection. A line that
 /// is not a JSON-RPC message is answered with a parse error (`id: null`) and skipped; so is a
-/// line over [`MAX_LINE_BYTES`].
+/// line over [`MAX_LINE_BYTES`]. When `reader` ends, the answers still owed are written as
+/// they come, for at most five seconds.
 pub async fn serve_stream<R, W>(server: &LocalServer, reader: R, mut writer: W) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -41,6 +44,8 @@ where
     let (sender, mut receiver) = transport.split();
     let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
     let mut out = Vec::with_capacity(4096);
+    // Requests sent on whose answers are still owed.
+    let mut owed: usize = 0;
     let outcome = loop {
         tokio::select! {
             line = lines.next() => match line {
@@ -48,9 +53,11 @@ where
                 Some(Ok(line)) if line.trim().is_empty() => {}
                 Some(Ok(line)) => match Message::from_json_str(&line) {
                     Ok(message) => {
+                        let request = matches!(message, Message::Request(_));
                         if sender.send(message).await.is_err() {
                             break Ok(());
                         }
+                        owed += usize::from(request);
                     }
                     Err(e) => {
                         let answer = Response::error(
@@ -73,14 +80,45 @@ where
                 Some(Err(LinesCodecError::Io(e))) => break Err(e),
             },
             message = receiver.receive() => match message {
-                Some(Ok(message)) => write_message(&mut writer, &mut out, &message).await?,
+                Some(Ok(message)) => {
+                    owed = owed.saturating_sub(usize::from(answers_a_request(&message)));
+                    write_message(&mut writer, &mut out, &message).await?;
+                }
                 // The server ended the connection (shut down).
-                Some(Err(_)) | None => break Ok(()),
+                Some(Err(_)) | None => {
+                    owed = 0;
+                    break Ok(());
+                }
             },
         }
     };
+    // The client stopped sending: what it is still owed goes out, within the grace.
+    if outcome.is_ok() && owed > 0 {
+        let drained = tokio::time::timeout(DRAIN_GRACE, async {
+            while owed > 0 {
+                match receiver.receive().await {
+                    Some(Ok(message)) => {
+                        owed = owed.saturating_sub(usize::from(answers_a_request(&message)));
+                        write_message(&mut writer, &mut out, &message).await?;
+                    }
+                    Some(Err(_)) | None => break,
+                }
+            }
+            Ok::<(), io::Error>(())
+        })
+        .await;
+        if let Ok(Err(e)) = drained {
+            let _ = sender.close().await;
+            return Err(e);
+        }
+    }
     let _ = sender.close().await;
     outcome
+}
+
+/// Whether `message` answers one of the client's requests.
+fn answers_a_request(message: &Message) -> bool {
+    matches!(message, Message::Response(response) if response.id.is_some())
 }
 
 /// Writes one message and its newline, then flushes.

@@ -394,10 +394,20 @@ async fn the_stream_wire_speaks_newline_delimited_json_rpc() {
     assert_eq!(answer["id"], "c");
     assert_eq!(answer["result"]["content"][0]["text"], "over the wire");
 
+    // A call still running when the client closes its end is answered all the same.
+    let slow = json!({"jsonrpc": "2.0", "id": "late", "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"duration_ms": 200, "steps": 0}}});
+    client_write
+        .write_all(format!("{slow}\n").as_bytes())
+        .await
+        .unwrap();
     client_write
         .shutdown()
         .await
         .expect("the client's end closes");
+    let answer = next(&mut lines).await;
+    assert_eq!(answer["id"], "late", "{answer}");
+    assert!(answer.get("result").is_some(), "{answer}");
     tokio::time::timeout(DEADLINE, serving)
         .await
         .expect("the stream ends with its reader")

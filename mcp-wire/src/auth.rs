@@ -197,9 +197,42 @@ impl AuthProvider for StaticBearer {
     }
 }
 
+/// Compares two secrets without stopping at the first difference (no timing oracle on where a
+/// guess goes wrong); the length is not secret.
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether an `Authorization` value (`given`) presents `token` as a bearer token: the scheme
+/// matched without regard to case (RFC 6750), the token in constant time ([`same_secret`]).
+pub fn bearer_matches(given: &[u8], token: &[u8]) -> bool {
+    const SCHEME: &[u8] = b"Bearer ";
+    given.len() == SCHEME.len() + token.len()
+        && given[..SCHEME.len()].eq_ignore_ascii_case(SCHEME)
+        && same_secret(&given[SCHEME.len()..], token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"ab"));
+        assert!(same_secret(b"", b""));
+    }
+
+    #[test]
+    fn bearer_tokens_match_with_any_scheme_case_and_nothing_else() {
+        assert!(bearer_matches(b"Bearer t0k", b"t0k"));
+        assert!(bearer_matches(b"bearer t0k", b"t0k"));
+        assert!(!bearer_matches(b"Bearer t0K", b"t0k"));
+        assert!(!bearer_matches(b"Bearer t0k ", b"t0k"));
+        assert!(!bearer_matches(b"Basic t0k", b"t0k"));
+        assert!(!bearer_matches(b"t0k", b"t0k"));
+    }
 
     #[test]
     fn urls_lose_user_info_query_and_fragment() {

@@ -34,8 +34,8 @@ pub mod redact;
 pub mod task;
 
 pub use auth::{
-    AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue, ChallengeOutcome, Credentials,
-    DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
+    bearer_matches, same_secret, AuthChallenge, AuthProvider, AuthTarget, AuthorizationValue,
+    ChallengeOutcome, Credentials, DpopProof, StaticBearer, DPOP_HEADER, DPOP_NONCE_HEADER,
 };
 pub use broken::{
     classify_broken_message, id_of_broken_request, message_error_text, request_id_in_prefix,

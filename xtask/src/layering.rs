@@ -238,6 +238,7 @@ pub fn broken_rules(layers: &Dependencies) -> Vec<String> {
             "mcp-metrics",
             "mcp-session",
             "mcp-transport-local",
+            "mcp-wire",
         ],
         &mut broken,
     );

@@ -158,10 +158,9 @@ impl OAuthClient {
         request: &AuthorizationRequest,
         callback: &Callback,
     ) -> Result<TokenSet, AuthError> {
-        let state_ok = callback
-            .state
-            .as_ref()
-            .is_some_and(|s| constant_time_eq(s.expose(), request.state.expose()));
+        let state_ok = callback.state.as_ref().is_some_and(|s| {
+            mcp_wire::same_secret(s.expose().as_bytes(), request.state.expose().as_bytes())
+        });
         if !state_ok {
             return Err(AuthError::Callback(
                 "the state does not match this authorization (a forged or stale callback)".into(),
@@ -223,12 +222,4 @@ impl OAuthClient {
             .await?;
         Ok(tokens)
     }
-}
-
-fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }

@@ -65,14 +65,29 @@ fn check_exposure(options: &Options) -> Result<(), CliError> {
     )))
 }
 
-/// Reads one TLS file, naming it (and what it is) when it cannot be read.
-fn read_tls_file(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
+/// Reads one TLS file, naming it (and what it is) when it cannot be read (`mcph bridge`,
+/// `mcph serve --http`).
+pub(crate) fn read_tls_file(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(|e| {
         CliError::Other(format!(
             "cannot read the TLS {what} {}: {e}",
             path.display()
         ))
     })
+}
+
+/// The bearer token `who` must present, from the environment variable `variable` (set and not
+/// empty, else an error naming it).
+pub(crate) fn token_from_env(variable: &str, who: &str) -> Result<String, CliError> {
+    std::env::var(variable)
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            CliError::Other(format!(
+                "environment variable {variable} is not set (it should hold the bearer token \
+                 {who} must present)"
+            ))
+        })
 }
 
 /// Serves `options.server` over gRPC until `stop` (Ctrl-C) resolves.
@@ -98,16 +113,7 @@ pub async fn grpc(
         .map_err(CliError::Mcp)?;
     let mut bridge = GrpcBridge::new(connector);
     if let Some(variable) = &options.token_env {
-        let token = std::env::var(variable)
-            .ok()
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                CliError::Other(format!(
-                    "environment variable {variable} is not set (it should hold the bearer token \
-                     callers of the bridge must present)"
-                ))
-            })?;
-        bridge = bridge.require_bearer(token);
+        bridge = bridge.require_bearer(token_from_env(variable, "callers of the bridge")?);
     }
     if let Some(bytes) = options.max_message_size {
         bridge = bridge.max_message_size(bytes);

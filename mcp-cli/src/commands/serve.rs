@@ -6,7 +6,9 @@ use mcp_client::McpClient;
 use mcp_gateway::admin::{AdminOptions, AdminPanel};
 use mcp_gateway::{Gateway, GatewayOptions, Prefixing, Relay};
 
+use crate::commands::bridge::{read_tls_file, token_from_env};
 use crate::errors::CliError;
+use mcp_gateway::http::{tls_from_pem, BearerToken, HttpOptions};
 
 /// What `mcph serve` was asked.
 #[derive(Debug)]
@@ -15,6 +17,10 @@ pub struct ServeOptions {
     pub http: Option<std::net::SocketAddr>,
     /// Serve the operations panel on this address too.
     pub admin: Option<std::net::SocketAddr>,
+    /// The environment variable holding the bearer token HTTP clients must present.
+    pub token_env: Option<String>,
+    /// The TLS certificate chain and key (PEM files) to serve HTTP with.
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// When names carry their server's name.
     pub prefixing: Prefixing,
     /// Between a server's name and a tool's or prompt's.
@@ -48,11 +54,28 @@ pub async fn run(client: &McpClient, relay: Relay, options: ServeOptions) -> Res
         None => None,
     };
     if let Some(addr) = options.http {
-        let server = mcp_gateway::http::serve_http(&gateway, addr, Default::default())
+        let mut http = HttpOptions::default();
+        if let Some(variable) = &options.token_env {
+            http.bearer_token =
+                BearerToken::new(token_from_env(variable, "clients of the gateway")?);
+        }
+        if let Some((cert_file, key_file)) = &options.tls {
+            let chain = read_tls_file(cert_file, "certificate")?;
+            let key = read_tls_file(key_file, "key")?;
+            http.tls = Some(tls_from_pem(&chain, &key).map_err(|e| {
+                CliError::Other(format!(
+                    "{e} ({} and {})",
+                    cert_file.display(),
+                    key_file.display()
+                ))
+            })?);
+        }
+        let scheme = if http.tls.is_some() { "https" } else { "http" };
+        let server = mcp_gateway::http::serve_http(&gateway, addr, http)
             .await
             .map_err(|e| CliError::Other(e.to_string()))?;
         // The one line on stdout: where to connect (what a script waits for).
-        println!("listening on http://{}/mcp", server.local_addr());
+        println!("listening on {scheme}://{}/mcp", server.local_addr());
         // Until Ctrl-C drops this future (and with it the server and the gateway).
         std::future::pending::<()>().await;
     }

@@ -19,9 +19,11 @@
 //!   id, empty data: what a client resumes from), what the server sends for the request —
 //!   progress, logs, requests to the client — and the answer; in the stateless era, a request
 //!   whose answer is the first thing the server sends for it is answered `application/json`. An `MCP-Protocol-Version` header the gateway does not speak → 400.
-//! - **Security.** Loopback addresses only (another address is refused when serving starts).
-//!   A `Host` that is not a loopback name, or an `Origin` that is not a loopback origin, is
-//!   refused with 403 (DNS rebinding). At most [`HttpOptions::max_in_flight`] requests of one
+//! - **Security.** On a loopback address, a `Host` that is not a loopback name, or an
+//!   `Origin` that is not a loopback origin, is refused with 403 (DNS rebinding). Every client
+//!   uses the servers with the user's credentials, so another address is refused unless
+//!   clients must present a bearer token ([`HttpOptions::bearer_token`]; 401 without it) and
+//!   the gateway serves TLS ([`HttpOptions::tls`], [`tls_from_pem`]). At most [`HttpOptions::max_in_flight`] requests of one
 //!   session (or of the stateless clients together) run at once; more get 429.
 
 // A refusal is a whole response, built once and returned as is.
@@ -96,6 +98,52 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// Connections open at once; more are closed at once.
     pub max_connections: usize,
+    /// The token every request must present (`Authorization: Bearer …`); required beyond
+    /// loopback.
+    pub bearer_token: Option<BearerToken>,
+    /// Serve TLS (https) with this configuration; required beyond loopback.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// A bearer token clients must present; never shown (its `Debug` says only that it is set).
+#[derive(Clone)]
+pub struct BearerToken(Arc<str>);
+
+impl BearerToken {
+    /// The token (say, from an environment variable). An empty token is refused.
+    pub fn new(token: impl Into<String>) -> Option<BearerToken> {
+        let token = token.into();
+        (!token.is_empty()).then(|| BearerToken(Arc::from(token)))
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+/// A TLS configuration from a PEM certificate chain and its PEM private key (what
+/// `mcph serve --tls-cert --tls-key` reads); the error names what is wrong.
+pub fn tls_from_pem(cert_chain: &[u8], key: &[u8]) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_slice_iter(cert_chain)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the TLS certificate chain is not PEM: {e}"))?;
+    if chain.is_empty() {
+        return Err("the TLS certificate file holds no certificate".to_owned());
+    }
+    let key = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| format!("the TLS private key is not a PEM private key: {e}"))?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("the TLS certificate and key do not make a server identity: {e}"))?;
+    Ok(Arc::new(config))
 }
 
 impl Default for HttpOptions {
@@ -107,6 +155,8 @@ impl Default for HttpOptions {
             max_sessions: 1024,
             session_idle: Duration::from_secs(30 * 60),
             max_connections: 512,
+            bearer_token: None,
+            tls: None,
         }
     }
 }
@@ -114,12 +164,17 @@ impl Default for HttpOptions {
 /// Why serving could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpServeError {
-    /// The address is not a loopback address.
+    /// The address is beyond loopback, and clients would not need a token over TLS.
     #[error(
-        "refusing to serve MCP on {0}, which is beyond loopback: every client would use the \
-         servers with your credentials; listen on 127.0.0.1 or ::1"
+        "refusing to serve MCP on {addr}, which is beyond loopback: every client would use the \
+         servers with your credentials; add {missing}, or listen on 127.0.0.1"
     )]
-    NotLoopback(SocketAddr),
+    Exposed {
+        /// The address.
+        addr: SocketAddr,
+        /// What is missing (a bearer token, TLS).
+        missing: String,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -177,8 +232,21 @@ pub async fn serve_http(
     addr: SocketAddr,
     options: HttpOptions,
 ) -> Result<HttpHandle, HttpServeError> {
-    if !addr.ip().is_loopback() {
-        return Err(HttpServeError::NotLoopback(addr));
+    let loopback = addr.ip().is_loopback();
+    if !loopback {
+        let mut missing = Vec::new();
+        if options.bearer_token.is_none() {
+            missing.push("a bearer token clients must present");
+        }
+        if options.tls.is_none() {
+            missing.push("TLS (so the token is not sent in cleartext)");
+        }
+        if !missing.is_empty() {
+            return Err(HttpServeError::Exposed {
+                addr,
+                missing: missing.join(" and "),
+            });
+        }
     }
     let listener = TcpListener::bind(addr)
         .await
@@ -188,6 +256,8 @@ pub async fn serve_http(
         .map_err(|source| HttpServeError::Bind { addr, source })?;
     let shared = Arc::new(Shared {
         server: gateway.server().clone(),
+        tls: options.tls.clone().map(tokio_rustls::TlsAcceptor::from),
+        loopback,
         options,
         sessions: Mutex::new(HashMap::new()),
         stateless: tokio::sync::Mutex::new(None),
@@ -203,6 +273,10 @@ pub async fn serve_http(
 
 struct Shared {
     server: LocalServer,
+    /// Set when serving TLS.
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Bound to loopback: the Host and Origin are checked.
+    loopback: bool,
     options: HttpOptions,
     sessions: Mutex<HashMap<String, Arc<Hub>>>,
     /// The stateless clients' connection, opened on first use (and again if it ended).
@@ -266,33 +340,65 @@ async fn reap_idle(shared: &Shared) {
 }
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let port = stream.local_addr().map(|a| a.port()).unwrap_or(0);
+    match shared.tls.clone() {
+        None => serve_io(stream, shared).await,
+        Some(acceptor) => {
+            match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => serve_io(tls, shared).await,
+                Ok(Err(error)) => tracing::debug!(%error, "gateway HTTP: TLS handshake failed"),
+                Err(_) => tracing::debug!("gateway HTTP: TLS handshake too slow; closed"),
+            }
+        }
+    }
+}
+
+async fn serve_io<I>(io: I, shared: Arc<Shared>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = hyper::service::service_fn(move |request| {
         let shared = shared.clone();
-        async move { Ok::<_, Infallible>(handle(&shared, request, port).await) }
+        async move { Ok::<_, Infallible>(handle(&shared, request).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(io), service);
     if let Err(error) = connection.await {
         tracing::debug!(%error, "gateway HTTP: connection failed");
     }
 }
 
-async fn handle(
-    shared: &Arc<Shared>,
-    request: Request<Incoming>,
-    _port: u16,
-) -> Response<HttpBody> {
+async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<HttpBody> {
     if request.uri().path() != shared.options.path {
         return plain(
             StatusCode::NOT_FOUND,
             "not found: the MCP endpoint is elsewhere",
         );
     }
-    if let Err(refusal) = check_origin(request.headers()) {
-        return refusal;
+    if let Some(token) = &shared.options.bearer_token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        if !mcp_wire::bearer_matches(given, token.0.as_bytes()) {
+            let mut refusal = rpc_error(
+                StatusCode::UNAUTHORIZED,
+                HTTP_ERROR,
+                "this gateway needs `Authorization: Bearer <token>`",
+            );
+            refusal.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"mcph\""),
+            );
+            return refusal;
+        }
+    }
+    if shared.loopback {
+        if let Err(refusal) = check_origin(request.headers()) {
+            return refusal;
+        }
     }
     match *request.method() {
         Method::POST => post(shared, request).await,

@@ -40,10 +40,8 @@ impl BridgeService {
         };
         let given = given.as_encoded_bytes();
         // The scheme is case-insensitive (RFC 6750); the token is compared in constant time.
-        let scheme = "Bearer ".len();
-        let accepted = given.len() == expected.len()
-            && given[..scheme].eq_ignore_ascii_case(&expected.as_bytes()[..scheme])
-            && same_secret(&given[scheme..], &expected.as_bytes()[scheme..]);
+        let token = &expected.as_bytes()["Bearer ".len().min(expected.len())..];
+        let accepted = mcp_wire::bearer_matches(given, token);
         if accepted {
             Ok(())
         } else {
@@ -52,12 +50,6 @@ impl BridgeService {
             ))
         }
     }
-}
-
-/// Compares two secrets without stopping at the first difference (no timing oracle on where
-/// the token goes wrong); the length is not secret.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[tonic::async_trait]
@@ -129,18 +121,5 @@ impl Mcp for BridgeService {
             calls.spawn(pump(call));
         }
         Ok(Response::new(ReceiverStream::new(lines)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"ab"));
-        assert!(same_secret(b"", b""));
     }
 }

@@ -484,6 +484,7 @@ mod tests {
             build: &["build"],
             start: sleeper,
             path: "/mcp",
+            extra_baseline: no_extra_baseline,
         };
         let ctx = TargetCtx {
             root: &dir,

@@ -20,10 +20,9 @@ pub(super) fn read_extras(
     let enabled = obj.bool(ctx, "enabled")?.unwrap_or(true);
     let disabled = obj.bool(ctx, "disabled")?.unwrap_or(false);
     server.enabled = enabled && !disabled;
-    server.enabled_tools = obj.string_list(ctx, "enabled_tools", false)?;
-    server.disabled_tools = obj
-        .string_list(ctx, "disabled_tools", false)?
-        .unwrap_or_default();
+    let (allow, deny) = read_tool_filter(obj, ctx)?;
+    server.enabled_tools = allow;
+    server.disabled_tools = deny;
 
     let startup_sec = obj.duration(ctx, "startup_timeout_sec", 1.0)?;
     let startup_ms = obj.duration(ctx, "startup_timeout_ms", 1000.0)?;
@@ -59,6 +58,43 @@ pub(super) fn read_extras(
     server.oauth = read_oauth(obj, ctx)?;
     server.era = read_era(obj, ctx)?;
     Ok(())
+}
+
+/// Which tools of the server are used: `"tools": { "allow": [..], "deny": [..] }`, or Codex's
+/// `enabled_tools` / `disabled_tools` (one spelling per list: both is an error naming them).
+fn read_tool_filter(
+    obj: &Obj<'_>,
+    ctx: &Ctx<'_>,
+) -> Result<(Option<Vec<String>>, Vec<String>), ConfigError> {
+    let enabled = obj.string_list(ctx, "enabled_tools", false)?;
+    let disabled = obj.string_list(ctx, "disabled_tools", false)?;
+    let Some(tools) = obj.object(ctx, "tools")? else {
+        return Ok((enabled, disabled.unwrap_or_default()));
+    };
+    let allow = tools.string_list(ctx, "allow", false)?;
+    let deny = tools.string_list(ctx, "deny", false)?;
+    tools.log_unknown(ctx);
+    for (nested, flat, both) in [
+        (
+            "tools.allow",
+            "enabled_tools",
+            allow.is_some() && enabled.is_some(),
+        ),
+        (
+            "tools.deny",
+            "disabled_tools",
+            deny.is_some() && disabled.is_some(),
+        ),
+    ] {
+        if both {
+            return Err(ctx.error(
+                ConfigErrorKind::Invalid,
+                flat,
+                format!("expected one of {nested} and {flat}, found both"),
+            ));
+        }
+    }
+    Ok((allow.or(enabled), deny.or(disabled).unwrap_or_default()))
 }
 
 /// `era` (or `protocolEra`): `"auto"` (the default: detected per server), `"legacy"`
