@@ -276,12 +276,16 @@ present a token (--token-env) and the gateway serves TLS (--tls-cert and --tls-k
         /// address, e.g. 127.0.0.1:8932; its URL is printed on stderr
         #[arg(long, value_name = "ADDR")]
         admin: Option<std::net::SocketAddr>,
-        /// With --http: require `Authorization: Bearer <the value of this environment
-        /// variable>` (needed, with TLS, beyond loopback)
-        #[arg(long, value_name = "VAR", requires = "http")]
+        /// Serve the gRPC tunnel (mcp.transport.v1.Mcp/Session) on this address instead of
+        /// stdio; the address is printed on stdout
+        #[arg(long, value_name = "ADDR", conflicts_with = "http")]
+        grpc: Option<std::net::SocketAddr>,
+        /// With --http or --grpc: require `Authorization: Bearer <the value of this
+        /// environment variable>` (needed, with TLS, beyond loopback)
+        #[arg(long, value_name = "VAR")]
         token_env: Option<String>,
-        /// With --http: serve TLS (https) with this certificate chain (PEM); needs --tls-key
-        #[arg(long, value_name = "PATH", requires_all = ["http", "tls_key"])]
+        /// With --http or --grpc: serve TLS with this certificate chain (PEM); needs --tls-key
+        #[arg(long, value_name = "PATH", requires = "tls_key")]
         tls_cert: Option<std::path::PathBuf>,
         /// The private key (PEM) for --tls-cert
         #[arg(long, value_name = "PATH", requires = "tls_cert")]

@@ -317,6 +317,7 @@ async fn dispatch(
         Command::Prompt { name, args } => commands::prompts::get(client, name, args, json).await,
         Command::Serve {
             http,
+            grpc,
             admin,
             token_env,
             tls_cert,
@@ -326,6 +327,7 @@ async fn dispatch(
         } => {
             let options = commands::serve::ServeOptions {
                 http: *http,
+                grpc: *grpc,
                 admin: *admin,
                 token_env: token_env.clone(),
                 tls: tls_cert.clone().zip(tls_key.clone()),

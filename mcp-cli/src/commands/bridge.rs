@@ -111,6 +111,20 @@ pub async fn grpc(
     let connector = TransportRegistry::with_profile()
         .transport_connector(server, auth)
         .map_err(CliError::Mcp)?;
+    let label = options.server.clone();
+    serve_grpc(connector, options, &label, json, stop).await
+}
+
+/// Serves `connector` (a new connection per gRPC call) over gRPC as `options` say until `stop`
+/// resolves; `label` names what is served (`mcph bridge`'s server, or `mcph serve`'s gateway).
+pub(crate) async fn serve_grpc(
+    connector: Arc<dyn mcp_core::TransportConnector>,
+    options: Options,
+    label: &str,
+    json: bool,
+    stop: &mut Pin<&mut impl Future>,
+) -> Result<(), CliError> {
+    check_exposure(&options)?;
     let mut bridge = GrpcBridge::new(connector);
     if let Some(variable) = &options.token_env {
         bridge = bridge.require_bearer(token_from_env(variable, "callers of the bridge")?);
@@ -143,13 +157,12 @@ pub async fn grpc(
     if json {
         println!(
             "{}",
-            json!({ "server": options.server, "transport": "grpc", "url": handle.url() })
+            json!({ "server": label, "transport": "grpc", "url": handle.url() })
         );
     } else {
         println!("{}", handle.url());
         eprintln!(
-            "serving \"{}\" over gRPC at {} (Ctrl-C stops)",
-            options.server,
+            "serving \"{label}\" over gRPC at {} (Ctrl-C stops)",
             handle.url()
         );
     }

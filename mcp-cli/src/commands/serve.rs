@@ -6,15 +6,19 @@ use mcp_client::McpClient;
 use mcp_gateway::admin::{AdminOptions, AdminPanel};
 use mcp_gateway::{Gateway, GatewayOptions, Prefixing, Relay};
 
-use crate::commands::bridge::{read_tls_file, token_from_env};
+use crate::commands::bridge::{
+    read_tls_file, serve_grpc, token_from_env, Options as BridgeOptions,
+};
 use crate::errors::CliError;
-use mcp_gateway::http::{tls_from_pem, BearerToken, HttpOptions};
+use mcp_gateway::http::{tls_from_pem, BearerToken, HttpOptions, HttpServeError};
 
 /// What `mcph serve` was asked.
 #[derive(Debug)]
 pub struct ServeOptions {
     /// Serve Streamable HTTP on this address instead of stdio.
     pub http: Option<std::net::SocketAddr>,
+    /// Serve the gRPC tunnel on this address instead of stdio.
+    pub grpc: Option<std::net::SocketAddr>,
     /// Serve the operations panel on this address too.
     pub admin: Option<std::net::SocketAddr>,
     /// The environment variable holding the bearer token HTTP clients must present.
@@ -53,6 +57,29 @@ pub async fn run(client: &McpClient, relay: Relay, options: ServeOptions) -> Res
         }
         None => None,
     };
+    if let Some(address) = options.grpc {
+        // The bridge of `mcph bridge`, with a new connection to the gateway per gRPC call.
+        let (tls_cert, tls_key) = options.tls.clone().unzip();
+        let bridge = BridgeOptions {
+            address,
+            server: "mcph-gateway".to_owned(),
+            token_env: options.token_env.clone(),
+            max_message_size: None,
+            max_calls: None,
+            tls_cert,
+            tls_key,
+        };
+        // Until Ctrl-C drops this future (and with it the bridge and the gateway).
+        let mut stop = std::pin::pin!(std::future::pending::<()>());
+        return serve_grpc(
+            gateway.server().connector(),
+            bridge,
+            "the gateway",
+            false,
+            &mut stop,
+        )
+        .await;
+    }
     if let Some(addr) = options.http {
         let mut http = HttpOptions::default();
         if let Some(variable) = &options.token_env {
@@ -73,7 +100,14 @@ pub async fn run(client: &McpClient, relay: Relay, options: ServeOptions) -> Res
         let scheme = if http.tls.is_some() { "https" } else { "http" };
         let server = mcp_gateway::http::serve_http(&gateway, addr, http)
             .await
-            .map_err(|e| CliError::Other(e.to_string()))?;
+            .map_err(|e| match e {
+                HttpServeError::Exposed { addr, missing } => CliError::Other(format!(
+                    "refusing to serve MCP on {addr}, which is beyond loopback: every client \
+                     would use the servers with your credentials; {missing} are needed: add \
+                     --token-env VAR and --tls-cert PATH --tls-key PATH, or listen on 127.0.0.1"
+                )),
+                other => CliError::Other(other.to_string()),
+            })?;
         // The one line on stdout: where to connect (what a script waits for).
         println!("listening on {scheme}://{}/mcp", server.local_addr());
         // Until Ctrl-C drops this future (and with it the server and the gateway).
