@@ -444,3 +444,121 @@ async fn a_bearer_token_over_tls() {
     gateway.shutdown();
     gateway.client().shutdown().await;
 }
+
+/// Sends a request on a new connection and returns the stream once its answer has begun (the
+/// head and the first body bytes read), with what was read so far.
+async fn start_request(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (TcpStream, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let body = body.to_string();
+    let mut request = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n".to_owned();
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("data:") {
+        let n = tokio::time::timeout(DEADLINE, stream.read(&mut buffer))
+            .await
+            .expect("the answer starts in time")
+            .expect("readable");
+        assert_ne!(n, 0, "closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    (stream, String::from_utf8_lossy(&seen).into_owned())
+}
+
+#[tokio::test]
+async fn a_session_request_streams_at_once_and_a_cancel_ends_it() {
+    let gateway = gateway().await;
+    let options = HttpOptions {
+        max_in_flight: 1,
+        ..HttpOptions::default()
+    };
+    let server = serve_http(&gateway, "127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .expect("serving");
+    let addr = server.local_addr();
+    let (_, headers, _) = post(addr, &[], initialize()).await;
+    let session = headers["mcp-session-id"].clone();
+    let with_session = [("mcp-session-id", session.as_str())];
+
+    // A long call: its stream opens with the priming event before anything else happens.
+    let slow = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"duration_ms": 60000, "steps": 0}}});
+    let (mut running, opening) = start_request(addr, &with_session, &slow).await;
+    assert!(opening.contains("retry: "), "the priming event: {opening}");
+    let (status, _, _) = post(
+        addr,
+        &with_session,
+        json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}),
+    )
+    .await;
+    assert_eq!(status, 429, "the one slot is taken");
+
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "changed my mind"}});
+    let (status, _, _) = post(addr, &with_session, cancel).await;
+    assert_eq!(status, 202);
+    let mut rest = Vec::new();
+    tokio::time::timeout(DEADLINE, running.read_to_end(&mut rest))
+        .await
+        .expect("the cancelled request's stream ends")
+        .expect("readable");
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("\"id\":7"),
+        "no answer to a cancelled request"
+    );
+    let (status, _, body) = post(
+        addr,
+        &with_session,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}),
+    )
+    .await;
+    assert_eq!(status, 200, "the slot is free again: {body}");
+    server.shutdown().await;
+    gateway.shutdown();
+    gateway.client().shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stateless_client_cannot_cancel_another_clients_request() {
+    let gateway = gateway().await;
+    let server = serve_http(
+        &gateway,
+        "127.0.0.1:0".parse().unwrap(),
+        HttpOptions::default(),
+    )
+    .await
+    .expect("serving");
+    let addr = server.local_addr();
+    let modern = [("mcp-protocol-version", "2026-07-28")];
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"duration_ms": 1500, "steps": 0}, "_meta": meta}});
+    let call = tokio::spawn(async move { post(addr, &modern, slow).await });
+    // Another client names the hub's first ids.
+    for id in ["h1", "h2", "h3"] {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id}});
+        let (status, _, _) = post(addr, &modern, cancel).await;
+        assert_eq!(status, 202);
+    }
+    let (status, _, body) = tokio::time::timeout(DEADLINE, call)
+        .await
+        .expect("the call ends in time")
+        .expect("joined");
+    assert_eq!(status, 200);
+    let answer = messages(&body).pop().expect("an answer");
+    assert_eq!(answer["id"], 1);
+    assert!(answer.get("result").is_some(), "not cancelled: {answer}");
+    server.shutdown().await;
+    gateway.shutdown();
+    gateway.client().shutdown().await;
+}

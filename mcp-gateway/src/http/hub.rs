@@ -144,6 +144,22 @@ impl Hub {
         *lock(&self.last_used)
     }
 
+    /// Whether a request is running or a standalone stream is attached: a session in use,
+    /// whatever its last request.
+    pub(crate) fn is_busy(&self) -> bool {
+        let state = lock(&self.state);
+        !state.routes.is_empty()
+            || state
+                .standalone
+                .and_then(|stream| state.streams.get(&stream))
+                .is_some_and(|kept| kept.live.as_ref().is_some_and(|l| !l.is_closed()))
+    }
+
+    /// Whether the connection ended (the hub serves nothing more).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
     /// Sends a request; its events arrive on the returned receiver (and are kept under the
     /// returned stream number for resumption).
     pub(crate) async fn request(
@@ -189,13 +205,19 @@ impl Hub {
         Ok((stream, events, guard))
     }
 
-    /// Sends a notification or an answer to one of the server's requests. A legacy
-    /// `notifications/cancelled` names the client's id: it is given the hub's.
+    /// Sends a notification or an answer to one of the server's requests. A session's
+    /// `notifications/cancelled` names the client's id: it is given the hub's, and the
+    /// request's stream ends (the server will not answer it). The stateless clients share the
+    /// connection, so theirs are dropped: in that era closing the stream is the cancellation,
+    /// and no client can cancel another's request.
     pub(crate) async fn send(&self, mut message: Message) -> Result<(), HubError> {
         *lock(&self.last_used) = Instant::now();
         if let Message::Notification(note) = &mut message {
             if note.method == methods::NOTIFICATION_CANCELLED {
-                self.rename_cancelled(note);
+                if self.modern {
+                    return Ok(());
+                }
+                self.cancelled_by_client(note);
             }
         }
         self.sender
@@ -204,18 +226,24 @@ impl Hub {
             .map_err(|_| HubError::Closed)
     }
 
-    fn rename_cancelled(&self, note: &mut Notification) {
+    /// A session's cancellation: the hub's id for the client's, the request's route and
+    /// stream ended.
+    fn cancelled_by_client(&self, note: &mut Notification) {
         let Some(Ok(mut params)) = note.params.take().map(|p| p.into_value()) else {
             return;
         };
         let external: Option<RequestId> = params
             .get("requestId")
             .and_then(|id| serde_json::from_value(id.clone()).ok());
-        if let Some(internal) =
-            external.and_then(|id| lock(&self.state).by_external.get(&id).cloned())
-        {
+        let mut state = lock(&self.state);
+        let internal = external.and_then(|id| state.by_external.remove(&id));
+        if let Some(internal) = internal {
+            if let Some(route) = state.routes.remove(&internal) {
+                finish(&mut state, route.stream, self.modern);
+            }
             params["requestId"] = Value::String(internal);
         }
+        drop(state);
         note.params = Some(Payload::Value(params));
     }
 
@@ -238,7 +266,7 @@ impl Hub {
         state.standalone = Some(stream);
         let waiting: Vec<Message> = state.unattached.drain(..).collect();
         for message in waiting {
-            deliver(&mut state, stream, &message, false);
+            deliver(&mut state, stream, &message, false, false);
         }
         Ok((stream, events))
     }
@@ -273,19 +301,18 @@ impl Hub {
         }
     }
 
-    /// A request's body went away before its answer: in the stateless era that cancels it.
+    /// A request's body went away before its answer. In a session the request goes on and its
+    /// events are kept for a resuming GET (whose reader a failed send detaches, not this); in
+    /// the stateless era it is cancelled and forgotten.
     fn abandoned(self: Arc<Self>, internal: &str) {
-        let mut state = lock(&self.state);
-        let Some(stream) = state.routes.get(internal).map(|route| route.stream) else {
-            return;
-        };
-        if let Some(stream) = state.streams.get_mut(&stream) {
-            stream.live = None;
-        }
         if !self.modern {
             return;
         }
-        state.routes.remove(internal);
+        let mut state = lock(&self.state);
+        let Some(route) = state.routes.remove(internal) else {
+            return;
+        };
+        state.streams.remove(&route.stream);
         drop(state);
         let cancel = Notification::new(
             methods::NOTIFICATION_CANCELLED,
@@ -344,19 +371,19 @@ async fn pump(hub: Weak<Hub>, mut receiver: LocalReceiver) {
         match route {
             Some((external, stream)) => {
                 let last = rename_outgoing(&mut message, &external, internal.as_deref());
-                deliver(&mut state, stream, &message, last);
+                deliver(&mut state, stream, &message, last, hub.modern);
                 if last {
                     if let Some(internal) = internal {
                         state.routes.remove(&internal);
                         state.by_external.remove(&external);
                     }
-                    finish(&mut state, stream);
+                    finish(&mut state, stream, hub.modern);
                 }
             }
             // A session-wide message, or one for a request already gone.
             None if !hub.modern => match state.standalone {
                 Some(stream) if state.streams.contains_key(&stream) => {
-                    deliver(&mut state, stream, &message, false)
+                    deliver(&mut state, stream, &message, false, false)
                 }
                 _ => {
                     state.unattached.push_back(message);
@@ -415,8 +442,13 @@ fn rename_outgoing(message: &mut Message, external: &RequestId, internal: Option
     }
 }
 
-/// Appends a message to a stream (kept for resumption) and hands it to its live body.
-fn deliver(state: &mut HubState, stream: u64, message: &Message, last: bool) {
+/// Appends a message to a stream (kept for resumption in a session) and hands it to its live
+/// body.
+///
+/// A reader that lags: in a session its stream is detached (it resumes from what is kept); in
+/// the stateless era, which resumes nothing, the notifications it has no room for are dropped,
+/// and the answer always has the slot kept for it.
+fn deliver(state: &mut HubState, stream: u64, message: &Message, last: bool, stateless: bool) {
     let Some(kept) = state.streams.get_mut(&stream) else {
         return;
     };
@@ -437,10 +469,16 @@ fn deliver(state: &mut HubState, stream: u64, message: &Message, last: bool) {
         last,
     };
     if let Some(live) = &kept.live {
-        if live.try_send(delivery.clone()).is_err() {
-            // A reader that lags or left: it resumes from what is kept.
+        let full = !last && live.capacity() <= 1;
+        if full && stateless {
+            return;
+        }
+        if full || live.try_send(delivery.clone()).is_err() {
             kept.live = None;
         }
+    }
+    if stateless {
+        return;
     }
     kept.events.push_back((seq, delivery));
     if kept.events.len() > KEPT_EVENTS {
@@ -448,9 +486,13 @@ fn deliver(state: &mut HubState, stream: u64, message: &Message, last: bool) {
     }
 }
 
-/// A request's stream got its answer: its live body ends, and it is kept a while for
-/// resumption.
-fn finish(state: &mut HubState, stream: u64) {
+/// A request's stream got its answer (or was cancelled): its live body ends, and in a session
+/// it is kept a while for resumption (the stateless era resumes nothing).
+fn finish(state: &mut HubState, stream: u64, stateless: bool) {
+    if stateless {
+        state.streams.remove(&stream);
+        return;
+    }
     if let Some(kept) = state.streams.get_mut(&stream) {
         kept.finished = true;
         kept.live = None;

@@ -7,18 +7,23 @@
 //!   (`Accept: text/event-stream`) attaches the standalone stream (list changes and what no
 //!   request's stream carries; kept while none is attached); with `Last-Event-ID:
 //!   <stream>-<seq>` it resumes a stream instead (unknown → 400). Sessions idle for
-//!   [`HttpOptions::session_idle`] are ended.
+//!   [`HttpOptions::session_idle`] (no request, none running, no standalone stream attached)
+//!   are ended.
 //! - **2026-07-28, stateless.** A POST without a session whose `MCP-Protocol-Version` is
 //!   2026-07-28 goes to one connection all such clients share (their request ids are made
-//!   unique on the way in), so replicas behind a load balancer need no shared session state.
-//!   There is no GET stream; a request whose stream the client closes is cancelled.
+//!   unique on the way in; their `notifications/cancelled` are dropped, so no client can cancel
+//!   another's request), and nothing of a client is kept between its requests but the input
+//!   rounds of a call in progress (those live in this process: a replica behind a load
+//!   balancer must get the round's next request). There is no GET stream; a request whose
+//!   stream the client closes is cancelled.
 //! - **Every POST** carries one JSON-RPC message (`Content-Type: application/json`, 415; its
 //!   `Accept` must cover `application/json` and `text/event-stream`, 406; at most
 //!   [`HttpOptions::max_body_bytes`], 413; not JSON-RPC, 400 with a parse error). A
-//!   notification or an answer → 202. A request → a `text/event-stream`: a priming event (its
-//!   id, empty data: what a client resumes from), what the server sends for the request —
-//!   progress, logs, requests to the client — and the answer; in the stateless era, a request
-//!   whose answer is the first thing the server sends for it is answered `application/json`. An `MCP-Protocol-Version` header the gateway does not speak → 400.
+//!   notification or an answer → 202. A request → a `text/event-stream` that starts at once: a
+//!   priming event (its id, `retry`, empty data: what a client resumes from), what the server
+//!   sends for the request — progress, logs, requests to the client — and the answer; a
+//!   session's `notifications/cancelled` ends the request's stream. In the stateless era a
+//!   request whose answer comes first, within half a second, is answered `application/json`. An `MCP-Protocol-Version` header the gateway does not speak → 400.
 //! - **Security.** On a loopback address, a `Host` that is not a loopback name, or an
 //!   `Origin` that is not a loopback origin, is refused with 403 (DNS rebinding). Every client
 //!   uses the servers with the user's credentials, so another address is refused unless
@@ -188,6 +193,7 @@ pub enum HttpServeError {
 /// A running HTTP server; dropping it (or [`shutdown`](Self::shutdown)) stops it and closes
 /// every connection and session.
 #[derive(Debug)]
+#[must_use = "dropping the handle stops the server"]
 pub struct HttpHandle {
     local_addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
@@ -317,7 +323,8 @@ async fn accept_loop(
     for hub in sessions {
         hub.close().await;
     }
-    if let Some(hub) = shared.stateless.lock().await.take() {
+    let stateless = shared.stateless.lock().await.take();
+    if let Some(hub) = stateless {
         hub.close().await;
     }
 }
@@ -329,7 +336,7 @@ async fn reap_idle(shared: &Shared) {
         let mut sessions = lock(&shared.sessions);
         let ids: Vec<String> = sessions
             .iter()
-            .filter(|(_, hub)| hub.last_used().elapsed() >= idle)
+            .filter(|(_, hub)| hub.last_used().elapsed() >= idle && !hub.is_busy())
             .map(|(id, _)| id.clone())
             .collect();
         ids.iter().filter_map(|id| sessions.remove(id)).collect()
@@ -568,9 +575,14 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Http
     response
 }
 
-/// A request's answer. In a 2026-07-28 request, JSON when it is the first thing the server
-/// sends for it, else a stream. In a session (2025-11-25), always a stream that opens with its
-/// priming event, so a client can resume any request whose connection drops.
+/// How long a stateless request's answer may take to come first (and go out as
+/// `application/json`) before its stream starts.
+const JSON_ANSWER_WAIT: Duration = Duration::from_millis(500);
+
+/// A request's answer. In a session (2025-11-25), a stream that opens at once with its
+/// priming event, so a client can resume any request whose connection drops. In a 2026-07-28
+/// request, JSON when the answer is the first thing the server sends for it within
+/// [`JSON_ANSWER_WAIT`], else a stream.
 async fn answer(hub: &Arc<Hub>, request: mcp_core::jsonrpc::Request) -> Response<HttpBody> {
     let (stream, mut events, guard) = match hub.request(request).await {
         Ok(opened) => opened,
@@ -585,14 +597,22 @@ async fn answer(hub: &Arc<Hub>, request: mcp_core::jsonrpc::Request) -> Response
             return rpc_error(StatusCode::NOT_FOUND, HTTP_ERROR, "the session has ended")
         }
     };
-    let Some(first) = events.recv().await else {
-        return rpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            HTTP_ERROR,
-            "the gateway closed the request before answering it",
-        );
+    if !hub.is_stateless() {
+        return sse(EventBody::new(priming_event(stream), events, Some(guard)));
+    }
+    let first = match tokio::time::timeout(JSON_ANSWER_WAIT, events.recv()).await {
+        Ok(Some(first)) => first,
+        Ok(None) => {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                HTTP_ERROR,
+                "the gateway closed the request before answering it",
+            )
+        }
+        // Still running: its stream starts now.
+        Err(_) => return sse(EventBody::new(Bytes::new(), events, Some(guard))),
     };
-    if first.last && hub.is_stateless() {
+    if first.last {
         guard.answered();
         let mut response = Response::new(Full::new(first.json).boxed());
         response.headers_mut().insert(
@@ -601,9 +621,7 @@ async fn answer(hub: &Arc<Hub>, request: mcp_core::jsonrpc::Request) -> Response
         );
         return response;
     }
-    let mut opening = priming_event(stream).to_vec();
-    opening.extend_from_slice(&first.event);
-    sse(EventBody::new(Bytes::from(opening), events, Some(guard)))
+    sse(EventBody::new(first.event, events, Some(guard)))
 }
 
 fn open_session(shared: &Shared) -> Result<(String, Arc<Hub>), Response<HttpBody>> {
@@ -624,7 +642,7 @@ fn open_session(shared: &Shared) -> Result<(String, Arc<Hub>), Response<HttpBody
 
 async fn stateless_hub(shared: &Shared) -> Result<Arc<Hub>, Response<HttpBody>> {
     let mut slot = shared.stateless.lock().await;
-    if let Some(hub) = slot.as_ref() {
+    if let Some(hub) = slot.as_ref().filter(|hub| !hub.is_closed()) {
         return Ok(hub.clone());
     }
     let hub = Hub::open(&shared.server, true, shared.options.max_in_flight)
