@@ -76,12 +76,16 @@ struct Inner {
     server: LocalServer,
     upstream: Arc<Upstream>,
     options: GatewayOptions,
-    mirror: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// The tasks that follow the facade (`follow`) and make subscriptions upstream
+    /// (`subscribe_upstream`); aborted when the gateway stops.
+    mirror: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    /// One rebuild at a time, so an older reading never replaces a newer one.
+    rebuilding: tokio::sync::Mutex<()>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(task) = mcp_core::sync::lock(&self.mirror).take() {
+        for task in mcp_core::sync::lock(&self.mirror).drain(..) {
             task.abort();
         }
         self.server.shutdown();
@@ -102,21 +106,28 @@ impl Gateway {
         let upstream = Arc::new(Upstream::new(client, relay));
         let (subscriptions, subscription_changes) = mpsc::unbounded_channel();
         let server = build_server(&options, &upstream, subscriptions)?;
+        // Listening before the first reading: a change while it runs is not missed.
+        let changes = Changes {
+            tools: upstream.client.catalog_changes(),
+            lists: upstream.client.list_changes(),
+            notifications: upstream.client.notifications(),
+        };
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 server,
                 upstream,
                 options,
-                mirror: std::sync::Mutex::new(None),
+                mirror: std::sync::Mutex::new(Vec::new()),
+                rebuilding: tokio::sync::Mutex::new(()),
             }),
         };
         gateway.refresh().await;
-        let task = tokio::spawn(follow(
-            Arc::downgrade(&gateway.inner),
-            gateway.client().clone(),
+        let follower = tokio::spawn(follow(Arc::downgrade(&gateway.inner), changes));
+        let subscriber = tokio::spawn(subscribe_upstream(
+            Arc::downgrade(&gateway.inner.upstream),
             subscription_changes,
         ));
-        *mcp_core::sync::lock(&gateway.inner.mirror) = Some(task);
+        mcp_core::sync::lock(&gateway.inner.mirror).extend([follower, subscriber]);
         Ok(gateway)
     }
 
@@ -138,7 +149,7 @@ impl Gateway {
     /// Stops serving: the mirror stops following, and every downstream connection ends. The
     /// facade is the caller's to shut down.
     pub fn shutdown(&self) {
-        if let Some(task) = mcp_core::sync::lock(&self.inner.mirror).take() {
+        for task in mcp_core::sync::lock(&self.inner.mirror).drain(..) {
             task.abort();
         }
         self.inner.server.shutdown();
@@ -171,6 +182,8 @@ fn build_server(
         // A downstream client's calls run on their connection's tasks (the wire transports
         // feed the connection; nothing answers in a caller's task).
         .answer_in_place(false)
+        // Its answers are read as JSON by downstream clients.
+        .served_on_a_wire(true)
         .method(
             "completion/complete",
             move |_context: RequestContext, params| {
@@ -207,6 +220,7 @@ impl Inner {
     /// Rebuilds the mirror: tools from the facade's catalog, prompts and resources from its
     /// kept lists (listed again only where a server said they changed).
     async fn refresh(&self) {
+        let _one_at_a_time = self.rebuilding.lock().await;
         let client = &self.upstream.client;
         let prefixing = self.options.prefixing;
         let separator = self.options.separator.as_str();
@@ -335,18 +349,17 @@ impl Inner {
     }
 }
 
+/// What the facade reports that the gateway follows.
+struct Changes {
+    tools: tokio::sync::broadcast::Receiver<mcp_client::CatalogChange>,
+    lists: tokio::sync::broadcast::Receiver<mcp_client::ListChange>,
+    notifications: tokio::sync::broadcast::Receiver<ClientNotification>,
+}
+
 /// Follows the facade until the gateway is gone: each burst of list changes (tools, prompts,
 /// resources of any server) rebuilds the mirror once, `settle` after it began; a resource's
-/// updates reach its downstream subscribers; downstream subscriptions are made (and ended)
-/// upstream, one at a time, in the order they came.
-async fn follow(
-    gateway: std::sync::Weak<Inner>,
-    client: McpClient,
-    mut subscriptions: mpsc::UnboundedReceiver<SubscriptionChange>,
-) {
-    let mut tools = client.catalog_changes();
-    let mut lists = client.list_changes();
-    let mut notifications = client.notifications();
+/// updates reach its downstream subscribers.
+async fn follow(gateway: std::sync::Weak<Inner>, mut changes: Changes) {
     let mut rebuild_at: Option<tokio::time::Instant> = None;
     loop {
         let rebuild = async {
@@ -356,9 +369,9 @@ async fn follow(
             }
         };
         let changed = tokio::select! {
-            change = tools.recv() => Some(!matches!(change, Err(RecvError::Closed))),
-            change = lists.recv() => Some(!matches!(change, Err(RecvError::Closed))),
-            notification = notifications.recv() => match notification {
+            change = changes.tools.recv() => Some(!matches!(change, Err(RecvError::Closed))),
+            change = changes.lists.recv() => Some(!matches!(change, Err(RecvError::Closed))),
+            notification = changes.notifications.recv() => match notification {
                 Ok(ClientNotification {
                     notification: ServerNotification::ResourceUpdated(updated),
                     ..
@@ -369,14 +382,6 @@ async fn follow(
                 }
                 Err(RecvError::Closed) => Some(false),
                 _ => None,
-            },
-            change = subscriptions.recv() => match change {
-                Some((uri, subscribe)) => {
-                    let Some(gateway) = gateway.upgrade() else { return };
-                    gateway.upstream.subscription(&uri, subscribe).await;
-                    None
-                }
-                None => Some(false),
             },
             () = rebuild => {
                 rebuild_at = None;
@@ -397,3 +402,25 @@ async fn follow(
         }
     }
 }
+
+/// Makes (and ends) downstream subscriptions upstream, one at a time in the order they came,
+/// each within [`SUBSCRIPTION_TIMEOUT`]; apart from `follow`, so a slow server holds up
+/// nothing else.
+async fn subscribe_upstream(
+    upstream: std::sync::Weak<Upstream>,
+    mut changes: mpsc::UnboundedReceiver<SubscriptionChange>,
+) {
+    while let Some((uri, subscribe)) = changes.recv().await {
+        let Some(upstream) = upstream.upgrade() else {
+            return;
+        };
+        let made =
+            tokio::time::timeout(SUBSCRIPTION_TIMEOUT, upstream.subscription(&uri, subscribe));
+        if made.await.is_err() {
+            tracing::warn!(uri, subscribe, "an upstream subscription change timed out");
+        }
+    }
+}
+
+/// How long one upstream subscription change may take.
+const SUBSCRIPTION_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,11 +1,14 @@
 //! [`Relay`]: what upstream servers ask of the client — sampling, elicitation, roots — and
 //! the logs they send, passed to the downstream client whose call they serve.
 //!
-//! An upstream server's request names no call (over stdio nothing says which request it
-//! serves), so it goes to the downstream client of the most recent tool call in flight to that
-//! server. That client answers it when it declared the capability (in the 2026-07-28 era, as
-//! an input round of its call); when it did not, or when no call to that server is in flight,
-//! the server gets a clear error. A server's logs reach that call's client the same way
+//! A 2026-07-28 server's input round belongs to the call that got it: it is answered in that
+//! call's own task, which knows its downstream call, and goes to that call's client. A legacy
+//! server's request names no call (over stdio nothing says which request it serves), so it
+//! goes to the downstream client of the most recent call in flight to that server — with
+//! several downstream calls to one legacy server at once, that may be another call's client.
+//! The client answers when it declared the capability (in the 2026-07-28 era, as an input
+//! round of its call); when it did not, or when no call to that server is in flight, the
+//! server gets a clear error. A server's logs reach the most recent call's client the same way
 //! (`notifications/message` on the call's stream); with no call in flight they are dropped.
 
 use std::collections::HashMap;
@@ -43,7 +46,12 @@ struct Calls {
     next: AtomicU64,
 }
 
-/// One downstream tool call in flight to an upstream server.
+tokio::task_local! {
+    /// The downstream call whose upstream call runs in this task (see [`Relay::scoped`]).
+    static CALL: Arc<InFlight>;
+}
+
+/// One downstream call in flight to an upstream server.
 struct InFlight {
     id: u64,
     context: RequestContext,
@@ -66,7 +74,8 @@ impl Relay {
     }
 
     /// Notes a downstream call to `server` until the returned guard is dropped; the server's
-    /// logs meanwhile arrive on the receiver.
+    /// logs meanwhile arrive on the receiver. Run the upstream call in
+    /// [`Tracked::scope`], so its input rounds reach this call.
     pub(crate) fn track(
         &self,
         server: &str,
@@ -74,14 +83,16 @@ impl Relay {
     ) -> (Tracked, mpsc::Receiver<LoggingMessageNotificationParams>) {
         let (logs, receiver) = mpsc::channel(LOG_QUEUE);
         let id = self.calls.next.fetch_add(1, Ordering::Relaxed);
+        let call = Arc::new(InFlight { id, context, logs });
         lock(&self.calls.by_server)
             .entry(server.to_owned())
             .or_default()
-            .push(Arc::new(InFlight { id, context, logs }));
+            .push(call.clone());
         let tracked = Tracked {
             calls: self.calls.clone(),
             server: server.to_owned(),
             id,
+            call,
         };
         (tracked, receiver)
     }
@@ -101,6 +112,18 @@ pub(crate) struct Tracked {
     calls: Arc<Calls>,
     server: String,
     id: u64,
+    call: Arc<InFlight>,
+}
+
+impl Tracked {
+    /// Runs `upstream` (the upstream call) as this downstream call's: what the server asks
+    /// within the call's own task — a 2026-07-28 input round — goes to this call's client.
+    pub(crate) fn scope<F: std::future::Future>(
+        &self,
+        upstream: F,
+    ) -> impl std::future::Future<Output = F::Output> {
+        CALL.scope(self.call.clone(), upstream)
+    }
 }
 
 impl Drop for Tracked {
@@ -194,8 +217,10 @@ impl ClientHandler for ServerRequests {
         method: &str,
         requests: &Map<String, Value>,
     ) -> Option<Result<Map<String, Value>, ErrorObject>> {
-        // The server's round, passed on whole: its keys, all in one round downstream.
-        let call = match self.call_for(method) {
+        // The server's round, passed on whole: its keys, all in one round downstream, to the
+        // call it belongs to (answered in that call's task).
+        let own = CALL.try_with(Arc::clone).ok();
+        let call = match own.map(Ok).unwrap_or_else(|| self.call_for(method)) {
             Ok(call) => call,
             Err(error) => return Some(Err(error)),
         };

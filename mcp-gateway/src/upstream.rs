@@ -84,10 +84,12 @@ impl Upstream {
             progress = Some(receiver);
         }
         // The server's requests and logs meanwhile are this call's.
-        let (_tracked, mut logs) = self.relay.track(server, context.clone());
-        let call = self
-            .client
-            .call_tool_with(qualified, Some(Value::Object(arguments)), options);
+        let (tracked, mut logs) = self.relay.track(server, context.clone());
+        let call = tracked.scope(self.client.call_tool_with(
+            qualified,
+            Some(Value::Object(arguments)),
+            options,
+        ));
         tokio::pin!(call);
         let outcome = loop {
             let report = async {
@@ -130,8 +132,8 @@ impl Upstream {
             )))
         })?;
         let qualified = route.qualified;
-        // The server's requests meanwhile are this call's (its logs have no stream to go to).
-        let (_tracked, _logs) = self.relay.track(&route.server, context);
+        // The server's requests meanwhile are this call's (a prompt's logs are not relayed).
+        let (tracked, _logs) = self.relay.track(&route.server, context);
         let arguments: BTreeMap<String, String> = arguments
             .into_iter()
             .map(|(key, value)| match value {
@@ -140,8 +142,8 @@ impl Upstream {
             })
             .collect();
         let arguments = (!arguments.is_empty()).then_some(arguments);
-        self.client
-            .get_prompt(&qualified, arguments)
+        tracked
+            .scope(self.client.get_prompt(&qualified, arguments))
             .await
             .map_err(|e| rpc_error(&e))
     }

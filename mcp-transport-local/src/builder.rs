@@ -46,6 +46,7 @@ impl LocalServerBuilder {
                 queue_capacity: 1024,
                 client_request_timeout: Duration::from_secs(600),
                 input_timeout: Duration::from_secs(600),
+                served_on_a_wire: false,
             },
             tools: Vec::new(),
             resources: Vec::new(),
@@ -183,6 +184,16 @@ impl LocalServerBuilder {
         amend: impl Fn(&mut ServerCapabilities) + Send + Sync + 'static,
     ) -> Self {
         self.extensions.amend_capabilities = Some(Arc::new(amend));
+        self
+    }
+
+    /// Says that the server's connections are served on a wire (a gateway's stdio or
+    /// Streamable HTTP), where its 2026-07-28 answers are read as JSON: they then get what the
+    /// revision requires of them whoever produced them — `resultType`, cache hints on lists
+    /// and reads, `-32602` for a resource not found. In process (the default) answers stay the
+    /// typed values the handlers made, never serialized.
+    pub fn served_on_a_wire(mut self, on_a_wire: bool) -> Self {
+        self.settings.served_on_a_wire = on_a_wire;
         self
     }
 

@@ -217,11 +217,7 @@ pub(crate) async fn drive(mut run: Run) -> Driven {
     let answer = match step {
         Step::Done(outcome) => {
             run.finished = true;
-            let answer = run.state.handled.answer(outcome);
-            match run.state.is_modern() {
-                true => crate::era::complete_modern(run.state.handled.answered_method(), answer),
-                false => answer,
-            }
+            run.state.handled.answer(outcome)
         }
         Step::NeedsInput(asked) => Ok(Payload::Value(park(run, asked))),
     };

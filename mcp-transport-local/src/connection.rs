@@ -324,6 +324,9 @@ impl Connection {
 
     fn spawn_call(self: &Arc<Self>, id: RequestId, run: Run) {
         let call = run.state.clone();
+        // A modern answer of a server served on a wire gets what the revision requires of it.
+        let modern = (call.is_modern() && self.server.settings.served_on_a_wire)
+            .then(|| call.handled.clone());
         let generation = self.next();
         let connection = self.clone();
         let task_id = id.clone();
@@ -342,7 +345,13 @@ impl Connection {
                 driven = drive(run) => driven,
             };
             connection.unregister(&task_id, generation);
-            connection.send(response(task_id, driven.answer)).await;
+            let answer = match &modern {
+                Some(handled) => {
+                    crate::era::complete_modern(handled.answered_method(), driven.answer)
+                }
+                None => driven.answer,
+            };
+            connection.send(response(task_id, answer)).await;
         });
         let entry = InFlight {
             task: task.abort_handle(),
@@ -379,13 +388,17 @@ impl Connection {
                 ..asked
             },
         };
-        if let Some(subscriptions) = subscriptions {
-            for uri in &agreed.resource_subscriptions {
-                subscriptions.retain(uri);
-            }
-        }
         {
             let mut state = lock(&self.state);
+            if state.ended {
+                return;
+            }
+            // Counted under the connection's lock, as the end releases them.
+            if let Some(subscriptions) = subscriptions {
+                for uri in &agreed.resource_subscriptions {
+                    subscriptions.retain(uri);
+                }
+            }
             state.era = Some(Era::Modern);
             state.listeners.push(Listener {
                 request_id: id.clone(),
@@ -532,7 +545,7 @@ impl Connection {
         run: Run,
         responders: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
     ) -> String {
-        let token = format!("local-{}-{}", self.id, self.next());
+        let token = request_state(self.id, self.next());
         let mut state = lock(&self.state);
         if state.ended {
             // Outside the lock: dropping the run runs the handler's own drop code.
@@ -575,19 +588,15 @@ impl Connection {
         let Some(subscriptions) = &self.server.extensions.subscriptions else {
             return;
         };
-        let changed = {
-            let mut state = lock(&self.state);
-            if state.ended {
-                return;
-            }
-            match subscribe {
-                true => state.subscribed.insert(uri.to_owned()),
-                false => state.subscribed.remove(uri),
-            }
-        };
-        match (changed, subscribe) {
-            (true, true) => subscriptions.retain(uri),
-            (true, false) => subscriptions.release(uri),
+        // Counted under the connection's lock, so its end (which releases what it holds)
+        // cannot come between.
+        let mut state = lock(&self.state);
+        if state.ended {
+            return;
+        }
+        match subscribe {
+            true if state.subscribed.insert(uri.to_owned()) => subscriptions.retain(uri),
+            false if state.subscribed.remove(uri) => subscriptions.release(uri),
             _ => {}
         }
     }
@@ -675,6 +684,17 @@ impl Drop for Asking<'_> {
                 .try_send_related(note.into(), Some(self.related.clone()));
         }
     }
+}
+
+/// A `requestState` no other client of the connection can guess (a gateway's stateless
+/// clients share one): the connection and a counter, made unique, and 128 bits keyed with the
+/// process's random hash keys.
+fn request_state(connection: u64, n: u64) -> String {
+    use std::hash::BuildHasher;
+    let keys = std::collections::hash_map::RandomState::new();
+    let high = keys.hash_one((connection, n, 1u8));
+    let low = keys.hash_one((connection, n, 2u8));
+    format!("local-{connection}-{n}-{high:016x}{low:016x}")
 }
 
 struct EndOnExit<'a>(&'a Connection);

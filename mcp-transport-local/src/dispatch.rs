@@ -75,9 +75,9 @@ pub(crate) fn answer(
     if let Err(e) = meta.check_version(server.eras) {
         return Answer::Now(Err(e));
     }
-    // A modern answer given now gets what the revision requires of it here; one given later
-    // where its run ends (`call::drive`).
-    if meta.is_modern() {
+    // A modern answer of a server served on a wire gets what the revision requires of it: one
+    // given now here, one given later when it is sent on (`Connection::spawn_call`).
+    if meta.is_modern() && server.settings.served_on_a_wire {
         return match route(connection, id, &method, params, meta) {
             Answer::Now(outcome) => Answer::Now(era::complete_modern(&method, outcome)),
             later => later,

@@ -96,34 +96,30 @@ impl Subscriptions {
         }
     }
 
-    /// One more subscriber of `uri`.
+    /// One more subscriber of `uri`. The hook is told under the count's lock, so the first
+    /// and last of a URI are heard in the order they happened.
     pub(crate) fn retain(&self, uri: &str) {
-        let first = {
-            let mut counts = lock(&self.counts);
-            let count = counts.entry(uri.to_owned()).or_default();
-            *count += 1;
-            *count == 1
-        };
-        if first {
+        let mut counts = lock(&self.counts);
+        let count = counts.entry(uri.to_owned()).or_default();
+        *count += 1;
+        if *count == 1 {
             (self.on_change)(uri, true);
         }
     }
 
     /// One subscriber of `uri` fewer.
     pub(crate) fn release(&self, uri: &str) {
-        let last = {
-            let mut counts = lock(&self.counts);
-            match counts.get_mut(uri) {
-                Some(count) if *count > 1 => {
-                    *count -= 1;
-                    false
-                }
-                Some(_) => {
-                    counts.remove(uri);
-                    true
-                }
-                None => false,
+        let mut counts = lock(&self.counts);
+        let last = match counts.get_mut(uri) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                false
             }
+            Some(_) => {
+                counts.remove(uri);
+                true
+            }
+            None => false,
         };
         if last {
             (self.on_change)(uri, false);
@@ -149,6 +145,9 @@ pub(crate) struct Settings {
     pub(crate) queue_capacity: usize,
     pub(crate) client_request_timeout: Duration,
     pub(crate) input_timeout: Duration,
+    /// Modern answers get what 2026-07-28 requires of them on the wire (see
+    /// [`LocalServerBuilder::served_on_a_wire`]).
+    pub(crate) served_on_a_wire: bool,
 }
 
 #[derive(Default)]

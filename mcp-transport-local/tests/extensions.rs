@@ -324,6 +324,7 @@ async fn a_round_of_questions_keeps_its_keys_in_the_modern_era() {
     });
     let server = LocalServer::builder("s", "1")
         .answer_in_place(false)
+        .served_on_a_wire(true)
         .tool(round)
         .build()
         .unwrap();
@@ -366,6 +367,7 @@ async fn modern_answers_carry_what_the_revision_requires() {
         serde_json::from_value(json!({"uri": "mem://a", "name": "a"})).unwrap();
     let server = LocalServer::builder("s", "1")
         .answer_in_place(false)
+        .served_on_a_wire(true)
         .tool(mirror("echo_args"))
         .resource(LocalResource::from_definition(
             resource,
