@@ -94,8 +94,9 @@ fn run(cli: &Cli) -> u8 {
     };
     let outcome = runtime.block_on(execute(cli));
     // Dropping the runtime drops every task left, which kills any server process group still
-    // running (e.g. after an interrupted start).
-    drop(runtime);
+    // running (e.g. after an interrupted start). Bounded: a blocking read of stdin (`mcph
+    // serve` on stdio) cannot be interrupted, and must not hold the exit until a key is hit.
+    runtime.shutdown_timeout(Duration::from_secs(2));
     match outcome {
         Ok(()) => EXIT_OK,
         Err(e) => report(&e),

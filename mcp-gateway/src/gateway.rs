@@ -232,9 +232,11 @@ impl Inner {
             .map(|e| (e.server.as_str(), e.tool.name.as_str()))
             .collect();
         let names = exposed_names(&pairs, prefixing, separator);
+        let mut kept = Servable::default();
         let tools = entries
             .iter()
             .zip(names)
+            .filter(|(entry, name)| kept.first(&entry.server, "tool", name))
             .map(|(entry, name)| {
                 let mut definition = entry.tool.clone();
                 definition.name = name;
@@ -265,9 +267,11 @@ impl Inner {
             .collect();
         let names = exposed_names(&pairs, prefixing, separator);
         let mut prompt_routes = std::collections::HashMap::new();
+        let mut kept = Servable::default();
         let prompts = entries
             .iter()
             .zip(names)
+            .filter(|(entry, name)| kept.first(&entry.server, "prompt", name))
             .map(|(entry, name)| {
                 prompt_routes.insert(
                     name.clone(),
@@ -298,7 +302,7 @@ impl Inner {
         let mut resources = Vec::with_capacity(listed.len());
         for entry in listed {
             // The first server to list a URI serves it (a URI means one thing).
-            if routes.resources.contains_key(&entry.resource.uri) {
+            if entry.resource.uri.is_empty() || routes.resources.contains_key(&entry.resource.uri) {
                 continue;
             }
             routes
@@ -317,7 +321,9 @@ impl Inner {
         }
         let mut served_templates = Vec::with_capacity(templates.len());
         for entry in templates {
-            if routes.templates.contains_key(&entry.template.uri_template) {
+            if entry.template.uri_template.is_empty()
+                || routes.templates.contains_key(&entry.template.uri_template)
+            {
                 continue;
             }
             routes
@@ -346,6 +352,29 @@ impl Inner {
         if let Err(e) = self.server.set_resources(resources, served_templates) {
             tracing::warn!(error = %e, "the gateway's resource list was not updated");
         }
+    }
+}
+
+/// The names a list serves so far: an entry a server got wrong (no name, or one served
+/// already — a server listing a name twice) is left out, with a warning, so the rest of the
+/// list is served.
+#[derive(Default)]
+struct Servable {
+    names: std::collections::HashSet<String>,
+}
+
+impl Servable {
+    /// Whether `name` is the first servable entry of that name.
+    fn first(&mut self, server: &str, what: &str, name: &str) -> bool {
+        if name.is_empty() {
+            tracing::warn!(server, "a {what} without a name is not served");
+            return false;
+        }
+        if !self.names.insert(name.to_owned()) {
+            tracing::warn!(server, name, "a {what} listed twice is served once");
+            return false;
+        }
+        true
     }
 }
 

@@ -190,6 +190,11 @@ impl Upstream {
     /// with the prompt's own name.
     pub(crate) async fn complete(&self, params: Option<Value>) -> Result<Value, ToolError> {
         let mut params = params.unwrap_or_default();
+        // The downstream request's own metadata (its progress token, its era's fields) is not
+        // the upstream request's: the session adds what that one needs.
+        if let Some(object) = params.as_object_mut() {
+            object.remove("_meta");
+        }
         let reference = params.get("ref").cloned().unwrap_or_default();
         let server = {
             let routes = self.routes();
@@ -286,8 +291,11 @@ fn read_error(error: &Error, uri: &str) -> ToolError {
 }
 
 /// A request that failed upstream, as the JSON-RPC error the downstream client gets: the
-/// server's own code when it answered with one.
+/// server's own code and words when it answered with an error, else the sentence agents are
+/// shown (nothing of the gateway's transports or addresses).
 fn rpc_error(error: &Error) -> ToolError {
-    let code = error.code().unwrap_or(ErrorObject::internal("").code);
-    ToolError::rpc(ErrorObject::new(code, error.to_string()))
+    match error.code() {
+        Some(code) => ToolError::rpc(ErrorObject::new(code, error.message().to_owned())),
+        None => ToolError::rpc(ErrorObject::internal(error.agent_message())),
+    }
 }

@@ -304,7 +304,8 @@ fn profiles(ctx: &Ctx) -> StepOutcome {
 
 /// `cargo xtask conformance`: both pinned official suites, client side against
 /// `mcp-conformance-client` and server side against every server target (the fixture with
-/// `--conformance-content`), each with its baselines in `conformance/`.
+/// `--conformance-content`, and the gateway in front of it), each with its baselines in
+/// `conformance/`.
 fn conformance(ctx: &Ctx) -> StepOutcome {
     match crate::conformance::run(ctx.root, &crate::conformance::Selection::default()) {
         Ok(report) => StepOutcome {

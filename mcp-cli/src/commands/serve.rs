@@ -112,8 +112,10 @@ pub async fn run(client: &McpClient, relay: Relay, options: ServeOptions) -> Res
         println!("listening on {scheme}://{}/mcp", server.local_addr());
         // Until Ctrl-C drops this future (and with it the server and the gateway).
         std::future::pending::<()>().await;
+        Ok(())
+    } else {
+        let served = mcp_gateway::serve_stdio(&gateway).await;
+        gateway.shutdown();
+        served.map_err(|e| CliError::Other(format!("serving on stdio failed: {e}")))
     }
-    let served = mcp_gateway::serve_stdio(&gateway).await;
-    gateway.shutdown();
-    served.map_err(|e| CliError::Other(format!("serving on stdio failed: {e}")))
 }

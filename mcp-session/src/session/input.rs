@@ -13,7 +13,9 @@ use mcp_core::error::{Delivery, Error, ErrorKind};
 use mcp_core::jsonrpc::{ErrorObject, Payload, Request, RequestId};
 use mcp_core::types::InputRequest;
 
-/// Answers every input request of `requests` (by key) through `handler`, each within `limit`
+/// Answers every input request of `requests` (by key) through `handler` — the whole round at
+/// once when the handler takes it ([`ClientHandler::answer_input_round`], within `limit` per
+/// request), else each within `limit`
 /// (the session's [`server_request_timeout`](super::SessionOptions::server_request_timeout))
 /// and all before `deadline`; `method` names the request they belong to, for errors. The
 /// answers are keyed as the requests were, ready for `inputResponses`.
@@ -27,7 +29,9 @@ pub async fn answer_input_requests(
     limit: Duration,
     deadline: Option<Instant>,
 ) -> Result<Map<String, Value>, Error> {
-    let mut until = mcp_core::time::deadline_after(Instant::now(), limit);
+    // A round answered whole gets the time its requests would get one by one.
+    let rounds = u32::try_from(requests.len().max(1)).unwrap_or(u32::MAX);
+    let mut until = mcp_core::time::deadline_after(Instant::now(), limit.saturating_mul(rounds));
     if let Some(deadline) = deadline {
         until = until.min(deadline);
     }

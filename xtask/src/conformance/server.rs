@@ -2,20 +2,22 @@
 //! (`conformance server --url …`) against every [`ServerTarget`].
 //!
 //! A target is a process serving MCP over Streamable HTTP on a loopback port the xtask picks:
-//! today the fixture (`mcp-fixture-server --conformance-content --era dual`), which serves the
+//! the fixture (`mcp-fixture-server --conformance-content --era dual`), which serves the
 //! 2025-11-25 session handshake and the 2026-07-28 stateless requests on the same URL, so every
-//! scenario runs at its own era against one server. Each run of each suite gets a freshly
+//! scenario runs at its own era against one server; and the gateway (`mcph serve --http`)
+//! fronting that fixture over stdio. Each run of each suite gets a freshly
 //! started target (no state carried between runs); its stdout and stderr go to
 //! `target/conformance/server-<target>-<version>-<run>.log`. The target runs in a process
 //! group of its own, and the group is ended (SIGTERM, then SIGKILL after a grace period) when
 //! the run is over, whether it passed, failed or the xtask returned early — so a target that
 //! starts children of its own (a gateway and the servers it fronts) leaves nothing behind.
 //!
-//! Adding a target (e.g. the gateway): one more [`ServerTarget`] in [`SERVER_TARGETS`] — a
-//! name, the `cargo` arguments that build what it runs, and a function making the command line
-//! that serves on the given port (writing any file it needs, such as a configuration, under
+//! Adding a target: one more [`ServerTarget`] in [`SERVER_TARGETS`] — a name, the `cargo`
+//! arguments that build what it runs, and a function making the command line that serves on
+//! the given port (writing any file it needs, such as a configuration, under
 //! [`TargetCtx::scratch`]). Results are expected to be the same for every target, so they
-//! share each suite's server baseline.
+//! share each suite's server baseline; a target may fail more only where its own baseline
+//! entries say why ([`ServerTarget::extra_baseline`]).
 
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -273,7 +275,8 @@ fn baseline_for(
     let read = |path: &Path| {
         fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
-    let mut merged = read(&shared)?;
+    // An empty shared list (`server: []`) becomes a list the target's entries join.
+    let mut merged = read(&shared)?.replace("server: []", "server:");
     let extra_text = read(&root.join(extra))?;
     // The target's entries: the lines of its `server:` list, added to the shared list.
     let entries = extra_text
