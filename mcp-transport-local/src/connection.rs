@@ -414,7 +414,8 @@ impl Connection {
             methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
             Some(Payload::Value(params)),
         );
-        self.send(ack.into()).await;
+        // On the listen request's own stream, as everything it delivers.
+        self.send_related(ack.into(), id).await;
     }
 
     fn on_notification(&self, note: Notification) {
