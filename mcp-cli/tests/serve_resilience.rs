@@ -32,7 +32,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Env, Stream, DEADLINE, MCPH};
+use common::{Env, RunningProcess, Stream, DEADLINE, MCPH};
 use mcp_testkit::process::{interop_component, workspace_root, ChildProcess};
 use mcp_testkit::wait::until_blocking;
 use serde_json::{json, Value};
@@ -392,6 +392,63 @@ impl HttpUpstream {
 // The tests.
 // ---------------------------------------------------------------------------------------------
 
+/// `mcph serve --http 127.0.0.1:0` on `config` (a JSON configuration) in `env`: the process
+/// and the URL it announced.
+fn serve_http(env: &Env, config: &Value) -> (RunningProcess, String) {
+    let config = env.cwd.write("gateway.json", &config.to_string());
+    let mut gateway = env.spawn(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        &config.to_string_lossy(),
+    ]);
+    let url = gateway.wait_for_line(Stream::Stdout, DEADLINE, |line| {
+        line.trim().strip_prefix("listening on ").map(str::to_owned)
+    });
+    (gateway, url)
+}
+
+/// A downstream client of `mcph serve --http` connected with the SDK's `mode` gets
+/// `protocol_version` and hears of an upstream's tool list change (the fixture's
+/// `trigger_list_changed`): on a 2025-11-25 session through its standalone GET stream, on
+/// 2026-07-28 through the `subscriptions/listen` stream it opened. The precondition of the
+/// restart tests below, on its own.
+fn list_changes_reach_a_listening_http_client(mode: &str, protocol_version: &str) {
+    let env = Env::new();
+    let config = json!({ "mcpServers": {
+        "files": { "command": mcp_testkit::fixture_server_bin(), "args": [] }
+    }});
+    let (gateway, url) = serve_http(&env, &config);
+    let plan = env.cwd.write(
+        "plan.json",
+        &json!({ "url": url, "mode": mode }).to_string(),
+    );
+    let mut session = DownstreamSession::start(&plan);
+    assert_eq!(session.protocol_version, protocol_version);
+    let before = session.tools();
+    let changes = session.notification_count("notifications/tools/list_changed");
+    let answer = session.request(json!({ "op": "call", "name": "trigger_list_changed" }));
+    assert_eq!(answer["isError"], false, "{answer}");
+    session.wait_for_notification("notifications/tools/list_changed", changes, DEADLINE);
+    assert_ne!(session.tools(), before, "the changed list is served");
+    assert_eq!(session.close(), Some(0));
+    drop(gateway);
+}
+
+#[test]
+fn tool_list_changes_reach_a_downstream_session_over_http_on_2025_11_25() {
+    list_changes_reach_a_listening_http_client("legacy", "2025-11-25");
+}
+
+/// Reproduces a gateway bug: `mcph serve --http` never acknowledges a stateless
+/// `subscriptions/listen` (no response headers at all), so no 2026-07-28 client over HTTP
+/// hears of a list change. (Over stdio the same request is acknowledged at once.)
+#[test]
+fn tool_list_changes_reach_a_downstream_listening_over_http_on_2026_07_28() {
+    list_changes_reach_a_listening_http_client("2026-07-28", "2026-07-28");
+}
+
 /// The plan of a client that starts `mcph serve --config CONFIG` itself, in `env`.
 fn stdio_plan(env: &Env, config: &Path) -> Value {
     json!({
@@ -407,6 +464,19 @@ fn stdio_plan(env: &Env, config: &Path) -> Value {
 #[test]
 fn a_killed_stdio_upstream_fails_only_its_own_tools_and_comes_back_in_the_same_downstream_session()
 {
+    killed_stdio_upstream("legacy", "2025-11-25");
+}
+
+/// The same on 2026-07-28, the change coming through the client's `subscriptions/listen`.
+#[test]
+fn a_killed_stdio_upstream_comes_back_for_a_downstream_listening_on_2026_07_28() {
+    killed_stdio_upstream("2026-07-28", "2026-07-28");
+}
+
+/// The client starts `mcph serve` over stdio and connects with the SDK's `mode`, getting
+/// `protocol_version`; then the upstream `files` is killed, kept down, and let start again with
+/// one more tool.
+fn killed_stdio_upstream(mode: &str, protocol_version: &str) {
     let env = Env::new();
     let files = StdioUpstream::new(&env);
     let web = HttpUpstream::start(&[]);
@@ -415,10 +485,11 @@ fn a_killed_stdio_upstream_fails_only_its_own_tools_and_comes_back_in_the_same_d
         "web": { "type": "http", "url": web.url() }
     }});
     let config = env.cwd.write("gateway.json", &config.to_string());
-    let plan = env
-        .cwd
-        .write("plan.json", &stdio_plan(&env, &config).to_string());
+    let mut plan = stdio_plan(&env, &config);
+    plan["mode"] = mode.into();
+    let plan = env.cwd.write("plan.json", &plan.to_string());
     let mut session = DownstreamSession::start(&plan);
+    assert_eq!(session.protocol_version, protocol_version);
 
     let tools = session.tools();
     for name in ["files__echo", "web__echo"] {
@@ -476,6 +547,20 @@ fn a_killed_stdio_upstream_fails_only_its_own_tools_and_comes_back_in_the_same_d
 
 #[test]
 fn a_restarted_http_upstream_comes_back_in_the_same_downstream_http_session() {
+    restarted_http_upstream("legacy", "2025-11-25");
+}
+
+/// The 2026-07-28 revision: no session at the transport (each request stands alone), and the
+/// tool list change reaches only a client that listens (`subscriptions/listen`), which it keeps
+/// open with the gateway while the upstream is down.
+#[test]
+fn a_restarted_http_upstream_comes_back_for_a_downstream_listening_on_2026_07_28() {
+    restarted_http_upstream("2026-07-28", "2026-07-28");
+}
+
+/// The client connects to `mcph serve --http` with the SDK's `mode` and must get
+/// `protocol_version`; then the upstream `web` stops and starts again with one more tool.
+fn restarted_http_upstream(mode: &str, protocol_version: &str) {
     let env = Env::new();
     let mut web = HttpUpstream::start(&[]);
     let config = json!({ "mcpServers": {
@@ -486,23 +571,13 @@ fn a_restarted_http_upstream_comes_back_in_the_same_downstream_http_session() {
             "probe_interval_sec": PROBE_INTERVAL_SEC
         }
     }});
-    let config = env.cwd.write("gateway.json", &config.to_string());
-    let mut gateway = env.spawn(&[
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--config",
-        &config.to_string_lossy(),
-    ]);
-    let url = gateway.wait_for_line(Stream::Stdout, DEADLINE, |line| {
-        line.trim().strip_prefix("listening on ").map(str::to_owned)
-    });
+    let (gateway, url) = serve_http(&env, &config);
     let plan = env.cwd.write(
         "plan.json",
-        &json!({ "url": url, "mode": "legacy" }).to_string(),
+        &json!({ "url": url, "mode": mode }).to_string(),
     );
     let mut session = DownstreamSession::start(&plan);
-    assert_eq!(session.protocol_version, "2025-11-25");
+    assert_eq!(session.protocol_version, protocol_version);
 
     let tools = session.tools();
     for name in ["files__echo", "web__echo"] {
@@ -545,5 +620,5 @@ fn a_restarted_http_upstream_comes_back_in_the_same_downstream_http_session() {
         (false, "late: new".into())
     );
     assert_eq!(session.close(), Some(0));
-    drop(gateway.interrupt_leader(DEADLINE));
+    drop(gateway);
 }
