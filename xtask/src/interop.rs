@@ -19,6 +19,8 @@
 //!     bin/python                its `mcp` requirement never constrains the SDK pin)
 //!   py-ws/                      python venv with the Python SDK 1.x (`mcp==1.30.0`; 2.0
 //!     bin/python                removed its WebSocket server) + `websockets` and `uvicorn`
+//!   inspector/                  npm prefix: the MCP Inspector + the Node 22 it needs
+//!     node_modules/.bin/mcp-inspector, node_modules/.bin/node
 //! ```
 //!
 //! Each component is skipped when its stamp matches the pin below and its
@@ -82,6 +84,10 @@ pub struct Pin {
 /// * `mcp-grpc-transport` — the published JSON-RPC-over-gRPC package (`mcp.transport.v1`,
 ///   on the TypeScript SDK); mcp-transport-grpc's wire-compatibility test runs its
 ///   `Session` server with `node`.
+/// * `@modelcontextprotocol/inspector` — the MCP Inspector; mcp-cli's `tests/serve_inspector.rs`
+///   runs its CLI mode (`mcp-inspector --cli … --method tools/list`) against `mcph serve`. It
+///   needs Node >= 22.19, so the npm package `node` is pinned beside it and runs it
+///   (`node_modules/.bin/node`); the machine's Node stays what it is.
 pub const PINS: &[Pin] = &[
     Pin {
         dir: "node",
@@ -146,6 +152,14 @@ pub const PINS: &[Pin] = &[
         version: "0.2.0",
         entry: "node_modules/mcp-grpc-transport/package.json",
         with: &["@modelcontextprotocol/sdk@1.32.2", "zod@3.25.76"],
+    },
+    Pin {
+        dir: "inspector",
+        kind: Kind::Npm,
+        package: "@modelcontextprotocol/inspector",
+        version: "2.12.0",
+        entry: "node_modules/.bin/mcp-inspector",
+        with: &["node@22.23.3"],
     },
 ];
 
