@@ -73,6 +73,8 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 /// How long a client may take to send its request headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The pause after a failed accept (out of file descriptors, say) before the next.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How often idle sessions are looked for.
