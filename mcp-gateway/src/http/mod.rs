@@ -508,10 +508,15 @@ async fn post(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Http
             );
         }
     }
-    let bytes = match Limited::new(body, shared.options.max_body_bytes)
-        .collect()
-        .await
-    {
+    let reading = Limited::new(body, shared.options.max_body_bytes).collect();
+    let Ok(read) = tokio::time::timeout(BODY_TIMEOUT, reading).await else {
+        return rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
+            HTTP_ERROR,
+            "the request body did not arrive in time",
+        );
+    };
+    let bytes = match read {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
             return rpc_error(
