@@ -8,45 +8,10 @@
 //! (`mcp_testkit::process::find_program`: PATH, then `/usr/bin`), and fails naming this command
 //! when it is missing.
 
-use std::path::Path;
+use crate::secret_service::ensure_debian_package;
 
-use crate::secret_service::{apt_get, is_installed, on_path, INSTALL_TIMEOUT, UPDATE_TIMEOUT};
-
-/// The Debian package, and the program the test runs.
-const PACKAGE: &str = "chromium";
-const PROGRAM: &str = "chromium";
-
-/// Makes sure `chromium` is installed: `"already present"` when it was, `"installed"` when this
-/// installed it; otherwise what went wrong.
+/// Makes sure `chromium` is installed (PATH, then `/usr/bin`): `"already present"` when it was,
+/// `"installed"` when this installed it; otherwise what went wrong.
 pub fn ensure_package() -> Result<&'static str, String> {
-    if !on_path("dpkg-query") {
-        // Not Debian: accept the program from wherever it came.
-        return if program_found() {
-            Ok("already present")
-        } else {
-            Err(format!(
-                "no dpkg-query here (not Debian?): install {PROGRAM} with the system's package \
-                 manager"
-            ))
-        };
-    }
-    if is_installed(PACKAGE) && program_found() {
-        return Ok("already present");
-    }
-
-    eprintln!("chromium: installing {PACKAGE}");
-    apt_get(&["update", "-q"], UPDATE_TIMEOUT)?;
-    apt_get(
-        &["install", "-y", "-q", "--no-install-recommends", PACKAGE],
-        INSTALL_TIMEOUT,
-    )?;
-    if !is_installed(PACKAGE) || !program_found() {
-        return Err(format!("apt-get finished but {PACKAGE} is still missing"));
-    }
-    Ok("installed")
-}
-
-/// Whether `chromium` is where the test looks: PATH, then `/usr/bin`.
-fn program_found() -> bool {
-    on_path(PROGRAM) || Path::new("/usr/bin").join(PROGRAM).is_file()
+    ensure_debian_package("chromium", "chromium", &["/usr/bin"])
 }

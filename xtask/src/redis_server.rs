@@ -11,10 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::secret_service::{
-    apt_get, is_installed, is_root, on_path, output_within, INSTALL_TIMEOUT, QUERY_TIMEOUT,
-    UPDATE_TIMEOUT,
-};
+use crate::secret_service::{ensure_debian_package, is_root, on_path, output_within, QUERY_TIMEOUT};
 
 /// The Debian package, and the program the tests run.
 const PACKAGE: &str = "redis-server";
@@ -28,41 +25,13 @@ const SERVICE_PID_FILE: &str = "/run/redis/redis-server.pid";
 /// this installed it (and stopped the system service the package starts); otherwise what went
 /// wrong.
 pub fn ensure_package() -> Result<&'static str, String> {
-    if !on_path("dpkg-query") {
-        // Not Debian: accept the program from wherever it came.
-        return if program_found() {
-            Ok("already present")
-        } else {
-            Err(format!(
-                "no dpkg-query here (not Debian?): install {PROGRAM} with the system's package \
-                 manager"
-            ))
-        };
+    // Where `mcp_testkit::redis::RedisServer` looks: PATH, then `/usr/bin` and `/usr/sbin`
+    // (root's PATH has them; a user's may lack `/usr/sbin`).
+    let done = ensure_debian_package(PACKAGE, PROGRAM, &["/usr/bin", "/usr/sbin"])?;
+    if done == "installed" {
+        stop_system_service()?;
     }
-    if is_installed(PACKAGE) && program_found() {
-        return Ok("already present");
-    }
-
-    eprintln!("redis-server: installing {PACKAGE}");
-    apt_get(&["update", "-q"], UPDATE_TIMEOUT)?;
-    apt_get(
-        &["install", "-y", "-q", "--no-install-recommends", PACKAGE],
-        INSTALL_TIMEOUT,
-    )?;
-    if !is_installed(PACKAGE) || !program_found() {
-        return Err(format!("apt-get finished but {PACKAGE} is still missing"));
-    }
-    stop_system_service()?;
-    Ok("installed")
-}
-
-/// Whether `redis-server` is where `mcp_testkit::redis::RedisServer` looks: PATH, then
-/// `/usr/bin` and `/usr/sbin` (root's PATH has them; a user's may lack `/usr/sbin`).
-fn program_found() -> bool {
-    on_path(PROGRAM)
-        || ["/usr/bin", "/usr/sbin"]
-            .iter()
-            .any(|dir| Path::new(dir).join(PROGRAM).is_file())
+    Ok(done)
 }
 
 /// Stops and disables the system Redis the package's install scripts may have started: with

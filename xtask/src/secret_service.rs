@@ -188,6 +188,45 @@ pub(crate) fn output_within(mut cmd: Command, timeout: Duration) -> Result<(bool
 }
 
 /// Whether `program` is a file in a PATH directory.
+/// Makes sure Debian `package` is installed and `program` is found (PATH, then `dirs`):
+/// `"already present"` when it was, `"installed"` when this installed it (`apt-get update`,
+/// then `install --no-install-recommends`); off Debian, the program from wherever it came.
+pub(crate) fn ensure_debian_package(
+    package: &str,
+    program: &str,
+    dirs: &[&str],
+) -> Result<&'static str, String> {
+    let found = || {
+        on_path(program)
+            || dirs
+                .iter()
+                .any(|dir| std::path::Path::new(dir).join(program).is_file())
+    };
+    if !on_path("dpkg-query") {
+        return if found() {
+            Ok("already present")
+        } else {
+            Err(format!(
+                "no dpkg-query here (not Debian?): install {program} with the system's package \
+                 manager"
+            ))
+        };
+    }
+    if is_installed(package) && found() {
+        return Ok("already present");
+    }
+    eprintln!("{program}: installing {package}");
+    apt_get(&["update", "-q"], UPDATE_TIMEOUT)?;
+    apt_get(
+        &["install", "-y", "-q", "--no-install-recommends", package],
+        INSTALL_TIMEOUT,
+    )?;
+    if !is_installed(package) || !found() {
+        return Err(format!("apt-get finished but {package} is still missing"));
+    }
+    Ok("installed")
+}
+
 pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
