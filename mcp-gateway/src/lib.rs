@@ -27,6 +27,7 @@ mod gateway;
 pub mod http;
 pub mod names;
 mod relay;
+mod serving;
 mod stdio;
 mod upstream;
 

@@ -11,7 +11,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::secret_service::{ensure_debian_package, is_root, on_path, output_within, QUERY_TIMEOUT};
+use crate::secret_service::{
+    ensure_debian_package, is_root, on_path, output_within, QUERY_TIMEOUT,
+};
 
 /// The Debian package, and the program the tests run.
 const PACKAGE: &str = "redis-server";

@@ -98,8 +98,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
+
+use crate::serving::ServerTask;
 
 pub use source::PanelSource;
 
@@ -114,8 +115,6 @@ const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 const MAX_SAMPLES: usize = 36_000;
 /// The most events kept.
 const MAX_EVENTS: usize = 10_000;
-/// How long [`AdminHandle::shutdown`] waits for the server task to end.
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How the panel samples and how much it keeps. `Default`: a sample a second, 10 minutes
 /// of them, the last 50 events.
@@ -239,13 +238,8 @@ impl AdminPanel {
         });
         // The page has something to show from its first request on.
         shared.sample();
-        let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(http::serve(listener, shared, interval, stopped));
-        Ok(AdminHandle {
-            local_addr,
-            stop: Some(stop),
-            task: Some(task),
-        })
+        let server = ServerTask::spawn(|stopped| http::serve(listener, shared, interval, stopped));
+        Ok(AdminHandle { local_addr, server })
     }
 }
 
@@ -255,8 +249,7 @@ impl AdminPanel {
 #[derive(Debug)]
 pub struct AdminHandle {
     local_addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    server: ServerTask,
 }
 
 impl AdminHandle {
@@ -272,26 +265,7 @@ impl AdminHandle {
 
     /// Stops accepting, closes every connection and waits (at most 5 s) for the server task
     /// to end.
-    pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(mut task) = self.task.take() {
-            if tokio::time::timeout(SHUTDOWN_TIMEOUT, &mut task)
-                .await
-                .is_err()
-            {
-                task.abort();
-            }
-        }
-    }
-}
-
-impl Drop for AdminHandle {
-    fn drop(&mut self) {
-        // Aborting the server task drops its `JoinSet`, which aborts every connection.
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
     }
 }

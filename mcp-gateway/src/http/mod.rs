@@ -58,8 +58,9 @@ use mcp_core::ProtocolVersion;
 use mcp_transport_local::LocalServer;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 
+use crate::serving::ServerTask;
 use crate::Gateway;
 use body::EventBody;
 use hub::{priming_event, Hub, HubError};
@@ -79,8 +80,6 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How often idle sessions are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(30);
-/// How long [`HttpHandle::shutdown`] waits for the server task to end.
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// JSON-RPC's parse error.
 const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's invalid request.
@@ -198,8 +197,7 @@ pub enum HttpServeError {
 #[must_use = "dropping the handle stops the server"]
 pub struct HttpHandle {
     local_addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    server: ServerTask,
 }
 
 impl HttpHandle {
@@ -210,26 +208,8 @@ impl HttpHandle {
 
     /// Stops accepting, ends every session and connection, and waits (boundedly) for the
     /// server task to end.
-    pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(mut task) = self.task.take() {
-            if tokio::time::timeout(SHUTDOWN_TIMEOUT, &mut task)
-                .await
-                .is_err()
-            {
-                task.abort();
-            }
-        }
-    }
-}
-
-impl Drop for HttpHandle {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
     }
 }
 
@@ -270,13 +250,8 @@ pub async fn serve_http(
         sessions: Mutex::new(HashMap::new()),
         stateless: tokio::sync::Mutex::new(None),
     });
-    let (stop, stopped) = oneshot::channel();
-    let task = tokio::spawn(accept_loop(listener, shared, stopped));
-    Ok(HttpHandle {
-        local_addr,
-        stop: Some(stop),
-        task: Some(task),
-    })
+    let server = ServerTask::spawn(|stopped| accept_loop(listener, shared, stopped));
+    Ok(HttpHandle { local_addr, server })
 }
 
 struct Shared {
