@@ -991,7 +991,9 @@ mod tests {
                 quick: true,
                 pin: PinChoice::Same,
                 out: Some(PathBuf::from("/tmp/x")),
-                repeats: None
+                repeats: None,
+                only: None,
+                mcp_proxy: None,
             }
         );
         assert_eq!(o.repeats(), 1);
@@ -999,6 +1001,12 @@ mod tests {
         assert_eq!((o.pin, o.repeats()), (PinChoice::Both, 3));
         assert!(Options::parse(["--pin", "left"].map(String::from)).is_err());
         assert!(Options::parse(["--out"].map(String::from)).is_err());
+        let o =
+            Options::parse(["--only", "gateway", "--mcp-proxy", "/i/mcp-proxy"].map(String::from))
+                .unwrap();
+        assert_eq!(o.only, Some(Only::Gateway));
+        assert_eq!(o.mcp_proxy, Some(PathBuf::from("/i/mcp-proxy")));
+        assert!(Options::parse(["--only", "rmcp"].map(String::from)).is_err());
     }
 
     #[test]
