@@ -806,6 +806,11 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     };
     let gateway_dir = out.join("gateway");
     std::fs::create_dir_all(&gateway_dir).map_err(|e| format!("{}: {e}", gateway_dir.display()))?;
+    // Absolute: the gateways read it from wherever they run (mcp-proxy resolves a relative
+    // `import_backends` against its TOML's directory).
+    let gateway_dir = gateway_dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", gateway_dir.display()))?;
     header.push(("gateways".into(), gateways.describe()));
     let comparison = run_gateways(
         &GatewayRun {
