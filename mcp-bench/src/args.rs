@@ -3,7 +3,7 @@
 //! ```text
 //! bench-client-X --server PATH [--server-arg ARG]... --mode latency|throughput
 //!                [--inflight N] [--warmup N] [--calls N] [--payload small|large]
-//!                [--transport stdio|http]
+//!                [--transport stdio|http] [--tool NAME] [--server-url URL]
 //! ```
 //! The client starts the server itself (`--server` with its args; prefix with `taskset` to pin
 //! it), runs the warm-up calls, measures `--calls` calls, and prints one
@@ -11,7 +11,11 @@
 //!
 //! With `--transport http` the server command gets `--http 127.0.0.1:0` appended, the client
 //! reads the URL from its first stdout line and talks Streamable HTTP to `<url>/mcp` (see
-//! [`crate::http_server`]); it kills the server at the end.
+//! [`crate::http_server`]); it kills the server at the end. With `--server-url URL` too, the
+//! command is run as it is (nothing appended) and the client talks to `URL` once its port
+//! accepts connections (a server that prints nothing, such as `mcp-proxy`).
+//!
+//! `--tool NAME` calls the payload's tool under another name (a gateway that prefixes names).
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +70,18 @@ pub struct ClientArgs {
     pub payload: Payload,
     /// stdio (default) or Streamable HTTP.
     pub transport: Transport,
+    /// The tool's name when it is not the payload's own (`--tool`).
+    pub tool: Option<String>,
+    /// Over HTTP: the endpoint the server command serves, when it does not print it
+    /// (`--server-url`).
+    pub server_url: Option<String>,
+}
+
+impl ClientArgs {
+    /// The name of the tool to call: `--tool`, or the payload's.
+    pub fn tool(&self) -> &str {
+        self.tool.as_deref().unwrap_or(self.payload.tool())
+    }
 }
 
 impl ClientArgs {
@@ -74,7 +90,7 @@ impl ClientArgs {
         match ClientArgs::parse(std::env::args().skip(1)) {
             Ok(args) => args,
             Err(e) => {
-                eprintln!("error: {e}\nusage: --server PATH [--server-arg ARG]... --mode latency|throughput [--inflight N] [--warmup N] [--calls N] [--payload small|large] [--transport stdio|http]");
+                eprintln!("error: {e}\nusage: --server PATH [--server-arg ARG]... --mode latency|throughput [--inflight N] [--warmup N] [--calls N] [--payload small|large] [--transport stdio|http] [--tool NAME] [--server-url URL]");
                 std::process::exit(2);
             }
         }
@@ -90,6 +106,8 @@ impl ClientArgs {
         let mut calls = 10_000;
         let mut payload = Payload::Small;
         let mut transport = Transport::Stdio;
+        let mut tool = None;
+        let mut server_url = None;
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -121,6 +139,8 @@ impl ClientArgs {
                         other => return Err(format!("unknown transport {other}")),
                     }
                 }
+                "--tool" => tool = Some(value()?),
+                "--server-url" => server_url = Some(value()?),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -133,6 +153,8 @@ impl ClientArgs {
             calls,
             payload,
             transport,
+            tool,
+            server_url,
         })
     }
 }
@@ -163,6 +185,10 @@ mod tests {
                 "large",
                 "--transport",
                 "http",
+                "--tool",
+                "fixture/large",
+                "--server-url",
+                "http://127.0.0.1:9/",
             ]
             .map(String::from),
         )
@@ -173,8 +199,11 @@ mod tests {
         assert_eq!((a.inflight, a.warmup, a.calls), (64, 5, 50));
         assert_eq!(a.payload, Payload::Large);
         assert_eq!(a.transport, Transport::Http);
+        assert_eq!(a.tool(), "fixture/large");
+        assert_eq!(a.server_url.as_deref(), Some("http://127.0.0.1:9/"));
         let b = ClientArgs::parse(["--server", "x"].map(String::from)).unwrap();
         assert_eq!(b.transport, Transport::Stdio);
+        assert_eq!((b.tool(), b.server_url.as_deref()), ("echo", None));
         assert!(
             ClientArgs::parse(["--server", "x", "--transport", "ws"].map(String::from)).is_err()
         );

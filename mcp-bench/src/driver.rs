@@ -2,7 +2,8 @@
 //! the report.
 //!
 //! ```text
-//! mcp-bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
+//! mcp-bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N] [--only gateway]
+//!           [--mcp-proxy PATH]
 //! ```
 //!
 //! It builds nothing: the client binaries (`bench-client-ours`, `-stack`, `-rmcp`, `-floor`)
@@ -21,9 +22,17 @@
 //! session `ours` against the full stack `stack`) is read off the same medians, so every
 //! scenario of every transport has it and nothing is measured twice.
 //!
+//! Then the gateway comparison ([`crate::gateway`]): `bench-client-ours` calling the fixture
+//! directly, through `mcph serve` and through `mcp-proxy`, every route interleaved in each
+//! repeat. It needs `mcph` next to the driver (`cargo xtask bench` builds it) and finds
+//! `mcp-proxy` at `--mcp-proxy PATH` or at `.interop/mcp-proxy/bin/mcp-proxy` in a directory
+//! above the driver (`cargo xtask bench` installs it there); a missing one is `n/a`, with a
+//! note. `--only gateway` runs this comparison alone.
+//!
 //! Output: the markdown report on stdout and in `DIR/report.md`; in `DIR/report.json` the
 //! header, every raw measurement (`runs`), the stack's overhead per (transport, pin, scenario,
-//! metric) from the medians (`stack_overhead`, see [`StackOverhead`]) and the notes; `DIR`
+//! metric) from the medians (`stack_overhead`, see [`StackOverhead`]), the gateway comparison
+//! (`gateway`, see [`GatewaySection`]) and the notes; `DIR`
 //! defaults to `target/bench` (the `target` directory holding the driver). Progress goes to
 //! stderr. Exit status 1 when any run of an existing client failed.
 
@@ -36,6 +45,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::args::Transport;
+use crate::gateway::{self, GatewayCell, GatewaySection, Route};
 use crate::measure::Measurement;
 use crate::report::{self, Cell, Client, Pin, Report, Scenario, TRANSPORTS};
 use crate::stack_overhead::{stack_overhead, StackOverhead};
@@ -51,6 +61,13 @@ pub enum PinChoice {
     Both,
 }
 
+/// Which part of the benchmark to run alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Only {
+    /// The gateway comparison ([`crate::gateway`]) and nothing else.
+    Gateway,
+}
+
 /// The driver's options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -62,11 +79,16 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Repeats per measurement (default 3, or 1 with `--quick`).
     pub repeats: Option<usize>,
+    /// Run only this part (`--only gateway`); everything when `None`.
+    pub only: Option<Only>,
+    /// The `mcp-proxy` executable (default: `.interop/mcp-proxy/bin/mcp-proxy` above the
+    /// driver).
+    pub mcp_proxy: Option<PathBuf>,
 }
 
 /// Usage text.
-pub const USAGE: &str =
-    "usage: mcp-bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]";
+pub const USAGE: &str = "usage: mcp-bench [--quick] [--pin same|split|both] [--out DIR] \
+     [--repeats N] [--only gateway] [--mcp-proxy PATH]";
 
 impl Options {
     /// Parses the arguments after the program name.
@@ -76,6 +98,8 @@ impl Options {
             pin: PinChoice::Both,
             out: None,
             repeats: None,
+            only: None,
+            mcp_proxy: None,
         };
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
@@ -98,6 +122,13 @@ impl Options {
                         .map_err(|_| format!("--repeats: not a number: {v}"))?;
                     options.repeats = Some(n.max(1));
                 }
+                "--only" => {
+                    options.only = match value()?.as_str() {
+                        "gateway" => Some(Only::Gateway),
+                        other => return Err(format!("--only: unknown part {other}")),
+                    }
+                }
+                "--mcp-proxy" => options.mcp_proxy = Some(PathBuf::from(value()?)),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -120,6 +151,9 @@ pub struct Run {
     pub scenario: String,
     /// Client name.
     pub client: String,
+    /// In the gateway comparison: how the client reached the fixture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<Route>,
     /// 0-based repeat.
     pub repeat: usize,
     /// Wall time of the whole client process (start, handshake, warm-up, measurement), s.
@@ -138,6 +172,9 @@ struct JsonReport<'a> {
     repeats: usize,
     /// One entry per (transport, pin, scenario, metric), from the medians.
     stack_overhead: &'a [StackOverhead],
+    /// The gateway comparison, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway: Option<&'a GatewaySection>,
     runs: &'a [Run],
     notes: &'a [String],
 }
@@ -148,6 +185,7 @@ fn json_report(
     quick: bool,
     repeats: usize,
     runs: &[Run],
+    gateway: Option<&GatewaySection>,
 ) -> Result<String, String> {
     let json = JsonReport {
         header: report
@@ -158,6 +196,7 @@ fn json_report(
         quick,
         repeats,
         stack_overhead: &stack_overhead(&report.cells),
+        gateway,
         runs,
         notes: &report.notes,
     };
@@ -248,7 +287,7 @@ fn taskset_works(cpu: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// The command for one client run.
+/// The command for one client run against the fixture.
 fn client_command(
     client: &Path,
     fixture: &Path,
@@ -257,19 +296,33 @@ fn client_command(
     scenario: &Scenario,
     quick: bool,
 ) -> Command {
-    let fixture = fixture.to_string_lossy().into_owned();
+    let fixture = [fixture.to_string_lossy().into_owned()];
+    server_client_command(client, &fixture, transport, pin, scenario, quick)
+}
+
+/// The command for one client run that starts `server` (program and arguments) pinned.
+fn server_client_command(
+    client: &Path,
+    server: &[String],
+    transport: Transport,
+    pin: Pin,
+    scenario: &Scenario,
+    quick: bool,
+) -> Command {
     let mut command;
     let server: Vec<String> = match pin.server_cpu() {
         Some(cpu) => {
             command = Command::new("taskset");
             command.args(["-c", "0"]).arg(client);
-            ["taskset", "-c", &cpu.to_string(), &fixture]
+            let mut pinned = ["taskset", "-c", &cpu.to_string()]
                 .map(String::from)
-                .to_vec()
+                .to_vec();
+            pinned.extend_from_slice(server);
+            pinned
         }
         None => {
             command = Command::new(client);
-            vec![fixture]
+            server.to_vec()
         }
     };
     command.arg("--server").arg(&server[0]);
@@ -331,6 +384,265 @@ fn short(m: &Measurement, scenario: &Scenario) -> String {
     }
 }
 
+/// The gateways' executables, when found.
+#[derive(Debug, Clone)]
+struct GatewayBinaries {
+    /// `mcph`, next to the driver.
+    mcph: Option<PathBuf>,
+    /// `mcp-proxy`: `--mcp-proxy`, or `.interop/mcp-proxy/bin/mcp-proxy` above the driver.
+    mcp_proxy: Option<PathBuf>,
+    /// Where each was looked for, for the notes.
+    looked_for: [PathBuf; 2],
+}
+
+/// Where `cargo xtask bench` installs mcp-proxy, relative to the workspace.
+pub const MCP_PROXY_BIN: &str = ".interop/mcp-proxy/bin/mcp-proxy";
+
+impl GatewayBinaries {
+    fn find(exe_dir: &Path, mcp_proxy: Option<&Path>) -> GatewayBinaries {
+        let mcph = exe_dir.join("mcph");
+        let proxy = match mcp_proxy {
+            Some(path) => path.to_path_buf(),
+            None => exe_dir
+                .ancestors()
+                .take(5)
+                .map(|dir| dir.join(MCP_PROXY_BIN))
+                .find(|path| path.is_file())
+                .unwrap_or_else(|| PathBuf::from(MCP_PROXY_BIN)),
+        };
+        GatewayBinaries {
+            mcph: mcph.is_file().then(|| mcph.clone()),
+            mcp_proxy: proxy.is_file().then(|| proxy.clone()),
+            looked_for: [mcph, proxy],
+        }
+    }
+
+    /// The header line: which binaries, and mcp-proxy's installed version.
+    fn describe(&self) -> String {
+        let proxy = match &self.mcp_proxy {
+            Some(path) => format!(
+                "`mcp-proxy` {} ({})",
+                installed_version(path, "mcp-proxy").unwrap_or_else(|| "of unknown version".into()),
+                path.display()
+            ),
+            None => "`mcp-proxy` not found".to_owned(),
+        };
+        let mcph = match &self.mcph {
+            Some(path) => format!("`mcph serve` ({})", path.display()),
+            None => "`mcph` not built".to_owned(),
+        };
+        format!(
+            "{mcph}; {proxy}; each fronting `mcp-fixture-server` over stdio, from one `.mcp.json`"
+        )
+    }
+}
+
+/// The version `cargo install --root ROOT` recorded for `package` in `ROOT/.crates.toml`, the
+/// binary being `ROOT/bin/<name>`.
+fn installed_version(binary: &Path, package: &str) -> Option<String> {
+    let root = binary.parent()?.parent()?;
+    let crates = std::fs::read_to_string(root.join(".crates.toml")).ok()?;
+    let prefix = format!("\"{package} ");
+    crates.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix(&prefix)?;
+        Some(rest.split_whitespace().next()?.to_owned())
+    })
+}
+
+/// What one gateway comparison needs.
+struct GatewayRun<'a> {
+    /// `bench-client-ours`.
+    client: &'a Path,
+    /// `mcp-fixture-server`.
+    fixture: &'a Path,
+    binaries: &'a GatewayBinaries,
+    /// Where the `.mcp.json` and mcp-proxy's TOML are written.
+    config_dir: &'a Path,
+    pins: &'a [Pin],
+    repeats: usize,
+    quick: bool,
+    limit: Duration,
+}
+
+/// What the gateway comparison produced.
+struct GatewayComparison {
+    cells: Vec<GatewayCell>,
+    /// Routes that could not run, and why (shown above the table).
+    notes: Vec<String>,
+    /// Failed runs (for the report's notes).
+    failures: Vec<String>,
+    failed: bool,
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+/// The client command for `route`, or why the route cannot run.
+fn gateway_command(
+    run: &GatewayRun,
+    route: Route,
+    mcp_json: &Path,
+    transport: Transport,
+    pin: Pin,
+    scenario: &Scenario,
+) -> Result<Command, String> {
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    let (server, extra): (Vec<String>, Vec<String>) = match route {
+        Route::Direct => (vec![text(run.fixture)], vec![]),
+        Route::Mcph => {
+            let mcph = run.binaries.mcph.as_deref().ok_or("mcph is not built")?;
+            let server = [
+                text(mcph),
+                "serve".into(),
+                "--config".into(),
+                text(mcp_json),
+            ];
+            (server.to_vec(), vec![])
+        }
+        Route::McpProxy => {
+            let proxy = run
+                .binaries
+                .mcp_proxy
+                .as_deref()
+                .ok_or("mcp-proxy is not installed")?;
+            if transport == Transport::Stdio {
+                return Err("mcp-proxy serves only HTTP".into());
+            }
+            let port = free_port()?;
+            let toml = run.config_dir.join("mcp-proxy.toml");
+            std::fs::write(&toml, gateway::mcp_proxy_toml(port, &text(mcp_json)))
+                .map_err(|e| format!("{}: {e}", toml.display()))?;
+            let server = [text(proxy), "--config".into(), text(&toml)];
+            let extra = [
+                "--server-url".into(),
+                format!("http://127.0.0.1:{port}/"),
+                "--tool".into(),
+                format!("fixture/{}", scenario.payload.tool()),
+            ];
+            (server.to_vec(), extra.to_vec())
+        }
+    };
+    let mut command =
+        server_client_command(run.client, &server, transport, pin, scenario, run.quick);
+    command.args(extra);
+    Ok(command)
+}
+
+/// Runs every route of every gateway scenario, interleaved per repeat; appends to `runs`.
+fn run_gateways(run: &GatewayRun, runs: &mut Vec<Run>) -> Result<GatewayComparison, String> {
+    let mcp_json = run.config_dir.join("fixture.mcp.json");
+    std::fs::write(&mcp_json, gateway::mcp_json(&run.fixture.to_string_lossy()))
+        .map_err(|e| format!("{}: {e}", mcp_json.display()))?;
+    let mut comparison = GatewayComparison {
+        cells: Vec::new(),
+        notes: Vec::new(),
+        failures: Vec::new(),
+        failed: false,
+    };
+    let [mcph_path, proxy_path] = &run.binaries.looked_for;
+    if run.binaries.mcph.is_none() {
+        comparison.notes.push(format!(
+            "mcph: n/a — {} is not built (`cargo build --release -p mcp-cli --bin mcph`)",
+            mcph_path.display()
+        ));
+    }
+    if run.binaries.mcp_proxy.is_none() {
+        comparison.notes.push(format!(
+            "mcp-proxy: n/a — {} is not there (`cargo xtask bench` installs it; or pass --mcp-proxy PATH)",
+            proxy_path.display()
+        ));
+    } else {
+        comparison.notes.push(
+            "mcp-proxy: no stdio rows — its command line has no way to serve on stdio (`--help`: \
+             only `--config`, `--check`, `--import-mcp-json`, `--from-mcp-json`; given an \
+             `initialize` line on stdin it answers nothing and listens on TCP); over HTTP it \
+             serves at `/` and names the tool `fixture/echo`"
+                .to_owned(),
+        );
+    }
+    for &(transport, scenarios) in gateway::TRANSPORTS {
+        for &pin in run.pins {
+            for scenario in scenarios {
+                let mut per_route: [Vec<Measurement>; 3] = Default::default();
+                for repeat in 0..run.repeats {
+                    for route in Route::ALL {
+                        let command = match gateway_command(
+                            run, route, &mcp_json, transport, pin, scenario,
+                        ) {
+                            Ok(command) => command,
+                            // Unavailable: the notes above say why.
+                            Err(_) => continue,
+                        };
+                        let what = format!(
+                            "[gateway {} {} {} #{}] {:<9}",
+                            transport.name(),
+                            pin.name(),
+                            scenario.label(),
+                            repeat + 1,
+                            route.name()
+                        );
+                        let t = Instant::now();
+                        let result = run_client(command, run.limit);
+                        let wall_secs = t.elapsed().as_secs_f64();
+                        match &result {
+                            Ok(m) => {
+                                let server =
+                                    match (m.server_cpu_us_per_call, m.upstream_cpu_us_per_call) {
+                                        (Some(s), Some(u)) => {
+                                            format!(", server CPU {s:.1} + upstream {u:.1} µs/call")
+                                        }
+                                        (Some(s), None) => format!(", server CPU {s:.1} µs/call"),
+                                        _ => String::new(),
+                                    };
+                                eprintln!(
+                                    "{what} {}{server} ({wall_secs:.1}s)",
+                                    short(m, scenario)
+                                );
+                                per_route[route as usize].push(m.clone());
+                            }
+                            Err(e) => {
+                                eprintln!("{what} FAILED: {e}");
+                                comparison.failures.push(format!(
+                                    "gateway {} failed on {} {} {} (run {}): {e}",
+                                    route.name(),
+                                    transport.name(),
+                                    pin.name(),
+                                    scenario.label(),
+                                    repeat + 1
+                                ));
+                                comparison.failed = true;
+                            }
+                        }
+                        runs.push(Run {
+                            transport,
+                            pin,
+                            scenario: scenario.label(),
+                            client: Client::Ours.name().to_owned(),
+                            route: Some(route),
+                            repeat,
+                            wall_secs,
+                            measurement: result.as_ref().ok().cloned(),
+                            error: result.err(),
+                        });
+                    }
+                }
+                comparison.cells.push(GatewayCell {
+                    transport,
+                    pin,
+                    scenario: *scenario,
+                    results: per_route.each_ref().map(|runs| report::median(runs)),
+                });
+            }
+        }
+    }
+    Ok(comparison)
+}
+
 /// Runs everything; returns the process exit code.
 pub fn main_with(options: &Options) -> Result<i32, String> {
     let started = Instant::now();
@@ -375,7 +687,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let header: Vec<(String, String)> = vec![
+    let mut header: Vec<(String, String)> = vec![
         ("date".into(), report::utc_datetime(unix)),
         ("machine".into(), machine()),
         ("rmcp".into(), rmcp_version(&dir)),
@@ -413,7 +725,11 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     let mut runs = Vec::new();
     let mut cells = Vec::new();
     let mut failed = false;
-    for &(transport, scenarios) in TRANSPORTS {
+    let main_transports: &[(Transport, &[Scenario])] = match options.only {
+        None => TRANSPORTS,
+        Some(Only::Gateway) => &[],
+    };
+    for &(transport, scenarios) in main_transports {
         for &pin in &pins {
             for scenario in scenarios {
                 let mut per_client: [Vec<Measurement>; 4] = Default::default();
@@ -463,6 +779,7 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
                             pin,
                             scenario: scenario.label(),
                             client: client.to_owned(),
+                            route: None,
                             repeat,
                             wall_secs,
                             measurement: result.as_ref().ok().cloned(),
@@ -479,6 +796,38 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
             }
         }
     }
+    let gateways = GatewayBinaries::find(&dir, options.mcp_proxy.as_deref());
+    let out = match &options.out {
+        Some(out) => out.clone(),
+        None => dir
+            .parent()
+            .map(|target| target.join("bench"))
+            .unwrap_or_else(|| PathBuf::from("bench")),
+    };
+    let gateway_dir = out.join("gateway");
+    std::fs::create_dir_all(&gateway_dir).map_err(|e| format!("{}: {e}", gateway_dir.display()))?;
+    // Absolute: the gateways read it from wherever they run (mcp-proxy resolves a relative
+    // `import_backends` against its TOML's directory).
+    let gateway_dir = gateway_dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", gateway_dir.display()))?;
+    header.push(("gateways".into(), gateways.describe()));
+    let comparison = run_gateways(
+        &GatewayRun {
+            client: &clients[Client::Ours as usize],
+            fixture: &fixture,
+            binaries: &gateways,
+            config_dir: &gateway_dir,
+            pins: &pins,
+            repeats,
+            quick,
+            limit,
+        },
+        &mut runs,
+    )?;
+    failed |= comparison.failed;
+    notes.extend(comparison.failures.iter().cloned());
+    let section = GatewaySection::new(&comparison.cells, &comparison.notes);
     notes.push(format!(
         "wall time of the run: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -487,23 +836,20 @@ pub fn main_with(options: &Options) -> Result<i32, String> {
     let report = Report {
         header,
         cells,
+        sections: vec![gateway::render_gateway(
+            &comparison.cells,
+            &comparison.notes,
+        )],
         notes,
     };
     let markdown = report::render(&report);
     print!("{markdown}");
 
-    let out = match &options.out {
-        Some(out) => out.clone(),
-        None => dir
-            .parent()
-            .map(|target| target.join("bench"))
-            .unwrap_or_else(|| PathBuf::from("bench")),
-    };
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let md_path = out.join("report.md");
     std::fs::write(&md_path, &markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
     let json_path = out.join("report.json");
-    let json = json_report(&report, quick, repeats, &runs)?;
+    let json = json_report(&report, quick, repeats, &runs, Some(&section))?;
     std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
     eprintln!(
         "mcp-bench: wrote {} and {}",
@@ -529,6 +875,9 @@ mod tests {
             calls_per_sec: 0.0,
             cpu_us_per_call: cpu,
             max_rss_kib: rss,
+            server_cpu_us_per_call: None,
+            upstream_cpu_us_per_call: None,
+            server_max_rss_kib: None,
         }
     }
 
@@ -551,6 +900,7 @@ mod tests {
                 cell(Transport::Stdio, Some(m("stack", 7.5, 15.0, 5.0, 3300))),
                 cell(Transport::Http, None),
             ],
+            sections: vec![],
             notes: vec!["stack failed on http same latency small (run 1): boom".into()],
         };
         let runs = [Run {
@@ -558,12 +908,13 @@ mod tests {
             pin: Pin::Same,
             scenario: "latency small".into(),
             client: "stack".into(),
+            route: None,
             repeat: 0,
             wall_secs: 0.5,
             measurement: None,
             error: Some("boom".into()),
         }];
-        let text = json_report(&report, true, 1, &runs).unwrap();
+        let text = json_report(&report, true, 1, &runs, None).unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         let rows = json["stack_overhead"].as_array().unwrap();
         // Four latency metrics per cell, two cells.
@@ -645,7 +996,9 @@ mod tests {
                 quick: true,
                 pin: PinChoice::Same,
                 out: Some(PathBuf::from("/tmp/x")),
-                repeats: None
+                repeats: None,
+                only: None,
+                mcp_proxy: None,
             }
         );
         assert_eq!(o.repeats(), 1);
@@ -653,6 +1006,12 @@ mod tests {
         assert_eq!((o.pin, o.repeats()), (PinChoice::Both, 3));
         assert!(Options::parse(["--pin", "left"].map(String::from)).is_err());
         assert!(Options::parse(["--out"].map(String::from)).is_err());
+        let o =
+            Options::parse(["--only", "gateway", "--mcp-proxy", "/i/mcp-proxy"].map(String::from))
+                .unwrap();
+        assert_eq!(o.only, Some(Only::Gateway));
+        assert_eq!(o.mcp_proxy, Some(PathBuf::from("/i/mcp-proxy")));
+        assert!(Options::parse(["--only", "rmcp"].map(String::from)).is_err());
     }
 
     #[test]

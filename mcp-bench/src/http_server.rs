@@ -1,12 +1,15 @@
 //! A server command started as a Streamable HTTP server (`--transport http`).
 //!
 //! The command (`--server` with its `--server-arg`s, e.g. `taskset -c 1 mcp-fixture-server`)
-//! gets `--http 127.0.0.1:0` appended; the server prints `listening on http://IP:PORT` as its
-//! first stdout line, and the MCP endpoint is `<that URL>/mcp`. The server is killed when the
+//! gets `--http 127.0.0.1:0` appended; the server prints `listening on http://IP:PORT` (or the
+//! endpoint itself, `http://IP:PORT/mcp`, as `mcph serve --http` does) as its first stdout line,
+//! and the MCP endpoint is `<that URL>/mcp`. The server is killed when the
 //! [`HttpServer`] is dropped.
 
 use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The path of the Streamable HTTP endpoint.
 pub const ENDPOINT_PATH: &str = "/mcp";
@@ -68,8 +71,54 @@ impl HttpServer {
             .strip_prefix("listening on ")
             .filter(|u| u.starts_with("http://"))
             .ok_or_else(|| format!("{program} did not print `listening on http://…`: {line:?}"))?;
-        server.base_url = url.trim_end_matches('/').to_owned();
+        // The fixture prints its base URL; a gateway (`mcph serve --http`) its endpoint.
+        let url = url.trim_end_matches('/');
+        server.base_url = url.strip_suffix(ENDPOINT_PATH).unwrap_or(url).to_owned();
         Ok(server)
+    }
+
+    /// Starts `program args...` as is and waits (at most 30 s) until `url`'s host and port
+    /// accept TCP connections: for a server that prints nothing.
+    pub fn spawn_at(program: &str, args: &[String], url: &str) -> Result<HttpServer, String> {
+        let authority = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| format!("not an http:// URL: {url}"))?;
+        let addr: SocketAddr = authority
+            .parse()
+            .map_err(|e| format!("{url}: not IP:PORT: {e}"))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {program}: {e}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped");
+        let server = HttpServer {
+            child,
+            _stdin: stdin,
+            _stdout: BufReader::new(stdout),
+            base_url: format!("http://{authority}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut server = server;
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!(
+                    "{program} exited ({status}) before listening on {addr}"
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("{program} did not listen on {addr} within 30 s"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// `<base URL>/mcp`.
@@ -84,7 +133,19 @@ impl HttpServer {
 }
 
 impl Drop for HttpServer {
+    /// SIGTERM, so that a gateway can stop what it runs upstream; SIGKILL after 2 s.
     fn drop(&mut self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill only sends a signal to our own child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

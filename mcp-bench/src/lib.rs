@@ -13,6 +13,9 @@
 //! - [`report`]: the driver's clients, scenarios, medians, ratios and markdown table.
 //! - [`stack_overhead`](mod@stack_overhead): the bare session against the full stack, per
 //!   cell of that table: its markdown table and `report.json`'s `stack_overhead` section.
+//! - [`gateway`]: the gateway comparison — the bare session to the fixture directly, through
+//!   `mcph serve` and through `mcp-proxy` — its rows, targets, markdown section and
+//!   `report.json`'s `gateway` section.
 //! - [`driver`]: the `mcp-bench` driver that runs every client and writes the report.
 //!
 //! The client binaries are `bench-client-ours` (the bare session), `bench-client-stack`
@@ -22,6 +25,7 @@
 
 pub mod args;
 pub mod driver;
+pub mod gateway;
 pub mod http_server;
 pub mod measure;
 pub mod report;

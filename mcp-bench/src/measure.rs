@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::args::{ClientArgs, Mode};
-use crate::usage::process_usage;
+use crate::usage::{process_usage, ServerUsage};
 
 /// What one client run measured; printed as one JSON line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,17 @@ pub struct Measurement {
     pub cpu_us_per_call: f64,
     /// Peak resident set size of the client process, KiB.
     pub max_rss_kib: u64,
+    /// CPU (user + sys) per measured call of the server process the client started (a
+    /// gateway, or the server itself when direct), µs, from `/proc`; `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_call: Option<f64>,
+    /// CPU per measured call of the server's own children (the server a gateway fronts), µs;
+    /// `None` when it has none or it is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_cpu_us_per_call: Option<f64>,
+    /// Peak resident set (`VmHWM`) of the server process the client started, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_rss_kib: Option<u64>,
 }
 
 impl Measurement {
@@ -119,6 +130,8 @@ where
         }
         Mode::Throughput => {}
     }
+    // Read before the client's own CPU and the clock start, so scanning /proc counts in neither.
+    let server_before = ServerUsage::snapshot();
     let (cpu_before, _) = process_usage();
     let started = Instant::now();
     let mut latencies = Vec::new();
@@ -137,6 +150,12 @@ where
     }
     let elapsed = started.elapsed();
     let (cpu_after, max_rss_kib) = process_usage();
+    let server_after = ServerUsage::snapshot();
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / args.calls as f64;
+    let server_cpu = server_before
+        .as_ref()
+        .zip(server_after.as_ref())
+        .map(|(before, after)| after.since(before));
     latencies.sort_unstable();
     Ok(Measurement {
         client: client.to_owned(),
@@ -149,7 +168,10 @@ where
         p50_us: percentile(&latencies, 0.50),
         p99_us: percentile(&latencies, 0.99),
         calls_per_sec: args.calls as f64 / elapsed.as_secs_f64(),
-        cpu_us_per_call: (cpu_after - cpu_before).as_secs_f64() * 1e6 / args.calls as f64,
+        cpu_us_per_call: per_call(cpu_after - cpu_before),
         max_rss_kib,
+        server_cpu_us_per_call: server_cpu.map(|cpu| per_call(cpu.server)),
+        upstream_cpu_us_per_call: server_cpu.and_then(|cpu| cpu.upstream.map(per_call)),
+        server_max_rss_kib: server_after.map(|usage| usage.children_max_rss_kib),
     })
 }

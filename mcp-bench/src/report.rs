@@ -123,7 +123,9 @@ pub const TRANSPORTS: &[(Transport, &[Scenario])] = &[
 ];
 
 impl Scenario {
-    const fn latency(payload: Payload, full_calls: usize, quick_calls: usize) -> Scenario {
+    /// Sequential calls with this payload; `full_calls` measured in a full run, `quick_calls`
+    /// with `--quick`.
+    pub const fn latency(payload: Payload, full_calls: usize, quick_calls: usize) -> Scenario {
         Scenario {
             mode: Mode::Latency,
             payload,
@@ -133,7 +135,8 @@ impl Scenario {
         }
     }
 
-    const fn throughput(
+    /// `inflight` calls in flight at all times with this payload.
+    pub const fn throughput(
         payload: Payload,
         inflight: usize,
         full_calls: usize,
@@ -218,6 +221,15 @@ pub enum Metric {
     Cpu,
     /// Client peak RSS, KiB.
     Rss,
+    /// CPU per call of the server process the client started (a gateway, or the server when
+    /// direct), µs.
+    ServerCpu,
+    /// CPU per call of that server's own children (what a gateway fronts), µs.
+    UpstreamCpu,
+    /// Client + server + upstream CPU per call, µs: the whole machine's cost of a call.
+    TotalCpu,
+    /// Peak RSS of the server process the client started, KiB.
+    ServerRss,
 }
 
 impl Metric {
@@ -229,17 +241,27 @@ impl Metric {
             Metric::CallsPerSec => "calls/s",
             Metric::Cpu => "client CPU µs/call",
             Metric::Rss => "peak RSS KiB",
+            Metric::ServerCpu => "server CPU µs/call",
+            Metric::UpstreamCpu => "upstream CPU µs/call",
+            Metric::TotalCpu => "total CPU µs/call",
+            Metric::ServerRss => "server peak RSS KiB",
         }
     }
 
-    /// Its value in a measurement.
-    pub fn value(self, m: &Measurement) -> f64 {
+    /// Its value in a measurement (`None` for a server figure the client could not read).
+    pub fn value(self, m: &Measurement) -> Option<f64> {
         match self {
-            Metric::P50 => m.p50_us,
-            Metric::P99 => m.p99_us,
-            Metric::CallsPerSec => m.calls_per_sec,
-            Metric::Cpu => m.cpu_us_per_call,
-            Metric::Rss => m.max_rss_kib as f64,
+            Metric::P50 => Some(m.p50_us),
+            Metric::P99 => Some(m.p99_us),
+            Metric::CallsPerSec => Some(m.calls_per_sec),
+            Metric::Cpu => Some(m.cpu_us_per_call),
+            Metric::Rss => Some(m.max_rss_kib as f64),
+            Metric::ServerCpu => m.server_cpu_us_per_call,
+            Metric::UpstreamCpu => m.upstream_cpu_us_per_call,
+            Metric::TotalCpu => m.server_cpu_us_per_call.map(|server| {
+                m.cpu_us_per_call + server + m.upstream_cpu_us_per_call.unwrap_or(0.0)
+            }),
+            Metric::ServerRss => m.server_max_rss_kib.map(|k| k as f64),
         }
     }
 
@@ -250,8 +272,13 @@ impl Metric {
 
     fn decimals(self) -> usize {
         match self {
-            Metric::P50 | Metric::P99 | Metric::Cpu => 1,
-            Metric::CallsPerSec | Metric::Rss => 0,
+            Metric::P50
+            | Metric::P99
+            | Metric::Cpu
+            | Metric::ServerCpu
+            | Metric::UpstreamCpu
+            | Metric::TotalCpu => 1,
+            Metric::CallsPerSec | Metric::Rss | Metric::ServerRss => 0,
         }
     }
 
@@ -299,6 +326,12 @@ fn median_f64(mut values: Vec<f64>) -> f64 {
     }
 }
 
+/// The median of an optional field over the runs that have it (`None` when none does).
+fn median_some(runs: &[Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = runs.iter().filter_map(f).collect();
+    (!values.is_empty()).then(|| median_f64(values))
+}
+
 /// Each field's median over repeated runs of one client (`None` when there are none).
 pub fn median(runs: &[Measurement]) -> Option<Measurement> {
     let first = runs.first()?;
@@ -312,6 +345,10 @@ pub fn median(runs: &[Measurement]) -> Option<Measurement> {
         calls_per_sec: of(|m| m.calls_per_sec),
         cpu_us_per_call: of(|m| m.cpu_us_per_call),
         max_rss_kib: of(|m| m.max_rss_kib as f64).round() as u64,
+        server_cpu_us_per_call: median_some(runs, |m| m.server_cpu_us_per_call),
+        upstream_cpu_us_per_call: median_some(runs, |m| m.upstream_cpu_us_per_call),
+        server_max_rss_kib: median_some(runs, |m| m.server_max_rss_kib.map(|k| k as f64))
+            .map(|k| k.round() as u64),
     })
 }
 
@@ -334,7 +371,7 @@ impl Cell {
     pub fn value(&self, client: Client, metric: Metric) -> Option<f64> {
         self.results[client as usize]
             .as_ref()
-            .map(|m| metric.value(m))
+            .and_then(|m| metric.value(m))
     }
 }
 
@@ -343,8 +380,10 @@ impl Cell {
 pub struct Report {
     /// Header lines (`- key: value` items), in order.
     pub header: Vec<(String, String)>,
-    /// The cells, in table order.
+    /// The cells, in table order (none: no main table, e.g. `--only gateway`).
     pub cells: Vec<Cell>,
+    /// Markdown sections after the tables (the gateway comparison), in order.
+    pub sections: Vec<String>,
     /// Remarks printed under the tables (missing clients, failures).
     pub notes: Vec<String>,
 }
@@ -386,8 +425,10 @@ pub fn render(report: &Report) -> String {
     for (key, value) in &report.header {
         out.push_str(&format!("- {key}: {value}\n"));
     }
-    out.push('\n');
-    out.push_str(&render_table(&report.cells));
+    if !report.cells.is_empty() {
+        out.push('\n');
+        out.push_str(&render_table(&report.cells));
+    }
     let overhead = stack_overhead(&report.cells);
     // Without a single stack figure (not built, or it failed everywhere) the table would be
     // all n/a; the notes say why instead.
@@ -398,6 +439,9 @@ pub fn render(report: &Report) -> String {
              with its full default stack (`report.json`: `stack_overhead`).\n\n",
         );
         out.push_str(&render_stack_table(&overhead));
+    }
+    for section in &report.sections {
+        out.push_str(section);
     }
     if !report.notes.is_empty() {
         out.push_str("\nNotes:\n\n");
@@ -460,6 +504,9 @@ pub(crate) mod tests {
             calls_per_sec: cps,
             cpu_us_per_call: cpu,
             max_rss_kib: rss,
+            server_cpu_us_per_call: None,
+            upstream_cpu_us_per_call: None,
+            server_max_rss_kib: None,
         }
     }
 
@@ -589,11 +636,18 @@ pub(crate) mod tests {
     fn report_has_header_table_and_notes() {
         let report = Report {
             header: vec![("rmcp".into(), "3.11.0".into())],
-            cells: vec![],
+            cells: vec![Cell {
+                transport: Transport::Stdio,
+                pin: Pin::Same,
+                scenario: SCENARIOS[0],
+                results: [None, None, None, None],
+            }],
+            sections: vec!["\n## More\n".into()],
             notes: vec!["rmcp: missing".into()],
         };
         let text = render(&report);
         assert!(text.starts_with("# mcp-bench report\n\n- rmcp: 3.11.0\n\n| transport |"));
+        assert!(text.contains("|\n\n## More\n\nNotes:"), "{text}");
         assert!(text.ends_with("\nNotes:\n\n- rmcp: missing\n"));
         assert!(!text.contains("overhead"));
     }
@@ -614,6 +668,7 @@ pub(crate) mod tests {
         let report = |cells| Report {
             header: vec![],
             cells,
+            sections: vec![],
             notes: vec![],
         };
         let with = render(&report(vec![cell(Some(m(

@@ -1,5 +1,6 @@
-//! `cargo xtask bench [--quick] [DRIVER ARGS...]`: builds the benchmark binaries in release
-//! mode and runs the `mcp-bench` driver, which prints the markdown report and writes
+//! `cargo xtask bench [--quick] [DRIVER ARGS...]`: builds the benchmark binaries (and `mcph`)
+//! in release mode, installs `mcp-proxy` into `.interop/mcp-proxy/` unless it is there
+//! already, and runs the `mcp-bench` driver, which prints the markdown report and writes
 //! `target/bench/report.md` and `report.json`.
 //!
 //! The driver compares our client (the bare session, and the facade with its full default stack:
@@ -16,12 +17,14 @@
 //! cache's lookup and model tool list, the metrics layer per call, routing across endpoints:
 //! the decision and what it adds per call).
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::shell;
 
-/// `cargo build --release` of every benchmark binary: the driver, the clients and the fixture.
+/// `cargo build --release` of every benchmark binary: the driver, the clients, the fixture
+/// and `mcph` (the gateway the driver compares).
 pub fn build(root: &Path) -> Result<(), String> {
     let mut cmd = shell::command(
         shell::cargo(),
@@ -32,6 +35,8 @@ pub fn build(root: &Path) -> Result<(), String> {
             "mcp-bench",
             "-p",
             "mcp-testkit",
+            "-p",
+            "mcp-cli",
             "--bins",
         ],
         root,
@@ -41,6 +46,77 @@ pub fn build(root: &Path) -> Result<(), String> {
         Ok(s) => Err(format!("the release build failed ({s})")),
         Err(e) => Err(format!("could not start cargo: {e}")),
     }
+}
+
+/// The `mcp-proxy` release the gateway comparison measures `mcph serve` against: a tower-based
+/// Rust MCP gateway from crates.io. Bump it here and the next `cargo xtask bench` reinstalls it.
+pub const MCP_PROXY_VERSION: &str = "0.6.0";
+
+/// Where mcp-proxy is installed (`cargo install --root`), in the git-ignored `.interop/`.
+pub fn mcp_proxy_root(root: &Path) -> PathBuf {
+    root.join(".interop").join("mcp-proxy")
+}
+
+/// Its executable.
+pub fn mcp_proxy_bin(root: &Path) -> PathBuf {
+    mcp_proxy_root(root).join("bin").join("mcp-proxy")
+}
+
+const STAMP: &str = ".xtask-stamp";
+
+fn mcp_proxy_stamp() -> String {
+    format!("mcp-proxy@{MCP_PROXY_VERSION}\n")
+}
+
+/// Installs mcp-proxy [`MCP_PROXY_VERSION`] with `cargo install --locked --root
+/// .interop/mcp-proxy` (a few minutes: it builds from source in a temporary directory that
+/// cargo removes afterwards), unless the stamp matches and the binary is there; a stale
+/// install is wiped first. Returns the status word.
+pub fn ensure_mcp_proxy(root: &Path) -> Result<&'static str, String> {
+    let dir = mcp_proxy_root(root);
+    let stamp = dir.join(STAMP);
+    let binary = mcp_proxy_bin(root);
+    if fs::read_to_string(&stamp).ok().as_deref() == Some(mcp_proxy_stamp().as_str())
+        && binary.is_file()
+    {
+        return Ok("up to date");
+    }
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| format!("removing stale {}: {e}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let install_root = dir.to_string_lossy().into_owned();
+    let mut cmd = shell::command(
+        shell::cargo(),
+        &[
+            "install",
+            "mcp-proxy",
+            "--version",
+            MCP_PROXY_VERSION,
+            "--locked",
+            "--root",
+            &install_root,
+        ],
+        &dir,
+    );
+    // A temporary target directory, removed when the install ends: the workspace's stays small.
+    cmd.env_remove("CARGO_TARGET_DIR");
+    match shell::run(&mut cmd) {
+        Ok(s) if s.success() => {}
+        Ok(s) => return Err(format!("`cargo install mcp-proxy` failed ({s})")),
+        Err(e) => return Err(format!("could not start cargo: {e}")),
+    }
+    if !binary.is_file() {
+        return Err(format!(
+            "install finished but {} is missing",
+            binary.display()
+        ));
+    }
+    let tmp = stamp.with_extension("tmp");
+    fs::write(&tmp, mcp_proxy_stamp())
+        .and_then(|()| fs::rename(&tmp, &stamp))
+        .map_err(|e| format!("writing {}: {e}", stamp.display()))?;
+    Ok("installed")
 }
 
 /// Builds, then runs the driver with `args`, its output streamed through.
@@ -147,9 +223,26 @@ pub fn run(root: &Path, args: &[String]) -> ExitCode {
         .and_then(|i| args.get(i + 1))
         .map(|dir| root.join(dir))
         .unwrap_or_else(|| shell::target_dir(root).join("bench"));
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .is_some();
+    let mut args: Vec<String> = args.to_vec();
+    if !args.iter().any(|a| a == "--mcp-proxy") {
+        // Without it the gateway comparison shows mcp-proxy as n/a, with a note.
+        match ensure_mcp_proxy(root) {
+            Ok(status) => {
+                println!("bench: mcp-proxy {MCP_PROXY_VERSION}: {status}");
+                args.push("--mcp-proxy".to_owned());
+                args.push(mcp_proxy_bin(root).to_string_lossy().into_owned());
+            }
+            Err(e) => eprintln!("bench: warning: mcp-proxy {MCP_PROXY_VERSION}: {e}"),
+        }
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = run_driver(root, &args).and_then(|()| {
-        if quick {
+        if quick || only {
             return Ok(());
         }
         let rows = bench_rows(root, &TRANSPORT_BENCHES)?;

@@ -33,12 +33,16 @@ Commands:
                    print a summary, and exit non-zero if any step failed.
                    This is what `.ci/run` executes.
   bench [--quick] [--pin same|split|both] [--out DIR] [--repeats N]
-                   Build the benchmark binaries (release) and run `mcp-bench`:
-                   ours (bare session and full stack) vs rmcp vs a raw pipe
-                   floor against the fixture server,
-                   pinned with taskset. Prints a markdown table and writes
-                   target/bench/report.md and report.json. --quick: a short
-                   run that only checks the harness (CI runs it).
+        [--only gateway] [--mcp-proxy PATH]
+                   Build the benchmark binaries and mcph (release), install
+                   mcp-proxy 0.6.0 into .interop/mcp-proxy (once), and run
+                   `mcp-bench`: ours (bare session and full stack) vs rmcp vs
+                   a raw pipe floor against the fixture server, then the
+                   fixture direct vs through `mcph serve` vs through
+                   mcp-proxy, pinned with taskset. Prints a markdown table and
+                   writes target/bench/report.md and report.json. --quick: a
+                   short run that only checks the harness (CI runs it);
+                   --only gateway: the gateway comparison alone.
   chaos [--seed S] [--iterations N]
                    The chaos soak (mcp-client/tests/chaos.rs): 16 callers against
                    real servers that are killed, frozen, cut off, answer 503

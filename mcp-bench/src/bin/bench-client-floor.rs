@@ -332,6 +332,9 @@ fn measure_blocking(args: &ClientArgs, pong: &mut impl PingPong) -> Result<Measu
         calls_per_sec: args.calls as f64 / elapsed.as_secs_f64(),
         cpu_us_per_call: (cpu_after - cpu_before).as_secs_f64() * 1e6 / args.calls as f64,
         max_rss_kib,
+        server_cpu_us_per_call: None,
+        upstream_cpu_us_per_call: None,
+        server_max_rss_kib: None,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Our client (`mcp-core` + `mcp-transport-stdio`, or `mcp-transport-http`'s Streamable HTTP
-//! transport with `--transport http`) doing the benchmark calls.
+//! transport with `--transport http`) doing the benchmark calls; with `--tool` and
+//! `--server-url`, through a gateway that renames tools or prints no address.
 
 use mcp_core::McpServiceExt;
 use mcp_core::RequestOptions;
@@ -32,8 +33,18 @@ async fn run(args: &ClientArgs) -> Result<(), String> {
             bench(args, transport).await
         }
         Transport::Http => {
-            let server = HttpServer::start(&args.server, &args.server_args)?;
-            let transport = StreamableHttpTransport::new(HttpServerConfig::new(server.endpoint()))
+            let (server, endpoint) = match &args.server_url {
+                Some(url) => (
+                    HttpServer::spawn_at(&args.server, &args.server_args, url)?,
+                    url.clone(),
+                ),
+                None => {
+                    let server = HttpServer::start(&args.server, &args.server_args)?;
+                    let endpoint = server.endpoint();
+                    (server, endpoint)
+                }
+            };
+            let transport = StreamableHttpTransport::new(HttpServerConfig::new(endpoint))
                 .map_err(|e| e.to_string())?;
             let result = bench(args, transport).await;
             drop(server);
@@ -49,15 +60,17 @@ async fn bench<T: McpTransport>(args: &ClientArgs, transport: T) -> Result<(), S
         .map_err(|e| e.to_string())?;
     let session = Rc::new(session);
     let payload = args.payload;
+    let tool: Rc<str> = Rc::from(args.tool());
     let arguments = payload.arguments();
     let call = {
         let session = session.clone();
         move || {
             let session = session.clone();
             let arguments = arguments.clone();
+            let tool = tool.clone();
             async move {
                 let result = session
-                    .call_tool(payload.tool(), Some(arguments), RequestOptions::new())
+                    .call_tool(&tool, Some(arguments), RequestOptions::new())
                     .await
                     .map_err(|e| e.to_string())?;
                 payload.check_result(&result)
