@@ -24,8 +24,30 @@ const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Serves one downstream client on this process's stdin and stdout until stdin ends (the
 /// client closed it or exited). Nothing else may write to stdout meanwhile: logs go to stderr.
+///
+/// When stdin and stdout are pipes (a harness that starts `mcph serve`), they are read and
+/// written without blocking, through the runtime's reactor; otherwise (a terminal, a file)
+/// through tokio's blocking-thread stdin and stdout, one thread hand-off per read and write.
 pub async fn serve_stdio(gateway: &Gateway) -> io::Result<()> {
+    #[cfg(unix)]
+    if let Some((reader, writer)) = stdio_pipes() {
+        return serve_stream(gateway.server(), reader, writer).await;
+    }
     serve_stream(gateway.server(), tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Stdin and stdout as non-blocking pipe ends (copies of fds 0 and 1), when both are pipes.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let reader = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(stdin)).ok()?;
+    let writer = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(stdout)).ok()?;
+    Some((reader, writer))
 }
 
 /// Serves one client that writes newline-delimited JSON-RPC messages to `reader` and reads the

@@ -324,6 +324,11 @@ async fn reap_idle(shared: &Shared) {
 }
 
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+    // A stream's events go out as they come: the priming event, then the answer a moment
+    // later, must not wait for an acknowledgement (Nagle's algorithm against delayed ACKs).
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "gateway HTTP: TCP_NODELAY not set");
+    }
     match shared.tls.clone() {
         None => serve_io(stream, shared).await,
         Some(acceptor) => {
