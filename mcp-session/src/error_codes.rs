@@ -108,7 +108,7 @@ impl Default for ErrorCodeTable {
     /// | code | kind |
     /// |---|---|
     /// | -32602 with "unknown tool" / "tool \[*\] not found" / "no such tool" | ToolNotFound |
-    /// | -32602 with "unknown resource" / "resource \[*\] not found" | Resource |
+    /// | -32602 with "unknown resource" / "resource \[*\] not found" (2026-07-28's "resource not found") | Resource |
     /// | -32602 | InvalidParams |
     /// | -32700, -32600, -32601 | Protocol |
     /// | -32603 | Tool |
@@ -132,6 +132,8 @@ impl Default for ErrorCodeTable {
                     .when_message_contains("unknown resource"),
                 ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, Resource)
                     .when_message_contains("resource * not found"),
+                ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, Resource)
+                    .when_message_contains("resource not found"),
                 ErrorCodeRule::new(codes::INVALID_PARAMS..=codes::INVALID_PARAMS, InvalidParams),
                 ErrorCodeRule::new(codes::PARSE_ERROR..=codes::PARSE_ERROR, Protocol),
                 ErrorCodeRule::new(codes::METHOD_NOT_FOUND..=codes::INVALID_REQUEST, Protocol),
@@ -211,6 +213,11 @@ mod tests {
                 ErrorKind::InvalidParams,
             ),
             (-32602, "Unknown tool: nope", ErrorKind::ToolNotFound),
+            (
+                -32602,
+                "Resource not found: fixture://nope",
+                ErrorKind::Resource,
+            ),
             (-32602, "Tool not found: x", ErrorKind::ToolNotFound),
             (-32602, "no such tool", ErrorKind::ToolNotFound),
             (

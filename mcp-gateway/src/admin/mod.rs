@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /` | the page: one self-contained HTML file (inline CSS, script and SVG charts; it fetches nothing from elsewhere, so it works offline). Per server: state, breaker, pool, QPS, p50/p99 and mean latency and error-rate charts over the last minutes, cache hit rate, reconnects and failovers, its operations and endpoints (each with its state, breaker and charts), and the last errors. It follows `/events`, and polls `/api/snapshot` when it cannot. |
 //! | `GET /api/snapshot` | the JSON the page renders (below); `?since=SEQ` leaves out the samples up to `SEQ` |
-//! | `GET /events` | server-sent events: a `snapshot` event at once, then one per sample (every [`AdminOptions::interval`], 1 s by default), each the JSON below holding only the samples the stream has not sent yet; the event's `id` is the newest sample's `seq` (an `EventSource` that reconnects sends it back as `Last-Event-ID`) |
+//! | `GET /events` | server-sent events: a `snapshot` event at once, then one per sample (every [`AdminOptions::with_interval`], 1 s by default), each the JSON below holding only the samples the stream has not sent yet; the event's `id` is the newest sample's `seq` (an `EventSource` that reconnects sends it back as `Last-Event-ID`) |
 //! | `GET /metrics` | the Prometheus text exposition format, [`mcp_client::metrics::Metrics::render_prometheus`] |
 //!
 //! Anything else is 404, another method on these 405. The server answers only requests whose
