@@ -40,15 +40,7 @@ impl HttpServer {
         args: &[String],
         input: Option<&[u8]>,
     ) -> Result<HttpServer, String> {
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start {program}: {e}"))?;
-        let mut stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped");
+        let (child, mut stdin, stdout) = spawn_piped(program, args)?;
         let mut server = HttpServer {
             child,
             _stdin: None,
@@ -88,15 +80,7 @@ impl HttpServer {
         let addr: SocketAddr = authority
             .parse()
             .map_err(|e| format!("{url}: not IP:PORT: {e}"))?;
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start {program}: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped");
+        let (child, stdin, stdout) = spawn_piped(program, args)?;
         let server = HttpServer {
             child,
             _stdin: stdin,
@@ -149,4 +133,26 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `program` with its stdin and stdout piped (stderr discarded): the child, its stdin
+/// and its stdout.
+fn spawn_piped(
+    program: &str,
+    args: &[String],
+) -> Result<(Child, Option<ChildStdin>, ChildStdout), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let stdin = child.stdin.take();
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("{program} was started without a stdout pipe"));
+    };
+    Ok((child, stdin, stdout))
 }

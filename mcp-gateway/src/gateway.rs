@@ -83,12 +83,19 @@ struct Inner {
     rebuilding: tokio::sync::Mutex<()>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
+impl Inner {
+    /// The mirror's tasks aborted, every downstream connection ended.
+    fn stop(&self) {
         for task in mcp_core::sync::lock(&self.mirror).drain(..) {
             task.abort();
         }
         self.server.shutdown();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -149,10 +156,7 @@ impl Gateway {
     /// Stops serving: the mirror stops following, and every downstream connection ends. The
     /// facade is the caller's to shut down.
     pub fn shutdown(&self) {
-        for task in mcp_core::sync::lock(&self.inner.mirror).drain(..) {
-            task.abort();
-        }
-        self.inner.server.shutdown();
+        self.inner.stop();
     }
 }
 

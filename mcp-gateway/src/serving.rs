@@ -1,5 +1,6 @@
-//! [`ServerTask`]: the owner of a server's accept loop (the HTTP server's, the panel's) — told
-//! to stop and waited for within a bound, or aborted with everything it owns when dropped.
+//! What the gateway's servers (the MCP endpoint, the panel) share: [`ServerTask`], the owner
+//! of an accept loop — told to stop and waited for within a bound, or aborted with everything
+//! it owns when dropped — and [`is_loopback_authority`], their DNS-rebinding check.
 
 use std::time::Duration;
 
@@ -52,4 +53,19 @@ impl Drop for ServerTask {
             task.abort();
         }
     }
+}
+
+/// Whether an authority (a `Host` value, an origin without its scheme) names a loopback host:
+/// `localhost`, `127.0.0.1` (any 127.x address), `[::1]`, with or without a port.
+pub(crate) fn is_loopback_authority(authority: &str) -> bool {
+    let authority = authority.trim();
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

@@ -236,21 +236,8 @@ fn loopback_host(headers: &HeaderMap) -> bool {
     let Some(host) = headers.get(HOST) else {
         return true;
     };
-    let Ok(host) = host.to_str() else {
-        return false;
-    };
-    let host = host.trim();
-    // `[::1]:8080`, `[::1]`, `127.0.0.1:8080`, `localhost`.
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
-    } else {
-        host.rsplit_once(':').map_or(host, |(name, _port)| name)
-    };
-    if name.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    name.parse::<std::net::IpAddr>()
-        .is_ok_and(|ip| ip.is_loopback())
+    host.to_str()
+        .is_ok_and(crate::serving::is_loopback_authority)
 }
 
 /// `name`'s value in a query string, when it is a number.

@@ -60,7 +60,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use crate::serving::ServerTask;
+use crate::serving::{is_loopback_authority, ServerTask};
 use crate::Gateway;
 use body::EventBody;
 use hub::{priming_event, Hub, HubError};
@@ -431,19 +431,6 @@ fn check_origin(headers: &HeaderMap) -> Result<(), Response<HttpBody>> {
         }
     }
     Ok(())
-}
-
-/// `localhost`, `127.0.0.1`, `[::1]` (any 127.x address), with or without a port.
-fn is_loopback_authority(authority: &str) -> bool {
-    let host = if let Some(rest) = authority.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
-    } else {
-        authority.split(':').next().unwrap_or("")
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
